@@ -1,0 +1,11 @@
+//! robota — an embeddable agent engine.
+//!
+//! One engine — an LLM tool-use loop with streaming, tools, providers speaking the real wire formats
+//! — that applications run in their own process. Layers, from the bottom: [`message`] (pure data),
+//! [`provider`] (model calls), [`tools`] (the tool port), [`engine`] (the execution loop).
+#![warn(missing_docs)]
+
+pub mod engine;
+pub mod message;
+pub mod provider;
+pub mod tools;

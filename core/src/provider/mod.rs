@@ -1,0 +1,212 @@
+//! The model-provider port: one streaming call per round, cancellable, with typed errors.
+//!
+//! The engine talks to every model through [`Provider`]. Built-in implementations speak the real
+//! wire formats (Anthropic Messages, OpenAI-compatible Chat Completions) or play back data
+//! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
+
+pub mod anthropic;
+mod http;
+pub mod openai;
+pub mod replay;
+pub mod scripted;
+mod sse;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{Message, ProviderError, Usage};
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// Tool name the model calls.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the tool's input object.
+    pub input_schema: serde_json::Value,
+}
+
+/// Extended-thinking request settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThinkingConfig {
+    /// Token budget the model may spend thinking.
+    pub budget_tokens: u32,
+}
+
+/// Everything one model call needs. Provider-neutral; each provider converts it to its wire format.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderRequest {
+    /// System prompt, sent in the provider's system slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation as the model should see it (no system messages).
+    pub messages: Vec<Message>,
+    /// Tools the model may call this round (empty: no tools are sent).
+    #[serde(default)]
+    pub tools: Vec<ToolDefinition>,
+    /// Output token cap for this call; the provider's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Extended thinking, for providers that support it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingConfig>,
+}
+
+/// Something that happened while a call streams. Delivered in order, as it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of answer text.
+    TextDelta(String),
+    /// A piece of thinking text.
+    ThinkingDelta(String),
+    /// The model started a tool call.
+    ToolCallStart {
+        /// Position of the call in the response.
+        index: usize,
+        /// Provider tool-call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A piece of a tool call's JSON arguments.
+    ToolCallDelta {
+        /// Position of the call in the response.
+        index: usize,
+        /// The piece of JSON text.
+        partial_json: String,
+    },
+    /// A failed attempt will be retried after `delay`.
+    Retry {
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// The most attempts that will be made.
+        max_attempts: u32,
+        /// How long the provider waits before the next attempt.
+        delay: Duration,
+        /// Why the attempt failed.
+        error: ProviderError,
+    },
+}
+
+/// Receives [`StreamEvent`]s during a call.
+pub type StreamSink<'a> = dyn Fn(StreamEvent) + Send + Sync + 'a;
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    #[default]
+    EndTurn,
+    /// The model wants tools run.
+    ToolUse,
+    /// The output token cap was hit.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// The model refused.
+    Refusal,
+    /// The call was cancelled; the response holds what had streamed.
+    Aborted,
+    /// A reason this version does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// One tool call as the provider delivered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderToolCall {
+    /// Provider tool-call id, preserved verbatim.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// The arguments as raw JSON text (may be invalid JSON; the engine decides what to do).
+    pub arguments: String,
+}
+
+/// A thinking block with its signature.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThinkingBlock {
+    /// The thinking text.
+    pub thinking: String,
+    /// Provider signature to send back with the block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+/// The assembled result of one call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProviderResponse {
+    /// The answer text (all text deltas joined).
+    pub text: String,
+    /// Thinking blocks, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<ThinkingBlock>,
+    /// Tool calls, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ProviderToolCall>,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Tokens used by this call.
+    pub usage: Usage,
+    /// The model that answered (as the provider reported it).
+    pub model: String,
+}
+
+/// What a provider can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderCapabilities {
+    /// Streams deltas as they arrive.
+    pub streaming: bool,
+    /// Accepts tool definitions and returns tool calls.
+    pub tools: bool,
+    /// Supports extended thinking.
+    pub thinking: bool,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+}
+
+impl Default for ProviderCapabilities {
+    fn default() -> Self {
+        ProviderCapabilities {
+            streaming: true,
+            tools: true,
+            thinking: false,
+            context_window: DEFAULT_CONTEXT_WINDOW,
+        }
+    }
+}
+
+/// Context window assumed for models the engine knows nothing about.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 200_000;
+
+/// A model provider: one streaming call per round.
+///
+/// Implementations must honour `cancel` promptly (within milliseconds): on cancellation they
+/// return `Ok` with what had streamed so far and [`StopReason::Aborted`]. They must not report
+/// success for a stream that ended without its terminal event.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Provider name (`anthropic`, `openai`, `scripted`, …).
+    fn name(&self) -> &str;
+    /// The model this provider calls.
+    fn model(&self) -> &str;
+    /// What the provider supports.
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities::default()
+    }
+    /// Makes one model call, reporting deltas through `on_event` as they arrive.
+    async fn stream(
+        &self,
+        request: &ProviderRequest,
+        on_event: &StreamSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<ProviderResponse, ProviderError>;
+}
