@@ -1,0 +1,311 @@
+//! The Anthropic Messages wire format: the SSE event sequence for a turn, in-stream errors and
+//! HTTP error bodies, shaped like `POST /v1/messages` with `"stream": true`.
+//!
+//! JSON is built from `Serialize` structs (not `json!`) so keys come out in the API's order,
+//! with `type` first, which keeps captured streams readable and diffable against the real API.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::plan::{anthropic_stop_reason, to_json, Ctx};
+use crate::script::{Turn, Usage};
+use crate::sse::Event;
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Wire<'a> {
+    MessageStart {
+        message: StartMessage<'a>,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: Block<'a>,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: Delta<'a>,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    Ping,
+    // Same event as `Ping`, plus a field real clients ignore: used to make an event of exact size.
+    #[serde(rename = "ping")]
+    PaddedPing {
+        padding: String,
+    },
+    MessageDelta {
+        delta: StopDelta<'a>,
+        usage: OutputUsage,
+    },
+    MessageStop,
+    Error {
+        error: ErrorDetail<'a>,
+    },
+}
+
+impl Wire<'_> {
+    /// The SSE `event:` name, which the API always sets equal to the data's `type`.
+    fn name(&self) -> &'static str {
+        match self {
+            Wire::MessageStart { .. } => "message_start",
+            Wire::ContentBlockStart { .. } => "content_block_start",
+            Wire::ContentBlockDelta { .. } => "content_block_delta",
+            Wire::ContentBlockStop { .. } => "content_block_stop",
+            Wire::Ping | Wire::PaddedPing { .. } => "ping",
+            Wire::MessageDelta { .. } => "message_delta",
+            Wire::MessageStop => "message_stop",
+            Wire::Error { .. } => "error",
+        }
+    }
+
+    fn event(&self) -> Event {
+        Event::named(self.name(), to_json(self))
+    }
+}
+
+#[derive(Serialize)]
+struct StartMessage<'a> {
+    id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    content: [Value; 0],
+    model: &'a str,
+    stop_reason: Option<&'a str>,
+    stop_sequence: Option<&'a str>,
+    usage: StartUsage,
+}
+
+#[derive(Serialize)]
+struct StartUsage {
+    input_tokens: u64,
+    cache_creation_input_tokens: u64,
+    cache_read_input_tokens: u64,
+    output_tokens: u64,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    Thinking {
+        thinking: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Map<String, Value>,
+    },
+}
+
+/// Delta kinds; the wire names are `<kind>_delta`.
+#[derive(Serialize)]
+#[serde(tag = "type")]
+enum Delta<'a> {
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
+}
+
+#[derive(Serialize)]
+struct StopDelta<'a> {
+    stop_reason: &'a str,
+    stop_sequence: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct OutputUsage {
+    output_tokens: u64,
+}
+
+#[derive(Serialize)]
+struct ErrorDetail<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    message: &'a str,
+}
+
+/// The full event sequence for `turn`; `include_terminal: false` drops `message_stop`.
+pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<Event> {
+    let usage = turn.usage.unwrap_or_default();
+    let mut out = vec![Wire::MessageStart {
+        message: StartMessage {
+            id: format!("msg_mock_{}", ctx.seq),
+            kind: "message",
+            role: "assistant",
+            content: [],
+            model: ctx.model,
+            stop_reason: None,
+            stop_sequence: None,
+            usage: start_usage(&usage),
+        },
+    }
+    .event()];
+
+    let mut blocks = Blocks {
+        out: &mut out,
+        next_index: 0,
+    };
+    if let Some(thinking) = &turn.thinking {
+        let index = blocks.start(Block::Thinking { thinking: "" });
+        for piece in thinking.pieces() {
+            blocks.delta(index, Delta::Thinking { thinking: piece });
+        }
+        let signature = turn.thinking_signature.as_deref().unwrap_or("sig_mock");
+        blocks.delta(index, Delta::Signature { signature });
+        blocks.stop(index);
+    }
+    if let Some(text) = &turn.text {
+        let index = blocks.start(Block::Text { text: "" });
+        for piece in text.pieces() {
+            blocks.delta(index, Delta::Text { text: piece });
+        }
+        blocks.stop(index);
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        let default_id = format!("toolu_mock_{}_{i}", ctx.turn_index);
+        let index = blocks.start(Block::ToolUse {
+            id: call.id.as_deref().unwrap_or(&default_id),
+            name: &call.name,
+            input: Map::new(),
+        });
+        for piece in call.argument_pieces() {
+            blocks.delta(
+                index,
+                Delta::InputJson {
+                    partial_json: &piece,
+                },
+            );
+        }
+        blocks.stop(index);
+    }
+    if blocks.next_index == 0 {
+        // No content blocks: the ping still comes, right after message_start.
+        out.push(Wire::Ping.event());
+    }
+
+    out.push(
+        Wire::MessageDelta {
+            delta: StopDelta {
+                stop_reason: &anthropic_stop_reason(turn),
+                stop_sequence: None,
+            },
+            usage: OutputUsage {
+                output_tokens: usage.output_tokens,
+            },
+        }
+        .event(),
+    );
+    if include_terminal {
+        out.push(Wire::MessageStop.event());
+    }
+    out
+}
+
+fn start_usage(usage: &Usage) -> StartUsage {
+    StartUsage {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        // The real API reports a provisional count here and the final one in message_delta;
+        // 0 keeps clients that add the two from double counting.
+        output_tokens: 0,
+    }
+}
+
+/// Appends content-block events, numbering blocks and placing the `ping` where the real API
+/// sends it: right after the first `content_block_start`.
+struct Blocks<'o> {
+    out: &'o mut Vec<Event>,
+    next_index: usize,
+}
+
+impl Blocks<'_> {
+    fn start(&mut self, content_block: Block<'_>) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.out.push(
+            Wire::ContentBlockStart {
+                index,
+                content_block,
+            }
+            .event(),
+        );
+        if index == 0 {
+            self.out.push(Wire::Ping.event());
+        }
+        index
+    }
+
+    fn delta(&mut self, index: usize, delta: Delta<'_>) {
+        self.out
+            .push(Wire::ContentBlockDelta { index, delta }.event());
+    }
+
+    fn stop(&mut self, index: usize) {
+        self.out.push(Wire::ContentBlockStop { index }.event());
+    }
+}
+
+/// A `content_block_delta` whose JSON is cut off mid-string.
+pub(crate) fn malformed() -> Event {
+    Event::named(
+        "content_block_delta",
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut of"#
+            .to_owned(),
+    )
+}
+
+/// A `ping` whose data payload is exactly `bytes` long (or minimal, if `bytes` is smaller).
+pub(crate) fn oversized(bytes: usize) -> Event {
+    let data = crate::plan::padded(bytes, |padding| to_json(&Wire::PaddedPing { padding }));
+    Event::named("ping", data)
+}
+
+/// The in-stream `event: error`.
+pub(crate) fn stream_error(error_type: Option<&str>, message: Option<&str>) -> Event {
+    Wire::Error {
+        error: ErrorDetail {
+            kind: error_type.unwrap_or("overloaded_error"),
+            message: message.unwrap_or("Overloaded"),
+        },
+    }
+    .event()
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    error: ErrorDetail<'a>,
+}
+
+/// The JSON body of an HTTP error response.
+pub(crate) fn error_body(status: u16, error_type: Option<&str>, message: Option<&str>) -> String {
+    let default_type = match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        500..=599 => "api_error",
+        _ => "invalid_request_error",
+    };
+    to_json(&ErrorEnvelope {
+        kind: "error",
+        error: ErrorDetail {
+            kind: error_type.unwrap_or(default_type),
+            message: message.unwrap_or(crate::plan::default_error_message(status)),
+        },
+    })
+}
