@@ -1,1 +1,140 @@
-//! The execution loop.
+//! The execution loop: rounds of "call the model, run the tools it asked for" until the model
+//! answers, with streaming, abort, tool batches, context budgets and the forced final summary.
+//!
+//! The engine knows nothing of files, settings or sessions: it reads and appends to a
+//! [`Conversation`] the caller owns, talks to one [`Provider`], and runs tools from one
+//! [`ToolRegistry`]. Everything it does is reported as it happens, to user interfaces through
+//! [`EngineEvent`]s and to session logs through [`ExecutionEvent`]s (the replay boundary events).
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::sync::Arc;
+//! use robota::engine::{Engine, EngineConfig, RunOptions};
+//! use robota::message::{Conversation, Message};
+//! use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
+//! use robota::tools::ToolRegistry;
+//!
+//! let provider = Arc::new(ScriptedProvider::new(vec![ScriptedTurn::text("Hello!")]));
+//! let engine = Engine::new(provider, ToolRegistry::new(), EngineConfig::default());
+//! let mut conversation = Conversation::new();
+//! let outcome = engine
+//!     .run(&mut conversation, Message::user("Hi"), RunOptions::new())
+//!     .await;
+//! assert_eq!(outcome.response, "Hello!");
+//! # }
+//! ```
+//!
+//! Modules: [`config`] (settings, options, outcome), [`events`] (what is reported), `run` (the
+//! loop and the commit path), `round` (one model call), `tool_batch` (scheduling tool calls),
+//! `budget` (context estimates), `summary` (the forced final answer), `recorder` (JSONL logs).
+
+pub mod config;
+pub mod events;
+
+mod budget;
+mod recorder;
+mod round;
+mod run;
+mod summary;
+mod tool_batch;
+
+use std::sync::Arc;
+
+pub use budget::{
+    CHARS_PER_TOKEN, CONTEXT_OVERFLOW_TOOL_RESULT, HARD_LIMIT_RATIO, TOOL_RESULT_BUDGET_RATIO,
+};
+pub use config::{
+    EngineConfig, EventCallback, ExecutionEventCallback, RunOptions, RunOutcome, RunStopReason,
+    DEFAULT_MAX_CONSECUTIVE_UNKNOWN_TOOL_ROUNDS, DEFAULT_MAX_TOOL_CONCURRENCY, DEFAULT_MAX_TURNS,
+    DEFAULT_TOOL_ABORT_GRACE,
+};
+pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
+pub use recorder::JsonlRecorder;
+pub use summary::{MAX_TURNS_INSTRUCTION, SUMMARY_FALLBACK};
+pub use tool_batch::INTERRUPTED_RESULT;
+
+use crate::message::{Conversation, Message};
+use crate::provider::Provider;
+use crate::tools::ToolRegistry;
+
+/// The execution loop bound to one provider, one set of tools and one configuration.
+///
+/// An `Engine` holds no per-conversation state, so one engine can serve many conversations, also
+/// concurrently (each [`Engine::run`] borrows its own [`Conversation`]).
+#[derive(Clone)]
+pub struct Engine {
+    provider: Arc<dyn Provider>,
+    tools: ToolRegistry,
+    config: EngineConfig,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("provider", &self.provider.name())
+            .field("model", &self.provider.model())
+            .field("tools", &self.tools)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine that calls `provider` and may run `tools`.
+    pub fn new(provider: Arc<dyn Provider>, tools: ToolRegistry, config: EngineConfig) -> Self {
+        Engine {
+            provider,
+            tools,
+            config,
+        }
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Appends `input` to `conversation` and runs rounds until the model answers without calling
+    /// tools, the round cap is reached, the run is aborted or a model call fails.
+    ///
+    /// Never panics on anything from outside and never returns early with a half-written
+    /// history: whatever ends the run, every tool call in the conversation has its result and
+    /// the outcome says why the run stopped. An abort (through `options.cancel`) returns
+    /// normally with `interrupted = true`.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        input: Message,
+        options: RunOptions,
+    ) -> RunOutcome {
+        run::Run::new(self, conversation, options)
+            .execute(input)
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: T) {}
+
+    #[test]
+    fn the_run_future_can_be_spawned() {
+        let provider = Arc::new(crate::provider::scripted::ScriptedProvider::new(Vec::new()));
+        let engine = Engine::new(provider, ToolRegistry::new(), EngineConfig::default());
+        let mut conversation = Conversation::new();
+        // Only the type is checked: a run must be usable from `tokio::spawn`.
+        assert_send(engine.run(&mut conversation, Message::user("hi"), RunOptions::new()));
+    }
+}

@@ -1,1 +1,1309 @@
-//! (in progress)
+//! The Anthropic Messages API provider: request building, message conversion and the SSE event
+//! parser for `POST {base}/v1/messages` with `stream: true`.
+//!
+//! Transport concerns (retries, timeouts, cancellation, HTTP error mapping) live in the shared
+//! HTTP transport (`provider/http.rs`, configured by [`HttpOptions`]); this module owns only what
+//! is specific to Anthropic's wire format.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use async_trait::async_trait;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::http::{
+    classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
+    HttpOptions, HttpTransport, Progress, StreamAssembler,
+};
+use super::sse::SseEvent;
+use super::{
+    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    StopReason, StreamEvent, StreamSink, ThinkingBlock, DEFAULT_CONTEXT_WINDOW,
+};
+use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
+
+/// Base URL used when neither the config nor `ANTHROPIC_BASE_URL` names one (the official SDK's).
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// The `anthropic-version` header sent unless configured otherwise.
+pub const DEFAULT_ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` for models missing from the built-in table (and no explicit setting). Every
+/// current Claude model accepts at least this many output tokens.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Upper bound on the default `max_tokens` for known models: large enough for a big file write in
+/// one tool call, small enough that a runaway answer stops in reasonable time.
+const MAX_DEFAULT_MAX_TOKENS: u32 = 32_000;
+
+const PROVIDER_NAME: &str = "anthropic";
+
+/// Settings for [`AnthropicProvider`].
+#[derive(Clone, PartialEq)]
+pub struct AnthropicConfig {
+    /// API key sent as `x-api-key`. Required.
+    pub api_key: Option<String>,
+    /// Base URL without the `/v1/messages` path; [`DEFAULT_BASE_URL`] when `None`.
+    pub base_url: Option<String>,
+    /// Model id, e.g. `claude-sonnet-4-6`.
+    pub model: String,
+    /// Output token cap when the request sets none. When this is `None` too, the model's table
+    /// entry decides (its maximum output, capped at 32,000), or [`DEFAULT_MAX_TOKENS`] (8192) for
+    /// models the table does not know.
+    pub max_tokens: Option<u32>,
+    /// The `anthropic-version` header; [`DEFAULT_ANTHROPIC_VERSION`] by default.
+    pub anthropic_version: String,
+    /// Timeouts, retries, size caps, extra headers.
+    pub http: HttpOptions,
+}
+
+impl AnthropicConfig {
+    /// A config for `model` with no key and every other setting at its default.
+    pub fn new(model: impl Into<String>) -> Self {
+        AnthropicConfig {
+            api_key: None,
+            base_url: None,
+            model: model.into(),
+            max_tokens: None,
+            anthropic_version: DEFAULT_ANTHROPIC_VERSION.to_string(),
+            http: HttpOptions::default(),
+        }
+    }
+
+    /// A config for `model` from `ANTHROPIC_API_KEY` and `ANTHROPIC_BASE_URL` (empty values count
+    /// as unset).
+    pub fn from_env(model: impl Into<String>) -> Self {
+        Self::from_vars(model, |name| std::env::var(name).ok())
+    }
+
+    fn from_vars(model: impl Into<String>, var: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        AnthropicConfig {
+            api_key: non_empty("ANTHROPIC_API_KEY"),
+            base_url: non_empty("ANTHROPIC_BASE_URL"),
+            ..Self::new(model)
+        }
+    }
+}
+
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the key.
+        f.debug_struct("AnthropicConfig")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("anthropic_version", &self.anthropic_version)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+/// A [`Provider`] for the Anthropic Messages API (streaming).
+pub struct AnthropicProvider {
+    model: String,
+    max_tokens: Option<u32>,
+    base_url: String,
+    transport: HttpTransport,
+}
+
+impl fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicProvider {
+    /// Builds the provider and its HTTP client.
+    ///
+    /// Fails with an [`ProviderErrorKind::Auth`] error when no API key is set, and with
+    /// [`ProviderErrorKind::InvalidRequest`] for a malformed key, version or extra header.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+        let api_key = config
+            .api_key
+            .as_deref()
+            .filter(|key| !key.trim().is_empty())
+            .ok_or_else(|| {
+                ProviderError::new(
+                    ProviderErrorKind::Auth,
+                    PROVIDER_NAME,
+                    "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig.api_key",
+                )
+            })?;
+        let base_url = config
+            .base_url
+            .as_deref()
+            .unwrap_or(DEFAULT_BASE_URL)
+            .trim_end_matches('/')
+            .to_string();
+        let invalid = |what: &str| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                PROVIDER_NAME,
+                format!("the {what} contains characters not allowed in an HTTP header"),
+            )
+        };
+        let mut key = HeaderValue::from_str(api_key.trim()).map_err(|_| invalid("API key"))?;
+        key.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", key);
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_str(&config.anthropic_version)
+                .map_err(|_| invalid("anthropic_version"))?,
+        );
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let transport = HttpTransport::new(
+            format!("{base_url}/v1/messages"),
+            headers,
+            config.http,
+            ErrorContext {
+                provider: PROVIDER_NAME.to_string(),
+                base_url: base_url.clone(),
+                auth_hint: "Set ANTHROPIC_API_KEY (or AnthropicConfig.api_key) to a valid key."
+                    .to_string(),
+            },
+        )?;
+        Ok(AnthropicProvider {
+            model: config.model,
+            max_tokens: config.max_tokens,
+            base_url,
+            transport,
+        })
+    }
+
+    /// A provider for `model` configured from `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`.
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ProviderError> {
+        Self::new(AnthropicConfig::from_env(model))
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The network settings in force.
+    pub fn http_options(&self) -> &HttpOptions {
+        self.transport.options()
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ProviderRequest) -> Value {
+        build_body(&self.model, self.max_tokens, request)
+    }
+}
+
+#[async_trait]
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        PROVIDER_NAME
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities {
+            streaming: true,
+            tools: true,
+            thinking: true,
+            context_window: model_limits(&self.model)
+                .map_or(DEFAULT_CONTEXT_WINDOW, |limits| limits.context_window),
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ProviderRequest,
+        on_event: &StreamSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(request)).map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                PROVIDER_NAME,
+                format!("could not encode the request: {e}"),
+            )
+        })?;
+        self.transport
+            .stream(
+                body.into(),
+                || AnthropicAssembler::new(&self.model),
+                on_event,
+                cancel,
+            )
+            .await
+    }
+}
+
+/// What the built-in table knows about a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ModelLimits {
+    context_window: u64,
+    max_output: u32,
+}
+
+/// Known models by id prefix, most specific first (so `claude-opus-4-6` is not taken for
+/// `claude-opus-4`). Dated ids (`claude-sonnet-4-5-20250929`) match their family's prefix.
+const MODEL_TABLE: &[(&str, ModelLimits)] = &[
+    ("claude-opus-4-6", limits(1_000_000, 128_000)),
+    ("claude-sonnet-4-6", limits(1_000_000, 64_000)),
+    ("claude-opus-4-5", limits(200_000, 64_000)),
+    ("claude-sonnet-4-5", limits(200_000, 64_000)),
+    ("claude-haiku-4-5", limits(200_000, 64_000)),
+    ("claude-opus-4-1", limits(200_000, 32_000)),
+    ("claude-opus-4", limits(200_000, 32_000)),
+    ("claude-sonnet-4", limits(200_000, 64_000)),
+    ("claude-3-7-sonnet", limits(200_000, 64_000)),
+    ("claude-3-5-sonnet", limits(200_000, 8_192)),
+    ("claude-3-5-haiku", limits(200_000, 8_192)),
+    ("claude-3-opus", limits(200_000, 4_096)),
+    ("claude-3-haiku", limits(200_000, 4_096)),
+];
+
+const fn limits(context_window: u64, max_output: u32) -> ModelLimits {
+    ModelLimits {
+        context_window,
+        max_output,
+    }
+}
+
+fn model_limits(model: &str) -> Option<ModelLimits> {
+    MODEL_TABLE
+        .iter()
+        .find(|(prefix, _)| model.starts_with(prefix))
+        .map(|(_, limits)| *limits)
+}
+
+fn default_max_tokens(model: &str) -> u32 {
+    model_limits(model).map_or(DEFAULT_MAX_TOKENS, |l| {
+        l.max_output.min(MAX_DEFAULT_MAX_TOKENS)
+    })
+}
+
+/// Builds the Messages API request body.
+fn build_body(model: &str, configured_max_tokens: Option<u32>, request: &ProviderRequest) -> Value {
+    let explicit_max = request.max_tokens.or(configured_max_tokens);
+    let max_tokens = match (explicit_max, request.thinking) {
+        (Some(max), _) => max,
+        // The API requires max_tokens > budget_tokens; a default must leave room for the answer.
+        (None, Some(thinking)) => thinking
+            .budget_tokens
+            .saturating_add(default_max_tokens(model)),
+        (None, None) => default_max_tokens(model),
+    };
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+
+    // System messages that slipped into the conversation join the system prompt, in order.
+    let mut system_parts: Vec<&str> = Vec::new();
+    if let Some(system) = request.system.as_deref() {
+        system_parts.push(system);
+    }
+    for message in &request.messages {
+        if message.role == Role::System {
+            for block in &message.content {
+                if let ContentBlock::Text { text } = block {
+                    system_parts.push(text);
+                }
+            }
+        }
+    }
+    system_parts.retain(|part| !part.trim().is_empty());
+    if !system_parts.is_empty() {
+        body.insert("system".into(), json!(system_parts.join("\n\n")));
+    }
+
+    body.insert(
+        "messages".into(),
+        Value::Array(convert_messages(&request.messages)),
+    );
+
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": tool.input_schema,
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(thinking) = request.thinking {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": thinking.budget_tokens}),
+        );
+    }
+    Value::Object(body)
+}
+
+/// Converts the conversation to Anthropic messages.
+///
+/// Tool messages become user messages of `tool_result` blocks, and consecutive messages of the same
+/// wire role are merged: the API wants strictly alternating roles, and it wants every `tool_result`
+/// answering an assistant turn in the one user message that follows it.
+fn convert_messages(messages: &[Message]) -> Vec<Value> {
+    let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in messages {
+        let (role, blocks) = match message.role {
+            Role::System => continue, // folded into `system`
+            Role::Assistant => ("assistant", assistant_blocks(&message.content)),
+            Role::User | Role::Tool => ("user", user_blocks(&message.content)),
+        };
+        if blocks.is_empty() {
+            // The API rejects empty content; dropping the message lets its neighbours merge.
+            continue;
+        }
+        match wire.last_mut() {
+            Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
+            _ => wire.push((role, blocks)),
+        }
+    }
+    wire.into_iter()
+        .map(|(role, mut blocks)| {
+            if role == "user" {
+                // Tool results answer the previous assistant turn; they go before any new text.
+                blocks.sort_by_key(|block| block["type"] != "tool_result");
+            }
+            json!({"role": role, "content": blocks})
+        })
+        .collect()
+}
+
+fn user_blocks(content: &[ContentBlock]) -> Vec<Value> {
+    content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => text_block(text),
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                let mut result = Map::new();
+                result.insert("type".into(), json!("tool_result"));
+                result.insert("tool_use_id".into(), json!(tool_use_id));
+                // An empty string is not a valid text block; the API accepts no content instead.
+                if !content.is_empty() {
+                    result.insert("content".into(), json!(content));
+                }
+                result.insert("is_error".into(), json!(is_error));
+                Some(Value::Object(result))
+            }
+            // Thinking and tool calls are the assistant's; they have no place in a user turn.
+            ContentBlock::Thinking { .. } | ContentBlock::ToolUse { .. } => None,
+        })
+        .collect()
+}
+
+fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
+    let mut thinking = Vec::new();
+    let mut rest = Vec::new();
+    for block in content {
+        match block {
+            // The API requires thinking blocks first, and only accepts them with the signature it
+            // issued; unsigned thinking (e.g. from another provider) is dropped.
+            ContentBlock::Thinking {
+                thinking: text,
+                signature: Some(signature),
+            } => thinking.push(json!({
+                "type": "thinking",
+                "thinking": text,
+                "signature": signature,
+            })),
+            ContentBlock::Thinking { .. } => {}
+            ContentBlock::Text { text } => rest.extend(text_block(text)),
+            ContentBlock::ToolUse { id, name, input } => {
+                let input = if input.is_object() {
+                    input.clone()
+                } else {
+                    // Invalid arguments are kept in the transcript as a string, but the API only
+                    // takes an object here.
+                    Value::Object(Map::new())
+                };
+                rest.push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+            }
+            ContentBlock::ToolResult { .. } => {}
+        }
+    }
+    thinking.extend(rest);
+    thinking
+}
+
+/// A text block, or nothing for empty text (the API rejects empty text blocks).
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+// ---- stream parsing ---------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireEvent {
+    MessageStart {
+        message: WireMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: WireBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: WireDelta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: WireMessageDelta,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        #[serde(default)]
+        error: Value,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireMessageDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireDelta {
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// What a content block index refers to.
+#[derive(Debug, Clone, Copy)]
+enum BlockSlot {
+    Text,
+    /// Index into `thinking`.
+    Thinking(usize),
+    /// Index into `tools`.
+    Tool(usize),
+    /// A block this version does not use (server tools, redacted thinking, …).
+    Ignored,
+}
+
+struct ToolState {
+    call: ProviderToolCall,
+    /// Input given whole in `content_block_start`, used when no deltas follow.
+    start_input: Value,
+    done: bool,
+}
+
+/// Assembles one streamed Messages API response.
+struct AnthropicAssembler {
+    model: String,
+    text: String,
+    thinking: Vec<ThinkingBlock>,
+    tools: Vec<ToolState>,
+    blocks: HashMap<usize, BlockSlot>,
+    usage: Usage,
+    stop_reason: Option<String>,
+}
+
+impl AnthropicAssembler {
+    fn new(model: &str) -> Self {
+        AnthropicAssembler {
+            model: model.to_string(),
+            text: String::new(),
+            thinking: Vec::new(),
+            tools: Vec::new(),
+            blocks: HashMap::new(),
+            usage: Usage::default(),
+            stop_reason: None,
+        }
+    }
+
+    fn apply_usage(&mut self, usage: &WireUsage) {
+        // Counts are cumulative, so later values replace earlier ones.
+        if let Some(n) = usage.input_tokens {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = usage.output_tokens {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = usage.cache_creation_input_tokens {
+            self.usage.cache_creation_input_tokens = n;
+        }
+        if let Some(n) = usage.cache_read_input_tokens {
+            self.usage.cache_read_input_tokens = n;
+        }
+    }
+
+    fn push_text(&mut self, text: String, emitter: &mut Emitter<'_, '_>) {
+        if text.is_empty() {
+            return;
+        }
+        self.text.push_str(&text);
+        emitter.emit(StreamEvent::TextDelta(text));
+    }
+
+    fn push_thinking(&mut self, slot: usize, text: String, emitter: &mut Emitter<'_, '_>) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(block) = self.thinking.get_mut(slot) {
+            block.thinking.push_str(&text);
+        }
+        emitter.emit(StreamEvent::ThinkingDelta(text));
+    }
+
+    fn new_thinking_slot(&mut self, index: usize, signature: Option<String>) -> usize {
+        self.thinking.push(ThinkingBlock {
+            thinking: String::new(),
+            signature,
+        });
+        let slot = self.thinking.len() - 1;
+        self.blocks.insert(index, BlockSlot::Thinking(slot));
+        slot
+    }
+
+    fn finish_tool(tool: &mut ToolState) {
+        if tool.done {
+            return;
+        }
+        tool.done = true;
+        if tool.call.arguments.trim().is_empty() {
+            tool.call.arguments = match &tool.start_input {
+                Value::Object(map) if !map.is_empty() => tool.start_input.to_string(),
+                _ => "{}".to_string(),
+            };
+        }
+    }
+
+    fn response(self, stop_reason: StopReason, complete_tools_only: bool) -> ProviderResponse {
+        let tool_calls = self
+            .tools
+            .into_iter()
+            .filter(|tool| tool.done || !complete_tools_only)
+            .map(|mut tool| {
+                Self::finish_tool(&mut tool);
+                tool.call
+            })
+            .collect();
+        ProviderResponse {
+            text: self.text,
+            thinking: self.thinking,
+            tool_calls,
+            stop_reason,
+            usage: self.usage,
+            model: self.model,
+        }
+    }
+}
+
+impl StreamAssembler for AnthropicAssembler {
+    const TERMINAL: &'static str = "message_stop";
+
+    fn on_event(
+        &mut self,
+        event: SseEvent,
+        emitter: &mut Emitter<'_, '_>,
+    ) -> Result<Progress, ProviderError> {
+        if event.data.trim().is_empty() {
+            return Ok(Progress::Continue); // a keep-alive from some proxy
+        }
+        let wire: WireEvent = serde_json::from_str(&event.data)
+            .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+        match wire {
+            WireEvent::MessageStart { message } => {
+                if let Some(model) = message.model.filter(|m| !m.is_empty()) {
+                    self.model = model;
+                }
+                if let Some(usage) = message.usage {
+                    self.apply_usage(&usage);
+                }
+            }
+            WireEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                WireBlock::Text { text } => {
+                    self.blocks.insert(index, BlockSlot::Text);
+                    self.push_text(text, emitter);
+                }
+                WireBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    let slot = self.new_thinking_slot(index, signature.filter(|s| !s.is_empty()));
+                    self.push_thinking(slot, thinking, emitter);
+                }
+                WireBlock::ToolUse { id, name, input } => {
+                    let position = self.tools.len();
+                    self.tools.push(ToolState {
+                        call: ProviderToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: String::new(),
+                        },
+                        start_input: input,
+                        done: false,
+                    });
+                    self.blocks.insert(index, BlockSlot::Tool(position));
+                    emitter.emit(StreamEvent::ToolCallStart {
+                        index: position,
+                        id,
+                        name,
+                    });
+                }
+                WireBlock::Other => {
+                    self.blocks.insert(index, BlockSlot::Ignored);
+                }
+            },
+            WireEvent::ContentBlockDelta { index, delta } => {
+                let slot = self.blocks.get(&index).copied();
+                match delta {
+                    // Text is text even if its block start was never seen.
+                    WireDelta::TextDelta { text } => self.push_text(text, emitter),
+                    WireDelta::ThinkingDelta { thinking } => {
+                        let slot = match slot {
+                            Some(BlockSlot::Thinking(slot)) => slot,
+                            _ => self.new_thinking_slot(index, None),
+                        };
+                        self.push_thinking(slot, thinking, emitter);
+                    }
+                    WireDelta::SignatureDelta { signature } => {
+                        if let Some(BlockSlot::Thinking(slot)) = slot {
+                            if let Some(block) = self.thinking.get_mut(slot) {
+                                block
+                                    .signature
+                                    .get_or_insert_with(String::new)
+                                    .push_str(&signature);
+                            }
+                        }
+                    }
+                    WireDelta::InputJsonDelta { partial_json } => {
+                        if let Some(BlockSlot::Tool(position)) = slot {
+                            if let Some(tool) = self.tools.get_mut(position) {
+                                tool.call.arguments.push_str(&partial_json);
+                                if !partial_json.is_empty() {
+                                    emitter.emit(StreamEvent::ToolCallDelta {
+                                        index: position,
+                                        partial_json,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    WireDelta::Other => {}
+                }
+            }
+            WireEvent::ContentBlockStop { index } => {
+                if let Some(BlockSlot::Tool(position)) = self.blocks.get(&index).copied() {
+                    if let Some(tool) = self.tools.get_mut(position) {
+                        Self::finish_tool(tool);
+                    }
+                }
+            }
+            WireEvent::MessageDelta { delta, usage } => {
+                if delta.stop_reason.is_some() {
+                    self.stop_reason = delta.stop_reason;
+                }
+                if let Some(usage) = usage {
+                    self.apply_usage(&usage);
+                }
+            }
+            WireEvent::MessageStop => return Ok(Progress::Done),
+            WireEvent::Ping | WireEvent::Unknown => {}
+            WireEvent::Error { error } => {
+                let body = error_body_from_value(&json!({ "error": error }));
+                return Err(classify_stream_error(PROVIDER_NAME, &body));
+            }
+        }
+        Ok(Progress::Continue)
+    }
+
+    fn finish(self) -> ProviderResponse {
+        let stop_reason = match self.stop_reason.as_deref() {
+            Some("end_turn") => StopReason::EndTurn,
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") => StopReason::MaxTokens,
+            Some("stop_sequence") => StopReason::StopSequence,
+            Some("refusal") => StopReason::Refusal,
+            Some(_) => StopReason::Other,
+            None if !self.tools.is_empty() => StopReason::ToolUse,
+            None => StopReason::EndTurn,
+        };
+        self.response(stop_reason, false)
+    }
+
+    fn abort(self) -> ProviderResponse {
+        // A tool call whose arguments were still streaming is not a call anyone should run.
+        self.response(StopReason::Aborted, true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::message::MessageState;
+    use crate::provider::sse::SseDecoder;
+    use crate::provider::{ThinkingConfig, ToolDefinition};
+
+    fn request(messages: Vec<Message>) -> ProviderRequest {
+        ProviderRequest {
+            messages,
+            ..ProviderRequest::default()
+        }
+    }
+
+    fn assistant(content: Vec<ContentBlock>) -> Message {
+        Message::assistant(content, MessageState::Complete)
+    }
+
+    #[test]
+    fn minimal_body() {
+        let body = build_body(
+            "claude-sonnet-4-5",
+            None,
+            &request(vec![Message::user("hi")]),
+        );
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 32000,
+                "stream": true,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            })
+        );
+    }
+
+    #[test]
+    fn body_fields_system_tools_temperature_thinking() {
+        let req = ProviderRequest {
+            system: Some("be brief".into()),
+            messages: vec![Message::user("hi")],
+            tools: vec![ToolDefinition {
+                name: "Read".into(),
+                description: "reads".into(),
+                input_schema: json!({"type": "object", "properties": {"file_path": {"type": "string"}}}),
+            }],
+            max_tokens: Some(1000),
+            temperature: Some(0.5),
+            thinking: Some(ThinkingConfig { budget_tokens: 500 }),
+        };
+        let body = build_body("m", Some(7), &req);
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["max_tokens"], 1000, "request wins over config");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "Read", "description": "reads", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}])
+        );
+        assert_eq!(body["temperature"], 0.5);
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 500})
+        );
+    }
+
+    #[test]
+    fn max_tokens_defaults() {
+        let req = request(vec![Message::user("hi")]);
+        assert_eq!(build_body("m", Some(77), &req)["max_tokens"], 77);
+        assert_eq!(
+            build_body("unknown-model", None, &req)["max_tokens"],
+            DEFAULT_MAX_TOKENS
+        );
+        assert_eq!(
+            build_body("claude-3-haiku-20240307", None, &req)["max_tokens"],
+            4096
+        );
+        assert_eq!(
+            build_body("claude-opus-4-6", None, &req)["max_tokens"],
+            32000
+        );
+        let thinking = ProviderRequest {
+            thinking: Some(ThinkingConfig {
+                budget_tokens: 10_000,
+            }),
+            ..req
+        };
+        assert_eq!(
+            build_body("unknown-model", None, &thinking)["max_tokens"],
+            10_000 + DEFAULT_MAX_TOKENS
+        );
+    }
+
+    #[test]
+    fn system_messages_join_the_system_prompt() {
+        let req = ProviderRequest {
+            system: Some("a".into()),
+            messages: vec![Message::system("b"), Message::user("hi")],
+            ..ProviderRequest::default()
+        };
+        let body = build_body("m", None, &req);
+        assert_eq!(body["system"], "a\n\nb");
+        assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn assistant_blocks_order_and_shapes() {
+        let messages = vec![
+            Message::user("go"),
+            assistant(vec![
+                ContentBlock::text("let me look"),
+                ContentBlock::Thinking {
+                    thinking: "hmm".into(),
+                    signature: Some("sig".into()),
+                },
+                ContentBlock::Thinking {
+                    thinking: "unsigned".into(),
+                    signature: None,
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a"}),
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_2".into(),
+                    name: "Bash".into(),
+                    input: json!("{not json"),
+                },
+            ]),
+        ];
+        let wire = convert_messages(&messages);
+        assert_eq!(
+            wire[1],
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "text", "text": "let me look"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {}},
+            ]})
+        );
+    }
+
+    #[test]
+    fn tool_results_merge_into_one_user_message() {
+        let messages = vec![
+            Message::user("go"),
+            assistant(vec![
+                ContentBlock::ToolUse {
+                    id: "a".into(),
+                    name: "X".into(),
+                    input: json!({}),
+                },
+                ContentBlock::ToolUse {
+                    id: "b".into(),
+                    name: "Y".into(),
+                    input: json!({}),
+                },
+            ]),
+            Message::tool_result("a", "one", false),
+            Message::tool_result("b", "failed", true),
+            Message::user("and then?"),
+        ];
+        let wire = convert_messages(&messages);
+        assert_eq!(wire.len(), 3);
+        assert_eq!(
+            wire[2],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "one", "is_error": false},
+                {"type": "tool_result", "tool_use_id": "b", "content": "failed", "is_error": true},
+                {"type": "text", "text": "and then?"},
+            ]})
+        );
+    }
+
+    #[test]
+    fn consecutive_same_role_and_empty_messages_merge() {
+        let messages = vec![
+            Message::user("a"),
+            Message::user(""),
+            Message::user("b"),
+            assistant(vec![ContentBlock::text("")]),
+            Message::user("c"),
+            assistant(vec![ContentBlock::text("x")]),
+            assistant(vec![ContentBlock::text("y")]),
+        ];
+        let wire = convert_messages(&messages);
+        assert_eq!(
+            wire,
+            vec![
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "text", "text": "c"}
+                ]}),
+                json!({"role": "assistant", "content": [
+                    {"type": "text", "text": "x"}, {"type": "text", "text": "y"}
+                ]}),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_tool_result_omits_content() {
+        let wire = convert_messages(&[Message::tool_result("a", "", false)]);
+        assert_eq!(
+            wire[0]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "a", "is_error": false})
+        );
+    }
+
+    #[test]
+    fn context_windows() {
+        assert_eq!(
+            model_limits("claude-opus-4-6").map(|l| l.context_window),
+            Some(1_000_000)
+        );
+        assert_eq!(
+            model_limits("claude-sonnet-4-20250514").map(|l| l.context_window),
+            Some(200_000)
+        );
+        assert_eq!(
+            model_limits("claude-opus-4-1-20250805").map(|l| l.max_output),
+            Some(32_000)
+        );
+        assert_eq!(
+            model_limits("claude-sonnet-4-5-20250929").map(|l| l.max_output),
+            Some(64_000)
+        );
+        assert_eq!(model_limits("gpt-4o"), None);
+    }
+
+    #[test]
+    fn missing_key_is_an_auth_error_naming_the_variable() {
+        let error = AnthropicProvider::new(AnthropicConfig::new("m")).expect_err("no key");
+        assert_eq!(error.kind, ProviderErrorKind::Auth);
+        assert!(error.message.contains("ANTHROPIC_API_KEY"));
+    }
+
+    #[test]
+    fn config_from_vars() {
+        let config = AnthropicConfig::from_vars("m", |name| match name {
+            "ANTHROPIC_API_KEY" => Some("k".into()),
+            "ANTHROPIC_BASE_URL" => Some("".into()),
+            _ => None,
+        });
+        assert_eq!(config.api_key.as_deref(), Some("k"));
+        assert_eq!(config.base_url, None, "empty counts as unset");
+        let provider = AnthropicProvider::new(config).expect("provider");
+        assert_eq!(provider.base_url(), DEFAULT_BASE_URL);
+        assert_eq!(
+            provider.capabilities().context_window,
+            DEFAULT_CONTEXT_WINDOW
+        );
+        assert!(provider.capabilities().thinking);
+    }
+
+    #[test]
+    fn debug_does_not_leak_the_key() {
+        let config = AnthropicConfig {
+            api_key: Some("sk-secret".into()),
+            ..AnthropicConfig::new("m")
+        };
+        assert!(!format!("{config:?}").contains("sk-secret"));
+        let provider = AnthropicProvider::new(config).expect("provider");
+        assert!(!format!("{provider:?}").contains("sk-secret"));
+    }
+
+    /// Runs canned SSE bytes through the decoder and assembler like the transport does.
+    fn run(sse: &str) -> (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>) {
+        let events = Mutex::new(Vec::new());
+        let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
+        let mut emitter = Emitter::new(&sink);
+        let mut assembler = AnthropicAssembler::new("configured");
+        let mut decoder = SseDecoder::new();
+        let mut decoded = Vec::new();
+        decoder.feed(sse.as_bytes(), &mut decoded).expect("decode");
+        let mut result = Err(ProviderError::new(
+            ProviderErrorKind::Provider,
+            "t",
+            "no terminal",
+        ));
+        for event in decoded {
+            match assembler.on_event(event, &mut emitter) {
+                Ok(Progress::Continue) => {}
+                Ok(Progress::Done) => {
+                    result = Ok(assembler.finish());
+                    break;
+                }
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        (result, events.into_inner().expect("lock"))
+    }
+
+    fn sse(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| {
+                format!(
+                    "event: {}\ndata: {}\n\n",
+                    e["type"].as_str().unwrap_or(""),
+                    e
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parses_a_full_stream_with_thinking_text_and_tools() {
+        let stream = sse(&[
+            json!({"type": "message_start", "message": {"id": "msg_1", "model": "claude-real", "usage": {"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 3}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "let me "}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "think"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "SIG"}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "ping"}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Hello"}}),
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": " world"}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_A", "name": "Read", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"file_"}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "path\":\"a\"}"}}),
+            json!({"type": "content_block_stop", "index": 2}),
+            json!({"type": "content_block_start", "index": 3, "content_block": {"type": "tool_use", "id": "toolu_B", "name": "Glob", "input": {}}}),
+            json!({"type": "content_block_stop", "index": 3}),
+            json!({"type": "content_block_start", "index": 4, "content_block": {"type": "server_tool_use", "id": "srv", "name": "web_search"}}),
+            json!({"type": "content_block_delta", "index": 4, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+            json!({"type": "content_block_stop", "index": 4}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 42}}),
+            json!({"type": "some_future_event"}),
+            json!({"type": "message_stop"}),
+        ]);
+        let (result, events) = run(&stream);
+        let response = result.expect("ok");
+        assert_eq!(response.text, "Hello world");
+        assert_eq!(
+            response.thinking,
+            vec![ThinkingBlock {
+                thinking: "let me think".into(),
+                signature: Some("SIG".into())
+            }]
+        );
+        assert_eq!(
+            response.tool_calls,
+            vec![
+                ProviderToolCall {
+                    id: "toolu_A".into(),
+                    name: "Read".into(),
+                    arguments: "{\"file_path\":\"a\"}".into()
+                },
+                ProviderToolCall {
+                    id: "toolu_B".into(),
+                    name: "Glob".into(),
+                    arguments: "{}".into()
+                },
+            ]
+        );
+        assert_eq!(response.stop_reason, StopReason::ToolUse);
+        assert_eq!(response.model, "claude-real");
+        assert_eq!(
+            response.usage,
+            Usage {
+                input_tokens: 10,
+                output_tokens: 42,
+                cache_read_input_tokens: 5,
+                cache_creation_input_tokens: 3
+            }
+        );
+        assert_eq!(
+            events,
+            vec![
+                StreamEvent::ThinkingDelta("let me ".into()),
+                StreamEvent::ThinkingDelta("think".into()),
+                StreamEvent::TextDelta("Hello".into()),
+                StreamEvent::TextDelta(" world".into()),
+                StreamEvent::ToolCallStart {
+                    index: 0,
+                    id: "toolu_A".into(),
+                    name: "Read".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    partial_json: "{\"file_".into()
+                },
+                StreamEvent::ToolCallDelta {
+                    index: 0,
+                    partial_json: "path\":\"a\"}".into()
+                },
+                StreamEvent::ToolCallStart {
+                    index: 1,
+                    id: "toolu_B".into(),
+                    name: "Glob".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn stop_reasons() {
+        for (wire, expected) in [
+            ("end_turn", StopReason::EndTurn),
+            ("max_tokens", StopReason::MaxTokens),
+            ("stop_sequence", StopReason::StopSequence),
+            ("refusal", StopReason::Refusal),
+            ("pause_turn", StopReason::Other),
+        ] {
+            let stream = sse(&[
+                json!({"type": "message_delta", "delta": {"stop_reason": wire}}),
+                json!({"type": "message_stop"}),
+            ]);
+            assert_eq!(run(&stream).0.expect("ok").stop_reason, expected, "{wire}");
+        }
+    }
+
+    #[test]
+    fn error_event_is_typed() {
+        let stream = sse(&[
+            json!({"type": "message_start", "message": {"model": "m"}}),
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ]);
+        let error = run(&stream).0.expect_err("error");
+        assert_eq!(error.kind, ProviderErrorKind::Overloaded);
+        assert!(error.retryable);
+        assert!(error.message.contains("Overloaded"));
+    }
+
+    #[test]
+    fn malformed_event_is_a_provider_error() {
+        let error = run("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\n\n")
+            .0
+            .expect_err("error");
+        assert_eq!(error.kind, ProviderErrorKind::Provider);
+        assert!(error.message.contains("malformed"));
+        // A known event missing a required field is malformed too.
+        let error = run("data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n")
+            .0
+            .expect_err("error");
+        assert_eq!(error.kind, ProviderErrorKind::Provider);
+    }
+
+    #[test]
+    fn abort_keeps_text_and_only_finished_tool_calls() {
+        let mut assembler = AnthropicAssembler::new("m");
+        let sink = |_: StreamEvent| {};
+        let mut emitter = Emitter::new(&sink);
+        let stream = sse(&[
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "par"}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "tial"}}),
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "A", "input": {}}}),
+            json!({"type": "content_block_stop", "index": 1}),
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "t2", "name": "B", "input": {}}}),
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{\"x"}}),
+        ]);
+        let mut decoded = Vec::new();
+        SseDecoder::new()
+            .feed(stream.as_bytes(), &mut decoded)
+            .expect("decode");
+        for event in decoded {
+            assembler.on_event(event, &mut emitter).expect("event");
+        }
+        assert!(emitter.emitted());
+        let response = assembler.abort();
+        assert_eq!(response.text, "partial");
+        assert_eq!(response.stop_reason, StopReason::Aborted);
+        assert_eq!(response.tool_calls.len(), 1);
+        assert_eq!(response.tool_calls[0].id, "t1");
+    }
+
+    #[test]
+    fn tool_input_given_whole_at_block_start_is_kept() {
+        let stream = sse(&[
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "A", "input": {"q": 1}}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_stop"}),
+        ]);
+        let response = run(&stream).0.expect("ok");
+        assert_eq!(response.tool_calls[0].arguments, "{\"q\":1}");
+        assert_eq!(response.stop_reason, StopReason::ToolUse);
+    }
+}

@@ -9,7 +9,11 @@ mod http;
 pub mod openai;
 pub mod replay;
 pub mod scripted;
-mod sse;
+pub mod sse;
+
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use http::HttpOptions;
+pub use openai::{OpenAiConfig, OpenAiProvider};
 
 use std::time::Duration;
 

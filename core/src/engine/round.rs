@@ -1,0 +1,305 @@
+//! One model call: streaming its deltas out as events, and turning the assembled response into
+//! the assistant message that is committed (including the tool-call argument checks).
+//!
+//! Per-delta work is kept O(1): a delta is appended to one buffer and handed to the callbacks; the
+//! history is neither cloned nor serialized while a call streams.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::events::{EngineEvent, ExecutionEvent};
+use super::run::Run;
+use crate::message::{ContentBlock, Message, MessageState, ProviderError};
+use crate::provider::{ProviderRequest, ProviderResponse, StreamEvent};
+
+/// How many characters of unparsable tool arguments are quoted back to the model.
+const ARGUMENT_PREFIX_CHARS: usize = 200;
+
+/// The result of one model call, with the text that streamed before it ended (kept for the
+/// error path, where the provider returns no response to take it from).
+pub(crate) struct ModelCall {
+    pub result: Result<ProviderResponse, ProviderError>,
+    pub streamed_text: String,
+}
+
+/// A tool call from the model, with its arguments parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedCall {
+    /// Provider tool-call id, verbatim.
+    pub id: String,
+    /// Requested tool name.
+    pub name: String,
+    /// The arguments; the raw text as a JSON string when they were not valid JSON.
+    pub input: Value,
+    /// Why the call must not be executed (unusable arguments), as told to the model.
+    pub problem: Option<String>,
+}
+
+impl Run<'_> {
+    /// Makes one streaming model call, forwarding deltas and retries as events and recording the
+    /// request and its response (or error) as execution events.
+    pub(crate) async fn call_model(&self, round: u32, request: ProviderRequest) -> ModelCall {
+        let provider = &*self.engine.provider;
+        let emitter = &self.emitter;
+        let execution_id = self.execution_id.as_str();
+        emitter.execution(|| ExecutionEvent::ProviderRequest {
+            execution_id: execution_id.to_string(),
+            round,
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            request: request.clone(),
+        });
+
+        let streamed = Mutex::new(String::new());
+        let sequence = AtomicU64::new(0);
+        let sink = |event: StreamEvent| match event {
+            StreamEvent::TextDelta(text) => {
+                if text.is_empty() {
+                    return;
+                }
+                streamed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push_str(&text);
+                emitter.execution(|| ExecutionEvent::ProviderStreamRawDelta {
+                    execution_id: execution_id.to_string(),
+                    round,
+                    sequence: sequence.fetch_add(1, Ordering::Relaxed),
+                    delta: text.clone(),
+                });
+                emitter.event(|| EngineEvent::TextDelta { text });
+            }
+            StreamEvent::ThinkingDelta(text) => {
+                if !text.is_empty() {
+                    emitter.event(|| EngineEvent::Thinking { text });
+                }
+            }
+            StreamEvent::Retry {
+                attempt,
+                max_attempts,
+                delay,
+                error,
+            } => {
+                // The failed attempt's text will be streamed again by the next attempt.
+                streamed
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clear();
+                emitter.event(|| EngineEvent::ProviderRetry {
+                    attempt,
+                    max_attempts,
+                    delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    error,
+                });
+            }
+            // Tool calls are reported when they are handled, with their final arguments.
+            StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } => {}
+        };
+
+        let result = provider.stream(&request, &sink, &self.cancel).await;
+        let streamed_text = streamed
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+
+        match &result {
+            Ok(response) => {
+                // A provider that did not stream (all of) its text still owes the host the text.
+                if response.text.len() > streamed_text.len()
+                    && response.text.starts_with(&streamed_text)
+                {
+                    let tail = response.text[streamed_text.len()..].to_string();
+                    emitter.event(|| EngineEvent::TextDelta { text: tail });
+                }
+                emitter.execution(|| ExecutionEvent::ProviderResponse {
+                    execution_id: execution_id.to_string(),
+                    round,
+                    provider: provider.name().to_string(),
+                    tool_calls_count: response.tool_calls.len(),
+                    response: response.clone(),
+                });
+            }
+            Err(error) => emitter.execution(|| ExecutionEvent::ProviderError {
+                execution_id: execution_id.to_string(),
+                round,
+                provider: provider.name().to_string(),
+                error: error.clone(),
+            }),
+        }
+        ModelCall {
+            result,
+            streamed_text,
+        }
+    }
+}
+
+/// Builds the assistant message for a response: thinking, text, then one `tool_use` block per
+/// tool call (ids verbatim; unusable arguments kept as a JSON string so the transcript shows
+/// what the model sent), plus the parsed calls the tool batch will handle.
+pub(crate) fn assistant_message(
+    response: &ProviderResponse,
+    state: MessageState,
+    round: u32,
+    model: &str,
+) -> (Message, Vec<ParsedCall>) {
+    let mut content = Vec::with_capacity(response.thinking.len() + 1 + response.tool_calls.len());
+    for block in &response.thinking {
+        content.push(ContentBlock::Thinking {
+            thinking: block.thinking.clone(),
+            signature: block.signature.clone(),
+        });
+    }
+    if !response.text.is_empty() {
+        content.push(ContentBlock::text(response.text.clone()));
+    }
+    let mut calls = Vec::with_capacity(response.tool_calls.len());
+    for call in &response.tool_calls {
+        let (input, problem) = parse_arguments(&call.name, &call.arguments);
+        content.push(ContentBlock::ToolUse {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: input.clone(),
+        });
+        calls.push(ParsedCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input,
+            problem,
+        });
+    }
+    let mut message = Message::assistant(content, state);
+    message.usage = Some(response.usage);
+    message.metadata.insert("round".into(), round.into());
+    let model = if response.model.is_empty() {
+        model
+    } else {
+        &response.model
+    };
+    message.metadata.insert("model".into(), model.into());
+    message.metadata.insert(
+        "stop_reason".into(),
+        serde_json::to_value(response.stop_reason).unwrap_or(Value::Null),
+    );
+    (message, calls)
+}
+
+/// Parses a tool call's raw argument text. Empty text means "no arguments" (`{}`), as several
+/// OpenAI-compatible servers send for parameterless tools. Anything that is not a JSON object
+/// comes back with the message the model will get instead of a result.
+pub(crate) fn parse_arguments(tool: &str, raw: &str) -> (Value, Option<String>) {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return (Value::Object(serde_json::Map::new()), None);
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Object(map)) => (Value::Object(map), None),
+        Ok(other) => {
+            let kind = match &other {
+                Value::Null => "null",
+                Value::Bool(_) => "boolean",
+                Value::Number(_) => "number",
+                Value::String(_) => "string",
+                Value::Array(_) => "array",
+                Value::Object(_) => "object",
+            };
+            let problem = format!(
+                "The arguments for tool \"{tool}\" must be a JSON object, but a JSON {kind} was received, so the tool was not executed. Call the tool again with a JSON object that matches its input schema."
+            );
+            (other, Some(problem))
+        }
+        Err(error) => {
+            let problem = format!(
+                "The arguments for tool \"{tool}\" were not valid JSON ({error}), so the tool was not executed. Received: {}. Call the tool again with a complete JSON object that matches its input schema.",
+                quote_prefix(raw)
+            );
+            (Value::String(raw.to_string()), Some(problem))
+        }
+    }
+}
+
+/// The first characters of `raw`, quoted, with an ellipsis when cut.
+fn quote_prefix(raw: &str) -> String {
+    match raw.char_indices().nth(ARGUMENT_PREFIX_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &raw[..cut]),
+        None => format!("{raw:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{ProviderToolCall, StopReason, ThinkingBlock};
+
+    #[test]
+    fn valid_objects_and_empty_arguments_are_accepted() {
+        assert_eq!(
+            parse_arguments("t", r#" {"a": 1} "#),
+            (serde_json::json!({"a": 1}), None)
+        );
+        assert_eq!(parse_arguments("t", "  "), (serde_json::json!({}), None));
+    }
+
+    #[test]
+    fn invalid_json_keeps_the_raw_text_and_explains() {
+        let (input, problem) = parse_arguments("Read", r#"{"file_path": "/tmp/x"#);
+        assert_eq!(input, Value::String(r#"{"file_path": "/tmp/x"#.into()));
+        let problem = problem.unwrap_or_default();
+        assert!(problem.contains("not valid JSON"), "{problem}");
+        assert!(problem.contains(r#"\"file_path\""#), "{problem}");
+        assert!(problem.contains("\"Read\""), "{problem}");
+    }
+
+    #[test]
+    fn non_object_json_is_refused() {
+        let (input, problem) = parse_arguments("t", "[1, 2]");
+        assert_eq!(input, serde_json::json!([1, 2]));
+        assert!(problem.unwrap_or_default().contains("JSON array"));
+    }
+
+    #[test]
+    fn long_raw_arguments_are_quoted_short() {
+        let raw = format!("{{\"x\": \"{}", "é".repeat(1000));
+        let (_, problem) = parse_arguments("t", &raw);
+        let problem = problem.unwrap_or_default();
+        assert!(problem.len() < 1000, "{}", problem.len());
+        assert!(problem.contains('…'));
+    }
+
+    #[test]
+    fn assistant_message_keeps_order_ids_and_metadata() {
+        let response = ProviderResponse {
+            text: "Let me look.".into(),
+            thinking: vec![ThinkingBlock {
+                thinking: "hmm".into(),
+                signature: Some("sig".into()),
+            }],
+            tool_calls: vec![
+                ProviderToolCall {
+                    id: "call_0".into(),
+                    name: "a".into(),
+                    arguments: "{}".into(),
+                },
+                ProviderToolCall {
+                    id: "call_0".into(),
+                    name: "b".into(),
+                    arguments: "{oops".into(),
+                },
+            ],
+            stop_reason: StopReason::ToolUse,
+            usage: Default::default(),
+            model: String::new(),
+        };
+        let (message, calls) =
+            assistant_message(&response, MessageState::Complete, 3, "fallback-model");
+        assert!(matches!(message.content[0], ContentBlock::Thinking { .. }));
+        assert_eq!(message.text(), "Let me look.");
+        let ids: Vec<&str> = message.tool_uses().map(|(id, _, _)| id).collect();
+        assert_eq!(ids, ["call_0", "call_0"]);
+        assert_eq!(message.metadata["round"], 3);
+        assert_eq!(message.metadata["model"], "fallback-model");
+        assert_eq!(message.metadata["stop_reason"], "tool_use");
+        assert!(calls[0].problem.is_none());
+        assert!(calls[1].problem.is_some());
+    }
+}

@@ -1,0 +1,136 @@
+//! The forced final answer: when the loop stops without a final text-only answer (round cap,
+//! repeated unknown tools, an empty reply), one more model call is made WITHOUT tools, with a
+//! synthetic user instruction that is sent but never stored, so the user always gets an answer.
+//! Its failure is never an error of the run: the fallback text is used instead.
+
+use std::collections::BTreeSet;
+
+use super::events::EngineEvent;
+use super::round::assistant_message;
+use super::run::Run;
+use crate::message::{Message, MessageState};
+use crate::provider::StopReason;
+
+/// The instruction sent when the round cap was reached (the TypeScript SDK's text).
+pub const MAX_TURNS_INSTRUCTION: &str = "Tool round limit reached. Provide your response based on the information gathered so far. If results are incomplete, let the user know what was covered and what remains — the user can request additional analysis in a follow-up message.";
+
+/// The answer used when the forced summary call fails or produces no text.
+pub const SUMMARY_FALLBACK: &str =
+    "Maximum rounds reached. Partial results available in conversation history.";
+
+/// The instruction sent when the model kept calling tools that are not registered.
+pub(crate) fn unknown_tools_instruction(names: &BTreeSet<String>) -> String {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    format!(
+        "The model repeatedly requested unavailable tool(s): {}. Those tool calls were not executed because they are not registered tools. Respond to the user now with that reason and use the available tool results already in the conversation history.",
+        names.join(", ")
+    )
+}
+
+/// How the forced summary went.
+pub(crate) struct Summary {
+    /// The committed answer text.
+    pub text: String,
+    /// True when an abort cut the summary call short.
+    pub interrupted: bool,
+}
+
+impl Run<'_> {
+    /// Makes the tool-less summary call and commits its answer (or the fallback).
+    pub(crate) async fn forced_summary(&mut self, instruction: &str) -> Summary {
+        let round = self.rounds + 1;
+        if self.rounds > 0 {
+            self.emitter.event(|| EngineEvent::TextDelta {
+                text: "\n\n".into(),
+            });
+        }
+        let mut messages = self.conversation.messages_for_model();
+        let mut synthetic = Message::user(instruction);
+        synthetic.metadata.insert("synthetic".into(), true.into());
+        messages.push(synthetic);
+        let request = self.request(messages, false);
+        let call = self.call_model(round, request).await;
+
+        let mut response = match call.result {
+            Ok(response) => response,
+            Err(error) => {
+                if self.cancel.is_cancelled() {
+                    let text = call.streamed_text;
+                    self.commit_partial(round, text.clone(), None);
+                    return Summary {
+                        text,
+                        interrupted: true,
+                    };
+                }
+                let detail = error.to_string();
+                return self.commit_fallback(round, Some(detail));
+            }
+        };
+        self.usage.add(&response.usage);
+        // No tools were offered; a tool call here could never get a result, so it is dropped
+        // rather than left orphaned in the history.
+        let dropped_tool_calls = std::mem::take(&mut response.tool_calls).len();
+        let interrupted = response.stop_reason == StopReason::Aborted || self.cancel.is_cancelled();
+        if !interrupted && response.text.trim().is_empty() {
+            return self.commit_fallback(round, None);
+        }
+        let state = if interrupted {
+            MessageState::Interrupted
+        } else {
+            MessageState::Complete
+        };
+        let (mut message, _) =
+            assistant_message(&response, state, round, self.engine.provider.model());
+        message
+            .metadata
+            .insert("forced_summary".into(), true.into());
+        if dropped_tool_calls > 0 {
+            message
+                .metadata
+                .insert("dropped_tool_calls".into(), dropped_tool_calls.into());
+        }
+        let text = message.text();
+        self.commit_assistant(round, message);
+        Summary { text, interrupted }
+    }
+
+    /// Commits [`SUMMARY_FALLBACK`] as the answer (streamed too, so a UI shows it).
+    fn commit_fallback(&mut self, round: u32, error: Option<String>) -> Summary {
+        self.emitter.event(|| EngineEvent::TextDelta {
+            text: SUMMARY_FALLBACK.into(),
+        });
+        let mut message = Message::assistant(
+            vec![crate::message::ContentBlock::text(SUMMARY_FALLBACK)],
+            MessageState::Complete,
+        );
+        message.metadata.insert("round".into(), round.into());
+        message
+            .metadata
+            .insert("forced_summary".into(), true.into());
+        message.metadata.insert("fallback".into(), true.into());
+        if let Some(error) = error {
+            message
+                .metadata
+                .insert("summary_error".into(), error.into());
+        }
+        self.commit_assistant(round, message);
+        Summary {
+            text: SUMMARY_FALLBACK.to_string(),
+            interrupted: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_tool_instruction_lists_sorted_names() {
+        let names: BTreeSet<String> = ["Write", "Bash"].iter().map(|s| s.to_string()).collect();
+        let text = unknown_tools_instruction(&names);
+        assert!(text.starts_with(
+            "The model repeatedly requested unavailable tool(s): Bash, Write. Those tool calls were not executed"
+        ));
+    }
+}
