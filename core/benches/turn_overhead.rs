@@ -4,6 +4,11 @@
 //! interleaved, against the same server and the same stream, and the difference is the engine's
 //! cost.
 //!
+//! The server runs on its own thread and runtime; the client (bare loop or engine) runs on the
+//! main thread in a current-thread runtime, so the main thread's CPU time is exactly the client's
+//! work. Wall time depends on what else the machine is doing; client CPU time does not, so both
+//! are reported.
+//!
 //! Run: `cargo bench -p robota --bench turn_overhead` (add `-- --iterations N` to change the count).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,21 +26,50 @@ const WARMUP: usize = 30;
 
 fn main() {
     let iterations = parse_iterations().unwrap_or(300);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("cannot start the tokio runtime: {error}");
-            std::process::exit(1);
-        }
-    };
-    if let Err(error) = runtime.block_on(run(iterations)) {
+    if let Err(error) = bench(iterations) {
         eprintln!("benchmark failed: {error}");
         std::process::exit(1);
     }
+}
+
+fn bench(iterations: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let (address_tx, address_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server_thread = std::thread::spawn(move || -> Result<(), String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async move {
+            let server = mock_llm::MockLlm::start_json(serde_json::json!({
+                "repeat": true,
+                "record": false,
+                "turns": [{
+                    "text": {"repeat": "tok ", "count": DELTAS},
+                    "usage": {"input_tokens": 12, "output_tokens": DELTAS}
+                }]
+            }))
+            .await
+            .map_err(|e| e.to_string())?;
+            let _ = address_tx.send(server.base_url());
+            let _ = stop_rx.await;
+            server.shutdown().await;
+            Ok(())
+        })
+    });
+    let base_url = address_rx.recv()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(run(iterations, base_url));
+    let _ = stop_tx.send(());
+    match server_thread.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => return Err(error.into()),
+        Err(_) => return Err("the server thread panicked".into()),
+    }
+    result
 }
 
 fn parse_iterations() -> Option<usize> {
@@ -44,19 +78,12 @@ fn parse_iterations() -> Option<usize> {
     args.get(position + 1)?.parse().ok()
 }
 
-async fn run(iterations: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let server = mock_llm::MockLlm::start_json(serde_json::json!({
-        "repeat": true,
-        "record": false,
-        "turns": [{
-            "text": {"repeat": "tok ", "count": DELTAS},
-            "usage": {"input_tokens": 12, "output_tokens": DELTAS}
-        }]
-    }))
-    .await?;
-    let base_url = server.base_url();
-
-    let client = reqwest::Client::new();
+async fn run(iterations: usize, base_url: String) -> Result<(), Box<dyn std::error::Error>> {
+    // Built like the provider's own client, so the comparison is about the engine, not settings.
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .build()?;
     let body = serde_json::json!({
         "model": "claude-sonnet-4-5",
         "max_tokens": 1024,
@@ -72,46 +99,63 @@ async fn run(iterations: usize) -> Result<(), Box<dyn std::error::Error>> {
 
     let mut bare = Vec::with_capacity(iterations);
     let mut through_engine = Vec::with_capacity(iterations);
+    let mut bare_cpu = Vec::with_capacity(iterations);
+    let mut engine_cpu = Vec::with_capacity(iterations);
     for index in 0..WARMUP + iterations {
-        // Interleave the two so drift in machine load hits both equally.
-        let bare_time = bare_turn(&client, &base_url, &body).await?;
-        let engine_time = engine_turn(&engine).await?;
+        // Interleave the two, alternating which goes first, so drift in machine load and any
+        // work left over from the previous turn hit both equally.
+        let (bare_sample, engine_sample) = if index % 2 == 0 {
+            let bare_sample = measure(bare_turn(&client, &base_url, &body)).await?;
+            (bare_sample, measure(engine_turn(&engine)).await?)
+        } else {
+            let engine_sample = measure(engine_turn(&engine)).await?;
+            (
+                measure(bare_turn(&client, &base_url, &body)).await?,
+                engine_sample,
+            )
+        };
         if index >= WARMUP {
-            bare.push(bare_time);
-            through_engine.push(engine_time);
+            bare.push(bare_sample.0);
+            bare_cpu.push(bare_sample.1);
+            through_engine.push(engine_sample.0);
+            engine_cpu.push(engine_sample.1);
         }
     }
-    server.shutdown().await;
 
     bare.sort();
     through_engine.sort();
-    let bare_median = percentile(&bare, 50.0);
-    let engine_median = percentile(&through_engine, 50.0);
+    bare_cpu.sort();
+    engine_cpu.sort();
     println!("turn of {DELTAS} text deltas over loopback, {iterations} iterations each (after {WARMUP} warm-up)");
-    println!(
-        "{:<28} {:>10} {:>10} {:>10}",
-        "", "p50", "p90", "p99"
-    );
-    for (label, samples) in [("bare reqwest loop", &bare), ("engine (anthropic provider)", &through_engine)] {
+    println!("{:<40} {:>10} {:>10} {:>10}", "", "p50", "p90", "p99");
+    for (label, samples) in [
+        ("wall: bare reqwest loop", &bare),
+        ("wall: engine (anthropic provider)", &through_engine),
+        ("client CPU: bare reqwest loop", &bare_cpu),
+        ("client CPU: engine (anthropic provider)", &engine_cpu),
+    ] {
         println!(
-            "{:<28} {:>10} {:>10} {:>10}",
+            "{:<40} {:>10} {:>10} {:>10}",
             label,
             format_duration(percentile(samples, 50.0)),
             format_duration(percentile(samples, 90.0)),
             format_duration(percentile(samples, 99.0)),
         );
     }
-    let overhead = engine_median.saturating_sub(bare_median);
-    println!(
-        "median overhead per turn: {} ({:.1}% of the bare read); ratio engine/bare = {:.3}",
-        format_duration(overhead),
-        100.0 * overhead.as_secs_f64() / bare_median.as_secs_f64(),
-        engine_median.as_secs_f64() / bare_median.as_secs_f64(),
-    );
-    println!(
-        "median overhead per delta: {:.2} us",
-        overhead.as_secs_f64() * 1e6 / DELTAS as f64
-    );
+    for (what, bare, engine) in [
+        ("wall", &bare, &through_engine),
+        ("client CPU", &bare_cpu, &engine_cpu),
+    ] {
+        let bare_median = percentile(bare, 50.0);
+        let engine_median = percentile(engine, 50.0);
+        let overhead = engine_median.saturating_sub(bare_median);
+        println!(
+            "{what}: median overhead per turn {} ({:.2} us per delta); ratio engine/bare = {:.3}",
+            format_duration(overhead),
+            overhead.as_secs_f64() * 1e6 / DELTAS as f64,
+            engine_median.as_secs_f64() / bare_median.as_secs_f64().max(f64::MIN_POSITIVE),
+        );
+    }
     Ok(())
 }
 
@@ -131,8 +175,15 @@ async fn bare_turn(
         .error_for_status()?;
     let mut stream = response.bytes_stream();
     let mut bytes = 0usize;
+    // Stop at the terminal event, as the provider does (it leaves the rest of the body to a
+    // background drain), so both sides wait for the same bytes.
+    let terminal = memchr::memmem::Finder::new(b"event: message_stop");
     while let Some(chunk) = stream.next().await {
-        bytes += chunk?.len();
+        let chunk = chunk?;
+        bytes += chunk.len();
+        if terminal.find(&chunk).is_some() {
+            break;
+        }
     }
     if bytes == 0 {
         return Err("the bare loop read an empty stream".into());
@@ -155,13 +206,40 @@ async fn engine_turn(engine: &Engine) -> Result<Duration, Box<dyn std::error::Er
         .await;
     let elapsed = started.elapsed();
     if outcome.stop_reason != RunStopReason::Completed {
-        return Err(format!("engine turn ended with {:?}: {:?}", outcome.stop_reason, outcome.error).into());
+        return Err(format!(
+            "engine turn ended with {:?}: {:?}",
+            outcome.stop_reason, outcome.error
+        )
+        .into());
     }
     let seen = deltas.load(Ordering::Relaxed);
     if seen != DELTAS {
         return Err(format!("expected {DELTAS} deltas, the host saw {seen}").into());
     }
     Ok(elapsed)
+}
+
+/// Runs one turn, returning its wall time and the CPU time the calling thread spent on it.
+async fn measure(
+    turn: impl std::future::Future<Output = Result<Duration, Box<dyn std::error::Error>>>,
+) -> Result<(Duration, Duration), Box<dyn std::error::Error>> {
+    let cpu_before = thread_cpu_time();
+    let wall = turn.await?;
+    Ok((wall, thread_cpu_time().saturating_sub(cpu_before)))
+}
+
+/// CPU time consumed so far by the calling thread.
+fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    if status != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -172,6 +172,7 @@ async fn request_headers_and_body_field_by_field() {
         thinking: Some(ThinkingConfig {
             budget_tokens: 1024,
         }),
+        tool_choice: None,
     };
     let (result, _) = run(&provider, &request).await;
     result.expect("success");

@@ -175,6 +175,7 @@ async fn request_headers_and_body_field_by_field() {
         max_tokens: None,
         temperature: Some(0.25),
         thinking: None,
+        tool_choice: None,
     };
     run(&provider, &request).await.0.expect("success");
 

@@ -324,6 +324,7 @@ mod tests {
                 max_tokens: Some(10),
                 temperature: Some(0.5),
                 thinking: None,
+                tool_choice: Some(crate::provider::ToolChoice::None),
             },
         };
         assert_eq!(round_trip(&request), request);

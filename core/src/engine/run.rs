@@ -20,7 +20,7 @@ use super::Engine;
 use crate::message::{
     new_id, ContentBlock, Conversation, Message, MessageState, ProviderError, Role, Usage,
 };
-use crate::provider::{ProviderRequest, StopReason, ToolDefinition};
+use crate::provider::{ProviderRequest, StopReason, ToolChoice, ToolDefinition};
 
 /// Where a committed message came from (decides which execution events follow the append).
 enum Commit<'b> {
@@ -282,10 +282,13 @@ impl<'a> Run<'a> {
         ProviderRequest {
             system: self.system.clone(),
             messages,
-            tools: if with_tools {
-                self.tool_definitions.clone()
+            // A tool-less call still sends the definitions when the history may hold tool
+            // calls (providers reject tool_use blocks without them), forbidding their use instead.
+            tools: self.tool_definitions.clone(),
+            tool_choice: if with_tools || self.tool_definitions.is_empty() {
+                None
             } else {
-                Vec::new()
+                Some(ToolChoice::None)
             },
             max_tokens: config.max_tokens,
             temperature: config.temperature,

@@ -1,5 +1,7 @@
 //! The forced final answer: when the loop stops without a final text-only answer (round cap,
-//! repeated unknown tools, an empty reply), one more model call is made WITHOUT tools, with a
+//! repeated unknown tools, an empty reply), one more model call is made with tools forbidden
+//! (`tool_choice: none`; the definitions still go along because providers reject tool calls in
+//! the history without them), with a
 //! synthetic user instruction that is sent but never stored, so the user always gets an answer.
 //! Its failure is never an error of the run: the fallback text is used instead.
 

@@ -69,7 +69,9 @@ impl ProviderError {
     ) -> Self {
         let retryable = matches!(
             kind,
-            ProviderErrorKind::RateLimit | ProviderErrorKind::Overloaded | ProviderErrorKind::Network
+            ProviderErrorKind::RateLimit
+                | ProviderErrorKind::Overloaded
+                | ProviderErrorKind::Network
         );
         ProviderError {
             kind,

@@ -188,7 +188,10 @@ mod tests {
             format!("partial{INTERRUPTED_ANNOTATION}")
         );
         // The stored history keeps what the model really said.
-        assert_eq!(conversation.last_message().map(Message::text).as_deref(), Some("partial"));
+        assert_eq!(
+            conversation.last_message().map(Message::text).as_deref(),
+            Some("partial")
+        );
     }
 
     #[test]

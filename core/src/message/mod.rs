@@ -8,7 +8,7 @@ mod error;
 mod history;
 
 pub use error::{ProviderError, ProviderErrorKind};
-pub use history::{Conversation, HistoryEntry, HistoryCategory, INTERRUPTED_ANNOTATION};
+pub use history::{Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION};
 
 use serde::{Deserialize, Serialize};
 
@@ -220,5 +220,6 @@ pub fn now_rfc3339() -> String {
     let format = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
-    now.format(&format).unwrap_or_else(|_| now.unix_timestamp().to_string())
+    now.format(&format)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
 }

@@ -21,7 +21,7 @@ use super::http::{
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, DEFAULT_CONTEXT_WINDOW,
+    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
 };
 use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
 
@@ -343,6 +343,15 @@ fn build_body(model: &str, configured_max_tokens: Option<u32>, request: &Provide
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &request.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
@@ -557,6 +566,65 @@ enum WireDelta {
     Other,
 }
 
+/// `content_block_delta`, the event that arrives once per streamed token, parsed without the
+/// internally-tagged enum: serde buffers a tagged enum's whole content before it can pick the
+/// variant, which doubled the parse cost of the hottest event.
+#[derive(Deserialize)]
+struct FastDeltaEvent<'a> {
+    index: usize,
+    #[serde(borrow)]
+    delta: FastDelta<'a>,
+}
+
+#[derive(Deserialize)]
+struct FastDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: &'a str,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
+}
+
+impl FastDelta<'_> {
+    /// The typed delta, or `None` when a field the variant needs is missing (the generic parse
+    /// then reports the event as malformed).
+    fn into_delta(self) -> Option<WireDelta> {
+        Some(match self.kind {
+            "text_delta" => WireDelta::TextDelta { text: self.text? },
+            "thinking_delta" => WireDelta::ThinkingDelta {
+                thinking: self.thinking?,
+            },
+            "signature_delta" => WireDelta::SignatureDelta {
+                signature: self.signature?,
+            },
+            "input_json_delta" => WireDelta::InputJsonDelta {
+                partial_json: self.partial_json?,
+            },
+            _ => WireDelta::Other,
+        })
+    }
+}
+
+/// Parses one event's JSON, taking the fast path for token deltas.
+fn parse_wire_event(event: &SseEvent) -> Result<WireEvent, serde_json::Error> {
+    if event.event == "content_block_delta" {
+        if let Ok(fast) = serde_json::from_str::<FastDeltaEvent>(&event.data) {
+            if let Some(delta) = fast.delta.into_delta() {
+                return Ok(WireEvent::ContentBlockDelta {
+                    index: fast.index,
+                    delta,
+                });
+            }
+        }
+    }
+    serde_json::from_str(&event.data)
+}
+
 /// What a content block index refers to.
 #[derive(Debug, Clone, Copy)]
 enum BlockSlot {
@@ -689,7 +757,7 @@ impl StreamAssembler for AnthropicAssembler {
         if event.data.trim().is_empty() {
             return Ok(Progress::Continue); // a keep-alive from some proxy
         }
-        let wire: WireEvent = serde_json::from_str(&event.data)
+        let wire = parse_wire_event(&event)
             .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
         match wire {
             WireEvent::MessageStart { message } => {
@@ -871,6 +939,7 @@ mod tests {
             max_tokens: Some(1000),
             temperature: Some(0.5),
             thinking: Some(ThinkingConfig { budget_tokens: 500 }),
+            tool_choice: None,
         };
         let body = build_body("m", Some(7), &req);
         assert_eq!(body["model"], "m");
@@ -886,6 +955,32 @@ mod tests {
             body["thinking"],
             json!({"type": "enabled", "budget_tokens": 500})
         );
+        assert!(body.get("tool_choice").is_none(), "auto is the API default");
+    }
+
+    #[test]
+    fn tool_choice_maps_to_anthropic_shapes() {
+        let mut req = ProviderRequest {
+            messages: vec![Message::user("hi")],
+            tools: vec![ToolDefinition {
+                name: "Read".into(),
+                description: "reads".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            ..ProviderRequest::default()
+        };
+        for (choice, expected) in [
+            (ToolChoice::Auto, json!({"type": "auto"})),
+            (ToolChoice::None, json!({"type": "none"})),
+            (ToolChoice::Required, json!({"type": "any"})),
+            (
+                ToolChoice::Tool("Read".into()),
+                json!({"type": "tool", "name": "Read"}),
+            ),
+        ] {
+            req.tool_choice = Some(choice);
+            assert_eq!(build_body("m", None, &req)["tool_choice"], expected);
+        }
     }
 
     #[test]

@@ -316,17 +316,34 @@ impl HttpTransport {
 
         let mut decoder = SseDecoder::with_max_event_bytes(self.options.max_event_bytes);
         let mut events = Vec::new();
+        // The cancellation future and the idle timer live across the whole stream: creating them
+        // per chunk (a waiter registration and a timer-wheel insert for every SSE event) was the
+        // largest per-delta cost. The timer is only moved when it fires early, i.e. at most once
+        // per idle period, instead of on every chunk.
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let mut last_activity = tokio::time::Instant::now();
+        let idle_timer = tokio::time::sleep_until(last_activity + idle);
+        tokio::pin!(idle_timer);
         loop {
             let chunk = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return Attempt::Cancelled,
-                next = tokio::time::timeout(idle, response.chunk()) => match next {
-                    Err(_) => return Attempt::Failed(self.idle_error("the next chunk")),
-                    Ok(Err(e)) => return Attempt::Failed(self.body_error(&e)),
-                    Ok(Ok(Some(chunk))) => chunk,
-                    Ok(Ok(None)) => break,
+                _ = &mut cancelled => return Attempt::Cancelled,
+                next = response.chunk() => match next {
+                    Err(e) => return Attempt::Failed(self.body_error(&e)),
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
                 },
+                _ = &mut idle_timer => {
+                    let deadline = last_activity + idle;
+                    if tokio::time::Instant::now() >= deadline {
+                        return Attempt::Failed(self.idle_error("the next chunk"));
+                    }
+                    idle_timer.as_mut().reset(deadline);
+                    continue;
+                }
             };
+            last_activity = tokio::time::Instant::now();
             if let Err(e) = decoder.feed(&chunk, &mut events) {
                 return Attempt::Failed(self.sse_error(e));
             }

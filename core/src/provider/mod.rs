@@ -61,6 +61,24 @@ pub struct ProviderRequest {
     /// Extended thinking, for providers that support it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<ThinkingConfig>,
+    /// How the model may use `tools`; the provider's default (auto) when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// Whether and how the model may call the tools it is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "name", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// The model must not call tools. The tools are still sent: providers reject a history that
+    /// holds tool calls when no tool definitions come with it.
+    None,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Tool(String),
 }
 
 /// Something that happened while a call streams. Delivered in order, as it happens.

@@ -22,7 +22,7 @@ use super::http::{
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, DEFAULT_CONTEXT_WINDOW,
+    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
 };
 use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
 
@@ -318,6 +318,15 @@ fn build_body(
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
+        if let Some(choice) = &request.tool_choice {
+            let choice = match choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            };
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(max_tokens) = request.max_tokens.or(configured_max_tokens) {
         let field = if uses_max_completion_tokens(model) {
@@ -782,6 +791,7 @@ mod tests {
             max_tokens: None,
             temperature: Some(0.25),
             thinking: None,
+            tool_choice: Some(ToolChoice::None),
         };
         let body = build_body("gpt-4o", Some(123), true, &req);
         assert_eq!(
@@ -798,6 +808,7 @@ mod tests {
         );
         assert_eq!(body["max_tokens"], 123);
         assert_eq!(body["temperature"], 0.25);
+        assert_eq!(body["tool_choice"], "none");
         assert!(body.get("thinking").is_none());
 
         let req = ProviderRequest {

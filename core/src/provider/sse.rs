@@ -200,9 +200,16 @@ impl SseDecoder {
             return Ok(());
         }
         // Whole lines only, so a multi-byte character split across chunks is already reassembled.
-        let line = String::from_utf8_lossy(raw).into_owned();
+        // The line buffer is moved out and back so the common (valid UTF-8) case allocates nothing.
+        let offset = self.line.len() - raw.len();
+        let line = std::mem::take(&mut self.line);
+        let result = match std::str::from_utf8(&line[offset..]) {
+            Ok(text) => self.process_field(text),
+            Err(_) => self.process_field(&String::from_utf8_lossy(&line[offset..])),
+        };
+        self.line = line;
         self.line.clear();
-        self.process_field(&line)
+        result
     }
 
     fn process_field(&mut self, line: &str) -> Result<(), SseError> {

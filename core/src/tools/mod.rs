@@ -1,6 +1,8 @@
 //! The tool port: the [`Tool`] trait every tool implements (built-in, host-provided or projected
 //! command), the result shape, and the [`ToolRegistry`] the engine looks tools up in.
 
+pub mod builtins;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,343 @@
+//! `Bash`: runs a command through the user's shell, with a timeout, abort, a killed-as-a-whole
+//! process tree, and head/tail output with the full output kept in a file.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+use super::budget;
+use super::process::{self, GroupGuard};
+use super::schema::{Field, Input, InputSchema, Kind};
+use super::{Builtins, Shared};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// Default timeout, as in Claude Code.
+pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// Largest timeout a call may ask for; larger values are lowered to it.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+
+const SCHEMA: InputSchema = InputSchema {
+    tool: "Bash",
+    fields: &[
+        Field {
+            name: "command",
+            aliases: &[],
+            kind: Kind::String,
+            required: true,
+            description: "The command to execute",
+        },
+        Field {
+            name: "timeout",
+            aliases: &[],
+            kind: Kind::Integer { min: 1 },
+            required: false,
+            description: "Optional timeout in milliseconds (default 120000, max 600000)",
+        },
+        Field {
+            name: "description",
+            aliases: &[],
+            kind: Kind::String,
+            required: false,
+            description: "Clear, concise description of what this command does in 5-10 words",
+        },
+        Field {
+            name: "run_in_background",
+            aliases: &["runInBackground"],
+            kind: Kind::Boolean,
+            required: false,
+            description: "Set to true to run this command in the background. Returns at once \
+                          with a task id and the files its output is written to.",
+        },
+    ],
+};
+
+/// The `Bash` tool.
+pub struct BashTool {
+    shared: Arc<Shared>,
+    description: String,
+}
+
+impl BashTool {
+    /// A Bash tool using the shell, limits, session directory and background registry of
+    /// `builtins`.
+    pub fn new(builtins: &Builtins) -> Self {
+        let shared = builtins.shared.clone();
+        let description = format!(
+            "Executes a command with `{shell} -c` in the session's working directory and returns \
+its output (stdout, then stderr, then the exit status).\n\
+\n\
+- Every call starts a fresh shell: `cd` and variables do not carry over. Use absolute paths, or \
+`cd dir && command`.\n\
+- stdin is closed and the environment is non-interactive (no pager, no prompts, TERM=dumb): pass \
+flags such as `--yes`; never start editors or interactive programs.\n\
+- `timeout` is in milliseconds (default 120000, max 600000). On timeout or abort the whole process \
+tree is stopped and the output so far is returned.\n\
+- Output longer than {limit} bytes is shown as its head and tail; the full output is saved to a \
+file whose path is given, which you can Read or Grep.\n\
+- `run_in_background: true` starts long-running commands (servers, watchers, long builds) as a \
+background task and returns at once with its id and output files; Read those files to check on it.\n\
+- Prefer the Glob, Grep, Read, Edit and Write tools over find, grep, cat, sed and echo.",
+            shell = shared.shell.display(),
+            limit = shared.limit.max_bytes,
+        );
+        BashTool {
+            shared,
+            description,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "Bash"
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        SCHEMA.json_schema()
+    }
+
+    async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
+        let input = match SCHEMA.validate(input) {
+            Ok(map) => Input(map),
+            Err(message) => return ToolOutput::error(message),
+        };
+        let command = input.string("command");
+        if command.trim().is_empty() {
+            return ToolOutput::error("Invalid input for Bash: `command` is empty.");
+        }
+        if context.cancel.is_cancelled() {
+            return ToolOutput::error("Aborted before start: the command was not run.");
+        }
+        if !context.cwd.is_dir() {
+            return ToolOutput::error(format!(
+                "The working directory {} does not exist; the command was not run.",
+                context.cwd.display()
+            ));
+        }
+        if input.bool("run_in_background") == Some(true) {
+            return self.start_background(&command, &context);
+        }
+        let requested = input.int("timeout").map(|t| t as u64);
+        let timeout_ms = requested.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
+        self.run(&command, timeout_ms, requested, &context).await
+    }
+}
+
+/// Why the command stopped.
+enum Ending {
+    Exited(Option<std::process::ExitStatus>),
+    TimedOut(Option<std::process::ExitStatus>),
+    Aborted(Option<std::process::ExitStatus>),
+}
+
+impl BashTool {
+    fn start_background(&self, command: &str, context: &ToolContext) -> ToolOutput {
+        let shared = &self.shared;
+        match shared.background.start(
+            &shared.shell,
+            command,
+            &context.cwd,
+            shared.workspace.session_dir(),
+            shared.kill_grace,
+        ) {
+            Ok(info) => {
+                ToolOutput::with_response(
+                    format!(
+                    "Started background task {} (pid {}).\nstdout: {}\nstderr: {}\nThe task keeps \
+                     running after this call; Read those files to check its output.",
+                    info.id,
+                    info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                    info.stdout_path.display(),
+                    info.stderr_path.display()
+                ),
+                    json!({
+                        "background_task_id": info.id,
+                        "pid": info.pid,
+                        "stdout_file": info.stdout_path,
+                        "stderr_file": info.stderr_path,
+                        "interrupted": false,
+                    }),
+                )
+            }
+            Err(message) => {
+                ToolOutput::error(format!("Could not start the background task: {message}"))
+            }
+        }
+    }
+
+    async fn run(
+        &self,
+        command: &str,
+        timeout_ms: u64,
+        requested_ms: Option<u64>,
+        context: &ToolContext,
+    ) -> ToolOutput {
+        let shared = &self.shared;
+        let session_dir = shared.workspace.session_dir();
+        let stem = format!("bash-{}", context.tool_use_id);
+        let stdout_path = match session_dir.new_output_path(&stem, "stdout") {
+            Ok(path) => path,
+            Err(message) => {
+                return ToolOutput::error(format!("The command was not run: {message}"))
+            }
+        };
+        let stderr_path = stdout_path.with_extension("stderr");
+        let files = std::fs::File::create(&stdout_path)
+            .and_then(|out| Ok((out, std::fs::File::create(&stderr_path)?)));
+        let (stdout_file, stderr_file) = match files {
+            Ok(files) => files,
+            Err(err) => {
+                return ToolOutput::error(format!(
+                    "The command was not run: cannot create its output files in {}: {err}",
+                    stdout_path.parent().unwrap_or(Path::new(".")).display()
+                ))
+            }
+        };
+        let started = Instant::now();
+        let mut child = match process::spawn_shell(
+            &shared.shell,
+            command,
+            &context.cwd,
+            stdout_file,
+            stderr_file,
+        ) {
+            Ok(child) => child,
+            Err(err) => {
+                remove_quietly(&[&stdout_path, &stderr_path]);
+                return ToolOutput::error(format!(
+                    "Could not start {}: {err}. Configure another shell for the session.",
+                    shared.shell.display()
+                ));
+            }
+        };
+        let pgid = child.id();
+        let mut guard = GroupGuard::new(pgid);
+        let timeout = Duration::from_millis(timeout_ms);
+        let ending = tokio::select! {
+            waited = child.wait() => Ending::Exited(waited.ok()),
+            () = tokio::time::sleep(timeout) => {
+                Ending::TimedOut(process::terminate_tree(&mut child, pgid, shared.kill_grace).await)
+            }
+            () = context.cancel.cancelled() => {
+                Ending::Aborted(process::terminate_tree(&mut child, pgid, shared.kill_grace).await)
+            }
+        };
+        // After a normal exit, processes the command deliberately left behind (`server &`) keep
+        // running; after a timeout or abort the tree is already gone.
+        guard.disarm();
+        let elapsed = started.elapsed();
+        let limit = shared.limit.max_bytes;
+        let read = |path: &Path| budget::cut_file(path, limit).ok();
+        let (stdout_cut, stderr_cut) = (read(&stdout_path), read(&stderr_path));
+        let stdout_spilled = stdout_cut.as_ref().is_some_and(|c| c.truncated);
+        let stderr_spilled = stderr_cut.as_ref().is_some_and(|c| c.truncated);
+        let render = |cut: &Option<budget::Cut>, path: &PathBuf| {
+            cut.as_ref()
+                .map(|c| c.render(Some(path)))
+                .unwrap_or_default()
+        };
+        let stdout = render(&stdout_cut, &stdout_path);
+        let stderr = render(&stderr_cut, &stderr_path);
+        if !stdout_spilled {
+            remove_quietly(&[&stdout_path]);
+        }
+        if !stderr_spilled {
+            remove_quietly(&[&stderr_path]);
+        }
+
+        let (status, timed_out, aborted) = match ending {
+            Ending::Exited(status) => (status, false, false),
+            Ending::TimedOut(status) => (status, true, false),
+            Ending::Aborted(status) => (status, false, true),
+        };
+        let (exit_code, signal) = status
+            .as_ref()
+            .map(process::exit_parts)
+            .unwrap_or((None, None));
+
+        let mut content = String::new();
+        push_section(&mut content, &stdout);
+        push_section(&mut content, &stderr);
+        let grace_ms = shared.kill_grace.as_millis();
+        let note = if timed_out {
+            let lowered = match requested_ms {
+                Some(asked) if asked > MAX_TIMEOUT_MS => {
+                    format!(" (the requested {asked} ms was lowered to the maximum)")
+                }
+                _ => String::new(),
+            };
+            Some(format!(
+                "Command timed out after {timeout_ms} ms{lowered}; its process tree was stopped \
+                 (SIGTERM, then SIGKILL after {grace_ms} ms). The output so far is above. For a \
+                 longer command, raise `timeout` (max {MAX_TIMEOUT_MS}) or use \
+                 `run_in_background: true`."
+            ))
+        } else if aborted {
+            Some(
+                "Command aborted by the user; its process tree was stopped. The output so far is \
+                 above."
+                    .to_string(),
+            )
+        } else {
+            match (exit_code, signal) {
+                (Some(0), _) => None,
+                (Some(code), _) => Some(format!("Exit code {code}")),
+                (None, Some(sig)) => Some(format!(
+                    "Killed by signal {sig} ({})",
+                    process::signal_name(sig)
+                )),
+                (None, None) => Some("The command's exit status could not be read.".to_string()),
+            }
+        };
+        let is_error = note.is_some();
+        if let Some(note) = &note {
+            content.push_str(note);
+        }
+        if content.is_empty() {
+            content.push_str("(no output)");
+        }
+        while content.ends_with('\n') {
+            content.pop();
+        }
+        let response = json!({
+            "stdout": stdout,
+            "stderr": stderr,
+            "exit_code": exit_code,
+            "signal": signal.map(process::signal_name),
+            "interrupted": timed_out || aborted,
+            "timed_out": timed_out,
+            "duration_ms": elapsed.as_millis() as u64,
+            "stdout_file": stdout_spilled.then_some(&stdout_path),
+            "stderr_file": stderr_spilled.then_some(&stderr_path),
+        });
+        ToolOutput {
+            content,
+            is_error,
+            response,
+        }
+    }
+}
+
+fn push_section(content: &mut String, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    content.push_str(text);
+    if !content.ends_with('\n') {
+        content.push('\n');
+    }
+}
+
+fn remove_quietly(paths: &[&PathBuf]) {
+    for path in paths {
+        let _ = std::fs::remove_file(path);
+    }
+}

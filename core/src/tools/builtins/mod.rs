@@ -1,0 +1,279 @@
+//! The eight built-in tools — Bash, Read, Write, Edit, Glob, Grep, WebFetch, WebSearch — with
+//! Claude Code's names and input fields (TypeScript Robota camelCase names accepted as aliases).
+//!
+//! All tools of one session share a [`Builtins`] handle built from a [`BuiltinToolsConfig`]: the
+//! workspace roots beyond the cwd, the session directory for spilled outputs and background-task
+//! logs, the output budget, the shell, the web settings, and the background-task registry. The
+//! per-call [`ToolContext`](crate::tools::ToolContext) stays small: its `cwd` is the session's
+//! working directory, the first workspace root, against which relative paths resolve.
+//!
+//! ```no_run
+//! use robota::tools::builtins::{BuiltinToolsConfig, Builtins};
+//! use robota::tools::ToolRegistry;
+//!
+//! let builtins = Builtins::new(BuiltinToolsConfig::default());
+//! let mut registry = ToolRegistry::new();
+//! builtins.register(&mut registry);
+//! assert_eq!(registry.len(), 8);
+//! ```
+
+/// Declares a built-in tool whose work is blocking file-system code: the struct, its constructor
+/// and the [`Tool`] impl (validate the input against the tool's `SCHEMA`, then run `$run` on the
+/// blocking pool). The five file tools differ only in these parameters.
+macro_rules! blocking_file_tool {
+    (
+        $(#[$meta:meta])*
+        $tool:ident, name = $name:literal, read_only = $read_only:literal, run = $run:ident
+    ) => {
+        $(#[$meta])*
+        pub struct $tool {
+            shared: Arc<Shared>,
+        }
+
+        impl $tool {
+            #[doc = concat!("A ", $name, " tool confined to the workspace roots of `builtins`.")]
+            pub fn new(builtins: &Builtins) -> Self {
+                $tool {
+                    shared: builtins.shared.clone(),
+                }
+            }
+        }
+
+        #[async_trait]
+        impl Tool for $tool {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn description(&self) -> &str {
+                DESCRIPTION
+            }
+
+            fn input_schema(&self) -> Value {
+                SCHEMA.json_schema()
+            }
+
+            fn is_read_only(&self) -> bool {
+                $read_only
+            }
+
+            async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
+                let input = match SCHEMA.validate(input) {
+                    Ok(map) => Input(map),
+                    Err(message) => return ToolOutput::error(message),
+                };
+                let shared = self.shared.clone();
+                blocking(move || $run(&shared, &input, &context)).await
+            }
+        }
+    };
+}
+
+mod background;
+mod bash;
+mod budget;
+mod diff;
+mod edit;
+mod fsutil;
+mod glob;
+mod grep;
+mod process;
+mod read;
+mod schema;
+mod web_fetch;
+mod web_search;
+mod workspace;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub use background::{BackgroundOutput, BackgroundTaskInfo, BackgroundTaskStatus, BackgroundTasks};
+pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+pub use budget::OutputLimit;
+pub use edit::EditTool;
+pub use glob::{GlobTool, DEFAULT_GLOB_LIMIT};
+pub use grep::GrepTool;
+pub use read::{ReadTool, DEFAULT_READ_LIMIT, MAX_LINE_CHARS};
+pub use web_fetch::{WebFetchConfig, WebFetchTool};
+pub use web_search::{
+    BraveSearch, SearchError, SearchProvider, SearchQuery, SearchResult, WebSearchTool,
+};
+pub use write::WriteTool;
+
+use crate::tools::{Tool, ToolOutput, ToolRegistry};
+use workspace::Workspace;
+
+/// How the built-in tools of one session are set up.
+#[derive(Clone)]
+pub struct BuiltinToolsConfig {
+    /// Directories the tools may use besides the session cwd (Claude Code's
+    /// `additionalDirectories`). Relative entries resolve against the cwd of each call.
+    pub additional_roots: Vec<PathBuf>,
+    /// Where spilled outputs and background-task logs go. `None`: a fresh directory under the
+    /// system temp dir, created on first use. The tools may read (not write) files in it.
+    pub session_dir: Option<PathBuf>,
+    /// The output budget.
+    pub output_limit: OutputLimit,
+    /// The shell for Bash. `None`: `$ROBOTA_SHELL`, else `$SHELL` when it is bash, zsh, sh, dash
+    /// or ksh, else `/bin/bash`, else `/bin/sh`.
+    pub shell: Option<PathBuf>,
+    /// How long a stopped command's process group gets between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+    /// WebFetch's network settings.
+    pub web_fetch: WebFetchConfig,
+    /// The WebSearch backend. `None`: Brave Search when `BRAVE_API_KEY` is set (read when the
+    /// [`Builtins`] are created), else WebSearch answers that no provider is configured.
+    pub search_provider: Option<Arc<dyn SearchProvider>>,
+}
+
+impl Default for BuiltinToolsConfig {
+    fn default() -> Self {
+        BuiltinToolsConfig {
+            additional_roots: Vec::new(),
+            session_dir: None,
+            output_limit: OutputLimit::default(),
+            shell: None,
+            kill_grace: Duration::from_secs(2),
+            web_fetch: WebFetchConfig::default(),
+            search_provider: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for BuiltinToolsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltinToolsConfig")
+            .field("additional_roots", &self.additional_roots)
+            .field("session_dir", &self.session_dir)
+            .field("output_limit", &self.output_limit)
+            .field("shell", &self.shell)
+            .field("kill_grace", &self.kill_grace)
+            .field("web_fetch", &self.web_fetch)
+            .field(
+                "search_provider",
+                &self.search_provider.as_ref().map(|p| p.name().to_string()),
+            )
+            .finish()
+    }
+}
+
+/// State shared by the tools of one session.
+pub(crate) struct Shared {
+    workspace: Workspace,
+    limit: OutputLimit,
+    shell: PathBuf,
+    kill_grace: Duration,
+    background: BackgroundTasks,
+    web_fetch: WebFetchConfig,
+    search: Option<Arc<dyn SearchProvider>>,
+    http: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Shared {
+    /// The HTTP client of WebFetch, built on first use (building loads TLS roots, which costs
+    /// milliseconds a session that never fetches should not pay). Redirects are handled by
+    /// WebFetch itself so it can refuse cross-host hops.
+    fn http_client(&self) -> Result<reqwest::Client, String> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .connect_timeout(Duration::from_secs(10))
+                    .user_agent(self.web_fetch.user_agent.clone())
+                    .build()
+                    .map_err(|err| format!("WebFetch cannot create its HTTP client: {err}"))
+            })
+            .clone()
+    }
+}
+
+/// The built-in tools of one session and what they share. Cheap to clone.
+#[derive(Clone)]
+pub struct Builtins {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Builtins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builtins")
+            .field("workspace", &self.shared.workspace)
+            .field("limit", &self.shared.limit)
+            .field("shell", &self.shared.shell)
+            .finish()
+    }
+}
+
+impl Builtins {
+    /// Sets up the shared state. Nothing touches the disk until a tool runs.
+    pub fn new(config: BuiltinToolsConfig) -> Self {
+        let shell = process::resolve_shell(config.shell.as_deref());
+        Builtins {
+            shared: Arc::new(Shared {
+                workspace: Workspace::new(config.additional_roots, config.session_dir),
+                limit: config.output_limit,
+                shell,
+                kill_grace: config.kill_grace,
+                background: BackgroundTasks::new(),
+                web_fetch: config.web_fetch,
+                search: config.search_provider.or_else(|| {
+                    BraveSearch::from_env().map(|p| Arc::new(p) as Arc<dyn SearchProvider>)
+                }),
+                http: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// All eight tools.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(BashTool::new(self)),
+            Arc::new(ReadTool::new(self)),
+            Arc::new(WriteTool::new(self)),
+            Arc::new(EditTool::new(self)),
+            Arc::new(GlobTool::new(self)),
+            Arc::new(GrepTool::new(self)),
+            Arc::new(WebFetchTool::new(self)),
+            Arc::new(WebSearchTool::new(self)),
+        ]
+    }
+
+    /// Registers all eight tools (replacing tools of the same names).
+    pub fn register(&self, registry: &mut ToolRegistry) {
+        for tool in self.tools() {
+            registry.register(tool);
+        }
+    }
+
+    /// The background tasks started by `Bash` with `run_in_background: true`.
+    pub fn background_tasks(&self) -> &BackgroundTasks {
+        &self.shared.background
+    }
+
+    /// The session directory (created if needed), where spilled outputs are written.
+    pub fn session_dir(&self) -> Result<PathBuf, String> {
+        self.shared.workspace.session_dir().get()
+    }
+
+    /// The shell Bash runs commands with.
+    pub fn shell(&self) -> &std::path::Path {
+        &self.shared.shell
+    }
+}
+
+/// The eight built-in tools for `config` — shorthand for `Builtins::new(config).tools()`.
+pub fn default_tools(config: BuiltinToolsConfig) -> Vec<Arc<dyn Tool>> {
+    Builtins::new(config).tools()
+}
+
+/// Runs blocking file-system work off the async threads; a panic in it becomes an error result.
+async fn blocking<F>(work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(output) => output,
+        Err(err) => ToolOutput::error(format!("The tool failed internally: {err}")),
+    }
+}
