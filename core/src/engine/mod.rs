@@ -24,12 +24,14 @@
 //! # }
 //! ```
 //!
-//! Modules: [`config`] (settings, options, outcome), [`events`] (what is reported), `run` (the
+//! Modules: [`config`] (settings, options, outcome), [`events`] (what is reported), [`gate`]
+//! (approving tool calls from the layer above), `run` (the
 //! loop and the commit path), `round` (one model call), `tool_batch` (scheduling tool calls),
 //! `budget` (context estimates), `summary` (the forced final answer), `recorder` (JSONL logs).
 
 pub mod config;
 pub mod events;
+pub mod gate;
 
 mod budget;
 mod recorder;
@@ -49,6 +51,7 @@ pub use config::{
     DEFAULT_TOOL_ABORT_GRACE,
 };
 pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
+pub use gate::{GateCall, GateDecision, ToolCallGate};
 pub use recorder::JsonlRecorder;
 pub use summary::{MAX_TURNS_INSTRUCTION, SUMMARY_FALLBACK};
 pub use tool_batch::INTERRUPTED_RESULT;
@@ -66,6 +69,7 @@ pub struct Engine {
     provider: Arc<dyn Provider>,
     tools: ToolRegistry,
     config: EngineConfig,
+    gate: Option<Arc<dyn ToolCallGate>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -75,6 +79,7 @@ impl std::fmt::Debug for Engine {
             .field("model", &self.provider.model())
             .field("tools", &self.tools)
             .field("config", &self.config)
+            .field("tool_gate", &self.gate.is_some())
             .finish()
     }
 }
@@ -86,7 +91,19 @@ impl Engine {
             provider,
             tools,
             config,
+            gate: None,
         }
+    }
+
+    /// Routes every tool call through `gate` before it runs (and its result after).
+    pub fn with_tool_gate(mut self, gate: Arc<dyn ToolCallGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The tool-call gate, if one is set.
+    pub fn tool_gate(&self) -> Option<&Arc<dyn ToolCallGate>> {
+        self.gate.as_ref()
     }
 
     /// The provider.

@@ -20,6 +20,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 
 use super::events::{BatchMode, EngineEvent, ExecutionEvent};
+use super::gate::{GateCall, GateDecision};
 use super::round::ParsedCall;
 use super::run::Run;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
@@ -35,6 +36,8 @@ pub(crate) const INVALID_ARGUMENTS: &str = "invalid_arguments";
 pub(crate) const INTERRUPTED: &str = "interrupted";
 /// Error code: the tool panicked.
 pub(crate) const TOOL_PANICKED: &str = "tool_panicked";
+/// Error code: the tool-call gate (permissions, hooks) refused the call.
+pub(crate) const DENIED: &str = "denied";
 
 /// One call's result, before it is committed.
 #[derive(Debug, Clone)]
@@ -254,21 +257,49 @@ impl Run<'_> {
     ) -> CallResult {
         // Decided before `tool_start` is reported: once a call is announced as started, it runs
         // (an abort from then on reaches it through its cancellation token).
-        let decided = match plan {
+        let mut input = None;
+        let mut decided = match plan {
             Plan::Answer(result) => Some(result.clone()),
             Plan::Execute(_) if interrupted || self.cancel.is_cancelled() => {
                 Some(CallResult::interrupted())
             }
             Plan::Execute(_) => None,
         };
+        let gate_call = match (plan, &self.engine.gate) {
+            (Plan::Execute(tool), Some(_)) if decided.is_none() => Some(GateCall {
+                tool_use_id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                read_only: tool.is_read_only(),
+            }),
+            _ => None,
+        };
+        if let (Some(gate_call), Some(gate)) = (&gate_call, &self.engine.gate) {
+            match self.ask_gate(gate.as_ref(), gate_call).await {
+                Some(GateDecision::Allow) => {}
+                Some(GateDecision::AllowWithInput { input: updated }) => input = Some(updated),
+                Some(GateDecision::Deny { message }) => {
+                    decided = Some(CallResult::not_executed(message, DENIED));
+                }
+                None => decided = Some(CallResult::interrupted()),
+            }
+        }
+        let input = input.unwrap_or_else(|| call.input.clone());
         self.emitter.event(|| EngineEvent::ToolStart {
             tool_use_id: call.id.clone(),
             name: call.name.clone(),
-            input: call.input.clone(),
+            input: input.clone(),
         });
         let result = match (decided, plan) {
             (Some(result), _) => result,
-            (None, Plan::Execute(tool)) => self.execute_tool(tool.as_ref(), call).await,
+            (None, Plan::Execute(tool)) => {
+                let mut result = self.execute_tool(tool.as_ref(), call, input).await;
+                if let (Some(gate_call), Some(gate)) = (&gate_call, &self.engine.gate) {
+                    let output = std::mem::replace(&mut result.output, ToolOutput::text(""));
+                    result.output = gate.after_call(gate_call, output).await;
+                }
+                result
+            }
             (None, Plan::Answer(result)) => result.clone(),
         };
         self.emitter.event(|| EngineEvent::ToolEnd {
@@ -291,16 +322,48 @@ impl Run<'_> {
         result
     }
 
+    /// Asks the gate about a call; `None` when an abort ended the wait (the gate got the grace
+    /// period to answer after the abort, like a running tool).
+    async fn ask_gate(
+        &self,
+        gate: &dyn super::gate::ToolCallGate,
+        call: &GateCall,
+    ) -> Option<GateDecision> {
+        let grace = self.engine.config.tool_abort_grace;
+        let abandon = async {
+            self.cancel.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        let decision = tokio::select! {
+            biased;
+            decision = AssertUnwindSafe(gate.before_call(call, &self.cancel)).catch_unwind() => decision,
+            () = abandon => return None,
+        };
+        match decision {
+            // A call approved after the user aborted does not start.
+            Ok(_) if self.cancel.is_cancelled() => None,
+            Ok(decision) => Some(decision),
+            // A gate that panics has not approved anything: fail closed.
+            Err(payload) => Some(GateDecision::Deny {
+                message: format!(
+                    "The permission check for \"{}\" failed unexpectedly ({}), so the call was not run.",
+                    call.name,
+                    panic_message(payload.as_ref())
+                ),
+            }),
+        }
+    }
+
     /// Runs a tool, turning a panic into an error result and giving up on a tool that ignores an
     /// abort for longer than the grace period.
-    async fn execute_tool(&self, tool: &dyn Tool, call: &ParsedCall) -> CallResult {
+    async fn execute_tool(&self, tool: &dyn Tool, call: &ParsedCall, input: Value) -> CallResult {
         let context = ToolContext {
             tool_use_id: call.id.clone(),
             cwd: self.engine.config.cwd.clone(),
             // A child token: the tool sees the run's abort, but cancelling it cannot abort the run.
             cancel: self.cancel.child_token(),
         };
-        let execution = AssertUnwindSafe(tool.execute(call.input.clone(), context)).catch_unwind();
+        let execution = AssertUnwindSafe(tool.execute(input, context)).catch_unwind();
         let grace = self.engine.config.tool_abort_grace;
         let abandon = async {
             self.cancel.cancelled().await;
