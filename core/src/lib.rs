@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 pub mod engine;
+pub mod framework;
 pub mod message;
 pub mod provider;
 pub mod tools;

@@ -19,6 +19,7 @@ use super::tool_batch::{CallResult, UNKNOWN_TOOL};
 use super::Engine;
 use crate::message::{
     new_id, ContentBlock, Conversation, Message, MessageState, ProviderError, Role, Usage,
+    PROVIDER_ERROR_METADATA,
 };
 use crate::provider::{ProviderRequest, StopReason, ToolChoice, ToolDefinition};
 
@@ -357,7 +358,7 @@ impl<'a> Run<'a> {
             Some(error) => {
                 message
                     .metadata
-                    .insert("provider_error".into(), true.into());
+                    .insert(PROVIDER_ERROR_METADATA.into(), true.into());
                 message
                     .metadata
                     .insert("error_kind".into(), error.kind.as_str().into());

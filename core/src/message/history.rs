@@ -9,6 +9,15 @@ use super::{new_id, now_rfc3339, ContentBlock, Message, MessageState, Role};
 /// model knows its previous answer was cut short.
 pub const INTERRUPTED_ANNOTATION: &str = "\n\n[This response was interrupted by the user]";
 
+/// Suffix added instead of [`INTERRUPTED_ANNOTATION`] when the answer was cut off by a failed
+/// model call (connection reset, stall, provider error) rather than by the user: telling the model
+/// the user stopped it would be false.
+pub const PROVIDER_ERROR_ANNOTATION: &str =
+    "\n\n[This response was cut off by a connection or provider error before it finished]";
+
+/// Metadata key the engine sets on an assistant message whose call failed after text streamed.
+pub const PROVIDER_ERROR_METADATA: &str = "provider_error";
+
 /// The two kinds of history entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +144,8 @@ impl Conversation {
 
     /// The messages as the model should see them: system messages are left out (the system prompt
     /// is sent separately), and an interrupted assistant message carries
-    /// [`INTERRUPTED_ANNOTATION`] after its text.
+    /// [`INTERRUPTED_ANNOTATION`] (or [`PROVIDER_ERROR_ANNOTATION`] when a failure, not the user,
+    /// cut it off) after its text.
     pub fn messages_for_model(&self) -> Vec<Message> {
         self.messages()
             .filter(|message| message.role != Role::System)
@@ -151,6 +161,11 @@ impl Conversation {
 }
 
 fn annotate_interrupted(message: &Message) -> Message {
+    let annotation = if message.metadata.contains_key(PROVIDER_ERROR_METADATA) {
+        PROVIDER_ERROR_ANNOTATION
+    } else {
+        INTERRUPTED_ANNOTATION
+    };
     let mut annotated = message.clone();
     let last_text = annotated
         .content
@@ -161,11 +176,10 @@ fn annotate_interrupted(message: &Message) -> Message {
             _ => None,
         });
     match last_text {
-        Some(text) => text.push_str(INTERRUPTED_ANNOTATION),
-        None => annotated.content.insert(
-            0,
-            ContentBlock::text(INTERRUPTED_ANNOTATION.trim_start().to_string()),
-        ),
+        Some(text) => text.push_str(annotation),
+        None => annotated
+            .content
+            .insert(0, ContentBlock::text(annotation.trim_start().to_string())),
     }
     annotated
 }
@@ -191,6 +205,23 @@ mod tests {
         assert_eq!(
             conversation.last_message().map(Message::text).as_deref(),
             Some("partial")
+        );
+    }
+
+    #[test]
+    fn a_message_cut_off_by_a_failure_is_not_blamed_on_the_user() {
+        let mut conversation = Conversation::new();
+        let mut partial = Message::assistant(
+            vec![ContentBlock::text("partial")],
+            MessageState::Interrupted,
+        );
+        partial
+            .metadata
+            .insert(PROVIDER_ERROR_METADATA.into(), true.into());
+        conversation.push(partial);
+        assert_eq!(
+            conversation.messages_for_model()[0].text(),
+            format!("partial{PROVIDER_ERROR_ANNOTATION}")
         );
     }
 

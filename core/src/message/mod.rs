@@ -8,7 +8,10 @@ mod error;
 mod history;
 
 pub use error::{ProviderError, ProviderErrorKind};
-pub use history::{Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION};
+pub use history::{
+    Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION, PROVIDER_ERROR_ANNOTATION,
+    PROVIDER_ERROR_METADATA,
+};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,11 @@
+//! The framework layer: everything that turns a project folder into a session — settings files,
+//! project context (AGENTS.md / CLAUDE.md, memory, tasks), the system prompt and `@file` prompt
+//! references.
+//!
+//! This is the only layer that reads settings files or walks directories for instruction files
+//! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
+//! directory and project directory as parameters, so many sessions with different projects can
+//! live in one process and tests can use a fake home.
+
+pub mod config;
+pub mod context;
