@@ -7,6 +7,8 @@
 
 pub mod engine;
 pub mod framework;
+pub mod hooks;
 pub mod message;
+pub mod permissions;
 pub mod provider;
 pub mod tools;

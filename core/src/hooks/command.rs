@@ -1,0 +1,376 @@
+//! The `command` executor: runs a hook as a process with the event JSON on stdin and maps its
+//! exit code and output to Claude Code's semantics.
+//!
+//! How the process is run, and why:
+//! - Through the user's POSIX shell with `-c` (`$ROBOTA_SHELL`, else `$SHELL` when it is bash,
+//!   zsh, sh, dash, ksh or mksh, else `/bin/bash`, else `/bin/sh`), or `pwsh`/`powershell` for
+//!   `shell: "powershell"`, or directly (no shell) in exec form (`args`).
+//! - In a new session (`setsid`): no controlling TTY, as Claude Code promises hooks, so nothing
+//!   can prompt on the user's terminal; and its own process group, so a timeout or cancellation
+//!   kills the whole tree (SIGTERM to the group, a grace period, then SIGKILL). A descendant that
+//!   calls `setsid` itself escapes the group; only cgroups could track it.
+//! - stdin is a pipe carrying the JSON, then closed; stdout and stderr are pipes read
+//!   concurrently and capped, so a chatty hook cannot exhaust memory and a hook that does not
+//!   read stdin cannot deadlock the write.
+//! - After the hook exits, its output pipes are drained for a short grace period only: a
+//!   background grandchild (`server &`) holding them open must not hold the session.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+use super::config::{CommandHook, HookShell};
+use super::outcome::HookFailure;
+use super::runner::{RawReply, RawResult};
+
+/// Shells whose `-c` takes POSIX syntax; any other `$SHELL` (fish, nu, …) is not used.
+const POSIX_SHELLS: &[&str] = &["bash", "zsh", "sh", "dash", "ksh", "mksh"];
+
+/// How long output pipes are drained after the hook's process exits.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+/// Everything the executor needs besides the handler.
+pub(crate) struct CommandContext<'a> {
+    pub cwd: &'a Path,
+    pub env: Vec<(String, String)>,
+    pub shell: Option<&'a Path>,
+    pub kill_grace: Duration,
+    pub output_limit: usize,
+}
+
+/// The POSIX shell command hooks run with.
+pub(crate) fn resolve_posix_shell(configured: Option<&Path>) -> PathBuf {
+    if let Some(shell) = configured {
+        return shell.to_path_buf();
+    }
+    for var in ["ROBOTA_SHELL", "SHELL"] {
+        if let Some(shell) = std::env::var_os(var).map(PathBuf::from) {
+            let posix = shell
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| POSIX_SHELLS.contains(&n));
+            if shell.is_absolute() && posix && shell.exists() {
+                return shell;
+            }
+        }
+    }
+    let bash = PathBuf::from("/bin/bash");
+    if bash.exists() {
+        bash
+    } else {
+        PathBuf::from("/bin/sh")
+    }
+}
+
+fn find_in_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// Replaces the project-directory variables in an exec-form word (no shell will).
+fn expand_project_dir(word: &str, project_dir: &str) -> String {
+    let mut word = word.to_string();
+    for name in ["CLAUDE_PROJECT_DIR", "ROBOTA_PROJECT_DIR"] {
+        word = word
+            .replace(&format!("${{{name}}}"), project_dir)
+            .replace(&format!("${name}"), project_dir);
+    }
+    word
+}
+
+fn build_command(hook: &CommandHook, ctx: &CommandContext<'_>) -> Result<Command, HookFailure> {
+    let mut cmd = if let Some(args) = &hook.args {
+        let project_dir = ctx
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "CLAUDE_PROJECT_DIR")
+            .map_or("", |(_, v)| v.as_str());
+        let mut cmd = Command::new(expand_project_dir(&hook.command, project_dir));
+        cmd.args(args.iter().map(|a| expand_project_dir(a, project_dir)));
+        cmd
+    } else {
+        match hook.shell.unwrap_or(HookShell::Bash) {
+            HookShell::Bash => {
+                let mut cmd = Command::new(resolve_posix_shell(ctx.shell));
+                cmd.arg("-c").arg(&hook.command);
+                cmd
+            }
+            HookShell::Powershell => {
+                let program = find_in_path("pwsh")
+                    .or_else(|| find_in_path("powershell"))
+                    .ok_or_else(|| HookFailure::Spawn {
+                        message: "shell \"powershell\" requested but neither pwsh nor powershell is on PATH".into(),
+                    })?;
+                let mut cmd = Command::new(program);
+                cmd.args(["-NoProfile", "-NonInteractive", "-Command", &hook.command]);
+                cmd
+            }
+        }
+    };
+    cmd.current_dir(ctx.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (key, value) in &ctx.env {
+        cmd.env(key, value);
+    }
+    #[cfg(unix)]
+    {
+        // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it is the
+        // only call made between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    Ok(cmd)
+}
+
+/// Reads `reader` to the end, keeping at most `limit` bytes in `buffer` (and counting the rest).
+async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, buffer: Arc<Mutex<CappedBuffer>>) {
+    let mut chunk = [0u8; 8192];
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => buffer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(&chunk[..n]),
+        }
+    }
+}
+
+pub(crate) struct CappedBuffer {
+    bytes: Vec<u8>,
+    limit: usize,
+    dropped: usize,
+}
+
+impl CappedBuffer {
+    fn new(limit: usize) -> Self {
+        CappedBuffer {
+            bytes: Vec::new(),
+            limit,
+            dropped: 0,
+        }
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        let room = self.limit.saturating_sub(self.bytes.len());
+        let take = room.min(data.len());
+        self.bytes.extend_from_slice(&data[..take]);
+        self.dropped += data.len() - take;
+    }
+
+    fn text(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
+        if self.dropped > 0 {
+            text.push_str(&format!("\n… [{} more bytes not captured]", self.dropped));
+        }
+        text
+    }
+}
+
+/// Signals the process group `pgid` (refusing 0 and 1, which address the caller's group or all
+/// processes).
+#[cfg(unix)]
+fn signal_group(pgid: u32, signal: i32) {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return;
+    };
+    if pgid > 1 {
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid addresses a group.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// True while group `pgid` still has a member (zombies included: they are gone once reaped).
+#[cfg(unix)]
+fn group_exists(pgid: u32) -> bool {
+    let Ok(pgid) = i32::try_from(pgid) else {
+        return false;
+    };
+    // SAFETY: as above; signal 0 only checks for existence.
+    pgid > 1 && unsafe { libc::kill(-pgid, 0) } == 0
+}
+
+/// Kills the group when dropped unless disarmed, so a run whose future is dropped (the session
+/// gave up on it) leaves no processes behind.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.0 {
+            signal_group(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// SIGTERM to the group, up to `grace` for it to exit, then SIGKILL to the group.
+async fn terminate(child: &mut Child, pgid: Option<u32>, grace: Duration) {
+    #[cfg(unix)]
+    if let Some(pgid) = pgid {
+        signal_group(pgid, libc::SIGTERM);
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut exited = false;
+        while tokio::time::Instant::now() < deadline {
+            if !exited {
+                exited = matches!(child.try_wait(), Ok(Some(_)));
+            }
+            if exited && !group_exists(pgid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        signal_group(pgid, libc::SIGKILL);
+    }
+    #[cfg(not(unix))]
+    let _ = (pgid, grace);
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    WaitFailed(std::io::Error),
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs a command hook.
+pub(crate) async fn run(
+    hook: &CommandHook,
+    input_json: &str,
+    ctx: &CommandContext<'_>,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> RawResult {
+    let mut cmd = match build_command(hook, ctx) {
+        Ok(cmd) => cmd,
+        Err(failure) => return RawResult::reply(RawReply::Failed(failure)),
+    };
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let what = if hook.args.is_some() {
+                format!("`{}`", hook.command)
+            } else {
+                "the shell".to_string()
+            };
+            return RawResult::reply(RawReply::Failed(HookFailure::Spawn {
+                message: format!("{what}: {e} (cwd {})", ctx.cwd.display()),
+            }));
+        }
+    };
+    let pgid = child.id();
+    let mut guard = GroupGuard(pgid);
+
+    // Write stdin concurrently: a hook that never reads it must not block us (EPIPE is fine).
+    let stdin_task = child.stdin.take().map(|mut stdin| {
+        let data = input_json.as_bytes().to_vec();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&data).await;
+            let _ = stdin.shutdown().await;
+        })
+    });
+    let stdout = Arc::new(Mutex::new(CappedBuffer::new(ctx.output_limit)));
+    let stderr = Arc::new(Mutex::new(CappedBuffer::new(ctx.output_limit)));
+    let stdout_task = child
+        .stdout
+        .take()
+        .map(|pipe| tokio::spawn(read_capped(pipe, Arc::clone(&stdout))));
+    let stderr_task = child
+        .stderr
+        .take()
+        .map(|pipe| tokio::spawn(read_capped(pipe, Arc::clone(&stderr))));
+
+    let ending = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => Ending::Exited(status),
+            Err(e) => Ending::WaitFailed(e),
+        },
+        () = tokio::time::sleep(timeout) => Ending::TimedOut,
+        () = cancel.cancelled() => Ending::Cancelled,
+    };
+    if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
+        terminate(&mut child, pgid, ctx.kill_grace).await;
+    }
+    guard.0 = None;
+
+    for task in [stdout_task, stderr_task].into_iter().flatten() {
+        let abort = task.abort_handle();
+        if tokio::time::timeout(DRAIN_GRACE, task).await.is_err() {
+            abort.abort();
+        }
+    }
+    if let Some(task) = stdin_task {
+        task.abort();
+    }
+    let stdout = stdout.lock().unwrap_or_else(PoisonError::into_inner).text();
+    let stderr = stderr.lock().unwrap_or_else(PoisonError::into_inner).text();
+
+    let (exit_code, reply) = match ending {
+        Ending::TimedOut => (
+            None,
+            RawReply::Failed(HookFailure::Timeout {
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            }),
+        ),
+        Ending::Cancelled => (None, RawReply::Cancelled),
+        Ending::WaitFailed(e) => (
+            None,
+            RawReply::Failed(HookFailure::Spawn {
+                message: format!("waiting for the hook failed: {e}"),
+            }),
+        ),
+        Ending::Exited(status) => match status.code() {
+            Some(0) => (Some(0), RawReply::Success),
+            Some(2) => (Some(2), RawReply::Block(None)),
+            Some(code) => (
+                Some(code),
+                RawReply::Failed(HookFailure::ExitCode {
+                    code,
+                    stderr: stderr.clone(),
+                }),
+            ),
+            None => {
+                #[cfg(unix)]
+                let signal = {
+                    use std::os::unix::process::ExitStatusExt;
+                    status.signal().unwrap_or(0)
+                };
+                #[cfg(not(unix))]
+                let signal = 0;
+                (
+                    None,
+                    RawReply::Failed(HookFailure::Signal {
+                        signal,
+                        stderr: stderr.clone(),
+                    }),
+                )
+            }
+        },
+    };
+    RawResult {
+        exit_code,
+        stdout,
+        stderr,
+        reply,
+    }
+}

@@ -1,0 +1,148 @@
+//! The `prompt` and `agent` executors: one model call, through a [`Provider`] the host supplies,
+//! that judges the event and answers `{"ok": true}` or `{"ok": false, "reason": "..."}`.
+//!
+//! The hook's `prompt` has `$ARGUMENTS` replaced with the event JSON; without the placeholder
+//! the JSON is appended (Claude Code's rule). `ok: false` blocks with `reason` (the per-event
+//! effect of a block applies); `ok: true` lets the action proceed. The model may instead answer
+//! with full hook JSON output (`decision`, `hookSpecificOutput`, …), which is honoured as from a
+//! command hook. An answer that is not JSON is a non-blocking error.
+//!
+//! Not done yet: **`agent` hooks do not get tools.** Claude Code runs them as a subagent that can
+//! read files and run commands for up to 50 turns; here an `agent` hook is the same single model
+//! call as a `prompt` hook (with its own 60 s default timeout). A config warning says so.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::config::PromptHook;
+use super::outcome::HookFailure;
+use super::output::HookOutput;
+use super::runner::{RawReply, RawResult};
+use crate::message::Message;
+use crate::provider::{Provider, ProviderRequest, StopReason};
+
+/// System prompt for the verdict call: it must answer with JSON only.
+const SYSTEM_PROMPT: &str = "You are a hook in an AI coding agent's session: you judge one event \
+and decide whether the action may proceed. Answer with a single JSON object and nothing else: \
+{\"ok\": true} to let it proceed, or {\"ok\": false, \"reason\": \"<why, addressed to the agent>\"} \
+to block it.";
+
+/// The user message: the hook's prompt with the event JSON in place of `$ARGUMENTS`.
+pub(crate) fn render_prompt(prompt: &str, input_json: &str) -> String {
+    if prompt.contains("$ARGUMENTS") {
+        prompt.replace("$ARGUMENTS", input_json)
+    } else {
+        format!("{prompt}\n\n{input_json}")
+    }
+}
+
+/// Finds the JSON object in a model answer: the whole text, a fenced block, or the span from the
+/// first `{` to the last `}`.
+pub(crate) fn extract_json(text: &str) -> Option<&str> {
+    let trimmed = text.trim();
+    if trimmed.starts_with('{') && trimmed.ends_with('}') {
+        return Some(trimmed);
+    }
+    let start = trimmed.find('{')?;
+    let end = trimmed.rfind('}')?;
+    (end > start).then(|| &trimmed[start..=end])
+}
+
+/// Runs a prompt or agent hook with `provider`.
+pub(crate) async fn run(
+    hook: &PromptHook,
+    provider: Option<Arc<dyn Provider>>,
+    input_json: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> RawResult {
+    let Some(provider) = provider else {
+        return RawResult::reply(RawReply::Failed(HookFailure::NoProvider {
+            model: hook.model.clone(),
+        }));
+    };
+    let request = ProviderRequest {
+        system: Some(SYSTEM_PROMPT.to_string()),
+        messages: vec![Message::user(render_prompt(&hook.prompt, input_json))],
+        ..ProviderRequest::default()
+    };
+    // A child token so a timeout stops the provider call without cancelling the caller's run.
+    let call_cancel = cancel.child_token();
+    let sink = |_event| {};
+    let call = provider.stream(&request, &sink, &call_cancel);
+    let response = match tokio::time::timeout(timeout, call).await {
+        Err(_) => {
+            call_cancel.cancel();
+            return RawResult::reply(RawReply::Failed(HookFailure::Timeout {
+                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            }));
+        }
+        Ok(Err(error)) => {
+            return RawResult::reply(RawReply::Failed(HookFailure::Provider {
+                message: error.to_string(),
+            }))
+        }
+        Ok(Ok(response)) => response,
+    };
+    if response.stop_reason == StopReason::Aborted || cancel.is_cancelled() {
+        return RawResult::reply(RawReply::Cancelled);
+    }
+    let text = response.text;
+    let reply = match extract_json(&text).map(HookOutput::from_json_text) {
+        None => RawReply::Failed(HookFailure::MalformedOutput {
+            message: "the model did not answer with a JSON object such as {\"ok\": true}".into(),
+        }),
+        Some(Err(message)) => RawReply::Failed(HookFailure::MalformedOutput { message }),
+        Some(Ok(output)) => match output.ok {
+            Some(false) => RawReply::Block(Some(
+                output
+                    .reason
+                    .clone()
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| "blocked by prompt hook".to_string()),
+            )),
+            Some(true) => {
+                // `reason` accompanies the verdict; it is not an unknown field.
+                RawReply::Output(Box::new(HookOutput {
+                    ok: None,
+                    reason: None,
+                    ..output
+                }))
+            }
+            None => RawReply::Output(Box::new(output)),
+        },
+    };
+    RawResult {
+        exit_code: None,
+        stdout: text,
+        stderr: String::new(),
+        reply,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_substituted_or_appended() {
+        assert_eq!(render_prompt("check $ARGUMENTS now", "{}"), "check {} now");
+        assert_eq!(render_prompt("check", "{\"a\":1}"), "check\n\n{\"a\":1}");
+    }
+
+    #[test]
+    fn json_is_found_in_fences_and_prose() {
+        assert_eq!(extract_json("{\"ok\":true}"), Some("{\"ok\":true}"));
+        assert_eq!(
+            extract_json("```json\n{\"ok\": false}\n```"),
+            Some("{\"ok\": false}")
+        );
+        assert_eq!(
+            extract_json("Sure: {\"ok\":true} done"),
+            Some("{\"ok\":true}")
+        );
+        assert_eq!(extract_json("no json"), None);
+    }
+}

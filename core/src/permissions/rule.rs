@@ -1,0 +1,772 @@
+//! Permission rules: the `Tool` / `Tool(specifier)` grammar parsed once into a typed
+//! [`PermissionRule`], where each rule came from ([`RuleSource`], list, index), and the
+//! [`RuleSet`] a session evaluates against — including which tools a bare deny hides from the model.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::domain::DomainPattern;
+use super::glob::wildcard_match;
+use super::path::PathPattern;
+use super::tools::{self, Family};
+
+/// Which list of `permissions` a rule is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleList {
+    /// `permissions.allow`: run without asking.
+    Allow,
+    /// `permissions.ask`: always ask, even when an allow rule or the mode would approve.
+    Ask,
+    /// `permissions.deny`: never run. Wins over everything.
+    Deny,
+}
+
+impl RuleList {
+    /// The settings key (`allow`, `ask`, `deny`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleList::Allow => "allow",
+            RuleList::Ask => "ask",
+            RuleList::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for RuleList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where rules came from, so a decision can say "why" and `/…` path rules know their anchor.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RuleSource {
+    /// A short name for the layer: `userSettings`, `projectSettings`, `localSettings`, `cliArg`,
+    /// `session`, `sdk`, … (free-form; shown to users).
+    pub label: String,
+    /// The settings file, when the rules were read from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    /// The directory `/path` rules are anchored at: for `<project>/.claude/settings.json` this is
+    /// `<project>`. When absent, `/path` rules anchor at the cwd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_dir: Option<PathBuf>,
+}
+
+impl RuleSource {
+    /// A source with only a label (rules given in code, on the command line, for the session…).
+    pub fn new(label: impl Into<String>) -> RuleSource {
+        RuleSource {
+            label: label.into(),
+            file: None,
+            base_dir: None,
+        }
+    }
+
+    /// Rules read from `file`, whose `/path` rules anchor at `base_dir`.
+    pub fn settings_file(
+        label: impl Into<String>,
+        file: impl Into<PathBuf>,
+        base_dir: impl Into<PathBuf>,
+    ) -> RuleSource {
+        RuleSource {
+            label: label.into(),
+            file: Some(file.into()),
+            base_dir: Some(base_dir.into()),
+        }
+    }
+
+    /// Sets the file.
+    pub fn with_file(mut self, file: impl Into<PathBuf>) -> RuleSource {
+        self.file = Some(file.into());
+        self
+    }
+
+    /// Sets the anchor directory of `/path` rules.
+    pub fn with_base_dir(mut self, dir: impl Into<PathBuf>) -> RuleSource {
+        self.base_dir = Some(dir.into());
+        self
+    }
+}
+
+impl fmt::Display for RuleSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{} ({})", self.label, file.display()),
+            None => f.write_str(&self.label),
+        }
+    }
+}
+
+/// A rule string that does not parse. Names the rule, its list and position, and the problem;
+/// the caller adds the settings file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid permission rule `{rule}` in permissions.{list}[{index}]: {problem}")]
+#[non_exhaustive]
+pub struct RuleParseError {
+    /// The rule text as written.
+    pub rule: String,
+    /// The list it was in.
+    pub list: RuleList,
+    /// Its index in that list.
+    pub index: usize,
+    /// What is wrong and how to fix it.
+    pub problem: String,
+}
+
+/// A Bash command pattern: `*` matches anything (spaces included); a trailing ` *` (or `:*`) also
+/// matches the bare command, so `ls *` covers `ls` and `ls -la` but not `lsof`.
+#[derive(Debug, Clone)]
+pub(crate) struct CommandPattern {
+    /// The pattern with runs of whitespace collapsed and a trailing ` *` / `:*` removed.
+    body: String,
+    /// Whether a trailing ` *` / `:*` was removed.
+    trailing_args: bool,
+}
+
+impl CommandPattern {
+    fn parse(spec: &str) -> CommandPattern {
+        // Whitespace in a rule is a word separator, like in the shell: `git  status` and
+        // `git\tstatus` mean `git status`. (Non-breaking spaces are not shell whitespace and stay.)
+        let collapsed = spec
+            .split([' ', '\t', '\n', '\r'])
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (body, trailing_args) = if let Some(b) = collapsed.strip_suffix(":*") {
+            (b.trim_end().to_string(), true)
+        } else if let Some(b) = collapsed.strip_suffix(" *") {
+            (b.to_string(), true)
+        } else {
+            (collapsed, false)
+        };
+        CommandPattern {
+            body,
+            trailing_args,
+        }
+    }
+
+    /// Matches one normalised command text. `fold_case` compares lower-cased (used for deny and
+    /// ask, so `RM -rf` on a case-insensitive file system is still caught).
+    pub fn matches(&self, command: &str, fold_case: bool) -> bool {
+        let (body, command) = if fold_case {
+            (self.body.to_lowercase(), command.to_lowercase())
+        } else {
+            (self.body.clone(), command.to_string())
+        };
+        if wildcard_match(&body, &command) {
+            return true;
+        }
+        self.trailing_args && wildcard_match(&format!("{body} *"), &command)
+    }
+}
+
+/// Which tools a rule's tool part covers.
+#[derive(Debug, Clone)]
+pub(crate) enum ToolMatcher {
+    /// One tool name (plus its family: `Edit` covers every editing tool, `Read` every reading
+    /// tool, `Agent` and `Task` are one tool).
+    Exact(String),
+    /// `mcp__server` or `mcp__server__*`: every tool of one MCP server.
+    McpServer(String),
+    /// A tool-name wildcard such as `mcp__*` or `*` (deny/ask; in allow only after
+    /// `mcp__<server>__`).
+    Glob(String),
+}
+
+/// What a rule's specifier says about the call.
+#[derive(Debug, Clone)]
+pub(crate) enum Spec {
+    /// No specifier, or `(*)`: every call of the tool.
+    All,
+    /// A Bash command pattern.
+    Command(CommandPattern),
+    /// A Read/Edit path pattern.
+    Path(PathPattern),
+    /// `WebFetch(domain:…)`.
+    Domain(DomainPattern),
+    /// A `*` wildcard on the primary string (WebSearch query, Agent subagent type).
+    Text(String),
+    /// `Tool(param:value)` on a scalar top-level parameter (deny/ask only).
+    Param { name: String, value: String },
+    /// A specifier robota cannot check against this tool's input (unknown tool). Deny and ask
+    /// treat it as matching every call (fail closed); allow never matches.
+    Unevaluable,
+}
+
+/// One parsed rule with its provenance.
+#[derive(Debug, Clone)]
+pub struct PermissionRule {
+    text: String,
+    list: RuleList,
+    index: usize,
+    source: RuleSource,
+    pub(crate) tool: ToolMatcher,
+    pub(crate) spec: Spec,
+    warning: Option<String>,
+}
+
+impl PermissionRule {
+    /// Parses `text` as a rule of `list`. `index` (its position in the list) and `source` are
+    /// kept for explanations.
+    pub fn parse(
+        text: &str,
+        list: RuleList,
+        index: usize,
+        source: RuleSource,
+    ) -> Result<PermissionRule, RuleParseError> {
+        let err = |problem: String| RuleParseError {
+            rule: text.to_string(),
+            list,
+            index,
+            problem,
+        };
+        let trimmed = text.trim();
+        let (tool_name, spec_text) = split_rule(trimmed).map_err(err)?;
+        let tool = parse_tool(tool_name, list).map_err(err)?;
+        let (spec, warning) = parse_spec(tool_name, &tool, spec_text, list).map_err(err)?;
+        Ok(PermissionRule {
+            text: trimmed.to_string(),
+            list,
+            index,
+            source,
+            tool,
+            spec,
+            warning,
+        })
+    }
+
+    /// The rule as written (trimmed).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its list.
+    pub fn list(&self) -> RuleList {
+        self.list
+    }
+
+    /// Its index in the list it came from.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Where it came from.
+    pub fn source(&self) -> &RuleSource {
+        &self.source
+    }
+
+    /// A note about a rule that parses but may not do what its author expects (e.g. a specifier
+    /// on a tool whose input robota cannot inspect).
+    pub fn warning(&self) -> Option<&str> {
+        self.warning.as_deref()
+    }
+
+    /// Whether the rule names a tool without narrowing it (`Bash`, `Bash(*)`).
+    pub fn is_bare(&self) -> bool {
+        matches!(self.spec, Spec::All)
+    }
+
+    /// Whether the rule's tool part covers `tool`.
+    pub fn applies_to_tool(&self, tool: &str) -> bool {
+        match &self.tool {
+            ToolMatcher::Exact(name) => {
+                name == tool
+                    || (name == "Edit" && tools::family(tool) == Family::Edit)
+                    || (name == "Read" && tools::family(tool) == Family::Read)
+                    || (matches!(name.as_str(), "Agent" | "Task")
+                        && matches!(tool, "Agent" | "Task"))
+            }
+            ToolMatcher::McpServer(server) => tool
+                .strip_prefix("mcp__")
+                .and_then(|rest| rest.strip_prefix(server.as_str()))
+                .is_some_and(|rest| rest.starts_with("__")),
+            ToolMatcher::Glob(pattern) => wildcard_match(pattern, tool),
+        }
+    }
+
+    /// The exact tool name, when the rule names one.
+    pub(crate) fn exact_tool(&self) -> Option<&str> {
+        match &self.tool {
+            ToolMatcher::Exact(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// Splits `Tool(spec)` into its parts.
+fn split_rule(rule: &str) -> Result<(&str, Option<&str>), String> {
+    if rule.is_empty() {
+        return Err(
+            "the rule is empty; write a tool name such as `Bash` or `Read(./src/**)`".into(),
+        );
+    }
+    match rule.find('(') {
+        None => {
+            if rule.contains(')') {
+                return Err("`)` without a matching `(`".into());
+            }
+            Ok((rule, None))
+        }
+        Some(open) => {
+            if !rule.ends_with(')') {
+                return Err(if rule[open..].contains(')') {
+                    "text after the closing `)`; a rule is `Tool` or `Tool(specifier)`".into()
+                } else {
+                    "missing closing `)`".into()
+                });
+            }
+            let tool = rule[..open].trim_end();
+            let spec = rule[open + 1..rule.len() - 1].trim();
+            if spec.is_empty() {
+                return Err(format!(
+                    "empty `()`; write `{tool}` alone to match every use of the tool"
+                ));
+            }
+            Ok((tool, Some(spec)))
+        }
+    }
+}
+
+fn parse_tool(name: &str, list: RuleList) -> Result<ToolMatcher, String> {
+    if name.is_empty() {
+        return Err("missing tool name before `(`".into());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '*' | '.')))
+    {
+        return Err(format!(
+            "`{bad}` is not allowed in a tool name; a rule is `Tool` or `Tool(specifier)`"
+        ));
+    }
+    if !tools::known_tool_names().any(|k| k == name) {
+        if let Some(known) = tools::known_tool_names().find(|k| k.eq_ignore_ascii_case(name)) {
+            return Err(format!(
+                "tool names are case-sensitive; did you mean `{known}`?"
+            ));
+        }
+    }
+    if let Some(rest) = name.strip_prefix("mcp__") {
+        let (server, tool) = match rest.split_once("__") {
+            Some((server, tool)) => (server, Some(tool)),
+            None => (rest, None),
+        };
+        if server.is_empty() {
+            return Err("missing MCP server name after `mcp__`".into());
+        }
+        if !server.contains('*') {
+            return Ok(match tool {
+                None | Some("*") => ToolMatcher::McpServer(server.to_string()),
+                Some(t) if t.contains('*') => ToolMatcher::Glob(name.to_string()),
+                Some(_) => ToolMatcher::Exact(name.to_string()),
+            });
+        }
+    }
+    if name.contains('*') {
+        if list == RuleList::Allow {
+            return Err(
+                "tool-name wildcards in allow rules are only accepted after a literal \
+                 `mcp__<server>__` (e.g. `mcp__github__get_*`); deny and ask rules may use \
+                 `mcp__*` or `*`"
+                    .into(),
+            );
+        }
+        return Ok(ToolMatcher::Glob(name.to_string()));
+    }
+    Ok(ToolMatcher::Exact(name.to_string()))
+}
+
+fn parse_spec(
+    tool_name: &str,
+    tool: &ToolMatcher,
+    spec: Option<&str>,
+    list: RuleList,
+) -> Result<(Spec, Option<String>), String> {
+    let Some(spec) = spec else {
+        return Ok((Spec::All, None));
+    };
+    if spec == "*" {
+        return Ok((Spec::All, None));
+    }
+    let exact = match tool {
+        ToolMatcher::Exact(name) => name.as_str(),
+        _ => {
+            return Err(format!(
+                "`{tool_name}` covers several tools, so it cannot take a specifier other than \
+                 `(*)`"
+            ))
+        }
+    };
+    let family = tools::family(exact);
+    if family == Family::WebFetch {
+        if let Some(domain) = spec.strip_prefix("domain:") {
+            return Ok((Spec::Domain(DomainPattern::parse(domain)?), None));
+        }
+    }
+    if let Some((name, value)) = param_form(exact, spec)? {
+        if list == RuleList::Allow {
+            return Err(format!(
+                "`{exact}({name}:…)` parameter rules are only allowed in deny and ask lists"
+            ));
+        }
+        return Ok((
+            Spec::Param {
+                name: name.to_string(),
+                value: value.to_string(),
+            },
+            None,
+        ));
+    }
+    Ok(match family {
+        Family::Bash => (Spec::Command(CommandPattern::parse(spec)), None),
+        Family::Read | Family::Edit => (Spec::Path(PathPattern::parse(spec)?), None),
+        Family::WebFetch => {
+            return Err(format!(
+                "WebFetch rules take a domain: `WebFetch(domain:{})`",
+                super::domain::url_host(spec).unwrap_or_else(|| "example.com".to_string())
+            ))
+        }
+        Family::WebSearch | Family::Agent => (Spec::Text(spec.to_string()), None),
+        Family::Internal | Family::Other => (
+            Spec::Unevaluable,
+            Some(format!(
+                "robota does not know which input of `{exact}` `({spec})` should match; as a \
+                 {list} rule it {}. Use `{exact}`, `{exact}(*)` or `{exact}(param:value)`.",
+                if list == RuleList::Allow {
+                    "never matches"
+                } else {
+                    "applies to every call of the tool"
+                }
+            )),
+        ),
+    })
+}
+
+/// Recognises `param:value`. For built-in tools only their known scalar parameters count (so
+/// `Bash(npm run test:*)` stays a command pattern); naming the primary field is an error.
+fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)>, String> {
+    let Some((name, value)) = spec.split_once(':') else {
+        return Ok(None);
+    };
+    let identifier = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !identifier {
+        return Ok(None);
+    }
+    if let Some(primary) = tools::primary_field(tool) {
+        if name == primary || name == tools::camel(primary) {
+            return Err(format!(
+                "`{name}:` is `{tool}`'s main input; write `{tool}({value})` instead of a \
+                 parameter rule"
+            ));
+        }
+    }
+    match tools::known_params(tool) {
+        Some(known) => Ok(known
+            .iter()
+            .any(|k| *k == name || tools::camel(k) == name)
+            .then_some((name, value))),
+        None => Ok(Some((name, value))),
+    }
+}
+
+/// The rules a session evaluates against, in the order they were added (allow, ask and deny mixed;
+/// precedence comes from the list, not the order).
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    rules: Vec<PermissionRule>,
+}
+
+impl RuleSet {
+    /// An empty set.
+    pub fn new() -> RuleSet {
+        RuleSet::default()
+    }
+
+    /// Parses and adds one settings list. All-or-nothing: when any rule is invalid, nothing is
+    /// added and every problem is returned.
+    pub fn add_list<S: AsRef<str>>(
+        &mut self,
+        list: RuleList,
+        rules: impl IntoIterator<Item = S>,
+        source: &RuleSource,
+    ) -> Result<(), Vec<RuleParseError>> {
+        let mut parsed = Vec::new();
+        let mut errors = Vec::new();
+        for (index, text) in rules.into_iter().enumerate() {
+            match PermissionRule::parse(text.as_ref(), list, index, source.clone()) {
+                Ok(rule) => parsed.push(rule),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        self.rules.extend(parsed);
+        Ok(())
+    }
+
+    /// Adds an already parsed rule.
+    pub fn push(&mut self, rule: PermissionRule) {
+        self.rules.push(rule);
+    }
+
+    /// Builder form of [`add_list`](Self::add_list) for the three lists of one source.
+    pub fn from_lists<S: AsRef<str>>(
+        allow: impl IntoIterator<Item = S>,
+        ask: impl IntoIterator<Item = S>,
+        deny: impl IntoIterator<Item = S>,
+        source: &RuleSource,
+    ) -> Result<RuleSet, Vec<RuleParseError>> {
+        let mut set = RuleSet::new();
+        let mut errors = Vec::new();
+        for (list, rules) in [
+            (RuleList::Allow, allow.into_iter().collect::<Vec<_>>()),
+            (RuleList::Ask, ask.into_iter().collect()),
+            (RuleList::Deny, deny.into_iter().collect()),
+        ] {
+            if let Err(mut e) = set.add_list(list, rules, source) {
+                errors.append(&mut e);
+            }
+        }
+        if errors.is_empty() {
+            Ok(set)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Every rule.
+    pub fn rules(&self) -> &[PermissionRule] {
+        &self.rules
+    }
+
+    /// The rules of one list.
+    pub fn list(&self, list: RuleList) -> impl Iterator<Item = &PermissionRule> {
+        self.rules.iter().filter(move |r| r.list == list)
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Notes on rules that parse but may not do what their author expects, one line each, with
+    /// the rule's source. Surface these at startup; they are never dropped silently.
+    pub fn warnings(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter_map(|r| {
+                r.warning().map(|w| {
+                    format!(
+                        "permission rule `{}` in permissions.{}[{}] of {}: {w}",
+                        r.text, r.list, r.index, r.source
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The bare deny rule that removes `tool` from what the model sees, if any. A bare `Read`
+    /// deny also hides the editing tools, since a Read deny blocks edits of the same paths.
+    pub fn hiding_rule(&self, tool: &str) -> Option<&PermissionRule> {
+        self.list(RuleList::Deny).find(|r| {
+            r.is_bare()
+                && (r.applies_to_tool(tool)
+                    || (r.exact_tool() == Some("Read") && tools::family(tool) == Family::Edit))
+        })
+    }
+
+    /// Which of `tools` a bare deny removes from the model's tool list.
+    pub fn hidden_tools<'a>(&self, tools: impl IntoIterator<Item = &'a str>) -> BTreeSet<String> {
+        tools
+            .into_iter()
+            .filter(|t| self.hiding_rule(t).is_some())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// The serialized form of one rule: text plus provenance. A [`RuleSet`] serializes as a list of
+/// these and is re-parsed when deserialized.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RuleEntry {
+    /// The rule text.
+    pub rule: String,
+    /// Its list.
+    pub list: RuleList,
+    /// Its index in the list.
+    #[serde(default)]
+    pub index: usize,
+    /// Where it came from.
+    #[serde(default)]
+    pub source: RuleSource,
+}
+
+impl Serialize for RuleSet {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let entries: Vec<RuleEntry> = self
+            .rules
+            .iter()
+            .map(|r| RuleEntry {
+                rule: r.text.clone(),
+                list: r.list,
+                index: r.index,
+                source: r.source.clone(),
+            })
+            .collect();
+        entries.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for RuleSet {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let entries = Vec::<RuleEntry>::deserialize(deserializer)?;
+        let mut set = RuleSet::new();
+        let mut problems = Vec::new();
+        for e in entries {
+            match PermissionRule::parse(&e.rule, e.list, e.index, e.source) {
+                Ok(rule) => set.push(rule),
+                Err(err) => problems.push(err.to_string()),
+            }
+        }
+        if problems.is_empty() {
+            Ok(set)
+        } else {
+            Err(serde::de::Error::custom(problems.join("; ")))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, list: RuleList) -> Result<PermissionRule, RuleParseError> {
+        PermissionRule::parse(text, list, 0, RuleSource::new("test"))
+    }
+
+    #[test]
+    fn grammar_errors_name_rule_and_problem() {
+        let e = parse("Bash(ls", RuleList::Allow).unwrap_err();
+        assert!(e.to_string().contains("`Bash(ls`"), "{e}");
+        assert!(e.problem.contains("missing closing"), "{e}");
+        assert!(parse("Bash(ls) x", RuleList::Allow).is_err());
+        assert!(parse("", RuleList::Deny).is_err());
+        assert!(parse("Bash()", RuleList::Deny).is_err());
+        assert!(parse("bash(ls)", RuleList::Deny)
+            .unwrap_err()
+            .problem
+            .contains("`Bash`"));
+        assert!(parse("Read(../x)", RuleList::Deny).is_err());
+        assert!(parse("WebFetch(https://x.com/a)", RuleList::Allow)
+            .unwrap_err()
+            .problem
+            .contains("domain:x.com"));
+        assert!(parse("Bash(command:rm)", RuleList::Deny).is_err());
+        assert!(parse("Bash(run_in_background:true)", RuleList::Allow).is_err());
+        assert!(parse("Bash(run_in_background:true)", RuleList::Deny).is_ok());
+        assert!(parse("mcp__*", RuleList::Allow).is_err());
+        assert!(parse("mcp__*", RuleList::Deny).is_ok());
+        assert!(parse("mcp__gh__get_*", RuleList::Allow).is_ok());
+        assert!(parse("Two Words", RuleList::Deny).is_err());
+    }
+
+    #[test]
+    fn command_patterns() {
+        let p = |s: &str| CommandPattern::parse(s);
+        assert!(p("ls *").matches("ls", false));
+        assert!(p("ls *").matches("ls -la", false));
+        assert!(!p("ls *").matches("lsof", false));
+        assert!(p("ls*").matches("lsof", false));
+        assert!(p("npm run test:*").matches("npm run test", false));
+        assert!(p("npm run test:*").matches("npm run test --watch", false));
+        assert!(!p("npm run test:*").matches("npm run testx", false));
+        assert!(p("git  status").matches("git status", false));
+        assert!(!p("git *").matches("GIT status", false));
+        assert!(p("git *").matches("GIT status", true));
+    }
+
+    #[test]
+    fn tool_matchers() {
+        let r = parse("Edit(./src/**)", RuleList::Allow).unwrap();
+        assert!(r.applies_to_tool("Write") && r.applies_to_tool("NotebookEdit"));
+        assert!(!r.applies_to_tool("Read"));
+        let r = parse("mcp__github", RuleList::Allow).unwrap();
+        assert!(r.applies_to_tool("mcp__github__create_issue"));
+        assert!(!r.applies_to_tool("mcp__githubx__a"));
+        let r = parse("mcp__github__*", RuleList::Allow).unwrap();
+        assert!(r.applies_to_tool("mcp__github__x"));
+        let r = parse("Task(Explore)", RuleList::Deny).unwrap();
+        assert!(r.applies_to_tool("Agent"));
+    }
+
+    #[test]
+    fn hidden_tools_from_bare_denies() {
+        let set = RuleSet::from_lists(
+            Vec::<&str>::new(),
+            vec![],
+            vec!["WebSearch", "Bash(rm *)", "mcp__evil", "Read"],
+            &RuleSource::new("t"),
+        )
+        .unwrap();
+        let hidden = set.hidden_tools([
+            "Bash",
+            "WebSearch",
+            "mcp__evil__x",
+            "mcp__good__x",
+            "Read",
+            "Grep",
+            "Write",
+        ]);
+        let want: BTreeSet<String> = ["WebSearch", "mcp__evil__x", "Read", "Grep", "Write"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(hidden, want);
+    }
+
+    #[test]
+    fn add_list_is_all_or_nothing_and_serde_round_trips() {
+        let mut set = RuleSet::new();
+        let src = RuleSource::settings_file("projectSettings", "/p/.claude/settings.json", "/p");
+        let errs = set
+            .add_list(RuleList::Allow, ["Bash(ls *)", "Bash(x", "Read("], &src)
+            .unwrap_err();
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].index, 1);
+        assert!(set.is_empty());
+        set.add_list(RuleList::Deny, ["Read(./.env)"], &src)
+            .unwrap();
+        let json = serde_json::to_value(&set).unwrap();
+        let back: RuleSet = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+        let bad = serde_json::json!([{"rule": "Bash(", "list": "deny"}]);
+        assert!(serde_json::from_value::<RuleSet>(bad).is_err());
+    }
+
+    #[test]
+    fn unknown_tool_specifiers_warn() {
+        let set = RuleSet::from_lists(
+            vec!["mytool(x)"],
+            vec![],
+            vec!["robota_command_deploy(prod)"],
+            &RuleSource::new("t"),
+        )
+        .unwrap();
+        let w = set.warnings();
+        assert_eq!(w.len(), 2);
+        assert!(w[0].contains("never matches"), "{w:?}");
+        assert!(w[1].contains("every call"), "{w:?}");
+    }
+}
