@@ -11,4 +11,5 @@ pub mod hooks;
 pub mod message;
 pub mod permissions;
 pub mod provider;
+pub mod session;
 pub mod tools;

@@ -18,6 +18,11 @@ pub const PROVIDER_ERROR_ANNOTATION: &str =
 /// Metadata key the engine sets on an assistant message whose call failed after text streamed.
 pub const PROVIDER_ERROR_METADATA: &str = "provider_error";
 
+/// Metadata key of a user message's model-only context (hook `additionalContext`, attached
+/// files): a string the model sees before the message's text, while the history — and every user
+/// interface reading it — keeps the text as the user typed it. Set by the session layer.
+pub const MODEL_CONTEXT_METADATA: &str = "model_context";
+
 /// The two kinds of history entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -143,21 +148,42 @@ impl Conversation {
     }
 
     /// The messages as the model should see them: system messages are left out (the system prompt
-    /// is sent separately), and an interrupted assistant message carries
+    /// is sent separately), an interrupted assistant message carries
     /// [`INTERRUPTED_ANNOTATION`] (or [`PROVIDER_ERROR_ANNOTATION`] when a failure, not the user,
-    /// cut it off) after its text.
+    /// cut it off) after its text, and a user message's [`MODEL_CONTEXT_METADATA`] comes before
+    /// its text as a separate text block.
     pub fn messages_for_model(&self) -> Vec<Message> {
         self.messages()
             .filter(|message| message.role != Role::System)
             .map(|message| {
                 if message.role == Role::Assistant && message.state == MessageState::Interrupted {
                     annotate_interrupted(message)
+                } else if let Some(context) = model_context(message) {
+                    let mut enriched = message.clone();
+                    // The blank line keeps context and prompt apart when a provider joins the
+                    // text blocks of a message into one string (OpenAI chat format).
+                    enriched
+                        .content
+                        .insert(0, ContentBlock::text(format!("{context}\n\n")));
+                    enriched
                 } else {
                     message.clone()
                 }
             })
             .collect()
     }
+}
+
+/// The model-only context of a user message, when it has a non-empty one.
+fn model_context(message: &Message) -> Option<&str> {
+    if message.role != Role::User {
+        return None;
+    }
+    message
+        .metadata
+        .get(MODEL_CONTEXT_METADATA)
+        .and_then(serde_json::Value::as_str)
+        .filter(|context| !context.trim().is_empty())
 }
 
 fn annotate_interrupted(message: &Message) -> Message {
@@ -222,6 +248,22 @@ mod tests {
         assert_eq!(
             conversation.messages_for_model()[0].text(),
             format!("partial{PROVIDER_ERROR_ANNOTATION}")
+        );
+    }
+
+    #[test]
+    fn model_context_reaches_the_model_but_not_the_history() {
+        let mut conversation = Conversation::new();
+        let mut prompt = Message::user("fix the bug");
+        prompt
+            .metadata
+            .insert(MODEL_CONTEXT_METADATA.into(), "branch: main".into());
+        conversation.push(prompt);
+        let for_model = conversation.messages_for_model();
+        assert_eq!(for_model[0].text(), "branch: main\n\nfix the bug");
+        assert_eq!(
+            conversation.last_message().map(Message::text).as_deref(),
+            Some("fix the bug")
         );
     }
 

@@ -9,8 +9,8 @@ mod history;
 
 pub use error::{ProviderError, ProviderErrorKind};
 pub use history::{
-    Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION, PROVIDER_ERROR_ANNOTATION,
-    PROVIDER_ERROR_METADATA,
+    Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA,
+    PROVIDER_ERROR_ANNOTATION, PROVIDER_ERROR_METADATA,
 };
 
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,8 @@
 //! [`JsonlRecorder`](crate::engine::JsonlRecorder): one event object per line, tagged by `type`.
 //! Each `provider_response` line becomes one model call, in order (its text streamed with the
 //! recorded deltas when the log has them); a `provider_error` line replays that failure. Other
-//! event types are skipped, so a full session log works too. Tools are not replayed: they run
+//! event types are skipped, so a full session log works too. A last line without its newline
+//! that is not valid JSON is the torn write of a process that crashed, and is ignored. Tools are not replayed: they run
 //! for real, which is what makes a replay a regression test of everything but the model.
 //!
 //! This module reads the log's JSON shape rather than the engine's event types, so the provider
@@ -84,6 +85,8 @@ impl ReplayProvider {
         let mut calls = Vec::new();
         // Deltas seen so far per (execution id, round), attached to that round's response.
         let mut deltas: HashMap<(String, u64), Vec<String>> = HashMap::new();
+        let line_count = text.lines().count();
+        let torn_tail = !text.is_empty() && !text.ends_with('\n');
         for (index, line) in text.lines().enumerate() {
             let line_number = index + 1;
             let line = line.trim();
@@ -94,8 +97,12 @@ impl ReplayProvider {
                 line: Some(line_number),
                 message,
             };
-            let event: Value = serde_json::from_str(line)
-                .map_err(|error| bad(format!("not valid JSON ({error})")))?;
+            let event: Value = match serde_json::from_str(line) {
+                Ok(event) => event,
+                // A crash mid-write leaves the last line cut short: what it held is lost.
+                Err(_) if torn_tail && line_number == line_count => break,
+                Err(error) => return Err(bad(format!("not valid JSON ({error})"))),
+            };
             let Some(kind) = event.get("type").and_then(Value::as_str) else {
                 return Err(bad(
                     "not an execution event (no \"type\" field); is this a log written by JsonlRecorder?"
@@ -320,6 +327,19 @@ mod tests {
             .map(|e| e.message)
             .unwrap_or_default()
             .contains("no more model calls (2 were recorded)"));
+    }
+
+    #[test]
+    fn a_torn_last_line_is_ignored() {
+        let torn = format!("{}{{\"type\":\"provider_resp", LOG.trim_start());
+        let provider = ReplayProvider::from_jsonl_str(&torn).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(provider.recorded_calls(), 2);
+        // With its newline, the same line is damage in the middle of a log: an error.
+        let error = ReplayProvider::from_jsonl_str(&format!("{torn}\n"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("not valid JSON"), "{error}");
     }
 
     #[test]

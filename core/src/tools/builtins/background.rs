@@ -254,6 +254,7 @@ impl BackgroundTasks {
         shell: &Path,
         command: &str,
         cwd: &Path,
+        env: &BTreeMap<String, String>,
         session_dir: &SessionDir,
         grace: Duration,
     ) -> Result<BackgroundTaskInfo, String> {
@@ -273,6 +274,7 @@ impl BackgroundTasks {
             shell,
             command,
             cwd,
+            env,
             open(&stdout_path)?,
             open(&stderr_path)?,
         )

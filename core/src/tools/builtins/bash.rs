@@ -145,6 +145,7 @@ impl BashTool {
             &shared.shell,
             command,
             &context.cwd,
+            &shared.env,
             shared.workspace.session_dir(),
             shared.kill_grace,
         ) {
@@ -206,6 +207,7 @@ impl BashTool {
             &shared.shell,
             command,
             &context.cwd,
+            &shared.env,
             stdout_file,
             stderr_file,
         ) {

@@ -85,6 +85,7 @@ mod web_search;
 mod workspace;
 mod write;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -126,6 +127,9 @@ pub struct BuiltinToolsConfig {
     /// The WebSearch backend. `None`: Brave Search when `BRAVE_API_KEY` is set (read when the
     /// [`Builtins`] are created), else WebSearch answers that no provider is configured.
     pub search_provider: Option<Arc<dyn SearchProvider>>,
+    /// Extra environment for Bash commands and background tasks (settings.json `env`), added to
+    /// the inherited environment; an entry here overrides an inherited variable of the same name.
+    pub env: BTreeMap<String, String>,
 }
 
 impl Default for BuiltinToolsConfig {
@@ -138,6 +142,7 @@ impl Default for BuiltinToolsConfig {
             kill_grace: Duration::from_secs(2),
             web_fetch: WebFetchConfig::default(),
             search_provider: None,
+            env: BTreeMap::new(),
         }
     }
 }
@@ -155,6 +160,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
                 "search_provider",
                 &self.search_provider.as_ref().map(|p| p.name().to_string()),
             )
+            .field("env", &self.env.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -169,6 +175,7 @@ pub(crate) struct Shared {
     web_fetch: WebFetchConfig,
     search: Option<Arc<dyn SearchProvider>>,
     http: OnceLock<Result<reqwest::Client, String>>,
+    env: BTreeMap<String, String>,
 }
 
 impl Shared {
@@ -221,6 +228,7 @@ impl Builtins {
                     BraveSearch::from_env().map(|p| Arc::new(p) as Arc<dyn SearchProvider>)
                 }),
                 http: OnceLock::new(),
+                env: config.env,
             }),
         }
     }

@@ -6,6 +6,7 @@
 //! whose id is the shell's pid, so one signal to the group reaches the whole tree. A descendant
 //! that calls `setsid` leaves the group and is out of reach; only cgroups or a sandbox can track it.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -54,7 +55,8 @@ pub(crate) fn resolve_shell(configured: Option<&Path>) -> PathBuf {
 }
 
 /// Starts `shell -c command` in `cwd`, in its own process group, with stdin closed and
-/// stdout/stderr going to the given files.
+/// stdout/stderr going to the given files, and `env` (settings.json `env`) added to the
+/// inherited environment after the non-interactive defaults, so an explicit setting wins.
 ///
 /// Output goes to files rather than pipes because a backgrounded grandchild (`server &`) would
 /// keep a pipe open and make the call wait for it; files also hold arbitrarily large output
@@ -63,6 +65,7 @@ pub(crate) fn spawn_shell(
     shell: &Path,
     command: &str,
     cwd: &Path,
+    env: &BTreeMap<String, String>,
     stdout: File,
     stderr: File,
 ) -> std::io::Result<Child> {
@@ -77,6 +80,7 @@ pub(crate) fn spawn_shell(
     for (key, value) in NON_INTERACTIVE_ENV {
         cmd.env(key, value);
     }
+    cmd.envs(env);
     #[cfg(unix)]
     cmd.process_group(0);
     cmd.spawn()

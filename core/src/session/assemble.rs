@@ -1,0 +1,338 @@
+//! Turning settings into what a session runs with: permission rules (every layer's rules keep
+//! their file), the permission mode, the merged hooks, the `env` for tool and hook processes, the
+//! workspace directories and the paths that always need approval to write.
+//!
+//! Every problem is reported: errors (a rule that does not parse, a hook definition with an
+//! error) stop the session from being created and name the file, JSON path and problem; warnings
+//! (unknown keys, rules that may not do what their author expects) come back as
+//! [`SessionWarning`]s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::error::{RuleError, SessionError};
+use super::events::SessionWarning;
+use super::options::SessionSettings;
+use super::permission_handler::{SettingsDestination, SettingsTarget};
+use crate::framework::config::{
+    load_settings, settings_paths, LoadedSettings, SettingsOptions, SettingsSource,
+    SettingsSourceKind,
+};
+use crate::hooks::{HandlerKind, HookConfigError, HooksConfig, Severity};
+use crate::permissions::{PermissionMode, RuleList, RuleSet, RuleSource};
+
+/// The settings of a session, interpreted.
+pub(crate) struct Assembly {
+    pub(crate) home: Option<PathBuf>,
+    pub(crate) warnings: Vec<SessionWarning>,
+    pub(crate) rules: RuleSet,
+    pub(crate) mode: PermissionMode,
+    pub(crate) bypass_disabled: bool,
+    pub(crate) hooks: HooksConfig,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) additional_directories: Vec<PathBuf>,
+    pub(crate) sensitive_paths: Vec<PathBuf>,
+    pub(crate) settings_targets: Vec<SettingsTarget>,
+}
+
+pub(crate) fn assemble(
+    cwd: &Path,
+    settings: SessionSettings,
+    mode_override: Option<PermissionMode>,
+) -> Result<Assembly, SessionError> {
+    let (loaded, home) = match settings {
+        SessionSettings::FromEnvironment => {
+            let options = SettingsOptions::from_env(cwd);
+            let home = options.home.clone();
+            (Some(load_settings(&options)?), home)
+        }
+        SessionSettings::Load {
+            home,
+            env,
+            overrides,
+        } => {
+            let options = SettingsOptions {
+                home: home.clone(),
+                project_dir: cwd.to_path_buf(),
+                env,
+                overrides,
+            };
+            (Some(load_settings(&options)?), home)
+        }
+        SessionSettings::Loaded(loaded) => {
+            let home = home_of(&loaded);
+            (Some(*loaded), home)
+        }
+        SessionSettings::None => (None, None),
+    };
+
+    let mut warnings = Vec::new();
+    let mut rules = RuleSet::new();
+    let mut hooks = HooksConfig::new();
+    let mut env = BTreeMap::new();
+    let mut additional_directories = Vec::new();
+    let mut mode = PermissionMode::Default;
+    let mut bypass_disabled = false;
+
+    if let Some(loaded) = &loaded {
+        for warning in &loaded.warnings {
+            warnings.push(SessionWarning {
+                file: warning.source.path.clone(),
+                json_path: warning.json_path.clone(),
+                kind: serde_json::to_value(warning.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "settings".into()),
+                message: warning.message.clone(),
+            });
+        }
+        rules = permission_rules(loaded, cwd, home.as_deref())?;
+        for warning in rules.warnings() {
+            warnings.push(SessionWarning {
+                file: None,
+                json_path: String::new(),
+                kind: "permission_rule".into(),
+                message: warning,
+            });
+        }
+        if !loaded.settings.disable_all_hooks {
+            hooks = hook_config(loaded, &mut warnings)?;
+        }
+        env = loaded.settings.env.clone();
+        additional_directories = loaded
+            .settings
+            .permissions
+            .additional_directories
+            .iter()
+            .map(|d| d.path.clone())
+            .collect();
+        if let Some(setting) = loaded.settings.permissions.default_mode {
+            // The settings module only accepts Claude Code's names, which the permission module
+            // parses too.
+            mode = setting.as_str().parse().unwrap_or_default();
+        }
+        bypass_disabled = loaded.settings.permissions.disable_bypass_permissions_mode;
+    }
+    if let Some(requested) = mode_override {
+        mode = requested;
+    }
+    if bypass_disabled && mode == PermissionMode::BypassPermissions {
+        return Err(SessionError::BypassPermissionsDisabled);
+    }
+
+    let mut sensitive_paths: Vec<PathBuf> = settings_paths(home.as_deref(), cwd)
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
+    sensitive_paths.extend(hook_script_paths(&hooks, cwd));
+
+    let settings_targets = SettingsDestination::ALL
+        .into_iter()
+        .filter_map(|destination| {
+            let path = match destination {
+                SettingsDestination::LocalSettings => cwd.join(".claude/settings.local.json"),
+                SettingsDestination::ProjectSettings => cwd.join(".claude/settings.json"),
+                SettingsDestination::UserSettings => home.as_ref()?.join(".claude/settings.json"),
+            };
+            Some(SettingsTarget { destination, path })
+        })
+        .collect();
+
+    Ok(Assembly {
+        home,
+        warnings,
+        rules,
+        mode,
+        bypass_disabled,
+        hooks,
+        env,
+        additional_directories,
+        sensitive_paths,
+        settings_targets,
+    })
+}
+
+/// The home directory of already-loaded settings, from the path of a user layer.
+fn home_of(loaded: &LoadedSettings) -> Option<PathBuf> {
+    loaded.layers.iter().find_map(|layer| {
+        if layer.source.kind.is_user() {
+            // `<home>/.claude/settings.json` or `<home>/.robota/settings.json`.
+            layer
+                .source
+                .path
+                .as_deref()
+                .and_then(Path::parent)
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+        } else {
+            None
+        }
+    })
+}
+
+/// Claude Code's name for a layer, shown when a decision explains which rule decided.
+fn layer_label(kind: SettingsSourceKind) -> &'static str {
+    match kind {
+        SettingsSourceKind::UserRobota | SettingsSourceKind::UserClaude => "userSettings",
+        SettingsSourceKind::ProjectRobota | SettingsSourceKind::ProjectClaude => "projectSettings",
+        SettingsSourceKind::ProjectRobotaLocal | SettingsSourceKind::ProjectClaudeLocal => {
+            "localSettings"
+        }
+        SettingsSourceKind::Override => "overrides",
+    }
+}
+
+/// The rule source of a layer: `/path` rules anchor at the directory holding its `.claude/` or
+/// `.robota/` (the project for project files, the home directory for user files).
+fn rule_source(source: &SettingsSource, cwd: &Path, home: Option<&Path>) -> RuleSource {
+    let label = layer_label(source.kind);
+    let base = if source.kind.is_user() {
+        home.map(Path::to_path_buf)
+    } else {
+        Some(cwd.to_path_buf())
+    };
+    let mut rule_source = RuleSource::new(label);
+    if let Some(path) = &source.path {
+        rule_source = rule_source.with_file(path);
+    }
+    if let Some(base) = base {
+        rule_source = rule_source.with_base_dir(base);
+    }
+    rule_source
+}
+
+/// Every layer's allow/ask/deny rules, parsed; all bad rules of all layers are reported.
+fn permission_rules(
+    loaded: &LoadedSettings,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Result<RuleSet, SessionError> {
+    let mut rules = RuleSet::new();
+    let mut errors = Vec::new();
+    for (source, permissions) in loaded.permissions_layers() {
+        let rule_source = rule_source(source, cwd, home);
+        for list in [RuleList::Allow, RuleList::Ask, RuleList::Deny] {
+            let Some(items) = permissions.get(list.as_str()).and_then(Value::as_array) else {
+                continue;
+            };
+            // The settings loader already checked these are strings.
+            let texts: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+            if let Err(problems) = rules.add_list(list, &texts, &rule_source) {
+                errors.extend(problems.into_iter().map(|p| RuleError {
+                    file: source.path.clone(),
+                    json_path: format!("permissions.{}[{}]", list.as_str(), p.index),
+                    rule: p.rule,
+                    problem: p.problem,
+                }));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(rules)
+    } else {
+        Err(SessionError::InvalidPermissionRules { errors })
+    }
+}
+
+/// Every layer's hooks, parsed and merged (lowest precedence first); all errors of all layers
+/// are reported together, warnings are collected.
+fn hook_config(
+    loaded: &LoadedSettings,
+    warnings: &mut Vec<SessionWarning>,
+) -> Result<HooksConfig, SessionError> {
+    let mut layers = Vec::new();
+    let mut diagnostics = Vec::new();
+    for layer in loaded.hooks_layers() {
+        let file = layer
+            .source
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<settings overrides>"));
+        let parsed = HooksConfig::parse(&file, layer.hooks);
+        for diagnostic in &parsed.diagnostics {
+            if diagnostic.severity == Severity::Warning {
+                warnings.push(SessionWarning {
+                    file: Some(diagnostic.file.clone()),
+                    json_path: diagnostic.json_path.clone(),
+                    kind: "hook_config".into(),
+                    message: diagnostic.problem.to_string(),
+                });
+            }
+        }
+        if parsed.has_errors() {
+            diagnostics.extend(parsed.diagnostics);
+        } else {
+            layers.push(parsed.config);
+        }
+    }
+    if diagnostics.iter().any(|d| d.severity == Severity::Error) {
+        return Err(SessionError::InvalidHooks(HookConfigError { diagnostics }));
+    }
+    Ok(HooksConfig::merged(layers))
+}
+
+/// Script files command hooks run, so writing them needs approval like the settings themselves:
+/// the first word of each command when it is a path (`$CLAUDE_PROJECT_DIR` expanded).
+fn hook_script_paths(hooks: &HooksConfig, project_dir: &Path) -> Vec<PathBuf> {
+    let project = project_dir.to_string_lossy();
+    let mut paths = Vec::new();
+    for event in hooks.events() {
+        for group in hooks.groups(event) {
+            for hook in &group.hooks {
+                let HandlerKind::Command(command) = &hook.handler.kind else {
+                    continue;
+                };
+                let Some(first) = first_word(&command.command) else {
+                    continue;
+                };
+                let expanded = first
+                    .replace("${CLAUDE_PROJECT_DIR}", &project)
+                    .replace("$CLAUDE_PROJECT_DIR", &project)
+                    .replace("${ROBOTA_PROJECT_DIR}", &project)
+                    .replace("$ROBOTA_PROJECT_DIR", &project);
+                if !expanded.contains('/') || expanded.contains('$') {
+                    continue;
+                }
+                let path = project_dir.join(&expanded);
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// The first shell word of `command`, with quotes removed (`"$CLAUDE_PROJECT_DIR"/x.sh` →
+/// `$CLAUDE_PROJECT_DIR/x.sh`).
+fn first_word(command: &str) -> Option<String> {
+    let mut word = String::new();
+    let mut quote = None;
+    for c in command.trim_start().chars() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, c) if c.is_whitespace() => break,
+            (_, c) => word.push(c),
+        }
+    }
+    (!word.is_empty()).then_some(word)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_words() {
+        assert_eq!(first_word("'/a b/c.sh' x").as_deref(), Some("/a b/c.sh"));
+        assert_eq!(
+            first_word("\"$CLAUDE_PROJECT_DIR\"/hooks/x.sh arg").as_deref(),
+            Some("$CLAUDE_PROJECT_DIR/hooks/x.sh")
+        );
+        assert_eq!(first_word("./x.sh").as_deref(), Some("./x.sh"));
+        assert_eq!(first_word("   ").as_deref(), None);
+    }
+}

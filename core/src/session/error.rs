@@ -1,0 +1,159 @@
+//! Why a session could not be created, or could not take a prompt.
+//!
+//! Configuration errors name the settings file, the JSON path of the offending value and the
+//! problem, so the user can go straight to the fix ([`SessionError::file`],
+//! [`SessionError::json_path`] give them to hosts that want to point at it).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::framework::config::SettingsError;
+use crate::hooks::{HookConfigError, HookEvent, Severity};
+
+/// A permission rule in a settings file that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleError {
+    /// The settings file (`None` for rules passed in code).
+    pub file: Option<PathBuf>,
+    /// Where the rule is, e.g. `permissions.allow[2]`.
+    pub json_path: String,
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong and how to fix it.
+    pub problem: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.as_ref().map_or_else(
+            || "settings overrides".to_string(),
+            |f| f.display().to_string(),
+        );
+        write!(
+            f,
+            "{file}: `{}`: invalid permission rule `{}`: {}",
+            self.json_path, self.rule, self.problem
+        )
+    }
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// A settings file could not be read, is not valid JSON, or has an invalid value (unknown
+    /// permission mode, wrong type, missing environment variable, …).
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// Permission rules that do not parse (every one is listed).
+    #[error("invalid permission rules:\n{}", errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
+    InvalidPermissionRules {
+        /// Each bad rule with its file and position.
+        errors: Vec<RuleError>,
+    },
+    /// Hook definitions with errors (bad matcher regex, unknown handler type, wrong types, …).
+    #[error(transparent)]
+    InvalidHooks(#[from] HookConfigError),
+    /// A host hook callback was registered with a matcher that does not parse.
+    #[error("invalid matcher `{matcher}` for the {event} hook callback: {message}")]
+    InvalidHookCallback {
+        /// The event.
+        event: HookEvent,
+        /// The matcher as given.
+        matcher: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The session id cannot be used (it names files, so it must be a safe file name).
+    #[error(
+        "invalid session id `{id}`: use 1 to 128 characters, letters, digits, `.`, `_` and `-`, \
+         starting with a letter or digit"
+    )]
+    InvalidSessionId {
+        /// The id given.
+        id: String,
+    },
+    /// The working directory cannot be used.
+    #[error("the session's working directory {} cannot be used: {message}", cwd.display())]
+    InvalidCwd {
+        /// The directory.
+        cwd: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// `bypassPermissions` was requested but a settings file forbids it.
+    #[error(
+        "bypassPermissions mode is disabled by `permissions.disableBypassPermissionsMode` in the \
+         settings; choose another permission mode"
+    )]
+    BypassPermissionsDisabled,
+    /// A run is already in progress on this session.
+    #[error("this session is already running a turn; wait for it to finish or abort it first")]
+    Busy,
+    /// The session was shut down.
+    #[error("this session has been shut down; create a new session")]
+    ShutDown,
+    /// A UserPromptSubmit hook rejected the prompt; nothing was sent to the model.
+    #[error("the prompt was rejected by a UserPromptSubmit hook: {reason}")]
+    PromptRejected {
+        /// The hook's reason.
+        reason: String,
+    },
+}
+
+impl SessionError {
+    /// The settings file the error is about, when there is one (the first, when several).
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            SessionError::Settings(error) => match error {
+                SettingsError::Read { path, .. } | SettingsError::Parse { path, .. } => Some(path),
+                SettingsError::InvalidValue { source_label, .. }
+                | SettingsError::MissingField { source_label, .. }
+                | SettingsError::MissingEnvVar { source_label, .. }
+                | SettingsError::UnknownProfile { source_label, .. }
+                | SettingsError::InvalidPermissionMode { source_label, .. } => {
+                    source_label.path.as_deref()
+                }
+                // Variants added to the settings errors later carry no file until listed here.
+                #[allow(unreachable_patterns)]
+                _ => None,
+            },
+            SessionError::InvalidPermissionRules { errors } => {
+                errors.first().and_then(|e| e.file.as_deref())
+            }
+            SessionError::InvalidHooks(error) => first_hook_error(error).map(|d| d.file.as_path()),
+            _ => None,
+        }
+    }
+
+    /// The JSON path of the offending value, when known (the first, when several).
+    pub fn json_path(&self) -> Option<&str> {
+        match self {
+            SessionError::Settings(error) => match error {
+                SettingsError::InvalidValue { json_path, .. }
+                | SettingsError::MissingField { json_path, .. }
+                | SettingsError::MissingEnvVar { json_path, .. }
+                | SettingsError::InvalidPermissionMode { json_path, .. } => Some(json_path),
+                SettingsError::UnknownProfile { .. } => Some("currentProvider"),
+                _ => None,
+            },
+            SessionError::InvalidPermissionRules { errors } => {
+                errors.first().map(|e| e.json_path.as_str())
+            }
+            SessionError::InvalidHooks(error) => {
+                first_hook_error(error).map(|d| d.json_path.as_str())
+            }
+            _ => None,
+        }
+    }
+}
+
+fn first_hook_error(error: &HookConfigError) -> Option<&crate::hooks::HookDiagnostic> {
+    error
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == Severity::Error)
+        .or_else(|| error.diagnostics.first())
+}

@@ -1,0 +1,258 @@
+//! What a session reports while it lives: one [`SessionEvent`] enum (serde `type` tag,
+//! snake_case), delivered in order to the host's [`SessionEventCallback`].
+//!
+//! The engine's own [`EngineEvent`]s (`text_delta`, `tool_start`, `tool_end`, …) pass through
+//! unchanged, flattened into the same JSON shape, so a host reads one stream. Everything the
+//! session layer adds — permission prompts and their answers, hook failures and messages,
+//! settings warnings, rejected prompts — is a variant of its own. Nothing the session decides on
+//! the user's behalf is silent: if a hook failed, a rule could not be saved or a prompt was
+//! refused, there is an event saying so.
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::permission_handler::{PermissionResolution, ResolvedBy, SettingsTarget};
+use crate::engine::EngineEvent;
+use crate::hooks::{HandlerSummary, HookEvent, HookFailure, HookOutcome};
+use crate::permissions::{DecisionBasis, PermissionMode};
+
+/// Receives [`SessionEvent`]s. Called on the task that produced the event, in order; it must
+/// return quickly (the session waits for it). A panicking callback loses that event and nothing
+/// else.
+pub type SessionEventCallback = Arc<dyn Fn(SessionEvent) + Send + Sync>;
+
+/// Everything a session reports. Serialized with `type` as the snake_case tag; engine events
+/// keep their own tags (`text_delta`, `tool_start`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SessionEvent {
+    /// A tool call needs approval and the permission handler is being asked (or, without a
+    /// handler, is about to be denied). Exactly one `permission_resolved` with the same
+    /// `request_id` follows, whatever happens (answer, abort, session shutdown).
+    PermissionRequest {
+        /// Unique within the session.
+        request_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The arguments the tool would run with (after any PreToolUse `updatedInput`).
+        input: Value,
+        /// The provider's id of the call.
+        tool_use_id: String,
+        /// Why approval is needed, in words.
+        reason: String,
+        /// What the decision rests on.
+        basis: DecisionBasis,
+        /// Rules that "allow for the session" / "allow always" would add.
+        suggested_rules: Vec<String>,
+        /// The settings files "allow always" can write to.
+        settings_targets: Vec<SettingsTarget>,
+        /// The permission mode at the time.
+        permission_mode: PermissionMode,
+    },
+    /// A permission request was answered.
+    PermissionResolved {
+        /// The request.
+        request_id: String,
+        /// The tool.
+        tool_name: String,
+        /// The provider's id of the call.
+        tool_use_id: String,
+        /// The answer.
+        resolution: PermissionResolution,
+        /// Who answered.
+        resolved_by: ResolvedBy,
+    },
+    /// "Allow always" could not write its rule to the settings file. The call was still allowed
+    /// and the rule holds for this session; it will not be there next time.
+    SettingsWriteFailed {
+        /// The settings file.
+        file: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A hook failed without blocking anything (crash, exit code other than 0 and 2, timeout,
+    /// malformed output). The action went ahead.
+    HookError {
+        /// The event the hook ran for.
+        event: HookEvent,
+        /// Which handler.
+        handler: HandlerSummary,
+        /// What went wrong.
+        failure: HookFailure,
+        /// One line for the user.
+        message: String,
+    },
+    /// A hook's message for the user (`systemMessage`, or exit-2 stderr of events where that goes
+    /// to the user only).
+    HookSystemMessage {
+        /// The event the hook ran for.
+        event: HookEvent,
+        /// The message.
+        message: String,
+    },
+    /// A hook returned `continue: false`: the agent stops.
+    AgentStopped {
+        /// The event whose hook stopped the agent.
+        event: HookEvent,
+        /// The hook's `stopReason`, when it gave one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A Stop hook blocked the end of the turn: the agent continues with `reason` as its next
+    /// instruction.
+    StopHookContinued {
+        /// The hook's reason (sent to the model as a user message).
+        reason: String,
+        /// Consecutive blocks so far in this turn, this one included.
+        consecutive_blocks: u32,
+    },
+    /// A Stop hook blocked again after [`MAX_CONSECUTIVE_STOP_BLOCKS`] continuations in a row; the
+    /// turn ends anyway so a hook cannot keep the agent running forever.
+    ///
+    /// [`MAX_CONSECUTIVE_STOP_BLOCKS`]: crate::hooks::MAX_CONSECUTIVE_STOP_BLOCKS
+    StopHookLimitReached {
+        /// The reason of the block that was not honoured.
+        reason: String,
+        /// The continuations that were honoured.
+        consecutive_blocks: u32,
+    },
+    /// A settings problem that did not stop the session (unknown key, ignored key, a rule that
+    /// may not do what its author expects, …).
+    SettingsWarning {
+        /// The warning.
+        warning: SessionWarning,
+    },
+    /// A UserPromptSubmit hook rejected the prompt; nothing was sent to the model and the history
+    /// is unchanged.
+    PromptRejected {
+        /// The prompt as submitted.
+        prompt: String,
+        /// The hook's reason.
+        reason: String,
+    },
+    /// Something the session ignored or could not do that is not a settings or hook failure
+    /// (e.g. an unsupported `updatedPermissions` entry from a PermissionRequest hook).
+    Warning {
+        /// What produced it.
+        source: String,
+        /// The message.
+        message: String,
+    },
+    /// An engine event, passed through unchanged.
+    #[serde(untagged)]
+    Engine(EngineEvent),
+}
+
+/// A non-fatal settings problem, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionWarning {
+    /// The settings file, when the problem is in one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    /// The JSON path of the value concerned (empty when it is about the whole file).
+    pub json_path: String,
+    /// What kind of problem (`unknown_key`, `ignored_key`, `hook_config`, `permission_rule`, …).
+    pub kind: String,
+    /// A sentence for the user.
+    pub message: String,
+}
+
+impl std::fmt::Display for SessionWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.file {
+            Some(file) if self.json_path.is_empty() => {
+                write!(f, "{}: {}", file.display(), self.message)
+            }
+            Some(file) => write!(
+                f,
+                "{}: `{}`: {}",
+                file.display(),
+                self.json_path,
+                self.message
+            ),
+            None if self.json_path.is_empty() => f.write_str(&self.message),
+            None => write!(f, "`{}`: {}", self.json_path, self.message),
+        }
+    }
+}
+
+/// Delivers events to the host's callback, containing a panicking callback.
+#[derive(Clone, Default)]
+pub(crate) struct EventSink {
+    callback: Option<SessionEventCallback>,
+}
+
+impl EventSink {
+    pub(crate) fn new(callback: Option<SessionEventCallback>) -> Self {
+        EventSink { callback }
+    }
+
+    pub(crate) fn emit(&self, event: SessionEvent) {
+        if let Some(callback) = &self.callback {
+            // Host code must not be able to tear down a permission check or a run halfway.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| callback(event)));
+        }
+    }
+
+    /// Reports what a hook run produced that the user should see: every non-blocking failure
+    /// and every message for the user.
+    pub(crate) fn hook_outcome(&self, outcome: &HookOutcome) {
+        if self.callback.is_none() {
+            return;
+        }
+        for error in &outcome.errors {
+            self.emit(SessionEvent::HookError {
+                event: error.event,
+                handler: error.handler.clone(),
+                failure: error.failure.clone(),
+                message: error.to_string(),
+            });
+        }
+        for message in &outcome.system_messages {
+            self.emit(SessionEvent::HookSystemMessage {
+                event: outcome.event,
+                message: message.clone(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_events_pass_through_with_their_own_tag() {
+        let event = SessionEvent::Engine(EngineEvent::TextDelta { text: "hi".into() });
+        let json = serde_json::to_value(&event).unwrap_or_default();
+        assert_eq!(
+            json,
+            serde_json::json!({"type": "text_delta", "text": "hi"})
+        );
+        let back: SessionEvent = serde_json::from_value(json).unwrap_or(SessionEvent::Warning {
+            source: "test".into(),
+            message: "did not parse".into(),
+        });
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn session_events_are_tagged_snake_case() {
+        let event = SessionEvent::PromptRejected {
+            prompt: "p".into(),
+            reason: "r".into(),
+        };
+        let json = serde_json::to_value(&event).unwrap_or_default();
+        assert_eq!(json["type"], "prompt_rejected");
+        let back: SessionEvent = serde_json::from_value(json).unwrap_or(SessionEvent::Warning {
+            source: "test".into(),
+            message: "did not parse".into(),
+        });
+        assert_eq!(back, event);
+    }
+}

@@ -1,0 +1,1428 @@
+//! The append-only session log: `.robota/logs/{id}.jsonl`, one JSON object per line,
+//! `{"ts": …, "seq": …, "type": …, …}`.
+//!
+//! It records what the session did ([`SessionEvent`]: `session_init`, `pre_run`, `text_delta`,
+//! `assistant`, `turn_end`, `error`, `session_shutdown`, history appends and replacements) and
+//! every [`ExecutionEvent`] of the engine (provider requests and responses, tool batches, tool
+//! requests and results, committed messages, `history_mutation`). Two consumers rely on it:
+//!
+//! - **Resume.** The log is the write-ahead record behind the JSON snapshot: [`replay_log`]
+//!   rebuilds the history from `history_mutation` / `history_append` / `history_replace` lines,
+//!   committing a turn's messages only when its `turn_end` line is there, so a crash mid-turn
+//!   never yields a half turn (a `tool_use` without its result).
+//! - **Replay.** Execution events keep the engine's own JSON shape under the same `type` names, so
+//!   [`ReplayProvider`](crate::provider::replay::ReplayProvider) plays a session log directly.
+//!
+//! Crash safety: each line is built in memory and written with one `write_all` on a file opened
+//! with `O_APPEND`, so after a crash (the process is killed; the kernel keeps what was written) a
+//! line is either complete or the torn last line, which readers ignore with a diagnostic. A line
+//! that failed to write is followed by a newline before the next one, so a fragment never glues
+//! onto a good line. Write errors are returned from every call and reported to an error callback;
+//! nothing panics and nothing is swallowed.
+//!
+//! Cost: one mutex, one serialization into a reused buffer and one `write` system call per line;
+//! the file stays open. `text_delta` lines are coalesced (up to [`LogOptions::coalesce_text_bytes`]
+//! or [`LogOptions::coalesce_text_ms`]) and always written before the next other event.
+//! Provider requests are logged without the message list by default (it is in the history
+//! already; logging it every round makes the log quadratic in the conversation length).
+//!
+//! Secrets: values under keys such as `api_key`, `authorization`, `password` are replaced by
+//! `[REDACTED]` in free-form payloads (custom events, `session_init` tool schemas, tool call
+//! parameters in `tool_execution_request`). Messages are logged verbatim: resume must restore
+//! exactly what the model said, and the snapshot holds the same messages.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::usage::UsageTotals;
+use crate::engine::{ExecutionEvent, ExecutionEventCallback};
+use crate::message::{now_rfc3339, HistoryEntry, Message, Usage};
+use crate::provider::{ThinkingConfig, ToolChoice};
+
+/// File extension of session logs.
+pub const LOG_EXTENSION: &str = "jsonl";
+
+/// The replacement for secret values.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Event types the log reader gives meaning to; custom events may not use these names.
+const RESERVED_TYPES: &[&str] = &[
+    "session_init",
+    "pre_run",
+    "history_mutation",
+    "history_append",
+    "history_replace",
+    "turn_end",
+    "session_renamed",
+    "provider_request",
+    "provider_response",
+    "provider_error",
+    "provider_stream_raw_delta",
+];
+
+/// How the log writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogOptions {
+    /// Pending `text_delta` text is written once it reaches this many bytes (`0`: every delta
+    /// is its own line).
+    pub coalesce_text_bytes: usize,
+    /// …or once the oldest pending delta is this old when the next one arrives.
+    pub coalesce_text_ms: u64,
+    /// Record `provider_stream_raw_delta` events (one line per streamed chunk). With them,
+    /// replay reproduces the original chunking; without them it streams each response whole.
+    pub stream_deltas: bool,
+    /// Record provider requests with their full message list instead of a count and the last
+    /// message id (the messages are in the history; the full form grows quadratically).
+    pub full_provider_requests: bool,
+}
+
+impl Default for LogOptions {
+    fn default() -> Self {
+        LogOptions {
+            coalesce_text_bytes: 4096,
+            coalesce_text_ms: 50,
+            stream_deltas: true,
+            full_provider_requests: false,
+        }
+    }
+}
+
+/// Where the log stood after a line: its `seq` and the file length after it. A snapshot stores
+/// this so that resume reads only the lines written after the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LogPosition {
+    /// `seq` of the last line written (0: none).
+    pub seq: u64,
+    /// Byte length of the log after that line.
+    pub offset: u64,
+}
+
+/// Counters of one open log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogStats {
+    /// Lines written by this handle.
+    pub lines: u64,
+    /// Bytes written by this handle.
+    pub bytes: u64,
+    /// Lines that could not be written.
+    pub failed_lines: u64,
+}
+
+/// A session log that could not be written or read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LogError {
+    /// A file operation failed.
+    #[error("cannot {op} the session log {}: {source}", path.display())]
+    Io {
+        /// What was being done (`open`, `write`, `read`, …).
+        op: &'static str,
+        /// The log file.
+        path: PathBuf,
+        /// The system error.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// An event could not be turned into JSON.
+    #[error("cannot encode a {kind} event for the session log {}: {message}", path.display())]
+    Encode {
+        /// The event type.
+        kind: String,
+        /// The log file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A custom event used a type name the log reader relies on.
+    #[error("the event type {kind:?} is reserved for the session log itself; choose another name")]
+    ReservedType {
+        /// The rejected name.
+        kind: String,
+    },
+}
+
+impl LogError {
+    fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
+        LogError::Io {
+            op,
+            path: path.to_path_buf(),
+            source: Arc::new(source),
+        }
+    }
+}
+
+/// Receives log write errors (see [`SessionLog::set_error_callback`]).
+pub type LogErrorCallback = Arc<dyn Fn(&LogError) + Send + Sync>;
+
+/// What the session records, besides the engine's [`ExecutionEvent`]s. Serialized with `type` as
+/// the snake_case tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// The session was created or resumed.
+    SessionInit {
+        /// Session id.
+        session_id: String,
+        /// Working directory.
+        cwd: String,
+        /// Provider name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        /// Model id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// Permission mode.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        permission_mode: Option<String>,
+        /// Session name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The session this one was forked from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_id: Option<String>,
+        /// True when an existing session continues (the history comes from earlier lines or the
+        /// snapshot).
+        #[serde(default)]
+        resumed: bool,
+        /// The exact system prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system_prompt: Option<String>,
+        /// Tool schemas registered for the session.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_schemas: Vec<Value>,
+    },
+    /// A turn starts (`run()`): opens the turn that `turn_end` commits.
+    PreRun {
+        /// The run's execution id, when known before the run.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+        /// The input as the model will see it (after prompt expansion).
+        input: String,
+        /// Provider name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider: Option<String>,
+        /// Model id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        /// Chat messages in the history before the turn.
+        history_length: usize,
+    },
+    /// Streamed answer text (possibly several deltas coalesced).
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// The run's final answer.
+    Assistant {
+        /// The run's execution id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+        /// The answer text.
+        text: String,
+        /// Why the run ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<String>,
+        /// Chat messages in the history after the run.
+        message_count: usize,
+    },
+    /// A turn finished (completed, interrupted or failed): its messages are committed.
+    TurnEnd {
+        /// The run's execution id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+        /// Why the run ended (`completed`, `interrupted`, `error`, …).
+        stop_reason: String,
+        /// Model/tool rounds.
+        #[serde(default)]
+        rounds: u32,
+        /// Chat messages in the history after the turn.
+        message_count: usize,
+        /// The turn's tokens and cost.
+        usage: UsageTotals,
+    },
+    /// Something failed (a run, a hook, persistence).
+    Error {
+        /// What failed, for people.
+        message: String,
+        /// A machine-readable kind.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<String>,
+        /// The run it belongs to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        execution_id: Option<String>,
+    },
+    /// The session appended a history entry outside the engine (an injected message, an event
+    /// entry). Committed at once outside a turn, with the turn inside one.
+    HistoryAppend {
+        /// The entry.
+        entry: HistoryEntry,
+    },
+    /// The whole history was replaced (compaction, fork). Committed at once.
+    HistoryReplace {
+        /// Why (`compaction`, `fork`, …).
+        reason: String,
+        /// The new history.
+        entries: Vec<HistoryEntry>,
+        /// Replaces the usage totals as well (a fork carries its parent's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<UsageTotals>,
+    },
+    /// The session was renamed.
+    SessionRenamed {
+        /// The new name (`None`: unnamed).
+        name: Option<String>,
+    },
+    /// `shutdown()` began.
+    SessionShutdown {
+        /// The Claude-compatible reason.
+        reason: String,
+    },
+}
+
+impl SessionEvent {
+    /// The snake_case event name (the `type` field of its JSON).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SessionEvent::SessionInit { .. } => "session_init",
+            SessionEvent::PreRun { .. } => "pre_run",
+            SessionEvent::TextDelta { .. } => "text_delta",
+            SessionEvent::Assistant { .. } => "assistant",
+            SessionEvent::TurnEnd { .. } => "turn_end",
+            SessionEvent::Error { .. } => "error",
+            SessionEvent::HistoryAppend { .. } => "history_append",
+            SessionEvent::HistoryReplace { .. } => "history_replace",
+            SessionEvent::SessionRenamed { .. } => "session_renamed",
+            SessionEvent::SessionShutdown { .. } => "session_shutdown",
+        }
+    }
+}
+
+/// An open session log. Cheap to clone (clones share the file); usable from any thread.
+#[derive(Clone)]
+pub struct SessionLog {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    path: PathBuf,
+    options: LogOptions,
+    state: Mutex<State>,
+    on_error: RwLock<Option<LogErrorCallback>>,
+}
+
+struct State {
+    file: File,
+    seq: u64,
+    offset: u64,
+    /// The last write may have left a fragment: start the next line on a new line.
+    needs_newline: bool,
+    /// Writing has been failing since the last success (the callback fired once).
+    failing: bool,
+    line: Vec<u8>,
+    scratch: Vec<u8>,
+    pending_text: String,
+    pending_since: Option<Instant>,
+    stats: LogStats,
+}
+
+impl std::fmt::Debug for SessionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionLog")
+            .field("path", &self.shared.path)
+            .field("position", &self.position())
+            .finish()
+    }
+}
+
+impl SessionLog {
+    /// Opens (creating it and its directory if needed) the log at `path` for appending.
+    ///
+    /// An existing log is continued: `seq` goes on from its last complete line, and a torn last
+    /// line (a crash mid-write) is closed with a newline before the next line. New files are
+    /// created with mode 0600 and new directories with 0700 on Unix.
+    pub fn open(path: impl AsRef<Path>, options: LogOptions) -> Result<Self, LogError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            create_private_dir(dir)
+                .map_err(|e| LogError::io("create the directory of", &path, e))?;
+        }
+        let mut open = OpenOptions::new();
+        open.read(true).append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            open.mode(0o600);
+        }
+        let mut file = open
+            .open(&path)
+            .map_err(|e| LogError::io("open", &path, e))?;
+        let offset = file
+            .metadata()
+            .map_err(|e| LogError::io("inspect", &path, e))?
+            .len();
+        let tail = read_tail(&mut file, offset).map_err(|e| LogError::io("read", &path, e))?;
+        Ok(SessionLog {
+            shared: Arc::new(Shared {
+                path,
+                options,
+                state: Mutex::new(State {
+                    file,
+                    seq: tail.last_seq,
+                    offset,
+                    needs_newline: tail.torn,
+                    failing: false,
+                    line: Vec::with_capacity(4096),
+                    scratch: Vec::with_capacity(4096),
+                    pending_text: String::new(),
+                    pending_since: None,
+                    stats: LogStats::default(),
+                }),
+                on_error: RwLock::new(None),
+            }),
+        })
+    }
+
+    /// The log file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> LogOptions {
+        self.shared.options
+    }
+
+    /// Sends write errors to `callback` too (they are always returned as well). It fires when
+    /// writing starts failing, not again for every line while it keeps failing; after a
+    /// successful write the next failure fires it again. It is called without the log's lock
+    /// held, so it may log.
+    pub fn set_error_callback(&self, callback: impl Fn(&LogError) + Send + Sync + 'static) {
+        let mut slot = self
+            .shared
+            .on_error
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        *slot = Some(Arc::new(callback));
+    }
+
+    /// Where the log stands (pending coalesced text not included: call [`SessionLog::flush`]
+    /// first when that matters).
+    pub fn position(&self) -> LogPosition {
+        let state = self.lock();
+        LogPosition {
+            seq: state.seq,
+            offset: state.offset,
+        }
+    }
+
+    /// Counters of this handle.
+    pub fn stats(&self) -> LogStats {
+        self.lock().stats
+    }
+
+    /// Appends a session event.
+    pub fn append(&self, event: &SessionEvent) -> Result<(), LogError> {
+        let kind = event.kind();
+        match event {
+            SessionEvent::SessionInit { tool_schemas, .. }
+                if tool_schemas.iter().any(contains_sensitive) =>
+            {
+                let mut event = event.clone();
+                if let SessionEvent::SessionInit { tool_schemas, .. } = &mut event {
+                    tool_schemas.iter_mut().for_each(scrub_sensitive);
+                }
+                self.write(kind, &event)
+            }
+            _ => self.write(kind, event),
+        }
+    }
+
+    /// Appends an engine event (`provider_stream_raw_delta` only when
+    /// [`LogOptions::stream_deltas`] is on; `provider_request` compact unless
+    /// [`LogOptions::full_provider_requests`]).
+    pub fn append_execution(&self, event: &ExecutionEvent) -> Result<(), LogError> {
+        let options = self.shared.options;
+        match event {
+            ExecutionEvent::ProviderStreamRawDelta { .. } if !options.stream_deltas => Ok(()),
+            ExecutionEvent::ProviderRequest {
+                execution_id,
+                round,
+                provider,
+                model,
+                request,
+            } if !options.full_provider_requests => {
+                let compact = CompactProviderRequest {
+                    kind: "provider_request",
+                    execution_id,
+                    round: *round,
+                    provider,
+                    model,
+                    messages_omitted: true,
+                    message_count: request.messages.len(),
+                    last_message_id: request.messages.last().map(|m| m.id.as_str()),
+                    system_length: request.system.as_ref().map(String::len),
+                    tool_names: request.tools.iter().map(|t| t.name.as_str()).collect(),
+                    max_tokens: request.max_tokens,
+                    temperature: request.temperature,
+                    thinking: request.thinking.as_ref(),
+                    tool_choice: request.tool_choice.as_ref(),
+                };
+                self.write("provider_request", &compact)
+            }
+            ExecutionEvent::ToolExecutionRequest { parameters, .. }
+                if contains_sensitive(parameters) =>
+            {
+                let mut event = event.clone();
+                if let ExecutionEvent::ToolExecutionRequest { parameters, .. } = &mut event {
+                    scrub_sensitive(parameters);
+                }
+                self.write(event.kind(), &event)
+            }
+            _ => self.write(event.kind(), event),
+        }
+    }
+
+    /// An [`ExecutionEventCallback`] for
+    /// [`RunOptions::on_execution_event`](crate::engine::RunOptions) that appends every event.
+    /// Errors go to the error callback (the engine callback has no return value).
+    pub fn execution_callback(&self) -> ExecutionEventCallback {
+        let log = self.clone();
+        Arc::new(move |event: ExecutionEvent| {
+            // The error was already reported to the error callback by `append_execution`.
+            let _reported = log.append_execution(&event);
+        })
+    }
+
+    /// Appends a custom event `{"type": kind, …data}` (hooks, compaction, context reports…).
+    /// `ts`, `seq` and `type` keys in `data` are replaced; secret values are redacted.
+    pub fn append_custom(&self, kind: &str, mut data: Map<String, Value>) -> Result<(), LogError> {
+        if RESERVED_TYPES.contains(&kind) {
+            return Err(LogError::ReservedType {
+                kind: kind.to_string(),
+            });
+        }
+        data.remove("ts");
+        data.remove("seq");
+        data.insert("type".into(), Value::String(kind.to_string()));
+        let mut value = Value::Object(data);
+        scrub_sensitive(&mut value);
+        self.write(kind, &value)
+    }
+
+    /// Records streamed answer text, coalescing consecutive deltas (see [`LogOptions`]).
+    pub fn text_delta(&self, text: &str) -> Result<(), LogError> {
+        let options = self.shared.options;
+        let result = {
+            let mut state = self.lock();
+            if state.pending_since.is_none() {
+                state.pending_since = Some(Instant::now());
+            }
+            state.pending_text.push_str(text);
+            let old = state.pending_since.is_some_and(|since| {
+                since.elapsed() >= Duration::from_millis(options.coalesce_text_ms)
+            });
+            if state.pending_text.len() >= options.coalesce_text_bytes || old {
+                state.flush_text(&self.shared.path)
+            } else {
+                Ok(())
+            }
+        };
+        self.report(result)
+    }
+
+    /// Writes pending coalesced text.
+    pub fn flush(&self) -> Result<(), LogError> {
+        let result = self.lock().flush_text(&self.shared.path);
+        self.report(result)
+    }
+
+    /// Writes pending text and asks the system to put the log on disk (`fsync`), for power-loss
+    /// durability at points that matter (shutdown). Not needed for crash safety: once written, a
+    /// line survives the process.
+    pub fn sync(&self) -> Result<(), LogError> {
+        let result = {
+            let mut state = self.lock();
+            state
+                .flush_text(&self.shared.path)
+                .and_then(|()| match state.file.sync_data() {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(state.failed(LogError::io("sync", &self.shared.path, e))),
+                })
+        };
+        self.report(result)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write<T: Serialize + ?Sized>(&self, kind: &str, event: &T) -> Result<(), LogError> {
+        let result = {
+            let mut state = self.lock();
+            let pending = state.flush_text(&self.shared.path);
+            let written = state.write_line(&self.shared.path, kind, event);
+            pending.and(written)
+        };
+        self.report(result)
+    }
+
+    /// Hands a failure to the error callback when writing has just started failing.
+    fn report(&self, result: Result<(), (LogError, bool)>) -> Result<(), LogError> {
+        match result {
+            Ok(()) => Ok(()),
+            Err((error, first)) => {
+                if first {
+                    let callback = self
+                        .shared
+                        .on_error
+                        .read()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    if let Some(callback) = callback {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            callback(&error)
+                        }));
+                    }
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+impl State {
+    fn flush_text(&mut self, path: &Path) -> Result<(), (LogError, bool)> {
+        if self.pending_text.is_empty() {
+            self.pending_since = None;
+            return Ok(());
+        }
+        let text = std::mem::take(&mut self.pending_text);
+        self.pending_since = None;
+        self.write_line(path, "text_delta", &SessionEvent::TextDelta { text })
+    }
+
+    /// Serializes `event` (a JSON object with a `type` field) into one line prefixed with `ts`
+    /// and `seq`, and writes it with a single `write_all`.
+    fn write_line<T: Serialize + ?Sized>(
+        &mut self,
+        path: &Path,
+        kind: &str,
+        event: &T,
+    ) -> Result<(), (LogError, bool)> {
+        self.scratch.clear();
+        if let Err(error) = serde_json::to_writer(&mut self.scratch, event) {
+            return Err(self.failed(LogError::Encode {
+                kind: kind.to_string(),
+                path: path.to_path_buf(),
+                message: error.to_string(),
+            }));
+        }
+        let body = match self.scratch.first() {
+            Some(b'{') => &self.scratch[1..],
+            _ => {
+                return Err(self.failed(LogError::Encode {
+                    kind: kind.to_string(),
+                    path: path.to_path_buf(),
+                    message: "the event is not a JSON object".into(),
+                }))
+            }
+        };
+        let seq = self.seq + 1;
+        self.line.clear();
+        if self.needs_newline {
+            self.line.push(b'\n');
+        }
+        self.line.extend_from_slice(b"{\"ts\":\"");
+        self.line.extend_from_slice(now_rfc3339().as_bytes());
+        self.line.extend_from_slice(b"\",\"seq\":");
+        self.line.extend_from_slice(seq.to_string().as_bytes());
+        if body == b"}" {
+            self.line.push(b'}');
+        } else {
+            self.line.push(b',');
+            self.line.extend_from_slice(body);
+        }
+        self.line.push(b'\n');
+        match self.file.write_all(&self.line) {
+            Ok(()) => {
+                self.seq = seq;
+                self.offset += self.line.len() as u64;
+                self.needs_newline = false;
+                self.failing = false;
+                self.stats.lines += 1;
+                self.stats.bytes += self.line.len() as u64;
+                Ok(())
+            }
+            Err(error) => {
+                // Part of the line may be in the file: close it off before the next line, and
+                // learn the real length again.
+                self.needs_newline = true;
+                if let Ok(metadata) = self.file.metadata() {
+                    self.offset = metadata.len();
+                }
+                Err(self.failed(LogError::io("write", path, error)))
+            }
+        }
+    }
+
+    fn failed(&mut self, error: LogError) -> (LogError, bool) {
+        self.stats.failed_lines += 1;
+        let first = !self.failing;
+        self.failing = true;
+        (error, first)
+    }
+}
+
+/// A provider request without its message list (see [`LogOptions::full_provider_requests`]).
+#[derive(Serialize)]
+struct CompactProviderRequest<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    execution_id: &'a str,
+    round: u32,
+    provider: &'a str,
+    model: &'a str,
+    messages_omitted: bool,
+    message_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_message_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system_length: Option<usize>,
+    tool_names: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a ThinkingConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<&'a ToolChoice>,
+}
+
+/// True when `key` names a secret: `api_key`, `apiKey`, `x-api-key`, `authorization`,
+/// `access_token`, `refresh_token`, `secret`, `password` (case and `-`/`_` insensitive).
+pub fn is_sensitive_key(key: &str) -> bool {
+    let normalized: String = key
+        .chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    matches!(
+        normalized.as_str(),
+        "apikey"
+            | "xapikey"
+            | "authorization"
+            | "accesstoken"
+            | "refreshtoken"
+            | "secret"
+            | "password"
+    )
+}
+
+/// Replaces every value under a secret key (see [`is_sensitive_key`]), at any depth, with
+/// [`REDACTED`].
+pub fn scrub_sensitive(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if is_sensitive_key(key) {
+                    *value = Value::String(REDACTED.to_string());
+                } else {
+                    scrub_sensitive(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(scrub_sensitive),
+        _ => {}
+    }
+}
+
+/// True when [`scrub_sensitive`] would change `value` (checked first, so the common case clones
+/// nothing).
+pub fn contains_sensitive(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| is_sensitive_key(key) || contains_sensitive(value)),
+        Value::Array(items) => items.iter().any(contains_sensitive),
+        _ => false,
+    }
+}
+
+/// Creates `dir` and its parents; new directories get mode 0700 on Unix.
+pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading.
+
+/// The `ts`, `seq` and `type` of a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LineHead<'a> {
+    ts: Option<std::borrow::Cow<'a, str>>,
+    seq: Option<u64>,
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Reads the head of a line written by [`SessionLog`] without parsing the rest:
+/// `{"ts":"…","seq":N,"type":"…"`. `None` for other shapes.
+fn fast_head(line: &[u8]) -> Option<LineHead<'_>> {
+    let rest = line.strip_prefix(b"{\"ts\":\"")?;
+    let end = memchr::memchr(b'"', rest)?;
+    let ts = std::str::from_utf8(&rest[..end]).ok()?;
+    let rest = rest[end..].strip_prefix(b"\",\"seq\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let seq: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = &rest[digits..];
+    let kind = match rest.strip_prefix(b",\"type\":\"") {
+        Some(rest) => {
+            let end = memchr::memchr(b'"', rest)?;
+            // A kind with escapes is not one of ours; let the slow path decode it.
+            if rest[..end].contains(&b'\\') {
+                return None;
+            }
+            Some(std::borrow::Cow::Borrowed(
+                std::str::from_utf8(&rest[..end]).ok()?,
+            ))
+        }
+        None if rest.starts_with(b"}") => None,
+        None => return None,
+    };
+    Some(LineHead {
+        ts: Some(std::borrow::Cow::Borrowed(ts)),
+        seq: Some(seq),
+        kind,
+    })
+}
+
+#[derive(Deserialize)]
+struct SlowHead {
+    #[serde(default)]
+    ts: Option<String>,
+    #[serde(default)]
+    seq: Option<u64>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+/// The head of any line: the fast path for our own lines, a full parse for others (for example a
+/// [`JsonlRecorder`](crate::engine::JsonlRecorder) log). `Err` for a line that is not JSON.
+fn line_head(line: &[u8]) -> Result<LineHead<'_>, serde_json::Error> {
+    if let Some(head) = fast_head(line) {
+        return Ok(head);
+    }
+    let slow: SlowHead = serde_json::from_slice(line)?;
+    Ok(LineHead {
+        ts: slow.ts.map(std::borrow::Cow::Owned),
+        seq: slow.seq,
+        kind: slow.kind.map(std::borrow::Cow::Owned),
+    })
+}
+
+struct Tail {
+    last_seq: u64,
+    torn: bool,
+}
+
+/// Finds the `seq` of the last complete line and whether a torn fragment follows it, reading
+/// backwards from the end (so opening a long log does not read it all).
+fn read_tail(file: &mut File, len: u64) -> io::Result<Tail> {
+    if len == 0 {
+        return Ok(Tail {
+            last_seq: 0,
+            torn: false,
+        });
+    }
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    let torn = last[0] != b'\n';
+    // End of the last complete line (the index of its newline).
+    let end = if torn {
+        rfind_newline(file, len - 1)?
+    } else {
+        Some(len - 1)
+    };
+    let Some(end) = end else {
+        // No complete line at all: the whole file is one torn fragment.
+        return Ok(Tail { last_seq: 0, torn });
+    };
+    let start = rfind_newline(file, end)?.map_or(0, |nl| nl + 1);
+    let mut prefix = vec![0u8; (end - start).min(512) as usize];
+    file.seek(SeekFrom::Start(start))?;
+    file.read_exact(&mut prefix)?;
+    if let Some(seq) = fast_head(&prefix).and_then(|head| head.seq) {
+        return Ok(Tail {
+            last_seq: seq,
+            torn,
+        });
+    }
+    // Not one of our lines (or not readable from its start): find the largest seq the slow way.
+    file.seek(SeekFrom::Start(0))?;
+    let mut reader = BufReader::new(&mut *file);
+    let mut line = Vec::new();
+    let mut last_seq = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        if let Ok(head) = line_head(&line[..line.len() - 1]) {
+            last_seq = last_seq.max(head.seq.unwrap_or(0));
+        }
+    }
+    Ok(Tail { last_seq, torn })
+}
+
+/// The position of the last `\n` strictly before byte `before`, reading backwards in chunks.
+fn rfind_newline(file: &mut File, before: u64) -> io::Result<Option<u64>> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = before;
+    let mut buffer = vec![0u8; CHUNK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let chunk = &mut buffer[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(at) = memchr::memrchr(b'\n', chunk) {
+            return Ok(Some(start + at as u64));
+        }
+        end = start;
+    }
+    Ok(None)
+}
+
+/// The history, usage and metadata a snapshot already holds, to continue from with the log
+/// lines written after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayBase {
+    /// The snapshot's history.
+    pub history: Vec<HistoryEntry>,
+    /// The snapshot's usage totals.
+    pub usage: UsageTotals,
+    /// The log position the snapshot was taken at.
+    pub position: LogPosition,
+}
+
+/// The last `session_init` of a log.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct LoggedInit {
+    /// Session id.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// Working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Provider name.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// Model id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Permission mode.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    /// Session name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Parent session (fork).
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    /// The system prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Tool schemas.
+    #[serde(default)]
+    pub tool_schemas: Vec<Value>,
+}
+
+/// A turn that started and did not finish before the log ends (the process stopped mid-turn).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IncompleteTurn {
+    /// `seq` of its `pre_run` line.
+    pub started_seq: u64,
+    /// What the turn had committed; left out of the rebuilt history so that it stays
+    /// consistent (a `tool_use` may be missing its result).
+    pub entries: Vec<HistoryEntry>,
+    /// `(model, usage)` of each model call the turn made: tokens that were spent (and billed)
+    /// even though the turn is lost, for the session to count.
+    pub calls: Vec<(String, Usage)>,
+}
+
+/// What [`replay_log`] rebuilt.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogReplay {
+    /// The committed history.
+    pub history: Vec<HistoryEntry>,
+    /// Usage totals: the base's plus every replayed `turn_end`.
+    pub usage: UsageTotals,
+    /// The last `session_init`, if any was read.
+    pub init: Option<LoggedInit>,
+    /// The name set by the last `session_renamed` read (`Some(None)`: cleared).
+    pub renamed: Option<Option<String>>,
+    /// `ts` of the first line read.
+    pub first_ts: Option<String>,
+    /// `ts` of the last complete line read.
+    pub last_ts: Option<String>,
+    /// Turns committed by the lines read.
+    pub turns_replayed: u64,
+    /// Lines read (complete ones).
+    pub lines_read: u64,
+    /// Where the log ends (after its last complete line).
+    pub position: LogPosition,
+    /// A turn cut off by the end of the log.
+    pub incomplete_turn: Option<IncompleteTurn>,
+    /// Whether the base's position matched the log (when a base was given). When it did not,
+    /// nothing was replayed and the base is returned unchanged.
+    pub base_matched: bool,
+    /// Everything unusual: a torn last line, unreadable lines, index gaps, a mismatched base.
+    pub diagnostics: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct MutationLine {
+    message: Message,
+    #[serde(default)]
+    index: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct AppendLine {
+    entry: HistoryEntry,
+}
+
+#[derive(Deserialize)]
+struct ReplaceLine {
+    entries: Vec<HistoryEntry>,
+    #[serde(default)]
+    usage: Option<UsageTotals>,
+}
+
+#[derive(Deserialize)]
+struct TurnEndLine {
+    #[serde(default)]
+    usage: Option<UsageTotals>,
+}
+
+#[derive(Deserialize)]
+struct RenamedLine {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResponseLine {
+    response: ResponseUsage,
+}
+
+#[derive(Deserialize)]
+struct ResponseUsage {
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    model: String,
+}
+
+/// Rebuilds a session's history from its log.
+///
+/// Without `base`, reads the whole log. With `base` (a snapshot), reads only the lines after
+/// `base.position` and applies them on top of the snapshot — after checking that the line at
+/// that offset is the one that followed the snapshot (`seq + 1`); otherwise the log is not the
+/// one the snapshot was taken with and the base is returned unchanged, with a diagnostic.
+///
+/// Rules: `history_mutation` and `history_append` lines inside a turn (`pre_run` … `turn_end`)
+/// are committed by the `turn_end`; outside a turn they are committed at once.
+/// `history_replace` replaces everything committed so far. A turn with no `turn_end` before the
+/// log ends is returned as [`LogReplay::incomplete_turn`], not in the history. Unreadable lines
+/// are skipped with a diagnostic; so is a torn last line (no newline: a crash mid-write).
+///
+/// A missing log file is an `Io` error of kind `NotFound`.
+pub fn replay_log(path: &Path, base: Option<ReplayBase>) -> Result<LogReplay, LogError> {
+    replay_log_counting(path, base, &mut 0)
+}
+
+/// [`replay_log`], adding the bytes read to `bytes_read`.
+pub(crate) fn replay_log_counting(
+    path: &Path,
+    base: Option<ReplayBase>,
+    bytes_read: &mut u64,
+) -> Result<LogReplay, LogError> {
+    let (mut history, base) = match base {
+        Some(base) => (base.history, Some((base.usage, base.position))),
+        None => (Vec::new(), None),
+    };
+    let mut replay = replay_into(path, base, &mut history, bytes_read)?;
+    replay.history = history;
+    Ok(replay)
+}
+
+/// [`replay_log`] working on `history` in place (so a caller holding a large snapshot history
+/// neither copies it nor loses it when reading fails). `history` starts as the base's history
+/// and ends as the rebuilt one; [`LogReplay::history`] is left empty.
+pub(crate) fn replay_into(
+    path: &Path,
+    base: Option<(UsageTotals, LogPosition)>,
+    history: &mut Vec<HistoryEntry>,
+    bytes_read: &mut u64,
+) -> Result<LogReplay, LogError> {
+    let mut file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| LogError::io("inspect", path, e))?
+        .len();
+    let mut replay = LogReplay {
+        base_matched: base.is_none(),
+        usage: UsageTotals::new(),
+        ..LogReplay::default()
+    };
+    let mut start = 0;
+    if let Some((usage, position)) = base {
+        replay.usage = usage;
+        replay.position = position;
+        if position.offset > len {
+            replay.diagnostics.push(format!(
+                "the log {} is shorter ({len} bytes) than when the snapshot was taken ({} bytes); it was truncated or replaced, so only the snapshot is used",
+                path.display(),
+                position.offset
+            ));
+            return Ok(replay);
+        }
+        if position.offset > 0 {
+            let mut before = [0u8; 1];
+            let boundary = file
+                .seek(SeekFrom::Start(position.offset - 1))
+                .and_then(|_| file.read_exact(&mut before));
+            if boundary.is_err() || before[0] != b'\n' {
+                replay.diagnostics.push(format!(
+                    "the snapshot's log position (byte {}) is not a line boundary of {}; only the snapshot is used",
+                    position.offset,
+                    path.display()
+                ));
+                return Ok(replay);
+            }
+        }
+        start = position.offset;
+        replay.base_matched = true;
+        // The first line after the offset must carry the next seq; checked in the loop.
+    }
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| LogError::io("read", path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut state = ReplayState {
+        committed_chats: count_chats(history),
+        committed: history,
+        pending: None,
+        pending_chats: 0,
+        pending_responses: Vec::new(),
+    };
+    let expected_first_seq = if start > 0 {
+        Some(replay.position.seq + 1)
+    } else {
+        None
+    };
+    let mut offset = start;
+    let mut line = Vec::with_capacity(64 * 1024);
+    let mut line_number = 0u64;
+    let mut index_gap_reported = false;
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| LogError::io("read", path, e))?;
+        if read == 0 {
+            break;
+        }
+        *bytes_read += read as u64;
+        if line.last() != Some(&b'\n') {
+            replay.diagnostics.push(format!(
+                "ignored a torn last line of {} bytes at byte {offset} of {} (the process stopped while writing it)",
+                line.len(),
+                path.display()
+            ));
+            break;
+        }
+        line_number += 1;
+        let line_start = offset;
+        offset += read as u64;
+        let body = &line[..line.len() - 1];
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.iter().all(u8::is_ascii_whitespace) {
+            replay.position.offset = offset;
+            continue;
+        }
+        let head = match line_head(body) {
+            Ok(head) => head,
+            Err(error) => {
+                replay.diagnostics.push(format!(
+                    "skipped an unreadable line at byte {line_start} of {}: {error}",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        if line_number == 1 {
+            if let (Some(expected), Some(seq)) = (expected_first_seq, head.seq) {
+                if seq != expected {
+                    replay.diagnostics.push(format!(
+                        "the log {} does not continue where the snapshot left it (expected seq {expected} at byte {start}, found {seq}); only the snapshot is used",
+                        path.display()
+                    ));
+                    replay.base_matched = false;
+                    return Ok(replay);
+                }
+            }
+        }
+        replay.lines_read += 1;
+        if replay.first_ts.is_none() {
+            replay.first_ts = head.ts.as_ref().map(|ts| ts.to_string());
+        }
+        if let Some(ts) = &head.ts {
+            let last = replay.last_ts.get_or_insert_with(String::new);
+            last.clear();
+            last.push_str(ts);
+        }
+        replay.position = LogPosition {
+            seq: head
+                .seq
+                .unwrap_or(replay.position.seq)
+                .max(replay.position.seq),
+            offset,
+        };
+        let kind = head.kind.as_deref().unwrap_or_default();
+        let seq = head.seq.unwrap_or(0);
+        let parse_error = |error: serde_json::Error, diagnostics: &mut Vec<String>| {
+            diagnostics.push(format!(
+                "skipped an unreadable {kind} line (seq {seq}, byte {line_start}) of {}: {error}",
+                path.display()
+            ));
+        };
+        match kind {
+            "session_init" => match serde_json::from_slice::<LoggedInit>(body) {
+                Ok(init) => replay.init = Some(init),
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            "pre_run" => {
+                if let Some(turn) = state.pending.take() {
+                    report_incomplete(&mut replay.diagnostics, &turn, "a later turn started");
+                }
+                state.pending = Some(IncompleteTurn {
+                    started_seq: seq,
+                    ..IncompleteTurn::default()
+                });
+                state.pending_chats = 0;
+                state.pending_responses.clear();
+            }
+            "history_mutation" => match serde_json::from_slice::<MutationLine>(body) {
+                Ok(mutation) => {
+                    if let Some(index) = mutation.index {
+                        let expected = state.committed_chats + state.pending_chats;
+                        if index != expected && !index_gap_reported {
+                            index_gap_reported = true;
+                            replay.diagnostics.push(format!(
+                                "history_mutation at seq {seq} has index {index} where {expected} was expected: some lines are missing or the log was written by two processes"
+                            ));
+                        }
+                    }
+                    state.push(chat_entry(mutation.message));
+                }
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            "history_append" => match serde_json::from_slice::<AppendLine>(body) {
+                Ok(append) => state.push(append.entry),
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            "history_replace" => match serde_json::from_slice::<ReplaceLine>(body) {
+                Ok(replace) => {
+                    state.committed_chats = count_chats(&replace.entries);
+                    *state.committed = replace.entries;
+                    if let Some(turn) = &mut state.pending {
+                        turn.entries.clear();
+                    }
+                    state.pending_chats = 0;
+                    if let Some(usage) = replace.usage {
+                        replay.usage = usage;
+                    }
+                }
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            // Only needed if the turn never ends: keep the bytes, parse at the end.
+            "provider_response" if state.pending.is_some() => {
+                state.pending_responses.push(body.to_vec());
+            }
+            "turn_end" => match serde_json::from_slice::<TurnEndLine>(body) {
+                Ok(end) => {
+                    if let Some(turn) = state.pending.take() {
+                        state.committed.extend(turn.entries);
+                        state.committed_chats += state.pending_chats;
+                    }
+                    state.pending_chats = 0;
+                    state.pending_responses.clear();
+                    match end.usage {
+                        Some(usage) => replay.usage.add_turn(&usage),
+                        None => replay.usage.turns += 1,
+                    }
+                    replay.turns_replayed += 1;
+                }
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            "session_renamed" => match serde_json::from_slice::<RenamedLine>(body) {
+                Ok(renamed) => replay.renamed = Some(renamed.name),
+                Err(error) => parse_error(error, &mut replay.diagnostics),
+            },
+            _ => {}
+        }
+    }
+    if let Some(mut turn) = state.pending.take() {
+        for body in &state.pending_responses {
+            match serde_json::from_slice::<ResponseLine>(body) {
+                Ok(line) => turn.calls.push((line.response.model, line.response.usage)),
+                Err(error) => replay.diagnostics.push(format!(
+                    "skipped an unreadable provider_response line of {}: {error}",
+                    path.display()
+                )),
+            }
+        }
+        if !turn.entries.is_empty() || !turn.calls.is_empty() {
+            report_incomplete(&mut replay.diagnostics, &turn, "the log ends");
+            replay.incomplete_turn = Some(turn);
+        }
+    }
+    Ok(replay)
+}
+
+fn report_incomplete(diagnostics: &mut Vec<String>, turn: &IncompleteTurn, why: &str) {
+    diagnostics.push(format!(
+        "the turn started at seq {} did not finish before {why}: its {} history entries are left out (the session stopped mid-turn)",
+        turn.started_seq,
+        turn.entries.len()
+    ));
+}
+
+struct ReplayState<'a> {
+    committed: &'a mut Vec<HistoryEntry>,
+    /// Chat messages in `committed` (kept as a count: recounting per line is quadratic).
+    committed_chats: usize,
+    pending: Option<IncompleteTurn>,
+    pending_chats: usize,
+    /// Raw `provider_response` lines of the open turn.
+    pending_responses: Vec<Vec<u8>>,
+}
+
+impl ReplayState<'_> {
+    fn push(&mut self, entry: HistoryEntry) {
+        let chat = usize::from(entry.message().is_some());
+        match &mut self.pending {
+            Some(turn) => {
+                turn.entries.push(entry);
+                self.pending_chats += chat;
+            }
+            None => {
+                self.committed.push(entry);
+                self.committed_chats += chat;
+            }
+        }
+    }
+}
+
+fn count_chats(entries: &[HistoryEntry]) -> usize {
+    entries.iter().filter(|e| e.message().is_some()).count()
+}
+
+fn chat_entry(message: Message) -> HistoryEntry {
+    HistoryEntry::Chat {
+        id: message.id.clone(),
+        timestamp: message.timestamp.clone(),
+        role: message.role,
+        data: message,
+    }
+}
+
+/// Reads the first line of a log (at most `limit` bytes) as a `session_init`, for listing a
+/// session that has a log but no snapshot. Adds the bytes read to `bytes_read`.
+pub(crate) fn read_first_init(
+    path: &Path,
+    limit: u64,
+    bytes_read: &mut u64,
+) -> Result<Option<(LoggedInit, Option<String>)>, LogError> {
+    let file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+    let mut reader = BufReader::with_capacity(8 * 1024, file.take(limit));
+    let mut line = Vec::new();
+    let read = reader
+        .read_until(b'\n', &mut line)
+        .map_err(|e| LogError::io("read", path, e))?;
+    *bytes_read += read as u64;
+    if line.last() != Some(&b'\n') {
+        return Ok(None);
+    }
+    let body = &line[..line.len() - 1];
+    let Ok(head) = line_head(body) else {
+        return Ok(None);
+    };
+    if head.kind.as_deref() != Some("session_init") {
+        return Ok(None);
+    }
+    let ts = head.ts.map(|ts| ts.to_string());
+    Ok(serde_json::from_slice::<LoggedInit>(body)
+        .ok()
+        .map(|init| (init, ts)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_head_reads_our_lines_and_refuses_others() {
+        let head =
+            fast_head(br#"{"ts":"2026-01-01T00:00:00.000Z","seq":42,"type":"turn_end","x":1}"#);
+        assert_eq!(head.as_ref().and_then(|h| h.seq), Some(42));
+        assert_eq!(head.and_then(|h| h.kind).as_deref(), Some("turn_end"));
+        assert!(fast_head(br#"{"type":"provider_response"}"#).is_none());
+        let slow = line_head(br#"{"type":"provider_response","seq":3}"#).ok();
+        assert_eq!(slow.as_ref().and_then(|h| h.seq), Some(3));
+        assert!(line_head(b"{oops").is_err());
+    }
+
+    #[test]
+    fn sensitive_keys() {
+        for key in [
+            "api_key",
+            "apiKey",
+            "API-KEY",
+            "x-api-key",
+            "Authorization",
+            "access_token",
+            "refreshToken",
+            "secret",
+            "password",
+        ] {
+            assert!(is_sensitive_key(key), "{key}");
+        }
+        for key in ["key", "token", "author", "passwords", "command"] {
+            assert!(!is_sensitive_key(key), "{key}");
+        }
+        let mut value = serde_json::json!({"a": [{"Authorization": "Bearer x"}], "command": "ls", "password": {"deep": 1}});
+        assert!(contains_sensitive(&value));
+        scrub_sensitive(&mut value);
+        assert_eq!(value["a"][0]["Authorization"], REDACTED);
+        assert_eq!(value["password"], REDACTED);
+        assert_eq!(value["command"], "ls");
+        assert!(!contains_sensitive(&serde_json::json!({"command": "ls"})));
+    }
+}

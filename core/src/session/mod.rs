@@ -1,0 +1,42 @@
+//! The session layer: one conversation with its settings, permission enforcement, hooks,
+//! persistence and usage accounting, on top of the execution engine.
+//!
+//! - [`Session`] (`run`): assembles a session from a project folder's settings and runs prompts
+//!   with the lifecycle hooks around them.
+//! - [`PermissionEnforcer`] (`enforcer`): the engine's tool-call gate — deny rules, PreToolUse
+//!   hooks, rules and mode, PermissionRequest/Notification hooks, the host's
+//!   [`PermissionHandler`]; PostToolUse/PostToolUseFailure after each call.
+//! - [`PermissionHandler`] (`permission_handler`): the host port that answers permission prompts.
+//! - [`SessionEvent`] (`events`): everything a session reports.
+//! - `settings_writer`: saving "allow always" rules to a settings file.
+//! - [`FsPathResolver`] (`fs_resolver`): symbolic links from the real file system for the pure
+//!   permission engine; [`PermissionRuleCondition`] (`hook_condition`): hook `if` rules.
+//! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting.
+
+pub mod log;
+pub mod store;
+pub mod usage;
+
+mod assemble;
+pub mod enforcer;
+pub mod error;
+pub mod events;
+pub mod fs_resolver;
+pub mod hook_condition;
+pub mod options;
+pub mod permission_handler;
+mod run;
+pub mod settings_writer;
+
+pub use enforcer::{EnforcerOptions, PermissionEnforcer};
+pub use error::{RuleError, SessionError};
+pub use events::{SessionEvent, SessionEventCallback, SessionWarning};
+pub use fs_resolver::FsPathResolver;
+pub use hook_condition::PermissionRuleCondition;
+pub use options::{HookCallbackRegistration, SessionOptions, SessionSettings};
+pub use permission_handler::{
+    AllowScope, FnPermissionHandler, PermissionHandler, PermissionRequest, PermissionResolution,
+    PermissionResponse, ResolvedBy, SettingsDestination, SettingsTarget,
+};
+pub use run::{Session, STOP_HOOK_MESSAGE_METADATA};
+pub use settings_writer::{add_permission_rules, SettingsWriteError};

@@ -1,0 +1,246 @@
+//! How a [`Session`](super::Session) is assembled: [`SessionOptions`] and where its settings come
+//! from ([`SessionSettings`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::events::SessionEventCallback;
+use super::permission_handler::PermissionHandler;
+use crate::engine::{EngineConfig, ExecutionEventCallback};
+use crate::framework::config::LoadedSettings;
+use crate::hooks::{HookCallback, HookEvent};
+use crate::permissions::PermissionMode;
+use crate::provider::Provider;
+use crate::tools::builtins::BuiltinToolsConfig;
+use crate::tools::ToolRegistry;
+
+/// Where the session's settings come from.
+#[derive(Debug, Clone, Default)]
+pub enum SessionSettings {
+    /// The six settings layers for the session cwd, with the home directory from `HOME` and
+    /// `$ENV:` references from the process environment.
+    #[default]
+    FromEnvironment,
+    /// The six settings layers for the session cwd, with an explicit home directory (`None`
+    /// skips the user layers), variables for `$ENV:` references and overrides from code.
+    Load {
+        /// The user's home directory.
+        home: Option<PathBuf>,
+        /// Variables for `$ENV:NAME` references.
+        env: BTreeMap<String, String>,
+        /// Settings from code, above every file (a JSON object).
+        overrides: Option<Value>,
+    },
+    /// Settings the host already loaded (e.g. with
+    /// [`load_settings`](crate::framework::config::load_settings)). The home directory (for
+    /// `~/` rules and the user settings file "allow always" can write to) is taken from the path
+    /// of a loaded user layer; without one there is no user destination.
+    Loaded(Box<LoadedSettings>),
+    /// No settings at all: no rules, no hooks, default mode.
+    None,
+}
+
+impl SessionSettings {
+    /// Load the layers with this home directory and no environment.
+    pub fn with_home(home: impl Into<PathBuf>) -> Self {
+        SessionSettings::Load {
+            home: Some(home.into()),
+            env: BTreeMap::new(),
+            overrides: None,
+        }
+    }
+}
+
+/// A host hook callback and when it runs.
+#[derive(Clone)]
+pub struct HookCallbackRegistration {
+    /// The event.
+    pub event: HookEvent,
+    /// Claude Code matcher syntax (`""`/`*` for all, `Edit|Write`, a regex).
+    pub matcher: String,
+    /// The callback.
+    pub callback: Arc<dyn HookCallback>,
+    /// Its timeout; the event's default when `None`.
+    pub timeout: Option<Duration>,
+}
+
+impl HookCallbackRegistration {
+    /// A callback for `event` matching `matcher`, with the default timeout.
+    pub fn new(
+        event: HookEvent,
+        matcher: impl Into<String>,
+        callback: Arc<dyn HookCallback>,
+    ) -> Self {
+        HookCallbackRegistration {
+            event,
+            matcher: matcher.into(),
+            callback,
+            timeout: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for HookCallbackRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookCallbackRegistration")
+            .field("event", &self.event)
+            .field("matcher", &self.matcher)
+            .field("callback", &self.callback.name())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Everything a session is made from. Build with [`SessionOptions::new`] and the `with_*`
+/// methods.
+#[derive(Clone)]
+pub struct SessionOptions {
+    /// The working directory: tools run here, relative paths resolve here, and it is the project
+    /// directory whose `.claude/` and `.robota/` settings are loaded. Made absolute (against the
+    /// process's current directory) when relative.
+    pub cwd: PathBuf,
+    /// The model.
+    pub provider: Arc<dyn Provider>,
+    /// The tools the model may use. `None`: the eight built-ins over the cwd and the settings'
+    /// `additionalDirectories`, with the settings' `env` for Bash. Tools a bare-name deny rule
+    /// names are removed either way.
+    pub tools: Option<ToolRegistry>,
+    /// The base configuration of the built-in tools when `tools` is `None` (`additional_roots`
+    /// and `env` are extended from the settings).
+    pub builtin_tools: BuiltinToolsConfig,
+    /// Where settings come from.
+    pub settings: SessionSettings,
+    /// The permission mode; when `None`, the settings' `permissions.defaultMode`, else `default`.
+    pub permission_mode: Option<PermissionMode>,
+    /// Who answers permission prompts; `None` denies calls that need approval (with a message
+    /// that says how to allow them).
+    pub permission_handler: Option<Arc<dyn PermissionHandler>>,
+    /// In-process hooks, run like settings hooks.
+    pub hook_callbacks: Vec<HookCallbackRegistration>,
+    /// The system prompt.
+    pub system_prompt: Option<String>,
+    /// Most model/tool rounds per run; `0` (the default) means no cap, as in the TypeScript
+    /// session.
+    pub max_turns: u32,
+    /// The session id; a fresh UUID when `None`. Must be a safe file name (it names the session's
+    /// files).
+    pub session_id: Option<String>,
+    /// Receives every [`SessionEvent`](super::SessionEvent).
+    pub on_event: Option<SessionEventCallback>,
+    /// Receives the engine's replay boundary events (for session logs).
+    pub on_execution_event: Option<ExecutionEventCallback>,
+    /// Engine settings (`max_tokens`, `temperature`, `thinking`, `context_window`, …); its
+    /// `system_prompt`, `max_turns` and `cwd` are replaced by the fields above.
+    pub engine: EngineConfig,
+}
+
+impl SessionOptions {
+    /// Options for a session in `cwd` talking to `provider`, with everything else at its
+    /// default.
+    pub fn new(cwd: impl Into<PathBuf>, provider: Arc<dyn Provider>) -> Self {
+        SessionOptions {
+            cwd: cwd.into(),
+            provider,
+            tools: None,
+            builtin_tools: BuiltinToolsConfig::default(),
+            settings: SessionSettings::default(),
+            permission_mode: None,
+            permission_handler: None,
+            hook_callbacks: Vec::new(),
+            system_prompt: None,
+            max_turns: 0,
+            session_id: None,
+            on_event: None,
+            on_execution_event: None,
+            engine: EngineConfig::default(),
+        }
+    }
+
+    /// Sets where settings come from.
+    pub fn with_settings(mut self, settings: SessionSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Uses these tools instead of the built-ins.
+    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// Sets the permission mode.
+    pub fn with_permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// Sets the permission handler.
+    pub fn with_permission_handler(mut self, handler: Arc<dyn PermissionHandler>) -> Self {
+        self.permission_handler = Some(handler);
+        self
+    }
+
+    /// Adds an in-process hook.
+    pub fn with_hook_callback(
+        mut self,
+        event: HookEvent,
+        matcher: impl Into<String>,
+        callback: Arc<dyn HookCallback>,
+    ) -> Self {
+        self.hook_callbacks
+            .push(HookCallbackRegistration::new(event, matcher, callback));
+        self
+    }
+
+    /// Sets the system prompt.
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Caps each run at `max_turns` rounds (`0` = no cap).
+    pub fn with_max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Sets the session id.
+    pub fn with_session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// Sends events to `callback`.
+    pub fn with_on_event(
+        mut self,
+        callback: impl Fn(super::SessionEvent) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_event = Some(Arc::new(callback));
+        self
+    }
+}
+
+impl std::fmt::Debug for SessionOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionOptions")
+            .field("cwd", &self.cwd)
+            .field("provider", &self.provider.name())
+            .field("tools", &self.tools)
+            .field("settings", &self.settings)
+            .field("permission_mode", &self.permission_mode)
+            .field("permission_handler", &self.permission_handler.is_some())
+            .field("hook_callbacks", &self.hook_callbacks)
+            .field(
+                "system_prompt",
+                &self.system_prompt.as_ref().map(String::len),
+            )
+            .field("max_turns", &self.max_turns)
+            .field("session_id", &self.session_id)
+            .field("on_event", &self.on_event.is_some())
+            .finish()
+    }
+}
