@@ -33,7 +33,7 @@ pub mod config;
 pub mod events;
 pub mod gate;
 
-mod budget;
+pub(crate) mod budget;
 mod recorder;
 mod round;
 mod run;

@@ -7,5 +7,6 @@
 //! directory and project directory as parameters, so many sessions with different projects can
 //! live in one process and tests can use a fake home.
 
+pub mod commands;
 pub mod config;
 pub mod context;

@@ -17,8 +17,8 @@ use super::events::SessionWarning;
 use super::options::SessionSettings;
 use super::permission_handler::{SettingsDestination, SettingsTarget};
 use crate::framework::config::{
-    load_settings, settings_paths, LoadedSettings, SettingsOptions, SettingsSource,
-    SettingsSourceKind,
+    load_settings, settings_paths, CompactionPolicy, LoadedSettings, SettingsOptions,
+    SettingsSource, SettingsSourceKind,
 };
 use crate::hooks::{HandlerKind, HookConfigError, HooksConfig, Severity};
 use crate::permissions::{PermissionMode, RuleList, RuleSet, RuleSource};
@@ -35,6 +35,8 @@ pub(crate) struct Assembly {
     pub(crate) additional_directories: Vec<PathBuf>,
     pub(crate) sensitive_paths: Vec<PathBuf>,
     pub(crate) settings_targets: Vec<SettingsTarget>,
+    /// The settings' automatic-compaction policy (`autoCompactThreshold`).
+    pub(crate) compaction: CompactionPolicy,
 }
 
 pub(crate) fn assemble(
@@ -75,6 +77,7 @@ pub(crate) fn assemble(
     let mut additional_directories = Vec::new();
     let mut mode = PermissionMode::Default;
     let mut bypass_disabled = false;
+    let mut compaction = CompactionPolicy::default();
 
     if let Some(loaded) = &loaded {
         for warning in &loaded.warnings {
@@ -114,6 +117,7 @@ pub(crate) fn assemble(
             mode = setting.as_str().parse().unwrap_or_default();
         }
         bypass_disabled = loaded.settings.permissions.disable_bypass_permissions_mode;
+        compaction = loaded.settings.compaction;
     }
     if let Some(requested) = mode_override {
         mode = requested;
@@ -151,6 +155,7 @@ pub(crate) fn assemble(
         additional_directories,
         sensitive_paths,
         settings_targets,
+        compaction,
     })
 }
 

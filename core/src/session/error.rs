@@ -101,6 +101,49 @@ pub enum SessionError {
         /// The hook's reason.
         reason: String,
     },
+    /// The session's spending limit (`max_budget_usd`) is reached; no further model calls are
+    /// made. Start a new session or raise the limit.
+    #[error(
+        "{reason}; no further runs in this session (raise max_budget_usd or start a new session)"
+    )]
+    BudgetExceeded {
+        /// E.g. `budget of $5.00 reached: spent $5.03`.
+        reason: String,
+    },
+    /// `max_budget_usd` is not a usable amount.
+    #[error("invalid max_budget_usd: {message}")]
+    InvalidBudget {
+        /// What is wrong.
+        message: String,
+    },
+    /// The saved session to resume or fork could not be loaded.
+    #[error("cannot resume session `{id}`: {message}")]
+    Resume {
+        /// The session id asked for.
+        id: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A PreCompact hook blocked compaction; the history is unchanged.
+    #[error("compaction was blocked by a PreCompact hook: {reason}")]
+    CompactionBlocked {
+        /// The hook's reason.
+        reason: String,
+    },
+    /// Compaction did not produce a usable summary; the history is unchanged.
+    #[error("compaction failed after {attempts} attempt(s): {message}; the conversation was left unchanged")]
+    CompactionFailed {
+        /// Summary calls made.
+        attempts: u32,
+        /// Why the last attempt was not usable.
+        message: String,
+    },
+    /// Compaction was aborted; the history is unchanged.
+    #[error("compaction was aborted; the conversation was left unchanged")]
+    CompactionAborted,
+    /// There is nothing to compact (no messages besides system messages).
+    #[error("there is nothing to compact yet")]
+    NothingToCompact,
 }
 
 impl SessionError {

@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::context::ContextState;
 use super::permission_handler::{PermissionResolution, ResolvedBy, SettingsTarget};
 use crate::engine::EngineEvent;
-use crate::hooks::{HandlerSummary, HookEvent, HookFailure, HookOutcome};
+use crate::hooks::{CompactTrigger, HandlerSummary, HookEvent, HookFailure, HookOutcome};
 use crate::permissions::{DecisionBasis, PermissionMode};
 
 /// Receives [`SessionEvent`]s. Called on the task that produced the event, in order; it must
@@ -142,6 +143,40 @@ pub enum SessionEvent {
         source: String,
         /// The message.
         message: String,
+    },
+    /// Writing the session to disk failed (snapshot or log). The turn went on; what failed to
+    /// be written may be missing on resume.
+    PersistenceError {
+        /// What was being written (`open_log`, `log`, `save`, …).
+        operation: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// How full the context window is: before a run (estimated) and after each turn (exact
+    /// when the provider reported usage).
+    ContextUpdate {
+        /// The state.
+        #[serde(flatten)]
+        state: ContextState,
+    },
+    /// The history was compacted into a summary.
+    Compaction {
+        /// `manual` or `auto`.
+        trigger: CompactTrigger,
+        /// Context tokens before (as measured for the trigger).
+        tokens_before: u64,
+        /// Estimated context tokens of the compacted history.
+        tokens_after: u64,
+        /// The summary that replaced the conversation.
+        summary: String,
+    },
+    /// Compaction did not happen: a PreCompact hook blocked it, or no usable summary came back
+    /// (automatic compaction then lets the run go on; manual compaction also returns an error).
+    CompactionSkipped {
+        /// `manual` or `auto`.
+        trigger: CompactTrigger,
+        /// Why.
+        reason: String,
     },
     /// An engine event, passed through unchanged.
     #[serde(untagged)]

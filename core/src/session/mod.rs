@@ -11,13 +11,18 @@
 //! - `settings_writer`: saving "allow always" rules to a settings file.
 //! - [`FsPathResolver`] (`fs_resolver`): symbolic links from the real file system for the pure
 //!   permission engine; [`PermissionRuleCondition`] (`hook_condition`): hook `if` rules.
-//! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting.
+//! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting,
+//!   wired into the session through [`SessionPersistence`] and `max_budget_usd`.
+//! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
+//!   prompt, its completeness check and the compacted history.
 
 pub mod log;
 pub mod store;
 pub mod usage;
 
 mod assemble;
+pub mod compaction;
+pub mod context;
 pub mod enforcer;
 pub mod error;
 pub mod events;
@@ -25,15 +30,17 @@ pub mod fs_resolver;
 pub mod hook_condition;
 pub mod options;
 pub mod permission_handler;
+mod persist;
 mod run;
 pub mod settings_writer;
 
+pub use context::ContextState;
 pub use enforcer::{EnforcerOptions, PermissionEnforcer};
 pub use error::{RuleError, SessionError};
 pub use events::{SessionEvent, SessionEventCallback, SessionWarning};
 pub use fs_resolver::FsPathResolver;
 pub use hook_condition::PermissionRuleCondition;
-pub use options::{HookCallbackRegistration, SessionOptions, SessionSettings};
+pub use options::{HookCallbackRegistration, SessionOptions, SessionPersistence, SessionSettings};
 pub use permission_handler::{
     AllowScope, FnPermissionHandler, PermissionHandler, PermissionRequest, PermissionResolution,
     PermissionResponse, ResolvedBy, SettingsDestination, SettingsTarget,

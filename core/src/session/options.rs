@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use super::events::SessionEventCallback;
 use super::permission_handler::PermissionHandler;
+use super::store::SessionStore;
+use super::usage::PriceTable;
 use crate::engine::{EngineConfig, ExecutionEventCallback};
 use crate::framework::config::LoadedSettings;
 use crate::hooks::{HookCallback, HookEvent};
@@ -53,6 +55,18 @@ impl SessionSettings {
             overrides: None,
         }
     }
+}
+
+/// Where a session is saved.
+#[derive(Debug, Clone, Default)]
+pub enum SessionPersistence {
+    /// Not saved (the default): nothing is written to disk.
+    #[default]
+    None,
+    /// Saved in the project: `<cwd>/.robota/sessions/{id}.json` and `<cwd>/.robota/logs/{id}.jsonl`.
+    Project,
+    /// Saved in this store.
+    Store(SessionStore),
 }
 
 /// A host hook callback and when it runs.
@@ -134,8 +148,29 @@ pub struct SessionOptions {
     /// Receives the engine's replay boundary events (for session logs).
     pub on_execution_event: Option<ExecutionEventCallback>,
     /// Engine settings (`max_tokens`, `temperature`, `thinking`, `context_window`, …); its
-    /// `system_prompt`, `max_turns` and `cwd` are replaced by the fields above.
+    /// `system_prompt`, `max_turns` and `cwd` are replaced by the fields above. Its
+    /// `context_window`, when set, is also the window the session's context tracking and
+    /// automatic compaction measure against (else the provider's capabilities say).
     pub engine: EngineConfig,
+    /// Where the session is saved (snapshot + log); not at all by default.
+    pub persistence: SessionPersistence,
+    /// Resume this saved session (needs `persistence`): its history, usage totals, name and
+    /// permission mode are restored, and SessionStart fires with source `resume`.
+    pub resume_session_id: Option<String>,
+    /// With `resume_session_id`: continue in a copy with a new id (SessionStart source `fork`);
+    /// the original's files are left untouched.
+    pub fork_session: bool,
+    /// Spending limit in USD: once the session's cumulative cost reaches it, further runs are
+    /// refused with [`SessionError::BudgetExceeded`](super::SessionError::BudgetExceeded).
+    pub max_budget_usd: Option<f64>,
+    /// Prices used for the session's cost figures ([`PriceTable::builtin`] by default).
+    pub prices: PriceTable,
+    /// Per-session switch for automatic compaction (on by default; the settings'
+    /// `autoCompactThreshold: false` also turns it off).
+    pub auto_compact: bool,
+    /// Focus instructions for compaction summaries when the caller gives none (e.g. the
+    /// "Compact Instructions" section of CLAUDE.md).
+    pub compact_instructions: Option<String>,
 }
 
 impl SessionOptions {
@@ -157,7 +192,45 @@ impl SessionOptions {
             on_event: None,
             on_execution_event: None,
             engine: EngineConfig::default(),
+            persistence: SessionPersistence::None,
+            resume_session_id: None,
+            fork_session: false,
+            max_budget_usd: None,
+            prices: PriceTable::builtin(),
+            auto_compact: true,
+            compact_instructions: None,
         }
+    }
+
+    /// Saves the session (snapshot after every turn and on shutdown, plus the JSONL log).
+    pub fn with_persistence(mut self, persistence: SessionPersistence) -> Self {
+        self.persistence = persistence;
+        self
+    }
+
+    /// Resumes saved session `id` (with persistence configured); `fork` continues in a copy.
+    pub fn with_resume(mut self, id: impl Into<String>, fork: bool) -> Self {
+        self.resume_session_id = Some(id.into());
+        self.fork_session = fork;
+        self
+    }
+
+    /// Refuses further runs once the session has spent `max_usd`.
+    pub fn with_max_budget_usd(mut self, max_usd: f64) -> Self {
+        self.max_budget_usd = Some(max_usd);
+        self
+    }
+
+    /// Overrides the context window the session measures against (and the engine's guards).
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.engine.context_window = Some(tokens);
+        self
+    }
+
+    /// Turns automatic compaction on or off for this session.
+    pub fn with_auto_compact(mut self, enabled: bool) -> Self {
+        self.auto_compact = enabled;
+        self
     }
 
     /// Sets where settings come from.
@@ -241,6 +314,11 @@ impl std::fmt::Debug for SessionOptions {
             .field("max_turns", &self.max_turns)
             .field("session_id", &self.session_id)
             .field("on_event", &self.on_event.is_some())
+            .field("persistence", &self.persistence)
+            .field("resume_session_id", &self.resume_session_id)
+            .field("fork_session", &self.fork_session)
+            .field("max_budget_usd", &self.max_budget_usd)
+            .field("auto_compact", &self.auto_compact)
             .finish()
     }
 }

@@ -21,6 +21,24 @@
 //! - [`Session::shutdown`] aborts any run, waits for it, fires **SessionEnd** exactly once and
 //!   stops background hooks; the session then refuses new runs.
 //!
+//! # Persistence, usage, context and compaction
+//!
+//! - With [`SessionOptions::persistence`], each turn follows the order the `store` module
+//!   requires (`pre_run`, the engine run logged through the log's execution callback,
+//!   `turn_end` with the turn's usage, flush, snapshot); shutdown logs `session_shutdown` and
+//!   saves before SessionEnd. Write errors are `persistence_error` events and never fail a turn.
+//!   `resume_session_id` restores history, usage, name and permission mode (not
+//!   `bypassPermissions`, which must be asked for again); `fork_session` continues in a copy.
+//! - [`Session::usage`] sums every model call (compaction calls included), priced with the
+//!   options' price table. With `max_budget_usd`, a run that would start at or over the budget
+//!   is refused with [`SessionError::BudgetExceeded`] (a typed error rather than an outcome stop
+//!   reason: nothing is sent, so there is no outcome to report). The run that crosses the budget
+//!   finishes; the limit is checked between runs.
+//! - [`Session::context_state`]: estimated before each run, exact (the last call's input +
+//!   cache + output tokens) after each turn; both reported as `context_update` events.
+//! - Compaction: manual ([`Session::compact`]) or automatic before a run at the settings
+//!   threshold; see [`super::compaction`] for the history it leaves.
+//!
 //! # Results
 //!
 //! A run that ends on a model error is not an `Err`: its [`RunOutcome`] has `stop_reason: error`
@@ -32,28 +50,41 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use serde::Serialize;
+
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use super::assemble::{assemble, Assembly};
+use super::compaction::{
+    check_summary, compacted_history, summary_prompt, CompactionSummary, MAX_COMPACTION_ATTEMPTS,
+};
+use super::context::{estimated_tokens, exact_tokens, ContextState};
 use super::enforcer::{EnforcerOptions, PermissionEnforcer};
 use super::error::SessionError;
 use super::events::{EventSink, SessionEvent, SessionWarning};
 use super::hook_condition::PermissionRuleCondition;
-use super::options::SessionOptions;
+use super::log::SessionEvent as LogEvent;
+use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
+use super::persist::{load_resumed, Persistence, Restored};
+use super::store::{SessionRecord, SessionStore};
+use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, RunOptions, RunOutcome,
     RunStopReason,
 };
+use crate::framework::config::CompactionPolicy;
 use crate::hooks::{
-    HookEvent, HookEventInput, HookInput, HookRunner, HookRunnerOptions, SessionEndReason,
-    SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
+    CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner, HookRunnerOptions,
+    PostCompactInput, PreCompactInput, SessionEndReason, SessionStartSource, StopFailureInput,
+    StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
     Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
 };
 use crate::permissions::{PermissionContext, PermissionMode, ToolClass};
+use crate::provider::{Provider, ProviderRequest};
 use crate::tools::builtins::Builtins;
 use crate::tools::ToolRegistry;
 
@@ -86,6 +117,34 @@ pub struct Session {
     start_context: Mutex<Vec<String>>,
     shut_down: AtomicBool,
     ended: OnceCell<()>,
+    /// SessionStart's source: `startup`, or `resume`/`fork` for a restored session.
+    start_source: SessionStartSource,
+    /// The model, also called directly for compaction summaries.
+    provider: Arc<dyn Provider>,
+    system_prompt: Option<String>,
+    max_tokens: Option<u32>,
+    /// Snapshot + log, when the session is saved.
+    persistence: Option<Persistence>,
+    name: Mutex<Option<String>>,
+    /// Cumulative tokens and cost (restored on resume).
+    usage: Mutex<UsageTotals>,
+    prices: PriceTable,
+    budget: Option<Budget>,
+    /// The window context tracking measures against.
+    context_window: u64,
+    /// The last measured context state; `None` until the first measurement.
+    context: Mutex<Option<ContextState>>,
+    compaction: CompactionPolicy,
+    auto_compact: AtomicBool,
+    compact_instructions: Option<String>,
+}
+
+/// What the execution callback gathers during one turn: every call's usage, priced, and the
+/// last call's usage (the exact context measure).
+#[derive(Default)]
+struct TurnAccounting {
+    totals: UsageTotals,
+    last_call: Option<Usage>,
 }
 
 impl std::fmt::Debug for Session {
@@ -105,9 +164,42 @@ impl Session {
     /// and hooks. Fires no hook (see [`Session::start`]).
     pub fn new(options: SessionOptions) -> Result<Session, SessionError> {
         let cwd = absolute_cwd(&options.cwd)?;
-        let id = match options.session_id {
-            Some(id) => validate_session_id(id)?,
-            None => uuid::Uuid::new_v4().to_string(),
+        let store = match &options.persistence {
+            SessionPersistence::None => None,
+            SessionPersistence::Project => Some(SessionStore::for_project(&cwd)),
+            SessionPersistence::Store(store) => Some(store.clone()),
+        };
+        let restored = match (&store, &options.resume_session_id) {
+            (Some(store), Some(resume_id)) => {
+                Some(load_resumed(store, resume_id, options.fork_session)?)
+            }
+            (None, Some(resume_id)) => {
+                return Err(SessionError::Resume {
+                    id: resume_id.clone(),
+                    message: "no session store is configured (set SessionOptions.persistence)"
+                        .into(),
+                })
+            }
+            _ => None,
+        };
+        let id = match (&restored, options.session_id) {
+            (Some(restored), _) => restored.record.id.clone(),
+            (None, Some(id)) => validate_session_id(id)?,
+            (None, None) => uuid::Uuid::new_v4().to_string(),
+        };
+        // A restored session keeps its mode, except bypassPermissions, which must be asked for
+        // again explicitly (it may have been disabled since, and it is not a mode to inherit
+        // silently from a file).
+        let restored_mode = restored
+            .as_ref()
+            .and_then(|r| r.record.permission_mode.as_deref())
+            .and_then(|m| m.parse::<PermissionMode>().ok())
+            .filter(|m| *m != PermissionMode::BypassPermissions);
+        let budget = match options.max_budget_usd {
+            Some(max) => Some(Budget::new(max).map_err(|e| SessionError::InvalidBudget {
+                message: e.to_string(),
+            })?),
+            None => None,
         };
         let events = EventSink::new(options.on_event.clone());
         let Assembly {
@@ -121,7 +213,12 @@ impl Session {
             additional_directories,
             sensitive_paths,
             settings_targets,
-        } = assemble(&cwd, options.settings, options.permission_mode)?;
+            compaction,
+        } = assemble(
+            &cwd,
+            options.settings,
+            options.permission_mode.or(restored_mode),
+        )?;
 
         let mut tools = match options.tools {
             Some(tools) => tools,
@@ -197,6 +294,13 @@ impl Session {
         });
 
         let model = options.provider.model().to_string();
+        let provider = Arc::clone(&options.provider);
+        let context_window = options
+            .engine
+            .context_window
+            .unwrap_or_else(|| options.provider.capabilities().context_window);
+        let system_prompt = options.system_prompt.clone();
+        let max_tokens = options.engine.max_tokens;
         let config = EngineConfig {
             system_prompt: options.system_prompt,
             max_turns: options.max_turns,
@@ -212,6 +316,46 @@ impl Session {
             });
         }
 
+        let (start_source, conversation, usage, name) = match &restored {
+            Some(Restored { record, forked }) => (
+                if *forked {
+                    SessionStartSource::Fork
+                } else {
+                    SessionStartSource::Resume
+                },
+                record.conversation(),
+                record.usage.clone(),
+                record.name.clone(),
+            ),
+            None => (
+                SessionStartSource::Startup,
+                Conversation::new(),
+                UsageTotals::new(),
+                None,
+            ),
+        };
+        let persistence = store.map(|store| {
+            let resumed = restored.is_some();
+            let record = match restored {
+                Some(restored) => restored.record,
+                None => {
+                    let mut record = SessionRecord::new(&id, cwd.to_string_lossy());
+                    record.provider = Some(provider.name().to_string());
+                    record.model = Some(model.clone());
+                    record.system_prompt = system_prompt.clone();
+                    record.permission_mode = Some(enforcer.permission_mode().as_str().into());
+                    record.tool_schemas = engine
+                        .tools()
+                        .definitions()
+                        .iter()
+                        .filter_map(|d| serde_json::to_value(d).ok())
+                        .collect();
+                    record
+                }
+            };
+            Persistence::open(store, record, resumed, events.clone())
+        });
+
         Ok(Session {
             id,
             cwd,
@@ -223,13 +367,27 @@ impl Session {
             model,
             warnings,
             bypass_disabled,
-            conversation: Arc::new(Mutex::new(Conversation::new())),
+            conversation: Arc::new(Mutex::new(conversation)),
             run_lock: tokio::sync::Mutex::new(()),
             current_run: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
             ended: OnceCell::new(),
+            start_source,
+            provider,
+            system_prompt,
+            max_tokens,
+            persistence,
+            name: Mutex::new(name),
+            usage: Mutex::new(usage),
+            prices: options.prices,
+            budget,
+            context_window,
+            context: Mutex::new(None),
+            compaction,
+            auto_compact: AtomicBool::new(options.auto_compact),
+            compact_instructions: options.compact_instructions,
         })
     }
 
@@ -329,7 +487,8 @@ impl Session {
         }
     }
 
-    /// Fires SessionStart (source `startup`) if it has not fired yet. [`Session::run`] calls
+    /// Fires SessionStart (source `startup`, or `resume`/`fork` for a restored session) if it
+    /// has not fired yet. [`Session::run`] calls
     /// this; call it earlier to run the hooks before the first prompt.
     pub async fn start(&self) {
         self.started
@@ -339,7 +498,7 @@ impl Session {
                 }
                 let mut input = HookInput::session_start(
                     self.enforcer.hook_common(&self.cwd),
-                    SessionStartSource::Startup,
+                    self.start_source,
                 );
                 if let HookEventInput::SessionStart(payload) = &mut input.event {
                     payload.model = Some(self.model.clone());
@@ -364,12 +523,13 @@ impl Session {
             return Err(SessionError::ShutDown);
         }
         let _running = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
-        let cancel = CancellationToken::new();
-        *self
-            .current_run
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
-        self.enforcer.begin_run(cancel.clone());
+        if let Some(budget) = &self.budget {
+            let status = budget.check(&self.usage());
+            if let Some(reason) = status.stop_reason().filter(|_| status.is_reached()) {
+                return Err(SessionError::BudgetExceeded { reason });
+            }
+        }
+        let cancel = self.begin_exclusive();
         // Cleans up also when the host drops this future halfway (prefer `abort`, which lets
         // the run finish the history properly).
         let _cleanup = RunCleanup {
@@ -379,12 +539,30 @@ impl Session {
         self.run_turn(prompt, &cancel).await
     }
 
+    /// Registers a new cancellation token as the current run's (so [`abort`](Self::abort)
+    /// reaches it). The caller holds the run lock.
+    fn begin_exclusive(&self) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        *self
+            .current_run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(cancel.clone());
+        self.enforcer.begin_run(cancel.clone());
+        cancel
+    }
+
     async fn run_turn(
         &self,
         prompt: String,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, SessionError> {
         self.start().await;
+        // Before the prompt is processed, so compaction never interrupts a response stream
+        // (spec 002 "Auto-Compaction").
+        self.maybe_auto_compact(cancel).await;
+        if cancel.is_cancelled() {
+            return Ok(interrupted_before_start());
+        }
         let mut context: Vec<String> = std::mem::take(
             &mut *self
                 .start_context
@@ -443,12 +621,29 @@ impl Session {
         }
 
         let mut conversation = self.lock_conversation().clone();
+        // Pre-send estimate (spec 002 "Usage And Context Refresh").
+        let estimate = self.estimate(conversation.messages().chain(std::iter::once(&message)));
+        self.update_context(estimate);
+        if let Some(persistence) = &self.persistence {
+            persistence.log(&LogEvent::PreRun {
+                execution_id: None,
+                input: message.text(),
+                provider: Some(self.provider.name().to_string()),
+                model: Some(self.model.clone()),
+                history_length: conversation.message_count(),
+            });
+        }
+        let accounting = Arc::new(Mutex::new(TurnAccounting::default()));
         let mut total: Option<RunOutcome> = None;
         let mut stop_blocks = 0u32;
         loop {
             let outcome = self
                 .engine
-                .run(&mut conversation, message, self.run_options(cancel))
+                .run(
+                    &mut conversation,
+                    message,
+                    self.run_options(cancel, &accounting),
+                )
                 .await;
             let outcome = accumulate(&mut total, outcome);
             if self.enforcer.stop_requested() || outcome.interrupted {
@@ -478,8 +673,281 @@ impl Session {
                 .metadata
                 .insert(STOP_HOOK_MESSAGE_METADATA.into(), true.into());
         }
+        let outcome = total.unwrap_or_else(interrupted_before_start);
+        let TurnAccounting { totals, last_call } =
+            std::mem::take(&mut *accounting.lock().unwrap_or_else(PoisonError::into_inner));
+        self.lock_usage().add_turn(&totals);
+        // Post-response reconciliation: the provider's count when it gave one.
+        let state = match last_call.as_ref().and_then(exact_tokens) {
+            Some(tokens) => ContextState::new(tokens, self.context_window, false),
+            None => self.estimate(conversation.messages()),
+        };
+        if let Some(persistence) = &self.persistence {
+            persistence.log(&LogEvent::TurnEnd {
+                execution_id: Some(outcome.execution_id.clone()),
+                stop_reason: wire_name(&outcome.stop_reason),
+                rounds: outcome.rounds,
+                message_count: conversation.message_count(),
+                usage: totals,
+            });
+        }
         *self.lock_conversation() = conversation;
-        Ok(total.unwrap_or_else(interrupted_before_start))
+        self.save();
+        self.update_context(state);
+        Ok(outcome)
+    }
+
+    /// Saves the snapshot (when the session is saved); errors become `persistence_error` events.
+    fn save(&self) {
+        if let Some(persistence) = &self.persistence {
+            let conversation = self.conversation();
+            persistence.save(
+                &conversation,
+                &self.usage(),
+                self.get_name(),
+                self.permission_mode().as_str(),
+            );
+        }
+    }
+
+    /// The estimated context state of a request with these messages.
+    fn estimate<'a>(&self, messages: impl IntoIterator<Item = &'a Message>) -> ContextState {
+        let tokens = estimated_tokens(
+            self.system_prompt.as_deref(),
+            &self.engine.tools().definitions(),
+            messages,
+        );
+        ContextState::new(tokens, self.context_window, true)
+    }
+
+    fn update_context(&self, state: ContextState) {
+        *self.context.lock().unwrap_or_else(PoisonError::into_inner) = Some(state);
+        self.events.emit(SessionEvent::ContextUpdate { state });
+    }
+
+    /// How full the context window is: the last measurement (exact after a turn whose provider
+    /// reported usage, estimated before a run or after compaction), or an estimate of the
+    /// current history when nothing was measured yet (a new or resumed session).
+    pub fn context_state(&self) -> ContextState {
+        let known = *self.context.lock().unwrap_or_else(PoisonError::into_inner);
+        match known {
+            Some(state) => state,
+            None => {
+                let conversation = self.conversation();
+                self.estimate(conversation.messages())
+            }
+        }
+    }
+
+    /// Cumulative tokens and cost of the session (including compaction calls; restored on
+    /// resume). Costs come from the options' price table.
+    pub fn usage(&self) -> UsageTotals {
+        self.lock_usage().clone()
+    }
+
+    fn lock_usage(&self) -> std::sync::MutexGuard<'_, UsageTotals> {
+        self.usage.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session's name, if it has one.
+    pub fn get_name(&self) -> Option<String> {
+        self.name
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Names (or, with `None`, unnames) the session. Logged at once; the snapshot is saved now
+    /// when no run is in progress, else after the run.
+    pub fn set_name(&self, name: Option<String>) {
+        *self.name.lock().unwrap_or_else(PoisonError::into_inner) = name.clone();
+        if let Some(persistence) = &self.persistence {
+            persistence.log(&LogEvent::SessionRenamed { name });
+            // Saving mid-run would record a log position inside an unfinished turn.
+            if let Ok(_idle) = self.run_lock.try_lock() {
+                self.save();
+            }
+        }
+    }
+
+    /// Turns automatic compaction on or off for this session (the settings'
+    /// `autoCompactThreshold: false` keeps it off regardless).
+    pub fn set_auto_compact(&self, enabled: bool) {
+        self.auto_compact.store(enabled, Ordering::SeqCst);
+    }
+
+    /// Compacts the conversation now: PreCompact hooks (trigger `manual`), one summary call
+    /// (with `instructions`, else the session's compact instructions, as "Additional focus"),
+    /// then the history becomes the system messages plus the summary (see
+    /// [`compaction`](super::compaction)). On any error the history is unchanged:
+    /// [`SessionError::CompactionBlocked`], [`SessionError::CompactionFailed`] (after
+    /// [`MAX_COMPACTION_ATTEMPTS`] calls), [`SessionError::CompactionAborted`] (see
+    /// [`abort`](Self::abort)), [`SessionError::NothingToCompact`], or `Busy`/`ShutDown`.
+    pub async fn compact(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<CompactionSummary, SessionError> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        let _running = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
+        let cancel = self.begin_exclusive();
+        let _cleanup = RunCleanup {
+            session: self,
+            cancel: cancel.clone(),
+        };
+        self.compact_locked(CompactTrigger::Manual, instructions, &cancel)
+            .await
+    }
+
+    /// Compacts before a run when the context is at the threshold. Failures were reported as
+    /// events; the run goes on with the history as it was.
+    async fn maybe_auto_compact(&self, cancel: &CancellationToken) {
+        if !self.compaction.enabled || !self.auto_compact.load(Ordering::SeqCst) {
+            return;
+        }
+        if !self
+            .context_state()
+            .should_compact(self.compaction.threshold)
+        {
+            return;
+        }
+        let _reported = self
+            .compact_locked(CompactTrigger::Auto, None, cancel)
+            .await;
+    }
+
+    /// The compaction flow; the caller holds the run lock.
+    async fn compact_locked(
+        &self,
+        trigger: CompactTrigger,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionSummary, SessionError> {
+        let conversation = self.conversation();
+        if conversation
+            .messages()
+            .all(|m| m.role == crate::message::Role::System)
+        {
+            return Err(SessionError::NothingToCompact);
+        }
+        let tokens_before = self.context_state().used_tokens;
+        let instructions = instructions
+            .filter(|i| !i.trim().is_empty())
+            .or_else(|| self.compact_instructions.clone());
+
+        if self.hooks.has_hooks(HookEvent::PreCompact) {
+            let input = HookInput::new(
+                self.enforcer.hook_common(&self.cwd),
+                HookEventInput::PreCompact(PreCompactInput {
+                    trigger,
+                    custom_instructions: instructions.clone().unwrap_or_default(),
+                }),
+            );
+            let outcome = self.hooks.run(&input, cancel).await;
+            self.events.hook_outcome(&outcome);
+            if cancel.is_cancelled() {
+                return Err(SessionError::CompactionAborted);
+            }
+            let blocked = outcome.block.map(|b| b.reason).or_else(|| {
+                outcome.stop.map(|s| {
+                    s.reason
+                        .unwrap_or_else(|| "a PreCompact hook stopped the agent".into())
+                })
+            });
+            if let Some(reason) = blocked {
+                self.events.emit(SessionEvent::CompactionSkipped {
+                    trigger,
+                    reason: format!("blocked by a PreCompact hook: {reason}"),
+                });
+                return Err(SessionError::CompactionBlocked { reason });
+            }
+        }
+
+        // No system prompt and no tools: the model is only asked to write the summary, and
+        // without tool definitions it cannot answer with a tool call instead.
+        let request = ProviderRequest {
+            messages: vec![Message::user(summary_prompt(
+                conversation.messages(),
+                instructions.as_deref(),
+            ))],
+            max_tokens: self.max_tokens,
+            ..ProviderRequest::default()
+        };
+        let mut last_problem = String::new();
+        let mut summary = None;
+        for _attempt in 0..MAX_COMPACTION_ATTEMPTS {
+            let result = self.provider.stream(&request, &|_| {}, cancel).await;
+            if cancel.is_cancelled() {
+                return Err(SessionError::CompactionAborted);
+            }
+            match result {
+                Ok(response) => {
+                    let model = if response.model.is_empty() {
+                        self.model.as_str()
+                    } else {
+                        response.model.as_str()
+                    };
+                    // The summary call costs money like any other.
+                    self.lock_usage()
+                        .record_call(&self.prices, model, &response.usage);
+                    match check_summary(&response) {
+                        Ok(text) => {
+                            summary = Some(text);
+                            break;
+                        }
+                        Err(problem) => last_problem = problem,
+                    }
+                }
+                Err(error) => last_problem = error.to_string(),
+            }
+        }
+        let Some(summary) = summary else {
+            self.events.emit(SessionEvent::CompactionSkipped {
+                trigger,
+                reason: last_problem.clone(),
+            });
+            return Err(SessionError::CompactionFailed {
+                attempts: MAX_COMPACTION_ATTEMPTS,
+                message: last_problem,
+            });
+        };
+
+        let compacted = compacted_history(&conversation, &summary);
+        let after = self.estimate(compacted.messages());
+        if let Some(persistence) = &self.persistence {
+            persistence.log(&LogEvent::HistoryReplace {
+                reason: "compaction".into(),
+                entries: compacted.entries().to_vec(),
+                usage: None,
+            });
+        }
+        *self.lock_conversation() = compacted;
+        self.save();
+        self.update_context(after);
+
+        if self.hooks.has_hooks(HookEvent::PostCompact) {
+            let input = HookInput::new(
+                self.enforcer.hook_common(&self.cwd),
+                HookEventInput::PostCompact(PostCompactInput {
+                    trigger,
+                    compact_summary: summary.clone(),
+                }),
+            );
+            let outcome = self.hooks.run(&input, cancel).await;
+            self.events.hook_outcome(&outcome);
+        }
+        self.events.emit(SessionEvent::Compaction {
+            trigger,
+            tokens_before,
+            tokens_after: after.used_tokens,
+            summary: summary.clone(),
+        });
+        Ok(CompactionSummary {
+            tokens_before,
+            tokens_after: after.used_tokens,
+            summary,
+        })
     }
 
     /// Runs the Stop hooks; `Some(reason)` when they block (the agent should continue).
@@ -533,10 +1001,21 @@ impl Session {
         self.events.hook_outcome(&result);
     }
 
-    fn run_options(&self, cancel: &CancellationToken) -> RunOptions {
+    fn run_options(
+        &self,
+        cancel: &CancellationToken,
+        accounting: &Arc<Mutex<TurnAccounting>>,
+    ) -> RunOptions {
         let events = self.events.clone();
         let mirror = Arc::clone(&self.conversation);
         let forward = self.on_execution_event.clone();
+        let log = self
+            .persistence
+            .as_ref()
+            .and_then(Persistence::execution_callback);
+        let accounting = Arc::clone(accounting);
+        let prices = self.prices.clone();
+        let default_model = self.model.clone();
         RunOptions::new()
             .with_cancel(cancel.clone())
             .with_on_event(move |event| events.emit(SessionEvent::Engine(event)))
@@ -546,6 +1025,19 @@ impl Session {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .push(message.clone());
+                }
+                if let ExecutionEvent::ProviderResponse { response, .. } = &event {
+                    let model = if response.model.is_empty() {
+                        default_model.as_str()
+                    } else {
+                        response.model.as_str()
+                    };
+                    let mut turn = accounting.lock().unwrap_or_else(PoisonError::into_inner);
+                    turn.totals.record_call(&prices, model, &response.usage);
+                    turn.last_call = Some(response.usage);
+                }
+                if let Some(log) = &log {
+                    log(event.clone());
                 }
                 if let Some(forward) = &forward {
                     forward(event);
@@ -562,6 +1054,14 @@ impl Session {
             .get_or_init(|| async {
                 // Wait for a run that was in progress to wind down, so SessionEnd comes last.
                 let _idle = self.run_lock.lock().await;
+                // Persisted before SessionEnd, as in the TypeScript session.
+                if let Some(persistence) = &self.persistence {
+                    persistence.log(&LogEvent::SessionShutdown {
+                        reason: reason.as_str().to_string(),
+                    });
+                    self.save();
+                    persistence.sync();
+                }
                 if self.hooks.has_hooks(HookEvent::SessionEnd) {
                     let input =
                         HookInput::session_end(self.enforcer.hook_common(&self.cwd), reason);
@@ -583,6 +1083,14 @@ impl Session {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The serde name of a unit enum value (`completed`, `interrupted`, …).
+fn wire_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// Ends a run's bookkeeping when the run finishes or its future is dropped.

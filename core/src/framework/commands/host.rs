@@ -1,0 +1,192 @@
+//! The two contracts a command touches: [`SystemCommand`] (what a command is) and
+//! [`CommandHostContext`] (the narrow facade it may use), plus [`CommandModule`], the unit hosts
+//! compose.
+//!
+//! The facade returns plain data, never session internals, so commands can be written and tested
+//! without an `InteractiveSession`, and bindings can implement commands in their own language.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::types::{CommandDescriptor, CommandResult, CommandSource, SessionRequirement};
+use crate::permissions::PermissionMode;
+
+/// A facade operation that failed; the message is shown to the user as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CommandHostError {
+    /// What failed and, where possible, how to fix it.
+    pub message: String,
+}
+
+impl CommandHostError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        CommandHostError {
+            message: message.into(),
+        }
+    }
+}
+
+/// How full the context window is, as the `context` command reports it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContextStateSummary {
+    /// Estimated tokens in the context now.
+    pub used_tokens: u64,
+    /// The model's context window.
+    pub max_tokens: u64,
+    /// `used_tokens / max_tokens` in percent (0–100+).
+    pub used_percent: f64,
+    /// Auto-compaction threshold in percent, or `None` when auto-compaction is off.
+    pub auto_compact_percent: Option<f64>,
+    /// Number of messages in the conversation.
+    pub message_count: usize,
+}
+
+/// Token usage and estimated cost of the session so far.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UsageSummary {
+    /// Input tokens billed.
+    pub input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_creation_tokens: u64,
+    /// Estimated cost in USD, or `None` when the model has no known pricing.
+    pub cost_usd: Option<f64>,
+}
+
+/// What a manual compaction did.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CompactionSummary {
+    /// Messages replaced by the summary.
+    pub removed_messages: usize,
+    /// Messages before compaction.
+    pub messages_before: usize,
+    /// Context use in percent before.
+    pub context_before_percent: f64,
+    /// Context use in percent after.
+    pub context_after_percent: f64,
+}
+
+/// The command-facing facade over a session (spec 000 `ICommandHostContext`).
+///
+/// Implemented by the `InteractiveSession` (and by fakes in tests). Commands depend only on this,
+/// never on the session, CLI state or UI, so the same command runs in every host.
+#[async_trait]
+pub trait CommandHostContext: Send + Sync {
+    /// The session's id.
+    fn session_id(&self) -> String;
+    /// The session's display name, if it has one.
+    fn session_name(&self) -> Option<String>;
+    /// Renames the session (the session persists the name).
+    async fn set_session_name(&self, name: &str) -> Result<(), CommandHostError>;
+    /// Context window usage.
+    fn context_state(&self) -> ContextStateSummary;
+    /// Tokens and cost so far.
+    fn usage_summary(&self) -> UsageSummary;
+    /// The current permission mode.
+    fn permission_mode(&self) -> PermissionMode;
+    /// Changes the permission mode for the rest of the session.
+    async fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), CommandHostError>;
+    /// Tools the user approved "for this session" at a permission prompt.
+    fn session_approved_tools(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The model the session uses, if known.
+    fn model(&self) -> Option<String>;
+    /// Models the host offers for switching; empty means "any id is accepted".
+    fn available_models(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Commands available in this session, for `help`.
+    fn commands(&self) -> Vec<CommandDescriptor>;
+    /// Clears the conversation history held by the session.
+    async fn clear_conversation(&self) -> Result<(), CommandHostError>;
+    /// Compacts the conversation now, optionally focusing the summary on `instructions`.
+    async fn compact(
+        &self,
+        instructions: Option<&str>,
+    ) -> Result<CompactionSummary, CommandHostError>;
+}
+
+/// One executable command (spec 000 `ISystemCommand`): metadata plus a handler.
+///
+/// Implement this to add a command from a host or binding. `execute` receives everything after
+/// the command name as `args` (already without the name and without a slash) and reports bad
+/// arguments as a failed [`CommandResult`] with usage, never by panicking.
+#[async_trait]
+pub trait SystemCommand: Send + Sync {
+    /// Name, description, aliases, lifecycle and so on.
+    fn descriptor(&self) -> &CommandDescriptor;
+    /// Runs the command.
+    async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult;
+}
+
+/// A composition unit of commands (spec 000 `ICommandModule`).
+#[derive(Clone)]
+pub struct CommandModule {
+    /// Module id, used in collision reports (e.g. `robota-command-session`).
+    pub name: String,
+    /// Where the module comes from; plugin modules get `<plugin>:<command>` names.
+    pub source: CommandSource,
+    /// The executable commands.
+    pub commands: Vec<Arc<dyn SystemCommand>>,
+    /// Optional SDK wiring the module needs.
+    pub session_requirements: Vec<SessionRequirement>,
+}
+
+impl std::fmt::Debug for CommandModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandModule")
+            .field("name", &self.name)
+            .field("source", &self.source)
+            .field(
+                "commands",
+                &self
+                    .commands
+                    .iter()
+                    .map(|c| c.descriptor().name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("session_requirements", &self.session_requirements)
+            .finish()
+    }
+}
+
+impl CommandModule {
+    /// An empty module.
+    pub fn new(name: impl Into<String>, source: CommandSource) -> Self {
+        CommandModule {
+            name: name.into(),
+            source,
+            commands: Vec::new(),
+            session_requirements: Vec::new(),
+        }
+    }
+
+    /// Adds a command.
+    pub fn with_command(mut self, command: Arc<dyn SystemCommand>) -> Self {
+        self.commands.push(command);
+        self
+    }
+
+    /// Adds a session requirement.
+    pub fn with_requirement(mut self, requirement: SessionRequirement) -> Self {
+        self.session_requirements.push(requirement);
+        self
+    }
+
+    /// The descriptors of its commands, derived from the executable commands so metadata never
+    /// exists without a handler (spec 000 "Single owner rule").
+    pub fn descriptors(&self) -> Vec<CommandDescriptor> {
+        self.commands
+            .iter()
+            .map(|c| c.descriptor().clone())
+            .collect()
+    }
+}
