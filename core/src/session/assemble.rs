@@ -37,6 +37,10 @@ pub(crate) struct Assembly {
     pub(crate) settings_targets: Vec<SettingsTarget>,
     /// The settings' automatic-compaction policy (`autoCompactThreshold`).
     pub(crate) compaction: CompactionPolicy,
+    /// The settings' `language` (neutral metadata in the system prompt).
+    pub(crate) language: Option<String>,
+    /// The settings' `taskContext.enabled`.
+    pub(crate) task_context_enabled: bool,
 }
 
 pub(crate) fn assemble(
@@ -78,6 +82,10 @@ pub(crate) fn assemble(
     let mut mode = PermissionMode::Default;
     let mut bypass_disabled = false;
     let mut compaction = CompactionPolicy::default();
+    let language = loaded.as_ref().and_then(|l| l.settings.language.clone());
+    let task_context_enabled = loaded
+        .as_ref()
+        .is_none_or(|l| l.settings.task_context_enabled);
 
     if let Some(loaded) = &loaded {
         for warning in &loaded.warnings {
@@ -156,6 +164,8 @@ pub(crate) fn assemble(
         sensitive_paths,
         settings_targets,
         compaction,
+        language,
+        task_context_enabled,
     })
 }
 

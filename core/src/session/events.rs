@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::context::ContextState;
 use super::permission_handler::{PermissionResolution, ResolvedBy, SettingsTarget};
 use crate::engine::EngineEvent;
+use crate::framework::context::{ContextWarning, LoadedContextFile};
 use crate::hooks::{CompactTrigger, HandlerSummary, HookEvent, HookFailure, HookOutcome};
 use crate::permissions::{DecisionBasis, PermissionMode};
 
@@ -177,6 +178,16 @@ pub enum SessionEvent {
         trigger: CompactTrigger,
         /// Why.
         reason: String,
+    },
+    /// The project context (AGENTS.md, CLAUDE.md, memory, tasks) the system prompt was built
+    /// from. Sent once, when the session starts (first `run` or `start`), so a host subscribed
+    /// through `on_event` sees which files shape the agent. Not sent when the system prompt was
+    /// given explicitly or project context loading is off.
+    ContextLoaded {
+        /// Every file read, in prompt order.
+        files: Vec<LoadedContextFile>,
+        /// Files that exist but could not be read (loading went on without them).
+        warnings: Vec<ContextWarning>,
     },
     /// An engine event, passed through unchanged.
     #[serde(untagged)]

@@ -135,8 +135,16 @@ pub struct SessionOptions {
     pub permission_handler: Option<Arc<dyn PermissionHandler>>,
     /// In-process hooks, run like settings hooks.
     pub hook_callbacks: Vec<HookCallbackRegistration>,
-    /// The system prompt.
+    /// The system prompt. When set it replaces the prompt assembled from the project context
+    /// (which is then not loaded at all).
     pub system_prompt: Option<String>,
+    /// Text appended (after a blank line) to the system prompt, assembled or explicit: for hosts
+    /// that add their own instructions without giving up the project's.
+    pub append_system_prompt: Option<String>,
+    /// Whether to build the system prompt from the project (AGENTS.md/CLAUDE.md, memory, tasks,
+    /// environment) when `system_prompt` is not given. On by default; off gives a bare prompt
+    /// (only `append_system_prompt`, if any) and no `context_loaded` event.
+    pub load_project_context: bool,
     /// Most model/tool rounds per run; `0` (the default) means no cap, as in the TypeScript
     /// session.
     pub max_turns: u32,
@@ -168,8 +176,9 @@ pub struct SessionOptions {
     /// Per-session switch for automatic compaction (on by default; the settings'
     /// `autoCompactThreshold: false` also turns it off).
     pub auto_compact: bool,
-    /// Focus instructions for compaction summaries when the caller gives none (e.g. the
-    /// "Compact Instructions" section of CLAUDE.md).
+    /// Focus instructions for compaction summaries when the caller gives none. When `None`, the
+    /// "Compact Instructions" sections of the project's instruction files are used (if the
+    /// project context was loaded).
     pub compact_instructions: Option<String>,
 }
 
@@ -187,6 +196,8 @@ impl SessionOptions {
             permission_handler: None,
             hook_callbacks: Vec::new(),
             system_prompt: None,
+            append_system_prompt: None,
+            load_project_context: true,
             max_turns: 0,
             session_id: None,
             on_event: None,
@@ -275,6 +286,18 @@ impl SessionOptions {
         self
     }
 
+    /// Appends `text` to the system prompt (assembled or explicit).
+    pub fn with_append_system_prompt(mut self, text: impl Into<String>) -> Self {
+        self.append_system_prompt = Some(text.into());
+        self
+    }
+
+    /// Turns loading the project context into the system prompt on or off.
+    pub fn with_project_context(mut self, enabled: bool) -> Self {
+        self.load_project_context = enabled;
+        self
+    }
+
     /// Caps each run at `max_turns` rounds (`0` = no cap).
     pub fn with_max_turns(mut self, max_turns: u32) -> Self {
         self.max_turns = max_turns;
@@ -311,6 +334,11 @@ impl std::fmt::Debug for SessionOptions {
                 "system_prompt",
                 &self.system_prompt.as_ref().map(String::len),
             )
+            .field(
+                "append_system_prompt",
+                &self.append_system_prompt.as_ref().map(String::len),
+            )
+            .field("load_project_context", &self.load_project_context)
             .field("max_turns", &self.max_turns)
             .field("session_id", &self.session_id)
             .field("on_event", &self.on_event.is_some())

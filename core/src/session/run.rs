@@ -7,6 +7,14 @@
 //!   error naming the file, key and problem; warnings become `settings_warning` events), builds
 //!   the tools (bare-name deny rules remove tools from what the model sees) and the
 //!   [`PermissionEnforcer`]. It does no async work and fires no hook.
+//! - The system prompt: [`SessionOptions::system_prompt`] when given; otherwise, unless
+//!   [`SessionOptions::load_project_context`] is off, built from the project folder
+//!   (AGENTS.md/CLAUDE.md from the git root down to cwd and the user files under the settings'
+//!   home, memory, tasks, then environment metadata) with
+//!   [`build_system_prompt`](crate::framework::context::build_system_prompt);
+//!   [`SessionOptions::append_system_prompt`] follows either. The files read are reported in a
+//!   `context_loaded` event at SessionStart, and the project's "Compact Instructions" focus
+//!   compaction summaries unless [`SessionOptions::compact_instructions`] is set.
 //! - **SessionStart** (source `startup`) fires once, on the first [`Session::run`] or an earlier
 //!   explicit [`Session::start`]. It is not fired from `new` so that construction stays
 //!   synchronous (the C ABI and constructors in every binding can call it) and so the hook's
@@ -75,6 +83,10 @@ use crate::engine::{
     RunStopReason,
 };
 use crate::framework::config::CompactionPolicy;
+use crate::framework::context::{
+    build_system_prompt, load_project_context, ContextOptions, ContextWarning, ProjectContext,
+    ProjectInfo, PromptMetadata,
+};
 use crate::hooks::{
     CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner, HookRunnerOptions,
     PostCompactInput, PreCompactInput, SessionEndReason, SessionStartSource, StopFailureInput,
@@ -115,6 +127,9 @@ pub struct Session {
     started: OnceCell<()>,
     /// SessionStart context waiting for the first prompt.
     start_context: Mutex<Vec<String>>,
+    /// The `context_loaded` event, held until SessionStart so that it reaches the host with the
+    /// other start-up events rather than during construction.
+    context_loaded: Mutex<Option<SessionEvent>>,
     shut_down: AtomicBool,
     ended: OnceCell<()>,
     /// SessionStart's source: `startup`, or `resume`/`fork` for a restored session.
@@ -214,6 +229,8 @@ impl Session {
             sensitive_paths,
             settings_targets,
             compaction,
+            language,
+            task_context_enabled,
         } = assemble(
             &cwd,
             options.settings,
@@ -264,7 +281,7 @@ impl Session {
         let mut runner_options = HookRunnerOptions::new(&cwd)
             .with_env(env)
             .with_provider(Arc::clone(&options.provider))
-            .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home)));
+            .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home.clone())));
         runner_options.provider_for_model = None;
         let hooks = Arc::new(HookRunner::new(hooks_config, runner_options));
         for registration in options.hook_callbacks {
@@ -282,6 +299,12 @@ impl Session {
                 })?;
         }
 
+        // Hooks get the session log as their transcript: it is the file that holds the whole
+        // conversation as it happens (the snapshot is only rewritten between turns).
+        let transcript_path = store
+            .as_ref()
+            .and_then(|store| store.log_path(&id).ok())
+            .map(|path| path.to_string_lossy().into_owned());
         let enforcer = PermissionEnforcer::new(EnforcerOptions {
             session_id: id.clone(),
             context,
@@ -290,7 +313,7 @@ impl Session {
             settings_targets,
             on_event: options.on_event,
             resolver: None,
-            transcript_path: None,
+            transcript_path,
         });
 
         let model = options.provider.model().to_string();
@@ -299,10 +322,35 @@ impl Session {
             .engine
             .context_window
             .unwrap_or_else(|| options.provider.capabilities().context_window);
-        let system_prompt = options.system_prompt.clone();
+        let project = if options.system_prompt.is_none() && options.load_project_context {
+            Some(project_prompt(
+                &cwd,
+                home.clone(),
+                task_context_enabled,
+                PromptFacts {
+                    model: &model,
+                    language,
+                    permission_mode: enforcer.permission_mode(),
+                },
+            ))
+        } else {
+            None
+        };
+        let (assembled_prompt, context_loaded, project_compact_instructions) = match project {
+            Some(project) => (
+                Some(project.system_prompt),
+                Some(project.event),
+                project.compact_instructions,
+            ),
+            None => (options.system_prompt, None, None),
+        };
+        let system_prompt = append_prompt(assembled_prompt, options.append_system_prompt);
+        let compact_instructions = options
+            .compact_instructions
+            .or(project_compact_instructions);
         let max_tokens = options.engine.max_tokens;
         let config = EngineConfig {
-            system_prompt: options.system_prompt,
+            system_prompt: system_prompt.clone(),
             max_turns: options.max_turns,
             cwd: cwd.clone(),
             ..options.engine
@@ -372,6 +420,7 @@ impl Session {
             current_run: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
+            context_loaded: Mutex::new(context_loaded),
             shut_down: AtomicBool::new(false),
             ended: OnceCell::new(),
             start_source,
@@ -387,7 +436,7 @@ impl Session {
             context: Mutex::new(None),
             compaction,
             auto_compact: AtomicBool::new(options.auto_compact),
-            compact_instructions: options.compact_instructions,
+            compact_instructions,
         })
     }
 
@@ -487,12 +536,20 @@ impl Session {
         }
     }
 
-    /// Fires SessionStart (source `startup`, or `resume`/`fork` for a restored session) if it
-    /// has not fired yet. [`Session::run`] calls
+    /// Sends the `context_loaded` event and fires SessionStart (source `startup`, or
+    /// `resume`/`fork` for a restored session) if that has not happened yet. [`Session::run`] calls
     /// this; call it earlier to run the hooks before the first prompt.
     pub async fn start(&self) {
         self.started
             .get_or_init(|| async {
+                let loaded = self
+                    .context_loaded
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some(event) = loaded {
+                    self.events.emit(event);
+                }
                 if !self.hooks.has_hooks(HookEvent::SessionStart) {
                     return;
                 }
@@ -695,6 +752,31 @@ impl Session {
         self.save();
         self.update_context(state);
         Ok(outcome)
+    }
+
+    /// Appends `message` to the history outside a turn, e.g. a notice from the host ("the user
+    /// switched branches") that the model should see with the next prompt. With persistence it
+    /// is logged as `history_append` and the snapshot is saved, so it survives a resume.
+    ///
+    /// Refused with [`SessionError::Busy`] while a run is in progress (the run owns the history
+    /// then, and a message slipped between a tool call and its result would break the
+    /// conversation) and with [`SessionError::ShutDown`] after shutdown.
+    pub fn inject_message(&self, message: Message) -> Result<(), SessionError> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        // Held while appending so a run cannot start halfway.
+        let _exclusive = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
+        let entry = {
+            let mut conversation = self.lock_conversation();
+            conversation.push(message);
+            conversation.entries().last().cloned()
+        };
+        if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
+            persistence.log(&LogEvent::HistoryAppend { entry });
+        }
+        self.save();
+        Ok(())
     }
 
     /// Saves the snapshot (when the session is saved); errors become `persistence_error` events.
@@ -1157,6 +1239,87 @@ fn stop_failure_type(error: &ProviderError) -> &'static str {
         ProviderErrorKind::InvalidRequest | ProviderErrorKind::ContextLength => "invalid_request",
         ProviderErrorKind::Overloaded | ProviderErrorKind::Provider => "server_error",
         ProviderErrorKind::Network => "unknown",
+    }
+}
+
+/// What the system prompt's environment section says besides the cwd, platform and date.
+struct PromptFacts<'a> {
+    model: &'a str,
+    language: Option<String>,
+    permission_mode: PermissionMode,
+}
+
+/// The system prompt assembled from the project folder, with what the session reports about it.
+struct ProjectPrompt {
+    system_prompt: String,
+    event: SessionEvent,
+    compact_instructions: Option<String>,
+}
+
+/// Loads the project context for `cwd` and builds the system prompt from it. A context that
+/// cannot be loaded at all (an unusable cwd) does not stop the session: the prompt then has only
+/// the environment section, and the failure is a warning in the `context_loaded` event.
+fn project_prompt(
+    cwd: &Path,
+    home: Option<PathBuf>,
+    load_task_context: bool,
+    facts: PromptFacts<'_>,
+) -> ProjectPrompt {
+    let mut options = ContextOptions::new(cwd, home);
+    options.load_task_context = load_task_context;
+    let mut metadata = PromptMetadata::new(cwd);
+    metadata.model = Some(facts.model.to_string());
+    metadata.language = facts.language;
+    metadata.permission_mode = Some(facts.permission_mode.as_str().to_string());
+    match load_project_context(&options) {
+        Ok(context) => ProjectPrompt {
+            system_prompt: build_system_prompt(&context, &metadata),
+            compact_instructions: context.compact_instructions.clone(),
+            event: SessionEvent::ContextLoaded {
+                files: context.loaded_files,
+                warnings: context.warnings,
+            },
+        },
+        Err(error) => ProjectPrompt {
+            system_prompt: build_system_prompt(&empty_context(cwd), &metadata),
+            compact_instructions: None,
+            event: SessionEvent::ContextLoaded {
+                files: Vec::new(),
+                warnings: vec![ContextWarning {
+                    path: cwd.to_path_buf(),
+                    message: error.to_string(),
+                }],
+            },
+        },
+    }
+}
+
+/// A project context with nothing in it, for building the environment-only prompt.
+fn empty_context(cwd: &Path) -> ProjectContext {
+    ProjectContext {
+        cwd: cwd.to_path_buf(),
+        project_dir: cwd.to_path_buf(),
+        git_root: None,
+        git_branch: None,
+        instructions: Vec::new(),
+        memory: None,
+        tasks: Vec::new(),
+        task_context: None,
+        project: ProjectInfo::default(),
+        compact_instructions: None,
+        loaded_files: Vec::new(),
+        warnings: Vec::new(),
+    }
+}
+
+/// `prompt` followed by `append` (separated by a blank line); either alone when the other is
+/// missing or empty.
+fn append_prompt(prompt: Option<String>, append: Option<String>) -> Option<String> {
+    let append = append.filter(|a| !a.trim().is_empty());
+    match (prompt.filter(|p| !p.trim().is_empty()), append) {
+        (Some(prompt), Some(append)) => Some(format!("{}\n\n{}", prompt.trim_end(), append)),
+        (prompt, None) => prompt,
+        (None, append) => append,
     }
 }
 

@@ -56,7 +56,7 @@ pub use tasks::{
 use std::io;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes shared by all instruction files (AGENTS.md, CLAUDE.md, local and user variants): 64 KiB.
 /// Enough for several substantial files; small next to a 200K-token context window, so project
@@ -64,7 +64,7 @@ use serde::Serialize;
 pub const DEFAULT_INSTRUCTIONS_BUDGET_BYTES: usize = 64 * 1024;
 
 /// What a context file is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContextFileKind {
     /// `AGENTS.md` in a project directory.
@@ -115,7 +115,7 @@ pub struct InstructionFile {
 }
 
 /// One file read while loading the context, for the session's "context loaded" event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadedContextFile {
     /// The file.
     pub path: PathBuf,
@@ -130,7 +130,7 @@ pub struct LoadedContextFile {
 }
 
 /// A file that exists but could not be read. Loading goes on without it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextWarning {
     /// The file.
     pub path: PathBuf,
