@@ -1,6 +1,8 @@
 //! The framework layer: everything that turns a project folder into a session — settings files,
 //! project context (AGENTS.md / CLAUDE.md, memory, tasks), the system prompt and `@file` prompt
-//! references.
+//! references — and the client-facing surface on top of a session: [`interactive`]
+//! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
+//! [`query`] (`create_query`, one full agent turn per call).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
@@ -10,3 +12,5 @@
 pub mod commands;
 pub mod config;
 pub mod context;
+pub mod interactive;
+pub mod query;

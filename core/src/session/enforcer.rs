@@ -236,6 +236,28 @@ impl PermissionEnforcer {
         self.add_rules(rules, &RuleSource::new("session"))
     }
 
+    /// Adds allow and deny rules that hold like settings rules for the whole session (they
+    /// survive [`clear_session_rules`](Self::clear_session_rules) and are not listed as
+    /// approvals). Used for a query's `allowed_tools`/`disallowed_tools`. All-or-nothing.
+    pub fn add_override_rules(
+        &self,
+        allow: &[String],
+        deny: &[String],
+    ) -> Result<(), Vec<RuleParseError>> {
+        let source = RuleSource::new("session");
+        let mut parsed = RuleSet::new();
+        parsed.add_list(RuleList::Allow, allow, &source)?;
+        parsed.add_list(RuleList::Deny, deny, &source)?;
+        let mut state = self.write_state();
+        let mut context = (*state.context).clone();
+        for rule in parsed.rules() {
+            context.rules.push(rule.clone());
+            state.base_rules.push(rule.clone());
+        }
+        state.context = Arc::new(context);
+        Ok(())
+    }
+
     /// Forgets the rules added during the session (rules saved to settings files come back with
     /// the next session that loads them).
     pub fn clear_session_rules(&self) {

@@ -123,6 +123,9 @@ pub struct SessionOptions {
     /// `additionalDirectories`, with the settings' `env` for Bash. Tools a bare-name deny rule
     /// names are removed either way.
     pub tools: Option<ToolRegistry>,
+    /// Tools added to whichever set `tools` gives (built-ins or the host's), e.g. the projected
+    /// `robota_command_*` tools of an `InteractiveSession`. Added before deny rules hide tools.
+    pub extra_tools: Vec<Arc<dyn crate::tools::Tool>>,
     /// The base configuration of the built-in tools when `tools` is `None` (`additional_roots`
     /// and `env` are extended from the settings).
     pub builtin_tools: BuiltinToolsConfig,
@@ -190,6 +193,7 @@ impl SessionOptions {
             cwd: cwd.into(),
             provider,
             tools: None,
+            extra_tools: Vec::new(),
             builtin_tools: BuiltinToolsConfig::default(),
             settings: SessionSettings::default(),
             permission_mode: None,

@@ -250,6 +250,9 @@ impl Session {
                 registry
             }
         };
+        for tool in options.extra_tools {
+            tools.register(tool);
+        }
         let hidden = rules.hidden_tools(tools.names());
         for name in &hidden {
             tools.unregister(name);
@@ -575,6 +578,17 @@ impl Session {
     /// Sends `prompt` to the agent and runs until it answers (see the module docs for the hooks
     /// around it).
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunOutcome, SessionError> {
+        self.run_with_context(prompt, Vec::new()).await
+    }
+
+    /// Like [`run`](Self::run), with `context` (e.g. the contents of `@file` references) sent to
+    /// the model with this prompt only, as model-only context like a hook's
+    /// `additionalContext`; the history keeps `prompt` as typed.
+    pub async fn run_with_context(
+        &self,
+        prompt: impl Into<String>,
+        context: Vec<String>,
+    ) -> Result<RunOutcome, SessionError> {
         let prompt = prompt.into();
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(SessionError::ShutDown);
@@ -593,6 +607,12 @@ impl Session {
             session: self,
             cancel: cancel.clone(),
         };
+        if !context.is_empty() {
+            self.start_context
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(context);
+        }
         self.run_turn(prompt, &cancel).await
     }
 
@@ -776,6 +796,52 @@ impl Session {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
         self.save();
+        Ok(())
+    }
+
+    /// Appends an event entry (category `event`, e.g. `tool-summary`) to the history. Refused
+    /// like [`inject_message`](Self::inject_message) while a run is in progress or after
+    /// shutdown. Event entries are never sent to the model.
+    pub fn append_history_event(
+        &self,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> Result<(), SessionError> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        let _exclusive = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
+        let entry = {
+            let mut conversation = self.lock_conversation();
+            conversation.push_event(event_type, data);
+            conversation.entries().last().cloned()
+        };
+        if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
+            persistence.log(&LogEvent::HistoryAppend { entry });
+        }
+        self.save();
+        Ok(())
+    }
+
+    /// Empties the conversation (the `clear` command). Refused while a run is in progress and
+    /// after shutdown. Usage totals are kept: the money was spent.
+    pub fn clear_conversation(&self) -> Result<(), SessionError> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        let _exclusive = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
+        let cleared = Conversation::new();
+        if let Some(persistence) = &self.persistence {
+            persistence.log(&LogEvent::HistoryReplace {
+                reason: "clear".into(),
+                entries: Vec::new(),
+                usage: None,
+            });
+        }
+        let state = self.estimate(cleared.messages());
+        *self.lock_conversation() = cleared;
+        self.save();
+        self.update_context(state);
         Ok(())
     }
 

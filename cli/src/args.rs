@@ -1,0 +1,123 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// Run the robota agent in a project folder.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "robota", version, about, long_about = None)]
+pub struct Cli {
+    /// Run this prompt headless and print the answer (without it: interactive mode).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// How headless output is printed.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// The model id (overrides settings `model` and the profile's model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The settings provider profile to use (sets `currentProvider`).
+    #[arg(long, value_name = "PROFILE")]
+    pub provider: Option<String>,
+    /// Permission mode: default, acceptEdits, plan, dontAsk, bypassPermissions.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<String>,
+    /// Rules to allow without asking, comma or space separated (e.g. `Read,Bash(git status)`).
+    #[arg(long, value_name = "RULES", num_args = 1..)]
+    pub allowed_tools: Vec<String>,
+    /// Rules to deny, comma or space separated.
+    #[arg(long, value_name = "RULES", num_args = 1..)]
+    pub disallowed_tools: Vec<String>,
+    /// Most model/tool rounds for the prompt (0 = no cap).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Resume the saved session with this id.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_session")]
+    pub resume: Option<String>,
+    /// Resume the most recent session of this project.
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+    /// With --resume/--continue: continue in a copy with a new id.
+    #[arg(long)]
+    pub fork: bool,
+    /// The project directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// An extra settings file, applied above every settings layer.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Re-run a recorded session log (.robota/logs/<id>.jsonl) offline instead of calling a model.
+    #[arg(long, value_name = "LOG")]
+    pub replay: Option<PathBuf>,
+    /// How permission prompts are answered: `none` denies with an explanation, `stdin` asks.
+    #[arg(long, value_enum, default_value_t = PermissionPrompt::None)]
+    pub permission_prompt: PermissionPrompt,
+    /// Print tool calls, warnings and the session id to stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Headless output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The answer as plain text.
+    Text,
+    /// One JSON object: the result.
+    Json,
+    /// One JSON object per line: every session event, then the result.
+    StreamJson,
+}
+
+/// Who answers permission prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PermissionPrompt {
+    /// Nobody: calls that need approval are denied, and the model is told how to allow them.
+    None,
+    /// The user, on stdin (y/n/a/s).
+    Stdin,
+}
+
+/// Splits `--allowed-tools` values into rules: commas and spaces separate rules, except inside
+/// parentheses (so `Bash(npm run test *)` stays one rule).
+pub fn split_rules(values: &[String]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for value in values {
+        let mut depth = 0usize;
+        let mut current = String::new();
+        for ch in value.chars() {
+            match ch {
+                '(' => {
+                    depth += 1;
+                    current.push(ch);
+                }
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    current.push(ch);
+                }
+                ',' | ' ' | '\t' if depth == 0 => {
+                    if !current.trim().is_empty() {
+                        rules.push(current.trim().to_owned());
+                    }
+                    current.clear();
+                }
+                _ => current.push(ch),
+            }
+        }
+        if !current.trim().is_empty() {
+            rules.push(current.trim().to_owned());
+        }
+    }
+    rules
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_split_on_commas_and_spaces_outside_parentheses() {
+        let rules = split_rules(&["Read, Bash(npm run test *) Glob".into(), "Edit".into()]);
+        assert_eq!(rules, ["Read", "Bash(npm run test *)", "Glob", "Edit"]);
+    }
+}

@@ -1,0 +1,215 @@
+//! Driving a [`Session`]: turning the parsed arguments into settings, a provider and session
+//! options, and reporting failures with exit codes. The only module that knows the session API,
+//! so that moving the CLI to `InteractiveSession` changes this file alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use robota::framework::config::{load_settings, SettingsOptions};
+use robota::permissions::PermissionMode;
+use robota::provider::from_settings::{open_replay, provider_from_settings, BuiltProvider};
+use robota::provider::Provider;
+use robota::session::store::SessionStore;
+use robota::session::{
+    PermissionHandler, Session, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
+};
+
+use crate::args::{split_rules, Cli};
+use crate::{EXIT_RUN_ERROR, EXIT_USAGE};
+
+/// A failure that ends the process: the exit code and the message for stderr.
+#[derive(Debug)]
+pub struct CliError {
+    /// The process exit code.
+    pub code: u8,
+    /// What failed and how to fix it.
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage or configuration error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// A run error (exit 1).
+    pub fn run(message: impl Into<String>) -> Self {
+        CliError {
+            code: EXIT_RUN_ERROR,
+            message: message.into(),
+        }
+    }
+}
+
+/// An open session and what the CLI needs to explain its failures.
+pub struct OpenSession {
+    /// The session.
+    pub session: Arc<Session>,
+    /// The endpoint of an HTTP provider (named when it cannot be reached).
+    pub base_url: Option<String>,
+}
+
+/// Opens the session the arguments describe, in the project folder `--cwd` (or the current
+/// directory). Sessions are saved under `<cwd>/.robota/` so that `--resume`/`--continue` work.
+pub fn open_session(
+    cli: &Cli,
+    permission_handler: Option<Arc<dyn PermissionHandler>>,
+    on_event: impl Fn(SessionEvent) + Send + Sync + 'static,
+) -> Result<OpenSession, CliError> {
+    let cwd = project_dir(cli)?;
+    let overrides = settings_overrides(cli)?;
+    let loaded = load_settings(&SettingsOptions::from_env(&cwd).with_overrides(overrides))
+        .map_err(|error| CliError::usage(error.to_string()))?;
+
+    let built = match &cli.replay {
+        // A replay needs no key and no network: the recorded responses are the model.
+        Some(log) => {
+            let provider = open_replay(log).map_err(|e| CliError::usage(e.to_string()))?;
+            BuiltProvider {
+                provider: Arc::new(provider) as Arc<dyn Provider>,
+                profile: None,
+                kind: "replay".into(),
+                model: "replay".into(),
+                base_url: None,
+            }
+        }
+        None => provider_from_settings(&loaded.settings, &cwd, &|name| std::env::var(name).ok())
+            .map_err(|error| CliError::usage(error.to_string()))?,
+    };
+
+    let resume = match (&cli.resume, cli.continue_session) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => Some(latest_session(&cwd)?),
+        (None, false) => None,
+    };
+    if cli.fork && resume.is_none() {
+        return Err(CliError::usage(
+            "--fork needs --resume ID or --continue (it copies an existing session)",
+        ));
+    }
+
+    let mut options = SessionOptions::new(&cwd, built.provider.clone())
+        .with_settings(SessionSettings::Loaded(Box::new(loaded)))
+        .with_persistence(SessionPersistence::Project)
+        .with_on_event(on_event);
+    if let Some(max_turns) = cli.max_turns {
+        options = options.with_max_turns(max_turns);
+    }
+    if let Some(mode) = &cli.permission_mode {
+        let mode: PermissionMode =
+            mode.parse()
+                .map_err(|error: <PermissionMode as std::str::FromStr>::Err| {
+                    CliError::usage(format!("--permission-mode: {error}"))
+                })?;
+        options = options.with_permission_mode(mode);
+    }
+    if let Some(handler) = permission_handler {
+        options = options.with_permission_handler(handler);
+    }
+    if let Some(id) = resume {
+        options = options.with_resume(id, cli.fork);
+    }
+    let session = Session::new(options).map_err(|error| CliError::usage(error.to_string()))?;
+    Ok(OpenSession {
+        session: Arc::new(session),
+        base_url: built.base_url,
+    })
+}
+
+fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
+    let cwd = match &cli.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::usage(format!("cannot read the current directory: {e}")))?,
+    };
+    if !cwd.is_dir() {
+        return Err(CliError::usage(format!(
+            "--cwd {}: not a directory",
+            cwd.display()
+        )));
+    }
+    Ok(cwd)
+}
+
+/// The id of the most recently updated saved session of the project.
+fn latest_session(cwd: &Path) -> Result<String, CliError> {
+    let listing = SessionStore::for_project(cwd)
+        .list()
+        .map_err(|error| CliError::usage(format!("cannot list saved sessions: {error}")))?;
+    listing
+        .sessions
+        .first()
+        .map(|summary| summary.id.clone())
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "--continue: no saved session in {}",
+                cwd.join(".robota/sessions").display()
+            ))
+        })
+}
+
+/// The settings layer the flags make: `--settings FILE` first, then `--model`, `--provider` and
+/// the allow/deny rules above it.
+fn settings_overrides(cli: &Cli) -> Result<Value, CliError> {
+    let mut top = match &cli.settings {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                CliError::usage(format!("--settings {}: {error}", path.display()))
+            })?;
+            match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(object)) => object,
+                Ok(_) => {
+                    return Err(CliError::usage(format!(
+                        "--settings {}: must hold a JSON object",
+                        path.display()
+                    )))
+                }
+                Err(error) => {
+                    return Err(CliError::usage(format!(
+                        "--settings {}: not valid JSON: {error}",
+                        path.display()
+                    )))
+                }
+            }
+        }
+        None => Map::new(),
+    };
+    if let Some(model) = &cli.model {
+        top.insert("model".into(), json!(model));
+    }
+    if let Some(profile) = &cli.provider {
+        top.insert("currentProvider".into(), json!(profile));
+    }
+    for (key, values) in [
+        ("allow", &cli.allowed_tools),
+        ("deny", &cli.disallowed_tools),
+    ] {
+        let rules = split_rules(values);
+        if rules.is_empty() {
+            continue;
+        }
+        let permissions = top
+            .entry("permissions")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Value::Object(permissions) = permissions else {
+            return Err(CliError::usage(
+                "--settings: `permissions` must be an object",
+            ));
+        };
+        let list = permissions
+            .entry(key)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(list) = list else {
+            return Err(CliError::usage(format!(
+                "--settings: `permissions.{key}` must be an array"
+            )));
+        };
+        list.extend(rules.into_iter().map(Value::String));
+    }
+    Ok(Value::Object(top))
+}

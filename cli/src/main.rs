@@ -1,0 +1,66 @@
+//! `robota`: the command line for the robota agent engine.
+//!
+//! `robota -p PROMPT` runs one query headless and prints the answer (text, JSON or a stream of
+//! JSON events); `robota` alone starts a small line-based REPL. Argument handling lives in
+//! [`args`], the session is driven from [`driver`] (one module, so that switching it to the
+//! `InteractiveSession` API later touches one file), output formatting in [`output`].
+//!
+//! Exit codes: 0 success, 1 the run failed (model/network error, refused prompt), 2 usage or
+//! configuration error (bad flag, bad settings, missing API key), 130 interrupted (Ctrl-C).
+
+mod args;
+mod driver;
+mod output;
+mod prompt;
+mod repl;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::Cli;
+use driver::CliError;
+
+/// Exit code: the run failed.
+pub const EXIT_RUN_ERROR: u8 = 1;
+/// Exit code: bad arguments or configuration.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // clap prints help/version to stdout with success, and usage errors to stderr.
+            let code = if error.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("robota: cannot start the async runtime: {error}");
+            return ExitCode::from(EXIT_RUN_ERROR);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.prompt.clone() {
+            Some(prompt) => output::run_headless(&cli, prompt).await,
+            None => repl::run_repl(&cli).await,
+        }
+    });
+    // Do not wait for blocked stdin readers (the prompt reader thread) before exiting.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError { code, message }) => {
+            eprintln!("robota: {message}");
+            ExitCode::from(code)
+        }
+    }
+}

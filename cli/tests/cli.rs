@@ -1,0 +1,400 @@
+//! End-to-end tests of the `robota` binary: each runs the real executable in a temporary project
+//! folder with `HOME` pointed at a temporary directory, against mock-llm on loopback (or offline
+//! providers), and checks what a user sees: stdout, stderr, exit codes and saved session files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use std::io::Write;
+
+use mock_llm::MockLlm;
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+/// A project folder and a home directory, both temporary.
+struct Project {
+    dir: TempDir,
+    home: TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        Project {
+            dir: tempfile::tempdir().expect("temp project dir"),
+            home: tempfile::tempdir().expect("temp home dir"),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Points the project's settings at mock-llm's Anthropic endpoint.
+    fn use_mock(&self, mock: &MockLlm) {
+        self.write_settings(json!({
+            "currentProvider": "mock",
+            "providers": {"mock": {
+                "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+                "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+            }}
+        }));
+    }
+
+    fn write_settings(&self, settings: Value) {
+        let dir = self.path().join(".robota");
+        std::fs::create_dir_all(&dir).expect("create .robota");
+        std::fs::write(dir.join("settings.json"), settings.to_string()).expect("write settings");
+    }
+
+    /// The binary, in the project, with no provider variables from the outer environment.
+    fn robota(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_robota"));
+        command
+            .current_dir(self.path())
+            .env("HOME", self.home.path())
+            .env("USERPROFILE", self.home.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.robota().args(args).output().expect("run robota")
+    }
+
+    fn sessions(&self) -> Vec<PathBuf> {
+        let dir = self.path().join(".robota/sessions");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+        files
+    }
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json_result(output: &Output) -> Value {
+    serde_json::from_str(stdout(output).trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {}", stdout(output)))
+}
+
+async fn mock(turns: Value) -> MockLlm {
+    MockLlm::start_json(json!({ "turns": turns }))
+        .await
+        .expect("start mock-llm")
+}
+
+/// Every message text the model was sent in request `index`, joined.
+fn sent_text(mock: &MockLlm, index: usize) -> String {
+    mock.requests()
+        .get(index)
+        .map(|request| request.body["messages"].to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_output_prints_the_answer() {
+    let mock = mock(json!([{"text": ["Hello ", "there."]}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "Say hello"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Hello there.\n");
+    assert!(sent_text(&mock, 0).contains("Say hello"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_is_one_result_object() {
+    let mock =
+        mock(json!([{"text": "Four.", "usage": {"input_tokens": 12, "output_tokens": 3}}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "2+2?", "--output-format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let result = json_result(&output);
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["response"], "Four.");
+    assert_eq!(result["stop_reason"], "completed");
+    assert_eq!(result["num_turns"], 1);
+    assert_eq!(result["usage"]["output_tokens"], 3);
+    assert!(
+        result["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "{result}"
+    );
+    assert!(result["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(result["duration_ms"].is_u64());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_json_prints_every_event_then_the_result() {
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+        {"text": "The notes say hi."}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi").expect("write notes");
+    let output = project.run(&["-p", "Read notes", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert!(types.contains(&"tool_start"), "{types:?}");
+    assert!(types.contains(&"tool_end"), "{types:?}");
+    assert!(types.contains(&"text_delta"), "{types:?}");
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["response"], "The notes say hi.");
+    assert_eq!(last["num_turns"], 2);
+    // The Read result went back to the model.
+    assert!(sent_text(&mock, 1).contains("hi"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_continue_and_fork_use_the_saved_sessions() {
+    let mock = mock(json!([
+        {"text": "first answer"}, {"text": "second answer"},
+        {"text": "third answer"}, {"text": "fourth answer"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+
+    let first = json_result(&project.run(&["-p", "remember PINEAPPLE", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+    assert_eq!(project.sessions().len(), 1);
+
+    let resumed = json_result(&project.run(&[
+        "-p",
+        "what word?",
+        "--resume",
+        &id,
+        "--output-format",
+        "json",
+    ]));
+    assert_eq!(resumed["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 1).contains("PINEAPPLE"),
+        "resume sends the history"
+    );
+
+    let continued =
+        json_result(&project.run(&["-p", "again?", "--continue", "--output-format", "json"]));
+    assert_eq!(continued["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 2).contains("what word?"),
+        "continue picks the latest session"
+    );
+
+    let forked = json_result(&project.run(&[
+        "-p",
+        "fork",
+        "--resume",
+        &id,
+        "--fork",
+        "--output-format",
+        "json",
+    ]));
+    assert_ne!(forked["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 3).contains("PINEAPPLE"),
+        "a fork keeps the history"
+    );
+    assert_eq!(
+        project.sessions().len(),
+        2,
+        "the fork is saved beside the original"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_reproduces_a_recorded_run_offline() {
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "data.txt"}}]},
+        {"text": "The data is 42."}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("data.txt"), "42").expect("write data");
+    let recorded =
+        json_result(&project.run(&["-p", "What is the data?", "--output-format", "json"]));
+    let id = recorded["session_id"]
+        .as_str()
+        .expect("session id")
+        .to_owned();
+    mock.shutdown().await;
+
+    // No mock, no key: the log is the model.
+    let log = format!(".robota/logs/{id}.jsonl");
+    let replayed = project.run(&[
+        "-p",
+        "What is the data?",
+        "--replay",
+        &log,
+        "--output-format",
+        "json",
+    ]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stderr(&replayed));
+    let replayed = json_result(&replayed);
+    assert_eq!(replayed["response"], recorded["response"]);
+    assert_eq!(replayed["num_turns"], 2);
+}
+
+#[test]
+fn missing_api_key_names_the_variable_and_exits_2() {
+    let project = Project::new();
+    let output = project.run(&["-p", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&output)
+    );
+
+    project.write_settings(json!({
+        "currentProvider": "claude",
+        "providers": {"claude": {"type": "anthropic", "model": "claude-sonnet-4-5"}}
+    }));
+    let output = project.run(&["-p", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("set the ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn unreachable_base_url_is_named_and_exits_1() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    let url = format!("http://127.0.0.1:{port}");
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "local",
+        "providers": {"local": {"type": "openai", "model": "llama3", "baseURL": url,
+                                "options": {"maxRetries": 0}}}
+    }));
+    let output = project.run(&["-p", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains(&url), "{}", stderr(&output));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let project = Project::new();
+    assert_eq!(
+        project
+            .run(&["--output-format", "yaml", "-p", "x"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(project.run(&["--no-such-flag"]).status.code(), Some(2));
+    let output = project.run(&["-p", "x", "--continue", "--replay", "missing.jsonl"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permission_prompt_on_stdin_allows_with_y() {
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "w1", "name": "Write",
+                         "input": {"file_path": "out.txt", "content": "written"}}]},
+        {"text": "Saved."}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+
+    // Without a prompt the write is denied and nothing is written.
+    let denied = project.run(&["-p", "save it"]);
+    assert_eq!(denied.status.code(), Some(0), "{}", stderr(&denied));
+    assert!(!project.path().join("out.txt").exists());
+
+    mock.reset();
+    let mut child = project
+        .robota()
+        .args(["-p", "save it", "--permission-prompt", "stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(b"y\n").expect("answer y");
+    }
+    let output = child.wait_with_output().expect("wait for robota");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("Allow Write"),
+        "{}",
+        stderr(&output)
+    );
+    let written = std::fs::read_to_string(project.path().join("out.txt")).unwrap_or_default();
+    assert_eq!(written, "written");
+    assert_eq!(stdout(&output), "Saved.\n");
+}
+
+#[test]
+fn the_readme_demo_runs_offline() {
+    // A copy, so the test does not write session files into the repository.
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/cli/demo");
+    let project = Project::new();
+    for file in [".robota/settings.json", "README.md", "src/main.rs"] {
+        let target = project.path().join(file);
+        std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+        std::fs::copy(source.join(file), &target).expect("copy demo file");
+    }
+    let output = project.run(&[
+        "-p",
+        "What is in this project?",
+        "--output-format",
+        "stream-json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("\"name\":\"Glob\""), "{text}");
+    assert!(text.contains("\"name\":\"Read\""), "{text}");
+    assert!(text.contains("greet"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_mode_streams_answers_and_runs_commands() {
+    let mock = mock(json!([{"text": ["Hi ", "from the REPL."]}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let mut child = project
+        .robota()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(b"hello\n/cost\n/exit\n")
+            .expect("type into the REPL");
+    }
+    let output = child.wait_with_output().expect("wait for robota");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Hi from the REPL."), "{text}");
+    assert!(text.contains("Estimated cost"), "{text}");
+}

@@ -1,0 +1,420 @@
+//! What an [`InteractiveSession`](super::InteractiveSession) reports and how it reaches hosts:
+//! [`InteractiveEvent`] (one envelope with `session_id` and a strictly increasing `seq`, the
+//! payload an [`InteractiveEventKind`] tagged by `type`), and [`Subscription`]s.
+//!
+//! Every subscriber has its own bounded queue, so the run that produces events never waits for a
+//! host: when a subscriber falls behind and its queue is full, a new `text_delta` is appended to
+//! a `text_delta` still waiting at the back of the queue (the text is intact, only the chunking
+//! changes); every other event is queued even beyond the bound, because dropping a `tool_end` or
+//! `complete` would leave a host in a wrong state.
+
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use crate::engine::RunOutcome;
+use crate::hooks::CompactTrigger;
+use crate::permissions::PermissionMode;
+use crate::session::{ContextState, SessionEvent};
+
+/// The default bound of a subscriber's queue.
+pub const DEFAULT_EVENT_BUFFER: usize = 256;
+
+/// One event: who it is from, its position, and what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InteractiveEvent {
+    /// The session that produced it.
+    pub session_id: String,
+    /// Strictly increasing within the session, starting at 1. A coalesced `text_delta` keeps
+    /// the `seq` of its first part.
+    pub seq: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: InteractiveEventKind,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultKind {
+    /// The tool ran and succeeded.
+    Success,
+    /// The tool ran and failed (or could not run).
+    Error,
+    /// A permission check refused the call.
+    Denied,
+}
+
+/// One tool call as a UI shows it (spec 000 `IToolState`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolState {
+    /// The provider's id of the call.
+    pub tool_use_id: String,
+    /// The tool.
+    pub name: String,
+    /// The most telling argument (a path, a command, a pattern), for one-line display.
+    pub first_arg: String,
+    /// True until the tool ends.
+    pub is_running: bool,
+    /// How it ended (`None` while running).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ToolResultKind>,
+    /// For Edit: the changed file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_file: Option<String>,
+    /// For Edit: the unified diff lines (` `, `-`, `+` prefixed) from the tool's structured
+    /// response.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diff_lines: Vec<String>,
+    /// The tool's text result, cut to [`MAX_TOOL_RESULT_DATA`] bytes so event streams stay
+    /// small; the full result is in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_result_data: Option<String>,
+}
+
+/// Largest `tool_result_data` carried in a [`ToolState`], in bytes.
+pub const MAX_TOOL_RESULT_DATA: usize = 4096;
+
+/// Everything an interactive session reports. Serialized with `type` as the snake_case tag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum InteractiveEventKind {
+    /// A chunk of the answer.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A chunk of the model's reasoning.
+    Thinking {
+        /// The text.
+        text: String,
+    },
+    /// A tool began.
+    ToolStart {
+        /// Its state.
+        tool: ToolState,
+    },
+    /// A tool ended.
+    ToolEnd {
+        /// Its state.
+        tool: ToolState,
+    },
+    /// A tool call waits for the permission handler.
+    PermissionRequest {
+        /// The request (unique within the session).
+        request_id: String,
+        /// The tool.
+        tool_name: String,
+        /// Its arguments.
+        input: Value,
+        /// The provider's id of the call.
+        tool_use_id: String,
+        /// Why approval is needed.
+        reason: String,
+        /// The mode at the time.
+        permission_mode: PermissionMode,
+    },
+    /// How full the context window is.
+    ContextUpdate {
+        /// The state.
+        state: ContextState,
+    },
+    /// The history was compacted.
+    Compaction {
+        /// `manual` or `auto`.
+        trigger: CompactTrigger,
+        /// Tokens before.
+        tokens_before: u64,
+        /// Estimated tokens after.
+        tokens_after: u64,
+    },
+    /// A prompt finished (not aborted).
+    Complete {
+        /// The run's outcome (response, usage, stop reason, …).
+        outcome: RunOutcome,
+    },
+    /// A prompt could not run or failed (unresolvable `@file`, rejected, budget, …).
+    Error {
+        /// What went wrong and how to fix it.
+        message: String,
+    },
+    /// A prompt was aborted; the outcome holds what streamed until then.
+    Interrupted {
+        /// The partial outcome (`None` when the abort came before the run started).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<RunOutcome>,
+    },
+    /// Reserved for skills (spec 000 `skill_activation`); not emitted yet.
+    SkillActivation {
+        /// The payload.
+        data: Value,
+    },
+    /// Reserved for background tasks; not emitted yet.
+    BackgroundTaskEvent {
+        /// The payload.
+        data: Value,
+    },
+    /// Any other session event (permission answers, hook messages, warnings, …), unchanged.
+    Session {
+        /// The event.
+        event: SessionEvent,
+    },
+}
+
+/// Shared state between the hub and one subscriber.
+struct Channel {
+    queue: Mutex<VecDeque<InteractiveEvent>>,
+    notify: Notify,
+    closed: AtomicBool,
+    capacity: usize,
+}
+
+impl Channel {
+    fn push(&self, event: InteractiveEvent) {
+        {
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            if queue.len() >= self.capacity {
+                if let InteractiveEventKind::TextDelta { text } = &event.kind {
+                    if let Some(InteractiveEvent {
+                        kind: InteractiveEventKind::TextDelta { text: queued },
+                        ..
+                    }) = queue.back_mut()
+                    {
+                        queued.push_str(text);
+                        return;
+                    }
+                }
+            }
+            queue.push_back(event);
+        }
+        self.notify.notify_one();
+    }
+
+    fn pop(&self) -> Option<InteractiveEvent> {
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front()
+    }
+
+    /// The next event, waiting as long as it takes; `None` once closed.
+    async fn next(&self) -> Option<InteractiveEvent> {
+        loop {
+            // Registered before checking so a push between the check and the wait is not lost.
+            let notified = self.notify.notified();
+            if self.closed.load(Ordering::SeqCst) {
+                return None;
+            }
+            if let Some(event) = self.pop() {
+                return Some(event);
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Assigns `seq` and fans events out to the subscribers, in one critical section so every
+/// subscriber sees the same order.
+pub(crate) struct EventHub {
+    state: Mutex<HubState>,
+    capacity: usize,
+}
+
+struct HubState {
+    session_id: String,
+    next_seq: u64,
+    subscribers: Vec<Arc<Channel>>,
+}
+
+impl EventHub {
+    pub(crate) fn new(session_id: String, capacity: usize) -> Arc<Self> {
+        Arc::new(EventHub {
+            state: Mutex::new(HubState {
+                session_id,
+                next_seq: 1,
+                subscribers: Vec::new(),
+            }),
+            capacity: capacity.max(1),
+        })
+    }
+
+    pub(crate) fn set_session_id(&self, id: &str) {
+        self.lock().session_id = id.to_string();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn emit(&self, kind: InteractiveEventKind) {
+        let mut state = self.lock();
+        let event = InteractiveEvent {
+            session_id: state.session_id.clone(),
+            seq: state.next_seq,
+            kind,
+        };
+        state.next_seq += 1;
+        state
+            .subscribers
+            .retain(|channel| !channel.closed.load(Ordering::SeqCst));
+        for channel in &state.subscribers {
+            channel.push(event.clone());
+        }
+    }
+
+    pub(crate) fn subscribe(self: &Arc<Self>) -> Subscription {
+        let channel = Arc::new(Channel {
+            queue: Mutex::new(VecDeque::new()),
+            notify: Notify::new(),
+            closed: AtomicBool::new(false),
+            capacity: self.capacity,
+        });
+        self.lock().subscribers.push(Arc::clone(&channel));
+        Subscription {
+            channel,
+            hub: Arc::downgrade(self),
+        }
+    }
+}
+
+/// A pull subscription: events are read with [`next_event`](Self::next_event). Dropping it (or
+/// [`unsubscribe`](Self::unsubscribe)) stops delivery.
+pub struct Subscription {
+    channel: Arc<Channel>,
+    hub: Weak<EventHub>,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription")
+            .field("closed", &self.channel.closed.load(Ordering::SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Subscription {
+    /// The next event, waiting at most `timeout`; `None` on timeout or after unsubscribing.
+    pub async fn next_event(&self, timeout: Duration) -> Option<InteractiveEvent> {
+        tokio::time::timeout(timeout, self.channel.next())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The next event if one is queued, without waiting.
+    pub fn try_next_event(&self) -> Option<InteractiveEvent> {
+        if self.channel.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.channel.pop()
+    }
+
+    /// Stops delivery; queued events are discarded.
+    pub fn unsubscribe(&self) {
+        self.channel.closed.store(true, Ordering::SeqCst);
+        self.channel.notify.notify_one();
+        if let Some(hub) = self.hub.upgrade() {
+            hub.lock()
+                .subscribers
+                .retain(|c| !Arc::ptr_eq(c, &self.channel));
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.unsubscribe();
+    }
+}
+
+/// A callback subscription: a delivery task calls the callback for each event, in order.
+/// Dropping the handle (or [`unsubscribe`](Self::unsubscribe)) stops delivery.
+pub struct SubscriptionHandle {
+    subscription: Arc<Subscription>,
+}
+
+impl std::fmt::Debug for SubscriptionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriptionHandle").finish_non_exhaustive()
+    }
+}
+
+impl SubscriptionHandle {
+    /// Stops delivery.
+    pub fn unsubscribe(&self) {
+        self.subscription.unsubscribe();
+    }
+}
+
+impl Drop for SubscriptionHandle {
+    fn drop(&mut self) {
+        self.subscription.unsubscribe();
+    }
+}
+
+/// Starts the delivery task of a callback subscription: on the current tokio runtime when there
+/// is one, else on a thread of its own (hosts such as C callers may have no runtime).
+pub(crate) fn spawn_delivery(
+    subscription: Subscription,
+    callback: Arc<dyn Fn(InteractiveEvent) + Send + Sync>,
+) -> SubscriptionHandle {
+    let subscription = Arc::new(subscription);
+    let channel = Arc::clone(&subscription.channel);
+    let deliver = async move {
+        while let Some(event) = channel.next().await {
+            // A panicking host callback loses that event, not the subscription.
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(|| callback(event)));
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(deliver);
+        }
+        Err(_) => {
+            std::thread::spawn(move || futures::executor::block_on(deliver));
+        }
+    }
+    SubscriptionHandle { subscription }
+}
+
+/// Maps a session event to what an interactive host sees (tool events are built by the session,
+/// which tracks tool state).
+pub(crate) fn translate(event: SessionEvent) -> InteractiveEventKind {
+    match event {
+        SessionEvent::PermissionRequest {
+            request_id,
+            tool_name,
+            input,
+            tool_use_id,
+            reason,
+            permission_mode,
+            ..
+        } => InteractiveEventKind::PermissionRequest {
+            request_id,
+            tool_name,
+            input,
+            tool_use_id,
+            reason,
+            permission_mode,
+        },
+        SessionEvent::ContextUpdate { state } => InteractiveEventKind::ContextUpdate { state },
+        SessionEvent::Compaction {
+            trigger,
+            tokens_before,
+            tokens_after,
+            ..
+        } => InteractiveEventKind::Compaction {
+            trigger,
+            tokens_before,
+            tokens_after,
+        },
+        other => InteractiveEventKind::Session { event: other },
+    }
+}

@@ -1,0 +1,150 @@
+//! [`SessionHost`]: the [`CommandHostContext`] facade over an interactive session, shared by the
+//! slash path and the projected command tools.
+
+use std::sync::{Mutex, PoisonError, Weak};
+
+use async_trait::async_trait;
+
+use super::Inner;
+use crate::framework::commands::{
+    CommandDescriptor, CommandHostContext, CommandHostError, CompactionSummary,
+    ContextStateSummary, UsageSummary,
+};
+use crate::permissions::PermissionMode;
+use crate::session::SessionError;
+
+/// Points at the session once it exists (the projected tools are built before it). A weak
+/// reference: the session's own tools hold this facade, and a strong one would keep the session
+/// alive forever.
+#[derive(Default)]
+pub(crate) struct SessionHost {
+    inner: Mutex<Weak<Inner>>,
+}
+
+impl SessionHost {
+    pub(crate) fn attach(&self, inner: &std::sync::Arc<Inner>) {
+        *self.inner.lock().unwrap_or_else(PoisonError::into_inner) =
+            std::sync::Arc::downgrade(inner);
+    }
+
+    fn get(&self) -> Result<std::sync::Arc<Inner>, CommandHostError> {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .upgrade()
+            .ok_or_else(|| CommandHostError::new("the session is gone"))
+    }
+}
+
+fn host_error(error: SessionError) -> CommandHostError {
+    match error {
+        SessionError::Busy => CommandHostError::new(
+            "the session is busy with a prompt; run this again when it has finished",
+        ),
+        other => CommandHostError::new(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl CommandHostContext for SessionHost {
+    fn session_id(&self) -> String {
+        self.get()
+            .map(|i| i.session().session_id().to_string())
+            .unwrap_or_default()
+    }
+
+    fn session_name(&self) -> Option<String> {
+        self.get().ok().and_then(|i| i.session().get_name())
+    }
+
+    async fn set_session_name(&self, name: &str) -> Result<(), CommandHostError> {
+        self.get()?.session().set_name(Some(name.to_string()));
+        Ok(())
+    }
+
+    fn context_state(&self) -> ContextStateSummary {
+        let Ok(inner) = self.get() else {
+            return ContextStateSummary::default();
+        };
+        let state = inner.session().context_state();
+        ContextStateSummary {
+            used_tokens: state.used_tokens,
+            max_tokens: state.max_tokens,
+            used_percent: state.ratio * 100.0,
+            auto_compact_percent: None,
+            message_count: inner.session().messages().len(),
+        }
+    }
+
+    fn usage_summary(&self) -> UsageSummary {
+        let Ok(inner) = self.get() else {
+            return UsageSummary::default();
+        };
+        let totals = inner.session().usage();
+        UsageSummary {
+            input_tokens: totals.usage.input_tokens,
+            output_tokens: totals.usage.output_tokens,
+            cache_read_tokens: totals.usage.cache_read_input_tokens,
+            cache_creation_tokens: totals.usage.cache_creation_input_tokens,
+            cost_usd: totals.cost_usd,
+        }
+    }
+
+    fn permission_mode(&self) -> PermissionMode {
+        self.get()
+            .map(|i| i.session().permission_mode())
+            .unwrap_or_default()
+    }
+
+    async fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), CommandHostError> {
+        self.get()?
+            .session()
+            .set_permission_mode(mode)
+            .map_err(host_error)
+    }
+
+    fn session_approved_tools(&self) -> Vec<String> {
+        self.get()
+            .map(|i| i.session().session_allowed_rules())
+            .unwrap_or_default()
+    }
+
+    fn model(&self) -> Option<String> {
+        None
+    }
+
+    fn commands(&self) -> Vec<CommandDescriptor> {
+        self.get()
+            .map(|i| i.registry.descriptors())
+            .unwrap_or_default()
+    }
+
+    async fn clear_conversation(&self) -> Result<(), CommandHostError> {
+        self.get()?
+            .session()
+            .clear_conversation()
+            .map_err(host_error)
+    }
+
+    async fn compact(
+        &self,
+        instructions: Option<&str>,
+    ) -> Result<CompactionSummary, CommandHostError> {
+        let inner = self.get()?;
+        let before_messages = inner.session().messages().len();
+        let before = inner.session().context_state();
+        inner
+            .session()
+            .compact(instructions.map(str::to_string))
+            .await
+            .map_err(host_error)?;
+        let after_messages = inner.session().messages().len();
+        let after = inner.session().context_state();
+        Ok(CompactionSummary {
+            removed_messages: before_messages.saturating_sub(after_messages),
+            messages_before: before_messages,
+            context_before_percent: before.ratio * 100.0,
+            context_after_percent: after.ratio * 100.0,
+        })
+    }
+}

@@ -1,0 +1,652 @@
+//! [`InteractiveSession`]: the client-facing session of spec 000 — a [`Session`] plus what an
+//! interactive host needs around it: a prompt queue (at most one prompt waits while another
+//! runs), abort orchestration, streaming text and tool state for rendering, the command registry
+//! (user slash path and model-invocable commands projected as `robota_command_<name>` tools), and
+//! ordered event subscriptions (see [`events`]).
+//!
+//! Prompts run on a background task so `submit` returns as soon as the prompt is accepted; hosts
+//! follow progress through events (`complete`, `interrupted` or `error` end every accepted
+//! prompt) or wait with [`InteractiveSession::wait_idle`].
+
+pub mod events;
+mod host;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{EngineEvent, RunOutcome};
+use crate::framework::commands::{
+    builtin_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
+    CommandModule, CommandRegistry, CommandRegistryError, CommandResult,
+};
+use crate::framework::context::{resolve_file_references, FileRefOptions};
+use crate::hooks::SessionEndReason;
+use crate::message::{Conversation, HistoryEntry, Message};
+use crate::session::{ContextState, Session, SessionError, SessionEvent, SessionOptions};
+use crate::tools::Tool;
+
+use events::{spawn_delivery, translate, EventHub};
+pub use events::{
+    InteractiveEvent, InteractiveEventKind, Subscription, SubscriptionHandle, ToolResultKind,
+    ToolState, DEFAULT_EVENT_BUFFER, MAX_TOOL_RESULT_DATA,
+};
+use host::SessionHost;
+
+/// Everything an interactive session is made from.
+#[derive(Clone)]
+pub struct InteractiveSessionOptions {
+    /// The underlying session (cwd, provider, tools, permissions, persistence, …). Its
+    /// `on_event`, if set, still receives every raw session event.
+    pub session: SessionOptions,
+    /// The command modules; [`builtin_command_modules`] by default.
+    pub command_modules: Vec<CommandModule>,
+    /// Bound of each subscriber's queue before `text_delta`s are coalesced.
+    pub event_buffer: usize,
+}
+
+impl InteractiveSessionOptions {
+    /// Options around these session options, with the built-in commands.
+    pub fn new(session: SessionOptions) -> Self {
+        InteractiveSessionOptions {
+            session,
+            command_modules: builtin_command_modules(),
+            event_buffer: DEFAULT_EVENT_BUFFER,
+        }
+    }
+}
+
+/// Why an interactive session could not be created or could not take a request.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InteractiveError {
+    /// The session could not be created or refused the request.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The command modules do not compose (duplicate names, tool name collision).
+    #[error(transparent)]
+    Commands(#[from] CommandRegistryError),
+    /// The command is unknown, ambiguous or not for users.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    /// A prompt is already waiting; only one may be queued (spec 000). Cancel it with
+    /// `cancel_queue` or wait for it to start.
+    #[error("a prompt is already queued; wait for it or call cancel_queue() first")]
+    QueueFull,
+    /// A blocking command cannot run while a prompt is executing.
+    #[error("`{0}` cannot run while a prompt is executing; wait or abort first")]
+    Busy(String),
+    /// An `@file` reference could not be attached; the message lists each problem.
+    #[error("{0}")]
+    FileReferences(String),
+    /// The session was shut down.
+    #[error("the session was shut down")]
+    ShutDown,
+}
+
+/// What `submit` did with a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitStatus {
+    /// The prompt is running.
+    Started,
+    /// Another prompt is running; this one runs after it.
+    Queued,
+}
+
+/// A prompt waiting to run.
+#[derive(Debug, Clone)]
+struct Prompt {
+    /// The prompt as typed (what the history keeps).
+    text: String,
+    /// The attached `@file` blocks, model-only.
+    context: Option<String>,
+    /// What the user typed / the host shows.
+    display: String,
+}
+
+#[derive(Default)]
+struct State {
+    executing: bool,
+    pending: Option<Prompt>,
+    /// Cancelled by `abort` for the prompt being run.
+    cancel: Option<CancellationToken>,
+    streaming_text: String,
+    tools: Vec<ToolState>,
+    denied: Vec<String>,
+    shut_down: bool,
+}
+
+pub(crate) struct Inner {
+    session: Session,
+    hub: Arc<EventHub>,
+    registry: CommandRegistry,
+    state: Mutex<State>,
+    idle: tokio::sync::Notify,
+}
+
+/// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
+pub struct InteractiveSession {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for InteractiveSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InteractiveSession")
+            .field("session_id", &self.inner.session.session_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InteractiveSession {
+    /// Creates the session: composes the command registry, adds the model-invocable commands as
+    /// tools and builds the [`Session`]. Synchronous, like [`Session::new`].
+    pub fn new(options: InteractiveSessionOptions) -> Result<Arc<Self>, InteractiveError> {
+        let InteractiveSessionOptions {
+            mut session,
+            command_modules,
+            event_buffer,
+        } = options;
+        let registry = CommandRegistry::with_modules(command_modules)?;
+        // The projected tools need the session, which needs the tools: the host facade is
+        // created empty and pointed at the session once it exists.
+        let host = Arc::new(SessionHost::default());
+        let tools = project_command_tools(&registry, host.clone())?;
+        session
+            .extra_tools
+            .extend(tools.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
+
+        let hub = EventHub::new(session.session_id.clone().unwrap_or_default(), event_buffer);
+        let weak_inner: Arc<Mutex<std::sync::Weak<Inner>>> =
+            Arc::new(Mutex::new(std::sync::Weak::new()));
+        let forward = Arc::clone(&weak_inner);
+        let host_callback = session.on_event.take();
+        let early_hub = Arc::clone(&hub);
+        session.on_event = Some(Arc::new(move |event: SessionEvent| {
+            if let Some(callback) = &host_callback {
+                callback(event.clone());
+            }
+            let inner = forward
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .upgrade();
+            match inner {
+                Some(inner) => inner.on_session_event(event),
+                // Events from construction (settings warnings) reach early subscribers anyway.
+                None => early_hub.emit(translate(event)),
+            }
+        }));
+
+        let built = Session::new(session)?;
+        hub.set_session_id(built.session_id());
+        let inner = Arc::new(Inner {
+            session: built,
+            hub,
+            registry,
+            state: Mutex::new(State::default()),
+            idle: tokio::sync::Notify::new(),
+        });
+        *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
+        host.attach(&inner);
+        Ok(Arc::new(InteractiveSession { inner }))
+    }
+
+    /// The underlying session (for what this facade does not cover).
+    pub fn session(&self) -> &Session {
+        &self.inner.session
+    }
+
+    /// Subscribes a callback; a delivery task of its own calls it for every event in order.
+    pub fn subscribe(
+        &self,
+        callback: impl Fn(InteractiveEvent) + Send + Sync + 'static,
+    ) -> SubscriptionHandle {
+        spawn_delivery(self.inner.hub.subscribe(), Arc::new(callback))
+    }
+
+    /// Subscribes for pulling events with [`Subscription::next_event`].
+    pub fn subscribe_pull(&self) -> Subscription {
+        self.inner.hub.subscribe()
+    }
+
+    /// Submits a prompt. `@file` references are resolved first: their contents go to the model
+    /// with this prompt only, and a blocking problem rejects the prompt with an `error` event
+    /// and [`InteractiveError::FileReferences`]. While a prompt runs, one prompt is queued and
+    /// runs after it; a further one is refused with [`InteractiveError::QueueFull`] (spec 000:
+    /// "only one prompt can be queued"). `display_input` is what [`get_pending_prompt`] shows;
+    /// `raw_input` is accepted for spec compatibility and unused (hooks and history see `input`
+    /// as typed).
+    ///
+    /// [`get_pending_prompt`]: Self::get_pending_prompt
+    ///
+    /// Must be called within a tokio runtime: the prompt runs on a spawned task.
+    pub async fn submit(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+        raw_input: Option<&str>,
+    ) -> Result<SubmitStatus, InteractiveError> {
+        let _ = raw_input;
+        let session = &self.inner.session;
+        let options = FileRefOptions::default();
+        let resolved = match resolve_file_references(input, session.cwd(), &[], &options) {
+            Ok(resolved) => resolved,
+            Err(diagnostics) => {
+                let message = diagnostics.to_string();
+                self.inner.hub.emit(InteractiveEventKind::Error { message });
+                return Err(InteractiveError::FileReferences(diagnostics.to_string()));
+            }
+        };
+        // The file contents go to the model as context of this prompt only; the history keeps
+        // the prompt as typed.
+        let context = resolved
+            .model_text
+            .strip_prefix(resolved.original.as_str())
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(str::to_string);
+        let prompt = Prompt {
+            text: resolved.original,
+            context,
+            display: display_input.unwrap_or(input).to_string(),
+        };
+        {
+            let mut state = self.inner.lock();
+            if state.shut_down {
+                return Err(InteractiveError::ShutDown);
+            }
+            if state.executing {
+                if state.pending.is_some() {
+                    return Err(InteractiveError::QueueFull);
+                }
+                state.pending = Some(prompt);
+                return Ok(SubmitStatus::Queued);
+            }
+            state.executing = true;
+        }
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move { inner.drive(prompt).await });
+        Ok(SubmitStatus::Started)
+    }
+
+    /// Aborts the running prompt (a pending permission request is cancelled, running tools are
+    /// stopped) and drops the queued one. `interrupted` is emitted when the run has stopped.
+    pub fn abort(&self) {
+        let mut state = self.inner.lock();
+        state.pending = None;
+        if let Some(cancel) = &state.cancel {
+            cancel.cancel();
+        }
+        drop(state);
+        self.inner.session.abort();
+    }
+
+    /// Drops the queued prompt, if any, without touching the running one.
+    pub fn cancel_queue(&self) -> Option<String> {
+        self.inner.lock().pending.take().map(|p| p.display)
+    }
+
+    /// Waits until no prompt is running or queued.
+    pub async fn wait_idle(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            if !self.is_executing() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Runs a command on the user's behalf. Effects the session can apply itself are applied by
+    /// the command through the host facade (clear, rename, permission mode, compact); the result
+    /// still lists every effect so the host can update its own state (and apply exit, model
+    /// switch, pickers, …).
+    pub async fn execute_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandResult, InteractiveError> {
+        let registered = self.inner.registry.resolve(name)?;
+        if registered.descriptor().lifecycle.needs_execution_guard() && self.is_executing() {
+            return Err(InteractiveError::Busy(registered.name.clone()));
+        }
+        let host = SessionHost::default();
+        host.attach(&self.inner);
+        let result = self.inner.registry.execute(&host, name, args).await?;
+        if result
+            .effects
+            .iter()
+            .any(|e| matches!(e, CommandEffect::ConversationHistoryCleared))
+        {
+            let mut state = self.inner.lock();
+            state.streaming_text.clear();
+            state.tools.clear();
+        }
+        Ok(result)
+    }
+
+    /// The commands users can run, in registry order.
+    pub fn list_commands(&self) -> Vec<CommandEntry> {
+        self.inner.registry.list()
+    }
+
+    /// Aborts any run, drops the queue and shuts the session down (SessionEnd fires once).
+    pub async fn shutdown(&self, reason: SessionEndReason) {
+        self.inner.lock().shut_down = true;
+        self.abort();
+        self.inner.session.shutdown(reason).await;
+    }
+
+    /// True while a prompt runs (or one is queued to run next).
+    pub fn is_executing(&self) -> bool {
+        self.inner.lock().executing
+    }
+
+    /// The queued prompt as the host shows it.
+    pub fn get_pending_prompt(&self) -> Option<String> {
+        self.inner
+            .lock()
+            .pending
+            .as_ref()
+            .map(|p| p.display.clone())
+    }
+
+    /// The chat messages.
+    pub fn get_messages(&self) -> Vec<Message> {
+        self.inner.session.messages()
+    }
+
+    /// The full history: chat messages and event entries (`tool-summary`, `usage-summary`).
+    pub fn get_full_history(&self) -> Vec<HistoryEntry> {
+        let conversation: Conversation = self.inner.session.conversation();
+        conversation.entries().to_vec()
+    }
+
+    /// How full the context window is.
+    pub fn get_context_state(&self) -> ContextState {
+        self.inner.session.context_state()
+    }
+
+    /// The answer text of the current prompt so far.
+    pub fn get_streaming_text(&self) -> String {
+        self.inner.lock().streaming_text.clone()
+    }
+
+    /// The tool calls of the current prompt.
+    pub fn get_active_tools(&self) -> Vec<ToolState> {
+        self.inner.lock().tools.clone()
+    }
+
+    /// The session's name.
+    pub fn get_name(&self) -> Option<String> {
+        self.inner.session.get_name()
+    }
+
+    /// Names the session.
+    pub fn set_name(&self, name: Option<String>) {
+        self.inner.session.set_name(name);
+    }
+
+    /// The session id.
+    pub fn get_session_id(&self) -> String {
+        self.inner.session.session_id().to_string()
+    }
+
+    /// Compacts the conversation now (refused while a prompt runs).
+    pub async fn compact(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<crate::session::compaction::CompactionSummary, InteractiveError> {
+        if self.is_executing() {
+            return Err(InteractiveError::Busy("compact".into()));
+        }
+        Ok(self.inner.session.compact(instructions).await?)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Runs `prompt`, then the queued prompt, until the queue is empty.
+    async fn drive(self: Arc<Self>, first: Prompt) {
+        let mut next = Some(first);
+        while let Some(prompt) = next {
+            let cancel = CancellationToken::new();
+            {
+                let mut state = self.lock();
+                state.cancel = Some(cancel.clone());
+                state.streaming_text.clear();
+                state.tools.clear();
+                state.denied.clear();
+            }
+            let result = self.run_one(&prompt, &cancel).await;
+            match result {
+                Ok(outcome) if outcome.interrupted || cancel.is_cancelled() => {
+                    self.hub.emit(InteractiveEventKind::Interrupted {
+                        outcome: Some(outcome),
+                    })
+                }
+                Ok(outcome) => {
+                    self.append_summaries(&outcome);
+                    self.hub.emit(InteractiveEventKind::Complete { outcome });
+                }
+                // Aborted before the run started: there is no outcome to report.
+                Err(_) if cancel.is_cancelled() => self
+                    .hub
+                    .emit(InteractiveEventKind::Interrupted { outcome: None }),
+                Err(error) => self.hub.emit(InteractiveEventKind::Error {
+                    message: error.to_string(),
+                }),
+            }
+            let mut state = self.lock();
+            state.cancel = None;
+            next = state.pending.take();
+            if next.is_none() {
+                state.executing = false;
+            }
+        }
+        self.idle.notify_waiters();
+    }
+
+    /// One run, re-sending the abort until the run stops: an abort that lands before the run
+    /// has registered its cancellation token would otherwise be lost.
+    async fn run_one(
+        &self,
+        prompt: &Prompt,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutcome, SessionError> {
+        if cancel.is_cancelled() {
+            return Err(SessionError::Busy);
+        }
+        let run = self.session.run_with_context(
+            prompt.text.clone(),
+            prompt.context.iter().cloned().collect(),
+        );
+        tokio::pin!(run);
+        tokio::select! {
+            result = &mut run => return result,
+            _ = cancel.cancelled() => {}
+        }
+        loop {
+            self.session.abort();
+            tokio::select! {
+                result = &mut run => return result,
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        }
+    }
+
+    /// Appends the `tool-summary` and `usage-summary` history entries of spec 000.
+    fn append_summaries(&self, outcome: &RunOutcome) {
+        let tools = self.lock().tools.clone();
+        if !tools.is_empty() {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            let data = json!({
+                "summary": format!("{} tool call(s): {}", tools.len(), names.join(", ")),
+                "tools": tools,
+            });
+            let _ = self.session.append_history_event("tool-summary", data);
+        }
+        let usage = &outcome.usage;
+        if usage.input_tokens + usage.output_tokens > 0 {
+            let context = self.session.context_state();
+            let totals = self.session.usage();
+            let data = json!({
+                "kind": "exact",
+                "scope": "turn",
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+                "context_used_tokens": context.used_tokens,
+                "context_max_tokens": context.max_tokens,
+                "context_used_percentage": context.ratio * 100.0,
+                "cost_status": totals.cost_status,
+            });
+            let _ = self.session.append_history_event("usage-summary", data);
+        }
+    }
+
+    /// Keeps streaming text and tool state, then forwards the event.
+    fn on_session_event(&self, event: SessionEvent) {
+        let kind = match event {
+            SessionEvent::Engine(EngineEvent::TextDelta { text }) => {
+                self.lock().streaming_text.push_str(&text);
+                InteractiveEventKind::TextDelta { text }
+            }
+            SessionEvent::Engine(EngineEvent::Thinking { text }) => {
+                InteractiveEventKind::Thinking { text }
+            }
+            SessionEvent::Engine(EngineEvent::ToolStart {
+                tool_use_id,
+                name,
+                input,
+            }) => {
+                let tool = ToolState {
+                    tool_use_id,
+                    first_arg: first_arg(&input),
+                    name,
+                    is_running: true,
+                    result: None,
+                    diff_file: None,
+                    diff_lines: Vec::new(),
+                    tool_result_data: None,
+                };
+                self.lock().tools.push(tool.clone());
+                InteractiveEventKind::ToolStart { tool }
+            }
+            SessionEvent::Engine(EngineEvent::ToolEnd {
+                tool_use_id,
+                name,
+                output,
+            }) => {
+                let mut state = self.lock();
+                let denied = state.denied.contains(&tool_use_id);
+                let index = state
+                    .tools
+                    .iter()
+                    .position(|t| t.tool_use_id == tool_use_id);
+                let mut tool = match index {
+                    Some(i) => state.tools[i].clone(),
+                    None => ToolState {
+                        tool_use_id: tool_use_id.clone(),
+                        name: name.clone(),
+                        first_arg: String::new(),
+                        is_running: true,
+                        result: None,
+                        diff_file: None,
+                        diff_lines: Vec::new(),
+                        tool_result_data: None,
+                    },
+                };
+                tool.is_running = false;
+                tool.result = Some(if denied {
+                    ToolResultKind::Denied
+                } else if output.is_error {
+                    ToolResultKind::Error
+                } else {
+                    ToolResultKind::Success
+                });
+                if name == "Edit" && !output.is_error {
+                    tool.diff_file = output
+                        .response
+                        .get("file_path")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    tool.diff_lines = diff_lines(&output.response);
+                }
+                tool.tool_result_data = Some(truncate(&output.content, MAX_TOOL_RESULT_DATA));
+                match index {
+                    Some(i) => state.tools[i] = tool.clone(),
+                    None => state.tools.push(tool.clone()),
+                }
+                InteractiveEventKind::ToolEnd { tool }
+            }
+            SessionEvent::PermissionResolved {
+                ref tool_use_id,
+                ref resolution,
+                ..
+            } => {
+                if matches!(
+                    resolution,
+                    crate::session::PermissionResolution::Denied { .. }
+                ) {
+                    self.lock().denied.push(tool_use_id.clone());
+                }
+                translate(event)
+            }
+            other => translate(other),
+        };
+        self.hub.emit(kind);
+    }
+}
+
+/// The argument a one-line display shows: a path, command, pattern or URL, else the first
+/// string argument.
+fn first_arg(input: &Value) -> String {
+    const KEYS: [&str; 6] = ["file_path", "path", "command", "pattern", "url", "query"];
+    let found = KEYS
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .or_else(|| {
+            input
+                .as_object()
+                .and_then(|o| o.values().find_map(Value::as_str))
+        });
+    truncate(found.unwrap_or(""), 200)
+}
+
+/// The diff lines of an Edit response's `structured_patch` hunks.
+fn diff_lines(response: &Value) -> Vec<String> {
+    response
+        .get("structured_patch")
+        .and_then(Value::as_array)
+        .map(|hunks| {
+            hunks
+                .iter()
+                .filter_map(|h| h.get("lines").and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}

@@ -1,0 +1,484 @@
+//! `InteractiveSession` against the scripted provider: event order and `seq`, the one-prompt
+//! queue, abort during text / a tool / a permission wait, several subscribers, text coalescing
+//! for a slow subscriber, unsubscribing, commands and their effects, a projected command tool
+//! called by the model, and the history's summary entries.
+#![cfg(unix)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use robota::framework::commands::{
+    CommandDescriptor, CommandEffect, CommandHostContext, CommandModule, CommandResult,
+    CommandSource, SystemCommand,
+};
+use robota::framework::interactive::{
+    InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
+    InteractiveSessionOptions, SubmitStatus, Subscription, ToolResultKind,
+};
+use robota::permissions::PermissionMode;
+use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
+use robota::session::{FnPermissionHandler, PermissionResponse, SessionOptions, SessionSettings};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn options(dir: &tempfile::TempDir, turns: Vec<ScriptedTurn>) -> InteractiveSessionOptions {
+    let session = SessionOptions::new(dir.path(), Arc::new(ScriptedProvider::new(turns)))
+        .with_settings(SessionSettings::None)
+        .with_project_context(false);
+    InteractiveSessionOptions::new(session)
+}
+
+fn start(options: InteractiveSessionOptions) -> Arc<InteractiveSession> {
+    InteractiveSession::new(options).expect("session")
+}
+
+fn type_of(event: &InteractiveEvent) -> String {
+    serde_json::to_value(event).expect("json")["type"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Events until one of type `until` (inclusive).
+async fn until(sub: &Subscription, until: &str) -> Vec<InteractiveEvent> {
+    let mut events = Vec::new();
+    loop {
+        let event = sub.next_event(WAIT).await.expect("event before timeout");
+        let done = type_of(&event) == until;
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}
+
+fn text_of(events: &[InteractiveEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            InteractiveEventKind::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn events_are_ordered_with_session_id_and_increasing_seq() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![ScriptedTurn::chunks(["Hel", "lo"]).with_usage(10, 2)],
+    ));
+    let sub = session.subscribe_pull();
+    assert_eq!(
+        session.submit("hi", None, None).await.expect("submit"),
+        SubmitStatus::Started
+    );
+    let events = until(&sub, "complete").await;
+    let id = session.get_session_id();
+    assert!(events.iter().all(|e| e.session_id == id));
+    assert!(events.windows(2).all(|w| w[0].seq < w[1].seq), "{events:?}");
+    assert_eq!(text_of(&events), "Hello");
+    let types: Vec<String> = events.iter().map(type_of).collect();
+    let first_text = types.iter().position(|t| t == "text_delta").expect("text");
+    assert!(first_text < types.len() - 1);
+    assert_eq!(types.last().map(String::as_str), Some("complete"));
+    match &events.last().expect("complete").kind {
+        InteractiveEventKind::Complete { outcome } => assert_eq!(outcome.response, "Hello"),
+        other => panic!("{other:?}"),
+    }
+    session.wait_idle().await;
+    assert_eq!(session.get_streaming_text(), "Hello");
+    let json = serde_json::to_value(&events[0]).expect("json");
+    assert!(json.get("seq").is_some() && json.get("session_id").is_some());
+    // usage-summary lands in the full history after the turn.
+    let history = serde_json::to_value(session.get_full_history()).expect("json");
+    assert!(history.to_string().contains("usage-summary"), "{history}");
+    assert_eq!(session.get_messages().len(), 2);
+}
+
+#[tokio::test]
+async fn second_prompt_is_queued_and_third_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(["one", " more"]).with_delay_ms(100),
+            ScriptedTurn::text("two"),
+        ],
+    ));
+    let sub = session.subscribe_pull();
+    assert_eq!(
+        session.submit("first", None, None).await.expect("first"),
+        SubmitStatus::Started
+    );
+    assert_eq!(
+        session
+            .submit("second", Some("/second"), None)
+            .await
+            .expect("second"),
+        SubmitStatus::Queued
+    );
+    assert_eq!(session.get_pending_prompt().as_deref(), Some("/second"));
+    assert!(matches!(
+        session.submit("third", None, None).await,
+        Err(InteractiveError::QueueFull)
+    ));
+    let first = until(&sub, "complete").await;
+    assert_eq!(text_of(&first), "one more");
+    let second = until(&sub, "complete").await;
+    assert_eq!(text_of(&second), "two");
+    session.wait_idle().await;
+    assert!(!session.is_executing());
+    assert_eq!(session.get_messages().len(), 4);
+}
+
+#[tokio::test]
+async fn cancel_queue_drops_the_waiting_prompt_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(["a", "b"]).with_delay_ms(100),
+            ScriptedTurn::text("never"),
+        ],
+    ));
+    let sub = session.subscribe_pull();
+    session.submit("first", None, None).await.expect("first");
+    session.submit("second", None, None).await.expect("second");
+    assert_eq!(session.cancel_queue().as_deref(), Some("second"));
+    assert_eq!(session.get_pending_prompt(), None);
+    let events = until(&sub, "complete").await;
+    assert_eq!(text_of(&events), "ab");
+    session.wait_idle().await;
+    assert_eq!(session.get_messages().len(), 2);
+    assert!(sub.try_next_event().is_none());
+}
+
+#[tokio::test]
+async fn abort_during_text_interrupts_and_clears_the_queue() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chunks: Vec<String> = (0..50).map(|i| format!("c{i} ")).collect();
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(chunks).with_delay_ms(50),
+            ScriptedTurn::text("never"),
+        ],
+    ));
+    let sub = session.subscribe_pull();
+    session.submit("first", None, None).await.expect("first");
+    session.submit("second", None, None).await.expect("second");
+    until(&sub, "text_delta").await;
+    session.abort();
+    assert_eq!(session.get_pending_prompt(), None);
+    let events = until(&sub, "interrupted").await;
+    assert!(!events.iter().any(|e| type_of(e) == "complete"));
+    session.wait_idle().await;
+    assert!(!session.is_executing());
+}
+
+#[tokio::test]
+async fn abort_during_a_tool_interrupts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = options(
+        &dir,
+        vec![
+            ScriptedTurn::tool_call("t1", "Bash", json!({"command": "sleep 5"})),
+            ScriptedTurn::text("never"),
+        ],
+    );
+    options.session = options
+        .session
+        .with_permission_mode(PermissionMode::BypassPermissions);
+    let session = start(options);
+    let sub = session.subscribe_pull();
+    session.submit("run it", None, None).await.expect("submit");
+    let started = until(&sub, "tool_start").await;
+    match &started.last().expect("tool_start").kind {
+        InteractiveEventKind::ToolStart { tool } => {
+            assert_eq!(tool.name, "Bash");
+            assert_eq!(tool.first_arg, "sleep 5");
+            assert!(tool.is_running);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(session.get_active_tools().len(), 1);
+    let begun = std::time::Instant::now();
+    session.abort();
+    until(&sub, "interrupted").await;
+    assert!(begun.elapsed() < Duration::from_secs(4));
+    session.wait_idle().await;
+}
+
+#[tokio::test]
+async fn abort_during_a_permission_wait_interrupts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = options(
+        &dir,
+        vec![
+            ScriptedTurn::tool_call("t1", "Bash", json!({"command": "touch x"})),
+            ScriptedTurn::text("never"),
+        ],
+    );
+    // A host that never answers; only the abort can end the wait.
+    options.session = options
+        .session
+        .with_permission_handler(FnPermissionHandler::new(|_request, cancel| async move {
+            cancel.cancelled().await;
+            PermissionResponse::deny("cancelled")
+        }));
+    let session = start(options);
+    let sub = session.subscribe_pull();
+    session.submit("touch", None, None).await.expect("submit");
+    until(&sub, "permission_request").await;
+    session.abort();
+    until(&sub, "interrupted").await;
+    session.wait_idle().await;
+    assert!(!dir.path().join("x").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_subscriber_gets_every_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![ScriptedTurn::chunks(["a", "b", "c"]).with_usage(3, 3)],
+    ));
+    let first: Arc<Mutex<Vec<InteractiveEvent>>> = Arc::default();
+    let second: Arc<Mutex<Vec<InteractiveEvent>>> = Arc::default();
+    let (f, s) = (Arc::clone(&first), Arc::clone(&second));
+    let _h1 = session.subscribe(move |e| f.lock().expect("lock").push(e));
+    let _h2 = session.subscribe(move |e| s.lock().expect("lock").push(e));
+    let sub = session.subscribe_pull();
+    session.submit("go", None, None).await.expect("submit");
+    until(&sub, "complete").await;
+    session.wait_idle().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let first = first.lock().expect("lock").clone();
+    let second = second.lock().expect("lock").clone();
+    assert!(!first.is_empty());
+    assert_eq!(first, second);
+    assert_eq!(text_of(&first), "abc");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_subscriber_gets_coalesced_text_but_every_other_event() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chunks: Vec<String> = (0..60).map(|i| format!("{i},")).collect();
+    let expected: String = chunks.concat();
+    let mut options = options(&dir, vec![ScriptedTurn::chunks(chunks).with_usage(5, 5)]);
+    options.event_buffer = 2;
+    let session = start(options);
+    let slow: Arc<Mutex<Vec<InteractiveEvent>>> = Arc::default();
+    let s = Arc::clone(&slow);
+    let _handle = session.subscribe(move |e| {
+        // A host that takes its time with every event.
+        std::thread::sleep(Duration::from_millis(20));
+        s.lock().expect("lock").push(e);
+    });
+    let fast = session.subscribe_pull();
+    session.submit("go", None, None).await.expect("submit");
+    let fast_events = until(&fast, "complete").await;
+    session.wait_idle().await;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let done = slow
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|e| type_of(e) == "complete");
+        if done || std::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let slow = slow.lock().expect("lock").clone();
+    assert_eq!(text_of(&slow), expected);
+    let deltas = slow.iter().filter(|e| type_of(e) == "text_delta").count();
+    assert!(deltas < 60, "text deltas were coalesced: {deltas}");
+    let others = |events: &[InteractiveEvent]| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|e| type_of(e) != "text_delta")
+            .map(|e| e.seq)
+            .collect()
+    };
+    assert_eq!(others(&slow), others(&fast_events));
+    assert!(slow.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsubscribed_callbacks_get_nothing_more() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![ScriptedTurn::text("one"), ScriptedTurn::text("two")],
+    ));
+    let seen: Arc<Mutex<usize>> = Arc::default();
+    let s = Arc::clone(&seen);
+    let handle = session.subscribe(move |_| *s.lock().expect("lock") += 1);
+    let sub = session.subscribe_pull();
+    session.submit("1", None, None).await.expect("submit");
+    until(&sub, "complete").await;
+    session.wait_idle().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let before = *seen.lock().expect("lock");
+    assert!(before > 0);
+    handle.unsubscribe();
+    session.submit("2", None, None).await.expect("submit");
+    until(&sub, "complete").await;
+    session.wait_idle().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(*seen.lock().expect("lock"), before);
+    drop(handle);
+    sub.unsubscribe();
+    assert!(sub.next_event(Duration::from_millis(10)).await.is_none());
+}
+
+#[tokio::test]
+async fn commands_apply_their_effects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(&dir, vec![ScriptedTurn::text("hello")]));
+    let sub = session.subscribe_pull();
+    session.submit("hi", None, None).await.expect("submit");
+    until(&sub, "complete").await;
+    session.wait_idle().await;
+    assert_eq!(session.get_messages().len(), 2);
+
+    let names: Vec<String> = session
+        .list_commands()
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    for name in ["help", "clear", "compact", "permissions", "rename"] {
+        assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+    }
+
+    let renamed = session
+        .execute_command("rename", "my work")
+        .await
+        .expect("rename");
+    assert!(renamed.success, "{renamed:?}");
+    assert!(session.get_name().is_some());
+
+    let plan = session
+        .execute_command("permissions", "plan")
+        .await
+        .expect("permissions");
+    assert!(plan.success, "{plan:?}");
+    assert_eq!(session.session().permission_mode(), PermissionMode::Plan);
+
+    let ask = session.execute_command("clear", "").await.expect("clear");
+    let interaction = ask.interaction.expect("clear asks first");
+    let cleared = session
+        .execute_command(&interaction.command, &interaction.answer_args("yes"))
+        .await
+        .expect("clear yes");
+    assert!(cleared
+        .effects
+        .contains(&CommandEffect::ConversationHistoryCleared));
+    assert!(session.get_messages().is_empty());
+
+    match session.execute_command("nope", "").await {
+        Err(InteractiveError::Command(e)) => assert!(e.to_string().contains("nope")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn file_references_go_to_the_model_and_the_history_keeps_the_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("notes.md"), "secret plan").expect("write");
+    let provider = Arc::new(ScriptedProvider::new(vec![ScriptedTurn::text("ok")]));
+    let session = SessionOptions::new(dir.path(), provider.clone())
+        .with_settings(SessionSettings::None)
+        .with_project_context(false);
+    let session = start(InteractiveSessionOptions::new(session));
+    let sub = session.subscribe_pull();
+    session
+        .submit("read @notes.md", None, None)
+        .await
+        .expect("submit");
+    until(&sub, "complete").await;
+    session.wait_idle().await;
+    let sent = serde_json::to_string(&provider.requests()).expect("json");
+    assert!(sent.contains("secret plan"), "{sent}");
+    assert_eq!(session.get_messages()[0].text(), "read @notes.md");
+}
+
+#[tokio::test]
+async fn file_reference_errors_reject_the_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(&dir, vec![ScriptedTurn::text("never")]));
+    let sub = session.subscribe_pull();
+    let result = session.submit("look at @./missing.txt", None, None).await;
+    assert!(
+        matches!(result, Err(InteractiveError::FileReferences(_))),
+        "{result:?}"
+    );
+    let events = until(&sub, "error").await;
+    assert_eq!(events.len(), 1);
+    assert!(!session.is_executing());
+}
+
+/// A model-invocable command for the projection test.
+struct Ping {
+    descriptor: CommandDescriptor,
+}
+
+#[async_trait]
+impl SystemCommand for Ping {
+    fn descriptor(&self) -> &CommandDescriptor {
+        &self.descriptor
+    }
+
+    async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
+        CommandResult::ok(format!("pong {args} from {}", ctx.session_id()))
+    }
+}
+
+#[tokio::test]
+async fn the_model_can_call_a_projected_command_tool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = options(
+        &dir,
+        vec![
+            ScriptedTurn::tool_call("t1", "robota_command_ping", json!({"args": "x"})),
+            ScriptedTurn::text("done"),
+        ],
+    );
+    options.command_modules.push(
+        CommandModule::new("test-ping", CommandSource::Builtin).with_command(Arc::new(Ping {
+            descriptor: CommandDescriptor::new("ping", "Answers pong").model_invocable(),
+        })),
+    );
+    options.session = options
+        .session
+        .with_permission_mode(PermissionMode::BypassPermissions);
+    let session = start(options);
+    let tools = session.session().tool_names();
+    assert!(
+        tools.iter().any(|t| t == "robota_command_ping"),
+        "{tools:?}"
+    );
+    assert!(tools.iter().any(|t| t == "robota_command_compact"));
+    let sub = session.subscribe_pull();
+    session.submit("ping it", None, None).await.expect("submit");
+    let events = until(&sub, "complete").await;
+    let end = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            InteractiveEventKind::ToolEnd { tool } => Some(tool.clone()),
+            _ => None,
+        })
+        .expect("tool_end");
+    assert_eq!(end.result, Some(ToolResultKind::Success));
+    let expected = format!("pong x from {}", session.get_session_id());
+    assert_eq!(end.tool_result_data.as_deref(), Some(expected.as_str()));
+    session.wait_idle().await;
+    let history = serde_json::to_value(session.get_full_history()).expect("json");
+    assert!(history.to_string().contains("tool-summary"), "{history}");
+}
