@@ -1,6 +1,6 @@
-//! Driving a [`Session`]: turning the parsed arguments into settings, a provider and session
-//! options, and reporting failures with exit codes. The only module that knows the session API,
-//! so that moving the CLI to `InteractiveSession` changes this file alone.
+//! Opening an [`InteractiveSession`]: turning the parsed arguments into settings, a provider and
+//! session options, and reporting failures with exit codes. The session logic itself (prompt
+//! runs, commands, clear/compact/rename, events with `session_id` and `seq`) lives in core.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,12 +8,15 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use robota::framework::config::{load_settings, SettingsOptions};
+use robota::framework::interactive::{
+    InteractiveError, InteractiveSession, InteractiveSessionOptions,
+};
 use robota::permissions::PermissionMode;
 use robota::provider::from_settings::{open_replay, provider_from_settings, BuiltProvider};
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
 use robota::session::{
-    PermissionHandler, Session, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
+    PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };
 
 use crate::args::{split_rules, Cli};
@@ -49,13 +52,15 @@ impl CliError {
 /// An open session and what the CLI needs to explain its failures.
 pub struct OpenSession {
     /// The session.
-    pub session: Arc<Session>,
+    pub session: Arc<InteractiveSession>,
     /// The endpoint of an HTTP provider (named when it cannot be reached).
     pub base_url: Option<String>,
 }
 
 /// Opens the session the arguments describe, in the project folder `--cwd` (or the current
 /// directory). Sessions are saved under `<cwd>/.robota/` so that `--resume`/`--continue` work.
+/// `on_event` sees every raw session event (the CLI uses it for `--verbose` diagnostics only;
+/// output is rendered from the interactive session's events).
 pub fn open_session(
     cli: &Cli,
     permission_handler: Option<Arc<dyn PermissionHandler>>,
@@ -114,9 +119,15 @@ pub fn open_session(
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }
-    let session = Session::new(options).map_err(|error| CliError::usage(error.to_string()))?;
+    let session =
+        InteractiveSession::new(InteractiveSessionOptions::new(options)).map_err(|error| {
+            match error {
+                InteractiveError::Session(error) => CliError::usage(error.to_string()),
+                other => CliError::run(other.to_string()),
+            }
+        })?;
     Ok(OpenSession {
-        session: Arc::new(session),
+        session,
         base_url: built.base_url,
     })
 }

@@ -1,9 +1,9 @@
 //! `robota`: the command line for the robota agent engine.
 //!
 //! `robota -p PROMPT` runs one query headless and prints the answer (text, JSON or a stream of
-//! JSON events); `robota` alone starts a small line-based REPL. Argument handling lives in
-//! [`args`], the session is driven from [`driver`] (one module, so that switching it to the
-//! `InteractiveSession` API later touches one file), output formatting in [`output`].
+//! JSON events); `robota` alone starts a small line-based REPL. Both drive core's
+//! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
+//! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //!
 //! Exit codes: 0 success, 1 the run failed (model/network error, refused prompt), 2 usage or
 //! configuration error (bad flag, bad settings, missing API key), 130 interrupted (Ctrl-C).

@@ -1,13 +1,18 @@
-//! Headless runs (`robota -p`): run one prompt and print it as text, one JSON result, or a
-//! stream of JSON events ending in the result line (schema in `cli/README.md`).
+//! Headless runs (`robota -p`): submit one prompt to an [`InteractiveSession`] and print it as
+//! text, one JSON result, or a stream of JSON events ending in the result line (schema in
+//! `cli/README.md`).
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use robota::engine::RunStopReason;
+use robota::engine::{RunOutcome, RunStopReason};
+use robota::framework::interactive::{
+    InteractiveEvent, InteractiveEventKind, InteractiveSession, Subscription,
+};
+use robota::hooks::SessionEndReason;
 use robota::message::ProviderErrorKind;
 use robota::session::SessionEvent;
 
@@ -15,6 +20,60 @@ use crate::args::{Cli, OutputFormat, PermissionPrompt};
 use crate::driver::{open_session, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
+
+/// How a submitted prompt ended, from its terminal event.
+pub enum Finished {
+    /// `complete`: the run's outcome.
+    Complete(RunOutcome),
+    /// `interrupted`: what streamed until the abort (`None` if it came before the run).
+    Interrupted(Option<RunOutcome>),
+    /// `error`: the prompt could not run.
+    Error(String),
+}
+
+/// Reads `subscription` until the prompt's terminal event (`complete`, `interrupted` or
+/// `error`), passing every event (the terminal one included) to `on_event`.
+pub async fn follow(
+    session: &InteractiveSession,
+    subscription: &Subscription,
+    mut on_event: impl FnMut(&InteractiveEvent),
+) -> Finished {
+    loop {
+        let Some(event) = subscription.next_event(Duration::from_secs(1)).await else {
+            if session.is_executing() {
+                continue;
+            }
+            // Idle: whatever the run emitted is queued already.
+            match subscription.try_next_event() {
+                Some(event) => {
+                    if let Some(finished) = terminal(&event, &mut on_event) {
+                        return finished;
+                    }
+                    continue;
+                }
+                None => return Finished::Error("the prompt ended without a result".into()),
+            }
+        };
+        if let Some(finished) = terminal(&event, &mut on_event) {
+            return finished;
+        }
+    }
+}
+
+fn terminal(
+    event: &InteractiveEvent,
+    on_event: &mut impl FnMut(&InteractiveEvent),
+) -> Option<Finished> {
+    on_event(event);
+    match &event.kind {
+        InteractiveEventKind::Complete { outcome } => Some(Finished::Complete(outcome.clone())),
+        InteractiveEventKind::Interrupted { outcome } => {
+            Some(Finished::Interrupted(outcome.clone()))
+        }
+        InteractiveEventKind::Error { message } => Some(Finished::Error(message.clone())),
+        _ => None,
+    }
+}
 
 /// Runs `prompt` once and prints the outcome; returns the exit code.
 pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
@@ -27,42 +86,63 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             as Arc<dyn robota::session::PermissionHandler>),
     };
     let opened = open_session(cli, handler, move |event| {
-        print_event(format, verbose, &event);
+        if verbose {
+            if let Some(line) = describe(&event) {
+                eprintln!("{line}");
+            }
+        }
     })?;
     let session = opened.session.clone();
+    let subscription = session.subscribe_pull();
 
-    // Ctrl-C aborts the turn; the run then returns an interrupted outcome (exit 130).
+    // Ctrl-C aborts the turn; the run then ends interrupted (exit 130).
     let aborter = session.clone();
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             aborter.abort();
         }
     });
-    let result = session.run(prompt).await;
-    ctrl_c.abort();
-    let outcome = match result {
-        Ok(outcome) => outcome,
+    let submitted = session.submit(&prompt, None, None).await;
+    let finished = match submitted {
+        Ok(_) => {
+            follow(&session, &subscription, |event| {
+                print_event(format, event);
+            })
+            .await
+        }
         Err(error) => {
-            session
-                .shutdown(robota::hooks::SessionEndReason::Other)
-                .await;
-            return Err(CliError::run(error.to_string()));
+            // The `error` event is already queued: stream it before failing.
+            while let Some(event) = subscription.try_next_event() {
+                print_event(format, &event);
+            }
+            Finished::Error(error.to_string())
         }
     };
-    session
-        .shutdown(robota::hooks::SessionEndReason::Other)
-        .await;
+    ctrl_c.abort();
+    subscription.unsubscribe();
+    session.shutdown(SessionEndReason::Other).await;
+
+    let outcome = match finished {
+        Finished::Complete(outcome) => outcome,
+        Finished::Interrupted(outcome) => outcome.unwrap_or_else(|| RunOutcome {
+            interrupted: true,
+            stop_reason: RunStopReason::Interrupted,
+            ..empty_outcome()
+        }),
+        Finished::Error(message) => return Err(CliError::run(message)),
+    };
 
     let stop_reason = serde_json::to_value(outcome.stop_reason).unwrap_or(Value::Null);
     let is_error = outcome.stop_reason == RunStopReason::Error;
+    let session_id = session.get_session_id();
     let result_line = json!({
         "type": "result",
         "response": outcome.response,
         "usage": outcome.usage,
-        "cost_usd": session.usage().cost_usd,
+        "cost_usd": session.session().usage().cost_usd,
         "num_turns": outcome.rounds,
         "duration_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        "session_id": session.session_id(),
+        "session_id": session_id,
         "stop_reason": stop_reason,
         "is_error": is_error,
     });
@@ -77,7 +157,7 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     }
     let _ = stdout.flush();
     if verbose {
-        eprintln!("session: {}", session.session_id());
+        eprintln!("session: {session_id}");
     }
 
     if outcome.interrupted {
@@ -97,19 +177,27 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     Ok(0)
 }
 
-/// Streams one event: every event as a JSON line in stream-json; tool calls and warnings on
-/// stderr with `--verbose`.
-fn print_event(format: OutputFormat, verbose: bool, event: &SessionEvent) {
+/// An outcome with nothing in it (an abort before the run started).
+fn empty_outcome() -> RunOutcome {
+    RunOutcome {
+        response: String::new(),
+        interrupted: false,
+        rounds: 0,
+        usage: Default::default(),
+        stop_reason: RunStopReason::Completed,
+        error: None,
+        tools_executed: Vec::new(),
+        execution_id: String::new(),
+    }
+}
+
+/// Streams one event as a JSON line in stream-json (`session_id`, `seq`, `type`, payload).
+fn print_event(format: OutputFormat, event: &InteractiveEvent) {
     if format == OutputFormat::StreamJson {
         if let Ok(line) = serde_json::to_string(event) {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{line}");
             let _ = stdout.flush();
-        }
-    }
-    if verbose {
-        if let Some(line) = describe(event) {
-            eprintln!("{line}");
         }
     }
 }

@@ -1,64 +1,53 @@
-//! Interactive mode: a line-based REPL. Prompts stream their answer; `/name args` lines run
-//! commands from the core command registry over a minimal [`CommandHostContext`]; permission
-//! prompts are asked inline; Ctrl-C aborts the running turn and a second one exits.
+//! Interactive mode: a line-based REPL over an [`InteractiveSession`]. Prompts stream their
+//! answer; `/name args` lines run commands through `execute_command` (the session applies
+//! clear, rename, permission mode and compact itself; the REPL asks a command's follow-up
+//! question on stdin and applies the `exit` and `resume` effects); permission prompts are asked
+//! inline; Ctrl-C aborts the running turn and a second one exits.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use async_trait::async_trait;
-
-use robota::engine::EngineEvent;
-use robota::framework::commands::{
-    builtin_command_modules, CommandDescriptor, CommandEffect, CommandHostContext,
-    CommandHostError, CommandRegistry, CompactionSummary, ContextStateSummary, UsageSummary,
-};
+use robota::framework::commands::{CommandEffect, CommandResult, InteractionPrompt};
+use robota::framework::interactive::{InteractiveEventKind, InteractiveSession};
 use robota::hooks::SessionEndReason;
-use robota::permissions::PermissionMode;
-use robota::session::{PermissionHandler, Session, SessionEvent};
+use robota::session::PermissionHandler;
 
 use crate::args::Cli;
 use crate::driver::{open_session, CliError};
+use crate::output::{follow, Finished};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::EXIT_INTERRUPTED;
+
+/// What the REPL does after a command.
+enum Next {
+    /// Read the next line.
+    Continue,
+    /// Leave the REPL.
+    Exit,
+    /// Switch to this saved session.
+    Resume(String),
+}
 
 /// Runs the REPL until end of input, `/exit` or a second Ctrl-C; returns the exit code.
 pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
     let lines = StdinLines::spawn();
-    let handler: Arc<dyn PermissionHandler> = Arc::new(StdinPermissionHandler::new(lines.clone()));
-    let opened = open_session(cli, Some(handler), |event| match event {
-        SessionEvent::Engine(EngineEvent::TextDelta { text }) => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = write!(stdout, "{text}");
-            let _ = stdout.flush();
-        }
-        other => {
-            if let Some(line) = crate::output::describe(&other) {
-                eprintln!("{line}");
-            }
-        }
-    })?;
-    let session = opened.session;
-    let registry = CommandRegistry::with_modules(builtin_command_modules())
-        .map_err(|error| CliError::run(format!("cannot load the commands: {error}")))?;
-    let host = SessionHost {
-        session: session.clone(),
-        commands: registry.descriptors(),
-    };
-    eprintln!(
-        "robota {} — session {} (/help for commands, Ctrl-C aborts a turn)",
-        env!("CARGO_PKG_VERSION"),
-        session.session_id()
-    );
+    let mut session = open(cli, &lines)?;
+    // The session Ctrl-C acts on (replaced on `/resume`).
+    let current = Arc::new(Mutex::new(session.clone()));
 
     // First Ctrl-C during a turn aborts it; a second one (or one at the prompt) exits.
     let abort_requested = Arc::new(AtomicBool::new(false));
     let watcher = {
-        let session = session.clone();
+        let current = current.clone();
         let abort_requested = abort_requested.clone();
         tokio::spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
-                if session.is_running() && !abort_requested.swap(true, Ordering::SeqCst) {
+                let session = current
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                if session.is_executing() && !abort_requested.swap(true, Ordering::SeqCst) {
                     session.abort();
                     eprintln!("\n(interrupted — Ctrl-C again to exit)");
                 } else {
@@ -80,117 +69,173 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
         }
         if let Some(command) = line.strip_prefix('/') {
             let (name, args) = command.split_once(' ').unwrap_or((command, ""));
-            match registry.execute(&host, name, args).await {
-                Ok(result) => {
-                    if !result.message.is_empty() {
-                        println!("{}", result.message);
-                    }
-                    if result
-                        .effects
-                        .iter()
-                        .any(|e| matches!(e, CommandEffect::SessionExitRequested { .. }))
-                    {
-                        break;
+            match run_command(&session, &lines, name, args).await {
+                Next::Continue => {}
+                Next::Exit => break,
+                Next::Resume(id) => {
+                    let mut resumed = cli.clone();
+                    resumed.resume = Some(id);
+                    resumed.continue_session = false;
+                    resumed.fork = false;
+                    match open(&resumed, &lines) {
+                        Ok(next) => {
+                            session.shutdown(SessionEndReason::Other).await;
+                            session = next;
+                            *current.lock().unwrap_or_else(PoisonError::into_inner) =
+                                session.clone();
+                        }
+                        Err(error) => eprintln!("robota: {}", error.message),
                     }
                 }
-                Err(error) => eprintln!("{error}"),
             }
             continue;
         }
         abort_requested.store(false, Ordering::SeqCst);
-        match session.run(line.to_owned()).await {
-            Ok(outcome) => {
-                println!();
-                if let Some(error) = outcome.error {
-                    eprintln!("robota: {error}");
-                }
-            }
-            Err(error) => eprintln!("robota: {error}"),
-        }
+        run_prompt(&session, line).await;
     }
     watcher.abort();
     session.shutdown(SessionEndReason::Other).await;
     Ok(0)
 }
 
-/// The narrow view of the session that commands get.
-struct SessionHost {
-    session: Arc<Session>,
-    commands: Vec<CommandDescriptor>,
+/// Opens a session whose permission prompts read from `lines`, and greets.
+fn open(cli: &Cli, lines: &Arc<StdinLines>) -> Result<Arc<InteractiveSession>, CliError> {
+    let handler: Arc<dyn PermissionHandler> = Arc::new(StdinPermissionHandler::new(lines.clone()));
+    let opened = open_session(cli, Some(handler), |event| {
+        if let Some(line) = crate::output::describe(&event) {
+            eprintln!("{line}");
+        }
+    })?;
+    eprintln!(
+        "robota {} — session {} (/help for commands, Ctrl-C aborts a turn)",
+        env!("CARGO_PKG_VERSION"),
+        opened.session.get_session_id()
+    );
+    Ok(opened.session)
 }
 
-#[async_trait]
-impl CommandHostContext for SessionHost {
-    fn session_id(&self) -> String {
-        self.session.session_id().to_owned()
+/// Submits one prompt and streams its answer to stdout until it ends.
+async fn run_prompt(session: &InteractiveSession, line: &str) {
+    let subscription = session.subscribe_pull();
+    if let Err(error) = session.submit(line, None, None).await {
+        subscription.unsubscribe();
+        eprintln!("robota: {error}");
+        return;
     }
-
-    fn session_name(&self) -> Option<String> {
-        self.session.get_name()
+    let finished = follow(session, &subscription, |event| {
+        if let InteractiveEventKind::TextDelta { text } = &event.kind {
+            let mut stdout = std::io::stdout().lock();
+            let _ = write!(stdout, "{text}");
+            let _ = stdout.flush();
+        }
+    })
+    .await;
+    subscription.unsubscribe();
+    println!();
+    match finished {
+        Finished::Complete(outcome) | Finished::Interrupted(Some(outcome)) => {
+            if let Some(error) = outcome.error {
+                eprintln!("robota: {error}");
+            }
+        }
+        Finished::Interrupted(None) => {}
+        Finished::Error(message) => eprintln!("robota: {message}"),
     }
+}
 
-    async fn set_session_name(&self, name: &str) -> Result<(), CommandHostError> {
-        self.session.set_name(Some(name.to_owned()));
-        Ok(())
+/// Runs a command, asking its follow-up questions on stdin, and applies the effects the CLI
+/// owns (exit, resume).
+async fn run_command(
+    session: &InteractiveSession,
+    lines: &StdinLines,
+    name: &str,
+    args: &str,
+) -> Next {
+    let mut name = name.to_owned();
+    let mut args = args.to_owned();
+    loop {
+        let result = match session.execute_command(&name, &args).await {
+            Ok(result) => result,
+            Err(error) => {
+                eprintln!("{error}");
+                return Next::Continue;
+            }
+        };
+        let Some(interaction) = result.interaction.clone() else {
+            return apply(&result);
+        };
+        ask(&interaction.prompt);
+        let Some(answer) = lines.next_line().await else {
+            // End of input: the question goes unanswered and the REPL ends.
+            return Next::Exit;
+        };
+        args = interaction.answer_args(&answer);
+        name = interaction.command;
     }
+}
 
-    fn context_state(&self) -> ContextStateSummary {
-        let state = self.session.context_state();
-        ContextStateSummary {
-            used_tokens: state.used_tokens,
-            max_tokens: state.max_tokens,
-            used_percent: state.ratio * 100.0,
-            auto_compact_percent: None,
-            message_count: self.session.messages().len(),
+/// Shows a command's follow-up question on stderr.
+fn ask(prompt: &InteractionPrompt) {
+    let mut stderr = std::io::stderr();
+    match prompt {
+        InteractionPrompt::Choice {
+            prompt,
+            options,
+            description,
+        } => {
+            let _ = writeln!(stderr, "{prompt}");
+            if let Some(description) = description {
+                let _ = writeln!(stderr, "{description}");
+            }
+            let values: Vec<&str> = options.iter().map(|o| o.value.as_str()).collect();
+            let _ = write!(stderr, "[{}]: ", values.join(" / "));
+        }
+        InteractionPrompt::Text {
+            prompt,
+            default,
+            description,
+            ..
+        } => {
+            let _ = writeln!(stderr, "{prompt}");
+            if let Some(description) = description {
+                let _ = writeln!(stderr, "{description}");
+            }
+            match default {
+                Some(default) => {
+                    let _ = write!(stderr, "[{default}]: ");
+                }
+                None => {
+                    let _ = write!(stderr, ": ");
+                }
+            }
         }
     }
+    let _ = stderr.flush();
+}
 
-    fn usage_summary(&self) -> UsageSummary {
-        let totals = self.session.usage();
-        UsageSummary {
-            input_tokens: totals.usage.input_tokens,
-            output_tokens: totals.usage.output_tokens,
-            cache_read_tokens: totals.usage.cache_read_input_tokens,
-            cache_creation_tokens: totals.usage.cache_creation_input_tokens,
-            cost_usd: totals.cost_usd,
+/// Prints a command's message and applies the effects the CLI owns.
+fn apply(result: &CommandResult) -> Next {
+    if !result.message.is_empty() {
+        println!("{}", result.message);
+    }
+    let mut next = Next::Continue;
+    for effect in &result.effects {
+        match effect {
+            CommandEffect::SessionExitRequested { .. } => return Next::Exit,
+            CommandEffect::SessionResumeRequested { session_id } => {
+                next = Next::Resume(session_id.clone());
+            }
+            CommandEffect::SessionPickerRequested => {
+                eprintln!(
+                    "(no session picker in this CLI: use /resume ID, or `robota --resume ID`)"
+                );
+            }
+            CommandEffect::ModelChangeRequested { model_id } => {
+                eprintln!("(restart with `robota --model {model_id}` to switch the model)");
+            }
+            // Applied by the session itself (clear, rename) or nothing to do in a line REPL.
+            _ => {}
         }
     }
-
-    fn permission_mode(&self) -> PermissionMode {
-        self.session.permission_mode()
-    }
-
-    async fn set_permission_mode(&self, mode: PermissionMode) -> Result<(), CommandHostError> {
-        self.session
-            .set_permission_mode(mode)
-            .map_err(|error| CommandHostError::new(error.to_string()))
-    }
-
-    fn session_approved_tools(&self) -> Vec<String> {
-        self.session.session_allowed_rules()
-    }
-
-    fn model(&self) -> Option<String> {
-        None
-    }
-
-    fn commands(&self) -> Vec<CommandDescriptor> {
-        self.commands.clone()
-    }
-
-    async fn clear_conversation(&self) -> Result<(), CommandHostError> {
-        // The plain Session has no history reset; the InteractiveSession switch brings one.
-        Err(CommandHostError::new(
-            "/clear is not available in this CLI yet: start a new `robota` instead",
-        ))
-    }
-
-    async fn compact(
-        &self,
-        _instructions: Option<&str>,
-    ) -> Result<CompactionSummary, CommandHostError> {
-        Err(CommandHostError::new(
-            "/compact is not available in this CLI yet (automatic compaction still runs)",
-        ))
-    }
+    next
 }

@@ -398,3 +398,74 @@ async fn interactive_mode_streams_answers_and_runs_commands() {
     assert!(text.contains("Hi from the REPL."), "{text}");
     assert!(text.contains("Estimated cost"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_json_events_carry_one_session_id_and_increasing_seq() {
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+        {"text": ["The notes ", "say hi."]}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi").expect("write notes");
+    let output = project.run(&["-p", "Read notes", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let (result, events) = lines.split_last().expect("a result line");
+    assert_eq!(result["type"], "result");
+    assert!(events.len() >= 4, "{lines:?}");
+    let session_id = result["session_id"].as_str().expect("session id");
+    let mut last_seq = 0;
+    for event in events {
+        assert_eq!(event["session_id"], session_id, "{event}");
+        let seq = event["seq"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no seq: {event}"));
+        assert!(seq > last_seq, "seq {seq} after {last_seq}: {event}");
+        last_seq = seq;
+    }
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("complete"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_clear_asks_then_clears_the_conversation() {
+    let mock = mock(json!([{"text": "first"}, {"text": "second"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let mut child = project
+        .robota()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(b"remember PINEAPPLE\n/clear\nyes\nwhat word?\n/exit\n")
+            .expect("type into the REPL");
+    }
+    let output = child.wait_with_output().expect("wait for robota");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("Clear conversation history?"),
+        "{}",
+        stderr(&output)
+    );
+    let text = stdout(&output);
+    assert!(text.contains("Conversation cleared."), "{text}");
+    assert!(text.contains("second"), "{text}");
+    assert!(sent_text(&mock, 0).contains("PINEAPPLE"));
+    let after = sent_text(&mock, 1);
+    assert!(after.contains("what word?"), "{after}");
+    assert!(
+        !after.contains("PINEAPPLE"),
+        "the history was cleared: {after}"
+    );
+}

@@ -1,0 +1,510 @@
+//! The Rust runner of the cross-language conformance scenarios in `tests/conformance/` (DESIGN
+//! §8): every `scenarios/*.json` is played against an [`InteractiveSession`] with the scripted
+//! provider, host tools and a permission handler implemented here from the scenario, and the
+//! normalized events, messages, command results, name and response are compared with the
+//! scenario's `expected`. The format and the normalization rules are specified in
+//! `tests/conformance/README.md`; this file implements them and nothing more, so that the C,
+//! Python, Node and Swift runners can be checked against the same files.
+//!
+//! Set `CONFORMANCE_PRINT=1` to print the actual normalized result of every scenario (useful
+//! when writing a new scenario).
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use robota::framework::interactive::{
+    InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
+};
+use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
+use robota::session::{FnPermissionHandler, PermissionResponse, SessionOptions, SessionSettings};
+use robota::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// How long any single wait (an event, idle) may take before the scenario fails: generous, as
+/// scripted runs take milliseconds and a hang should fail rather than block CI forever.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Event types that survive normalization; everything else is dropped (see README).
+const KEPT_EVENTS: &[&str] = &[
+    "text_delta",
+    "thinking",
+    "tool_start",
+    "tool_end",
+    "permission_request",
+    "complete",
+    "interrupted",
+    "error",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    name: String,
+    #[allow(dead_code)] // Documentation for readers of the scenario.
+    description: String,
+    provider: ProviderScript,
+    #[serde(default)]
+    host_tools: Vec<HostToolSpec>,
+    #[serde(default)]
+    permission_answers: Vec<PermissionAnswer>,
+    #[serde(default)]
+    settings: Option<ScenarioSettings>,
+    actions: Vec<Action>,
+    expected: Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderScript {
+    turns: Vec<ScriptedTurn>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostToolSpec {
+    name: String,
+    description: String,
+    input_schema: Value,
+    #[serde(default)]
+    read_only: bool,
+    /// Milliseconds the tool takes; an abort ends the wait early.
+    #[serde(default)]
+    delay_ms: u64,
+    result: HostToolResult,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostToolResult {
+    content: String,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionAnswer {
+    tool: String,
+    answer: String,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioSettings {
+    #[serde(default)]
+    permission_mode: Option<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Action {
+    Submit(String),
+    AbortAfterEvent(String),
+    Command { name: String, args: String },
+    WaitIdle(#[allow(dead_code)] Option<Value>),
+}
+
+/// A host-implemented tool: returns the scenario's canned result after its delay.
+struct HostTool(HostToolSpec);
+
+#[async_trait]
+impl Tool for HostTool {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+    fn description(&self) -> &str {
+        &self.0.description
+    }
+    fn input_schema(&self) -> Value {
+        self.0.input_schema.clone()
+    }
+    fn is_read_only(&self) -> bool {
+        self.0.read_only
+    }
+    async fn execute(&self, _input: Value, context: ToolContext) -> ToolOutput {
+        if self.0.delay_ms > 0 {
+            tokio::select! {
+                () = context.cancel.cancelled() => return ToolOutput::error("aborted"),
+                () = tokio::time::sleep(Duration::from_millis(self.0.delay_ms)) => {}
+            }
+        }
+        let result = &self.0.result;
+        if result.is_error {
+            ToolOutput::error(result.content.clone())
+        } else {
+            ToolOutput::text(result.content.clone())
+        }
+    }
+}
+
+fn scenario_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/scenarios")
+}
+
+fn load_scenarios() -> Vec<(PathBuf, Scenario)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(scenario_dir())
+        .expect("tests/conformance/scenarios exists")
+        .map(|entry| entry.expect("dir entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("readable scenario");
+            let scenario: Scenario = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: invalid scenario: {e}", path.display()));
+            (path, scenario)
+        })
+        .collect()
+}
+
+/// The permission handler: answers requests from `permission_answers` in order, checking that
+/// each request is for the tool the scenario expects.
+fn permission_handler(
+    answers: Vec<PermissionAnswer>,
+    mismatches: Arc<Mutex<Vec<String>>>,
+) -> Arc<FnPermissionHandler> {
+    let queue = Arc::new(Mutex::new(VecDeque::from(answers)));
+    FnPermissionHandler::new(move |request, _cancel| {
+        let next = queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let mismatches = Arc::clone(&mismatches);
+        async move {
+            let record = |problem: String| {
+                mismatches
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(problem);
+            };
+            let Some(answer) = next else {
+                record(format!(
+                    "unexpected permission request for `{}` (no answers left)",
+                    request.tool_name
+                ));
+                return PermissionResponse::deny("no answer scripted");
+            };
+            if answer.tool != request.tool_name {
+                record(format!(
+                    "permission request for `{}`, but the next answer is for `{}`",
+                    request.tool_name, answer.tool
+                ));
+            }
+            match answer.answer.as_str() {
+                "allow_once" => PermissionResponse::AllowOnce,
+                "allow_session" => PermissionResponse::AllowSession { rules: Vec::new() },
+                "deny" => PermissionResponse::deny(answer.message.unwrap_or_default()),
+                other => {
+                    record(format!("unknown permission answer `{other}`"));
+                    PermissionResponse::deny("unknown answer")
+                }
+            }
+        }
+    })
+}
+
+fn settings(scenario: &Scenario, home: &Path) -> SessionSettings {
+    let Some(s) = &scenario.settings else {
+        return SessionSettings::None;
+    };
+    let mut permissions = Map::new();
+    if let Some(mode) = &s.permission_mode {
+        permissions.insert("defaultMode".into(), json!(mode));
+    }
+    permissions.insert("allow".into(), json!(s.allow));
+    permissions.insert("deny".into(), json!(s.deny));
+    // A temp home with no files keeps the user's real settings out; the overrides are the only
+    // layer with content.
+    SessionSettings::Load {
+        home: Some(home.to_path_buf()),
+        env: Default::default(),
+        overrides: Some(json!({ "permissions": permissions })),
+    }
+}
+
+/// Reads events until one of type `until` arrives (included).
+async fn read_until(sub: &Subscription, until: &str, into: &mut Vec<Value>, scenario: &str) {
+    loop {
+        let event = sub
+            .next_event(WAIT)
+            .await
+            .unwrap_or_else(|| panic!("{scenario}: no `{until}` event within {WAIT:?}"));
+        let value = event_json(&event);
+        let done = value["type"] == until;
+        into.push(value);
+        if done {
+            return;
+        }
+    }
+}
+
+fn event_json(event: &InteractiveEvent) -> Value {
+    serde_json::to_value(event).expect("events serialize")
+}
+
+/// Runs one scenario and returns the actual normalized result, in the shape of `expected`.
+async fn run(scenario: &Scenario) -> Value {
+    let cwd = tempfile::tempdir().expect("tempdir");
+    let home = tempfile::tempdir().expect("tempdir");
+    let provider = Arc::new(ScriptedProvider::new(scenario.provider.turns.clone()));
+    let mut tools = ToolRegistry::new();
+    for spec in &scenario.host_tools {
+        tools.register(Arc::new(HostTool(spec.clone())));
+    }
+    let mismatches = Arc::new(Mutex::new(Vec::new()));
+    let session_options = SessionOptions::new(cwd.path(), provider.clone())
+        .with_settings(settings(scenario, home.path()))
+        .with_project_context(false)
+        .with_tools(tools)
+        .with_permission_handler(permission_handler(
+            scenario.permission_answers.clone(),
+            Arc::clone(&mismatches),
+        ));
+    let session = InteractiveSession::new(InteractiveSessionOptions::new(session_options))
+        .unwrap_or_else(|e| panic!("{}: session: {e}", scenario.name));
+    let sub = session.subscribe_pull();
+    let mut events = Vec::new();
+    let mut commands = Vec::new();
+
+    for action in &scenario.actions {
+        match action {
+            Action::Submit(prompt) => {
+                session
+                    .submit(prompt, None, None)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: submit: {e}", scenario.name));
+            }
+            Action::AbortAfterEvent(event_type) => {
+                read_until(&sub, event_type, &mut events, &scenario.name).await;
+                session.abort();
+            }
+            Action::Command { name, args } => {
+                let result = session
+                    .execute_command(name, args)
+                    .await
+                    .unwrap_or_else(|e| panic!("{}: command {name}: {e}", scenario.name));
+                let result = serde_json::to_value(result).expect("results serialize");
+                commands.push(json!({
+                    "name": name,
+                    "success": result["success"],
+                    "effects": result.get("effects").cloned().unwrap_or_else(|| json!([])),
+                }));
+            }
+            Action::WaitIdle(_) => {
+                tokio::time::timeout(WAIT, session.wait_idle())
+                    .await
+                    .unwrap_or_else(|_| panic!("{}: not idle within {WAIT:?}", scenario.name));
+            }
+        }
+    }
+    // The implicit final wait_idle: every event of an accepted prompt is queued by then.
+    tokio::time::timeout(WAIT, session.wait_idle())
+        .await
+        .unwrap_or_else(|_| panic!("{}: not idle within {WAIT:?}", scenario.name));
+    while let Some(event) = sub.try_next_event() {
+        events.push(event_json(&event));
+    }
+
+    let session_id = session.get_session_id();
+    check_envelopes(&events, &session_id, &scenario.name);
+    let messages: Vec<Value> = session
+        .get_messages()
+        .iter()
+        .map(|m| normalize_message(&serde_json::to_value(m).expect("messages serialize")))
+        .collect();
+    let response = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "complete" || e["type"] == "interrupted")
+        .and_then(|e| e["outcome"]["response"].as_str())
+        .map(|s| json!(s));
+    let mismatches = mismatches
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    assert!(
+        mismatches.is_empty(),
+        "{}: permission answers: {mismatches:?}",
+        scenario.name
+    );
+
+    let mut actual = Map::new();
+    actual.insert("events".into(), Value::Array(normalize_events(&events)));
+    actual.insert("messages".into(), Value::Array(messages));
+    // Optional parts are only compared when the scenario states them.
+    if scenario.expected.get("response").is_some() {
+        actual.insert("response".into(), response.unwrap_or(Value::Null));
+    }
+    if scenario.expected.get("commands").is_some() {
+        actual.insert("commands".into(), Value::Array(commands));
+    }
+    if scenario.expected.get("name").is_some() {
+        actual.insert("name".into(), json!(session.get_name()));
+    }
+    Value::Object(actual)
+}
+
+/// `seq` strictly increases and every event carries this session's id.
+fn check_envelopes(events: &[Value], session_id: &str, scenario: &str) {
+    let mut last = 0;
+    for event in events {
+        let seq = event["seq"].as_u64().unwrap_or(0);
+        assert!(seq > last, "{scenario}: seq {seq} after {last} in {event}");
+        last = seq;
+        assert_eq!(
+            event["session_id"], session_id,
+            "{scenario}: wrong session_id in {event}"
+        );
+    }
+}
+
+/// Keeps the kept event types with their key fields and joins consecutive text (and thinking)
+/// chunks, whose split depends on delivery speed (coalescing), not on behaviour.
+fn normalize_events(events: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or_default();
+        if !KEPT_EVENTS.contains(&kind) {
+            continue;
+        }
+        let normalized = match kind {
+            "text_delta" | "thinking" => {
+                let text = event["text"].as_str().unwrap_or_default();
+                if let Some(previous) = out.last_mut() {
+                    if previous["type"] == kind {
+                        let joined = format!("{}{text}", previous["text"].as_str().unwrap_or(""));
+                        previous["text"] = json!(joined);
+                        continue;
+                    }
+                }
+                json!({"type": kind, "text": text})
+            }
+            "tool_start" => json!({
+                "type": kind,
+                "name": event["tool"]["name"],
+                "first_arg": event["tool"]["first_arg"],
+            }),
+            "tool_end" => {
+                let mut value = json!({
+                    "type": kind,
+                    "name": event["tool"]["name"],
+                    "result": event["tool"]["result"],
+                });
+                if let Some(data) = event["tool"].get("tool_result_data") {
+                    value["tool_result_data"] = data.clone();
+                }
+                value
+            }
+            "permission_request" => json!({
+                "type": kind,
+                "tool_name": event["tool_name"],
+                "input": event["input"],
+            }),
+            "complete" => json!({
+                "type": kind,
+                "response": event["outcome"]["response"],
+                "stop_reason": event["outcome"]["stop_reason"],
+                "tools_executed": event["outcome"]["tools_executed"],
+            }),
+            "interrupted" => json!({"type": kind}),
+            _ => json!({"type": kind, "message": event["message"]}),
+        };
+        out.push(normalized);
+    }
+    out
+}
+
+/// `{role, text?, tool_uses?, tool_results?, state?}` from a message's JSON.
+fn normalize_message(message: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("role".into(), message["role"].clone());
+    let blocks = message["content"].as_array().cloned().unwrap_or_default();
+    let text: String = blocks
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    if !text.is_empty() {
+        out.insert("text".into(), json!(text));
+    }
+    let tool_uses: Vec<Value> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| json!({"name": b["name"], "input": b["input"]}))
+        .collect();
+    if !tool_uses.is_empty() {
+        out.insert("tool_uses".into(), Value::Array(tool_uses));
+    }
+    let tool_results: Vec<Value> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            json!({
+                "content": b["content"],
+                "is_error": b.get("is_error").cloned().unwrap_or(json!(false)),
+            })
+        })
+        .collect();
+    if !tool_results.is_empty() {
+        out.insert("tool_results".into(), Value::Array(tool_results));
+    }
+    if message["state"] == "interrupted" {
+        out.insert("state".into(), json!("interrupted"));
+    }
+    Value::Object(out)
+}
+
+/// A line diff of the pretty-printed JSON, so a mismatch shows where it is.
+fn diff(expected: &Value, actual: &Value) -> String {
+    let expected = serde_json::to_string_pretty(expected).unwrap_or_default();
+    let actual = serde_json::to_string_pretty(actual).unwrap_or_default();
+    similar::TextDiff::from_lines(&expected, &actual)
+        .unified_diff()
+        .header("expected", "actual")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_scenarios() {
+    let scenarios = load_scenarios();
+    assert!(!scenarios.is_empty(), "no scenarios found");
+    let print = std::env::var_os("CONFORMANCE_PRINT").is_some();
+    let mut failures = Vec::new();
+    for (path, scenario) in &scenarios {
+        let actual = run(scenario).await;
+        if print {
+            println!(
+                "== {}\n{}",
+                scenario.name,
+                serde_json::to_string_pretty(&actual).unwrap_or_default()
+            );
+        }
+        if actual != scenario.expected {
+            failures.push(format!(
+                "scenario `{}` ({}):\n{}",
+                scenario.name,
+                path.display(),
+                diff(&scenario.expected, &actual)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} conformance scenarios failed:\n\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+}
