@@ -60,7 +60,7 @@ impl CommandHostContext for FakeHost {
             used_tokens: 42_000,
             max_tokens: 200_000,
             used_percent: 21.0,
-            auto_compact_percent: Some(84.0),
+            auto_compact_percent: Some(83.5),
             message_count: 12,
         }
     }
@@ -293,7 +293,7 @@ async fn context_and_cost_read_the_facade() {
     let context = run(&registry, &host, "context", "").await;
     assert_eq!(
         context.message,
-        "Context: 42000 / 200000 tokens (21%)\nAuto compact: 84%\nHistory: 12 messages"
+        "Context: 42000 / 200000 tokens (21%)\nAuto compact: 83.5%\nHistory: 12 messages"
     );
     let bad = run(&registry, &host, "context", "bogus").await;
     assert!(!bad.success);

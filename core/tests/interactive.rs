@@ -357,6 +357,20 @@ async fn commands_apply_their_effects() {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }
 
+    // The command facade reports the session's real model and compaction threshold.
+    let model = session.execute_command("model", "").await.expect("model");
+    assert_eq!(model.message, "Current model: scripted", "{model:?}");
+    let context = session
+        .execute_command("context", "")
+        .await
+        .expect("context");
+    assert!(context.success, "{context:?}");
+    assert!(
+        context.message.contains("Auto compact: 83.5%"),
+        "the default 83.5% auto-compact threshold is shown: {}",
+        context.message
+    );
+
     let renamed = session
         .execute_command("rename", "my work")
         .await

@@ -500,6 +500,18 @@ impl Session {
         &self.hooks
     }
 
+    /// The model this session's provider calls.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The context ratio (0–1) at which automatic compaction runs, or `None` when automatic
+    /// compaction is off for this session (by settings or [`Session::set_auto_compact`]).
+    pub fn auto_compact_threshold(&self) -> Option<f64> {
+        (self.compaction.enabled && self.auto_compact.load(Ordering::SeqCst))
+            .then_some(self.compaction.threshold)
+    }
+
     /// The names of the tools the model is offered.
     pub fn tool_names(&self) -> Vec<String> {
         self.engine

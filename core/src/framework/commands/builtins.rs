@@ -276,7 +276,7 @@ impl SystemCommand for ContextCommand {
         }
         let state = ctx.context_state();
         let auto = match state.auto_compact_percent {
-            Some(percent) => format!("{percent:.0}%"),
+            Some(percent) => format!("{percent:.1}%"),
             None => "off".to_string(),
         };
         CommandResult::ok(format!(

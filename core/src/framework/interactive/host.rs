@@ -71,7 +71,10 @@ impl CommandHostContext for SessionHost {
             used_tokens: state.used_tokens,
             max_tokens: state.max_tokens,
             used_percent: state.ratio * 100.0,
-            auto_compact_percent: None,
+            auto_compact_percent: inner
+                .session()
+                .auto_compact_threshold()
+                .map(|threshold| threshold * 100.0),
             message_count: inner.session().messages().len(),
         }
     }
@@ -110,7 +113,7 @@ impl CommandHostContext for SessionHost {
     }
 
     fn model(&self) -> Option<String> {
-        None
+        self.get().ok().map(|i| i.session().model().to_string())
     }
 
     fn commands(&self) -> Vec<CommandDescriptor> {
