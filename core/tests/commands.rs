@@ -110,6 +110,7 @@ impl CommandHostContext for FakeHost {
             messages_before: 10,
             context_before_percent: 85.0,
             context_after_percent: 20.0,
+            scheduled: false,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! `InteractiveSession` against the scripted provider: event order and `seq`, the one-prompt
 //! queue, abort during text / a tool / a permission wait, several subscribers, text coalescing
 //! for a slow subscriber, unsubscribing, commands and their effects, a projected command tool
-//! called by the model, and the history's summary entries.
+//! called by the model (including `compact`, scheduled for the end of the turn), the history's
+//! summary entries, and queueing / abort against `mock-llm` over loopback.
 #![cfg(unix)]
 
 use std::sync::{Arc, Mutex};
@@ -495,4 +496,155 @@ async fn the_model_can_call_a_projected_command_tool() {
     session.wait_idle().await;
     let history = serde_json::to_value(session.get_full_history()).expect("json");
     assert!(history.to_string().contains("tool-summary"), "{history}");
+}
+
+#[tokio::test]
+async fn the_model_can_schedule_a_compaction_for_the_end_of_its_turn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = options(
+        &dir,
+        vec![
+            ScriptedTurn::tool_call("t1", "robota_command_compact", json!({"args": ""})),
+            ScriptedTurn::text("answered"),
+            ScriptedTurn::text("SUMMARY OF THE TURN"),
+        ],
+    );
+    options.session = options
+        .session
+        .with_permission_mode(PermissionMode::BypassPermissions);
+    let session = start(options);
+    let sub = session.subscribe_pull();
+    session
+        .submit("compact please", None, None)
+        .await
+        .expect("submit");
+    let turn = until(&sub, "complete").await;
+    let end = turn
+        .iter()
+        .find_map(|e| match &e.kind {
+            InteractiveEventKind::ToolEnd { tool } => Some(tool.clone()),
+            _ => None,
+        })
+        .expect("tool_end");
+    assert_eq!(end.result, Some(ToolResultKind::Success));
+    let result = end.tool_result_data.unwrap_or_default();
+    assert!(
+        result.contains("Compaction scheduled: it will run when this turn ends."),
+        "{result}"
+    );
+    assert_eq!(text_of(&turn).trim(), "answered");
+    let after = until(&sub, "compaction").await;
+    assert!(!after.iter().any(|e| type_of(e) == "error"), "{after:?}");
+    session.wait_idle().await;
+    let messages = serde_json::to_value(session.get_messages()).expect("json");
+    assert!(
+        messages.to_string().contains("SUMMARY OF THE TURN"),
+        "{messages}"
+    );
+}
+
+mod over_mock_llm {
+    use super::*;
+    use robota::provider::{AnthropicConfig, AnthropicProvider, HttpOptions};
+
+    fn mock_options(dir: &tempfile::TempDir, base_url: String) -> InteractiveSessionOptions {
+        let mut config = AnthropicConfig::new("claude-sonnet-4-6");
+        config.api_key = Some("sk-test".into());
+        config.base_url = Some(base_url);
+        config.http = HttpOptions {
+            idle_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            max_retries: 0,
+            ..HttpOptions::default()
+        };
+        let provider = AnthropicProvider::new(config).expect("provider");
+        let session = SessionOptions::new(dir.path(), Arc::new(provider))
+            .with_settings(SessionSettings::None)
+            .with_project_context(false);
+        InteractiveSessionOptions::new(session)
+    }
+
+    #[tokio::test]
+    async fn a_prompt_submitted_while_streaming_is_queued_and_sees_the_first_answer() {
+        let mock = mock_llm::MockLlm::start_json(json!({
+            "turns": [
+                {"text": ["first ", "answer ", "slowly"], "chunk_delay_ms": 60},
+                {"text": ["second answer"]}
+            ]
+        }))
+        .await
+        .expect("mock-llm");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let session = start(mock_options(&dir, mock.base_url()));
+        let sub = session.subscribe_pull();
+        assert_eq!(
+            session.submit("one", None, None).await.expect("one"),
+            SubmitStatus::Started
+        );
+        let mut events = until(&sub, "text_delta").await;
+        assert_eq!(
+            session.submit("two", None, None).await.expect("two"),
+            SubmitStatus::Queued
+        );
+        events.extend(until(&sub, "complete").await);
+        assert_eq!(text_of(&events), "first answer slowly");
+        let second = until(&sub, "complete").await;
+        assert_eq!(text_of(&second), "second answer");
+        events.extend(second);
+        assert!(
+            events.windows(2).all(|w| w[0].seq < w[1].seq),
+            "seq must increase"
+        );
+        session.wait_idle().await;
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        let body = requests[1].body.to_string();
+        assert!(body.contains("first answer slowly"), "{body}");
+        assert!(body.contains("two"), "{body}");
+        mock.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn abort_while_streaming_clears_the_queue_and_the_next_prompt_sees_the_interruption() {
+        let chunks: Vec<String> = (0..40).map(|i| format!("c{i} ")).collect();
+        let mock = mock_llm::MockLlm::start_json(json!({
+            "turns": [
+                {"text": chunks, "chunk_delay_ms": 50},
+                {"text": ["never"]},
+            ]
+        }))
+        .await
+        .expect("mock-llm");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let session = start(mock_options(&dir, mock.base_url()));
+        let sub = session.subscribe_pull();
+        session.submit("first", None, None).await.expect("first");
+        assert_eq!(
+            session.submit("queued", None, None).await.expect("queued"),
+            SubmitStatus::Queued
+        );
+        until(&sub, "text_delta").await;
+        session.abort();
+        assert_eq!(session.get_pending_prompt(), None);
+        let events = until(&sub, "interrupted").await;
+        assert!(!events.iter().any(|e| type_of(e) == "complete"));
+        session.wait_idle().await;
+        assert!(!session.is_executing());
+        assert_eq!(mock.requests().len(), 1, "the queued prompt must not run");
+
+        assert_eq!(
+            session.submit("again", None, None).await.expect("again"),
+            SubmitStatus::Started
+        );
+        let next = until(&sub, "complete").await;
+        assert_eq!(text_of(&next), "never");
+        session.wait_idle().await;
+        let requests = mock.requests();
+        assert_eq!(requests.len(), 2, "{requests:?}");
+        let body = requests[1].body.to_string();
+        assert!(body.contains("interrupted by the user"), "{body}");
+        assert!(!body.contains("queued"), "{body}");
+        assert!(body.contains("again"), "{body}");
+        mock.shutdown().await;
+    }
 }

@@ -220,6 +220,10 @@ impl SystemCommand for CompactCommand {
     async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
         let instructions = Some(args.trim()).filter(|a| !a.is_empty());
         match ctx.compact(instructions).await {
+            Ok(summary) if summary.scheduled => {
+                CommandResult::ok("Compaction scheduled: it will run when this turn ends.")
+                    .with_data(json!({"scheduled": true}))
+            }
             Ok(summary) => {
                 let share = if summary.messages_before == 0 {
                     0.0

@@ -71,6 +71,10 @@ pub struct CompactionSummary {
     pub context_before_percent: f64,
     /// Context use in percent after.
     pub context_after_percent: f64,
+    /// The compaction was not run now but scheduled for when the current turn ends (the model
+    /// asked for it mid-run); the other fields are then zero.
+    #[serde(default)]
+    pub scheduled: bool,
 }
 
 /// The command-facing facade over a session (spec 000 `ICommandHostContext`).

@@ -134,6 +134,12 @@ impl CommandHostContext for SessionHost {
         instructions: Option<&str>,
     ) -> Result<CompactionSummary, CommandHostError> {
         let inner = self.get()?;
+        if inner.schedule_compaction(instructions) {
+            return Ok(CompactionSummary {
+                scheduled: true,
+                ..CompactionSummary::default()
+            });
+        }
         let before_messages = inner.session().messages().len();
         let before = inner.session().context_state();
         inner
@@ -148,6 +154,7 @@ impl CommandHostContext for SessionHost {
             messages_before: before_messages,
             context_before_percent: before.ratio * 100.0,
             context_after_percent: after.ratio * 100.0,
+            scheduled: false,
         })
     }
 }

@@ -116,6 +116,9 @@ struct State {
     tools: Vec<ToolState>,
     denied: Vec<String>,
     shut_down: bool,
+    /// A compaction the model asked for during a run (`Some(instructions)`); run when the run
+    /// ends, before the queued prompt.
+    pending_compaction: Option<Option<String>>,
 }
 
 pub(crate) struct Inner {
@@ -271,10 +274,11 @@ impl InteractiveSession {
     }
 
     /// Aborts the running prompt (a pending permission request is cancelled, running tools are
-    /// stopped) and drops the queued one. `interrupted` is emitted when the run has stopped.
+    /// stopped) and drops the queued one and any compaction the model scheduled. `interrupted` is emitted when the run has stopped.
     pub fn abort(&self) {
         let mut state = self.inner.lock();
         state.pending = None;
+        state.pending_compaction = None;
         if let Some(cancel) = &state.cancel {
             cancel.cancel();
         }
@@ -414,6 +418,17 @@ impl Inner {
         &self.session
     }
 
+    /// While a prompt runs, schedules a compaction for when it ends (a later request replaces
+    /// the instructions) and returns `true`; returns `false` when idle (compact now).
+    pub(crate) fn schedule_compaction(&self, instructions: Option<&str>) -> bool {
+        let mut state = self.lock();
+        if !state.executing {
+            return false;
+        }
+        state.pending_compaction = Some(instructions.map(str::to_string));
+        true
+    }
+
     /// Runs `prompt`, then the queued prompt, until the queue is empty.
     async fn drive(self: Arc<Self>, first: Prompt) {
         let mut next = Some(first);
@@ -427,6 +442,7 @@ impl Inner {
                 state.denied.clear();
             }
             let result = self.run_one(&prompt, &cancel).await;
+            let compaction = self.lock().pending_compaction.take();
             match result {
                 Ok(outcome) if outcome.interrupted || cancel.is_cancelled() => {
                     self.hub.emit(InteractiveEventKind::Interrupted {
@@ -444,6 +460,14 @@ impl Inner {
                 Err(error) => self.hub.emit(InteractiveEventKind::Error {
                     message: error.to_string(),
                 }),
+            }
+            if let Some(instructions) = compaction {
+                // The session emits the `compaction` event itself on success.
+                if let Err(error) = self.session.compact(instructions).await {
+                    self.hub.emit(InteractiveEventKind::Error {
+                        message: format!("Compaction failed: {error}"),
+                    });
+                }
             }
             let mut state = self.lock();
             state.cancel = None;
