@@ -1,0 +1,689 @@
+//! `robota_session`: an interactive session, its events and subscriptions.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use engine::framework::interactive::{
+    InteractiveError, InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
+};
+use engine::permissions::PermissionMode;
+use engine::session::{SessionOptions, SessionSettings};
+use serde::Deserialize;
+
+use crate::boundary::ffi_boundary;
+use crate::error::{
+    robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_ARGUMENT,
+    ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_INVALID_STATE, ROBOTA_STATUS_QUEUE_FULL,
+    ROBOTA_STATUS_SESSION, ROBOTA_STATUS_TIMEOUT,
+};
+use crate::provider::robota_provider;
+use crate::runtime::{on_engine_thread, RuntimeInner};
+use crate::strings::{json_arg, str_arg, write_string};
+
+/// One event, passed to a `robota_event_callback`. Every pointer is borrowed for the duration
+/// of the callback only; copy what you keep.
+#[repr(C)]
+pub struct robota_event {
+    /// Length in bytes of `kind` (without the terminating NUL).
+    pub kind_len: u32,
+    /// The event type, e.g. `"text_delta"`, `"complete"`; NUL-terminated UTF-8.
+    pub kind: *const c_char,
+    /// Strictly increasing within the session, starting at 1.
+    pub seq: u64,
+    /// The whole event as a JSON object (`{"session_id", "seq", "type", ...}`); NUL-terminated.
+    pub json: *const c_char,
+    /// Length in bytes of `json` (without the terminating NUL).
+    pub json_len: usize,
+}
+
+/// Receives events of a subscription. Called on an engine thread, one event at a time and in
+/// order for one subscription; `ev` and everything it points to is valid only during the call.
+/// The callback may call any function of this library except blocking waits
+/// (`robota_session_wait_idle`, `robota_session_next_event` with a timeout, which fail with
+/// `ROBOTA_STATUS_INVALID_STATE` there) and `robota_session_free`.
+pub type robota_event_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, ev: *const robota_event)>;
+
+/// Releases a subscription's `user_data`; called exactly once, after the last callback.
+pub type robota_free_callback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// The host's `user_data` pointer; the host promises it may be used from engine threads.
+struct UserData(*mut c_void);
+// SAFETY: documented contract: callbacks and finalizers run on engine threads.
+unsafe impl Send for UserData {}
+// SAFETY: as above.
+unsafe impl Sync for UserData {}
+
+thread_local! {
+    /// The callback subscriptions whose callback is running on this thread.
+    static IN_CALLBACK: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A callback subscription: gates calls so that none happens after `unsubscribe` returns, and
+/// runs the finalizer exactly once.
+struct CallbackSub {
+    callback: unsafe extern "C" fn(*mut c_void, *const robota_event),
+    user_data: UserData,
+    finalizer: Mutex<Option<unsafe extern "C" fn(*mut c_void)>>,
+    active: AtomicBool,
+    /// Held while the callback runs; `unsubscribe` takes it to wait for a running call.
+    calling: Mutex<()>,
+    /// The events to deliver.
+    events: Arc<Subscription>,
+    /// Counts the times the delivery task found the queue empty (for `flush`).
+    drained: AtomicU64,
+    drained_notify: tokio::sync::Notify,
+    /// Makes the delivery task look at its queue again.
+    kick: tokio::sync::Notify,
+}
+
+impl CallbackSub {
+    fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    fn deliver(&self, event: InteractiveEvent) {
+        if !self.active.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(json) = serde_json::to_string(&event) else {
+            return;
+        };
+        let kind = serde_json::to_value(&event)
+            .ok()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(str::to_string)))
+            .unwrap_or_default();
+        let kind_c = std::ffi::CString::new(kind).unwrap_or_default();
+        let json_c = std::ffi::CString::new(json).unwrap_or_default();
+        {
+            let _calling = self.calling.lock().unwrap_or_else(PoisonError::into_inner);
+            if !self.active.load(Ordering::SeqCst) {
+                return;
+            }
+            let ev = robota_event {
+                kind_len: kind_c.as_bytes().len() as u32,
+                kind: kind_c.as_ptr(),
+                seq: event.seq,
+                json: json_c.as_ptr(),
+                json_len: json_c.as_bytes().len(),
+            };
+            IN_CALLBACK.with(|v| v.borrow_mut().push(self.id()));
+            // SAFETY: the host's callback with its own user_data and a valid event.
+            unsafe { (self.callback)(self.user_data.0, &ev) };
+            IN_CALLBACK.with(|v| v.borrow_mut().retain(|&id| id != self.id()));
+        }
+        // Unsubscribed from inside its own callback: finalize now that the call returned.
+        if !self.active.load(Ordering::SeqCst) {
+            self.finalize();
+        }
+    }
+
+    /// Stops calls; waits for a running call (unless called from inside it) and finalizes.
+    fn unsubscribe(&self) {
+        self.active.store(false, Ordering::SeqCst);
+        self.events.unsubscribe();
+        self.kick.notify_one();
+        self.drained_notify.notify_waiters();
+        let inside = IN_CALLBACK.with(|v| v.borrow().contains(&self.id()));
+        if inside {
+            // `deliver` finalizes when the callback returns.
+            return;
+        }
+        drop(self.calling.lock().unwrap_or_else(PoisonError::into_inner));
+        self.finalize();
+    }
+
+    /// The delivery task: calls the callback for every event, in order, until unsubscribed.
+    async fn run(self: Arc<Self>) {
+        loop {
+            while let Some(event) = self.events.try_next_event() {
+                let _ =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.deliver(event)));
+            }
+            if !self.active.load(Ordering::SeqCst) {
+                return;
+            }
+            self.drained.fetch_add(1, Ordering::SeqCst);
+            self.drained_notify.notify_waiters();
+            tokio::select! {
+                event = self.events.next_event(Duration::from_secs(3600)) => {
+                    if let Some(event) = event {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            self.deliver(event)
+                        }));
+                    }
+                }
+                _ = self.kick.notified() => {}
+            }
+        }
+    }
+
+    /// Waits until every event queued before the call has been delivered.
+    async fn flush(&self) {
+        let start = self.drained.load(Ordering::SeqCst);
+        self.kick.notify_one();
+        loop {
+            let notified = self.drained_notify.notified();
+            if self.drained.load(Ordering::SeqCst) > start || !self.active.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn finalize(&self) {
+        let finalizer = self
+            .finalizer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(finalizer) = finalizer {
+            // SAFETY: the host's finalizer, called once with its user_data.
+            unsafe { finalizer(self.user_data.0) };
+        }
+    }
+}
+
+impl Drop for CallbackSub {
+    fn drop(&mut self) {
+        self.finalize();
+    }
+}
+
+enum Sub {
+    Callback(Arc<CallbackSub>),
+    Pull(Arc<Subscription>),
+}
+
+struct SessionShared {
+    session: Arc<InteractiveSession>,
+    runtime: Arc<RuntimeInner>,
+    subs: Mutex<HashMap<u64, Sub>>,
+    next_id: AtomicU64,
+    /// The subscription id 0 refers to, when the options asked for `pull_events`.
+    default_pull: Option<Arc<Subscription>>,
+}
+
+impl SessionShared {
+    fn subs(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Sub>> {
+        self.subs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An interactive session. Opaque; create with `robota_session_new_json`, free with
+/// `robota_session_free`. Every function on it is callable from any thread.
+pub struct robota_session {
+    shared: Arc<SessionShared>,
+}
+
+/// Session options as JSON.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct SessionJsonOptions {
+    cwd: Option<PathBuf>,
+    permission_mode: Option<PermissionMode>,
+    system_prompt: Option<String>,
+    append_system_prompt: Option<String>,
+    max_turns: Option<u32>,
+    session_id: Option<String>,
+    load_project_context: Option<bool>,
+    /// The home directory for user settings; none (no user layer) unless given.
+    home: Option<PathBuf>,
+    /// Settings from code, above every file.
+    settings: Option<serde_json::Value>,
+    /// `true`: load settings exactly like the CLI (real `HOME`, process environment).
+    settings_from_environment: Option<bool>,
+    /// `true`: subscription id 0 pulls every event from session creation on.
+    pull_events: Option<bool>,
+}
+
+fn session_error(e: InteractiveError) -> FfiError {
+    let code = match e {
+        InteractiveError::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
+        _ => ROBOTA_STATUS_SESSION,
+    };
+    FfiError::new(code, e.to_string())
+}
+
+/// # Safety
+/// `s` is NULL or a live session.
+unsafe fn session_arg<'a>(s: *const robota_session) -> Result<&'a SessionShared, FfiError> {
+    if s.is_null() {
+        return Err(FfiError::null("session"));
+    }
+    Ok(&(*s).shared)
+}
+
+fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
+    if on_engine_thread() {
+        return Err(FfiError::new(
+            ROBOTA_STATUS_INVALID_STATE,
+            format!("`{what}` blocks and cannot be called on an engine thread (from a callback)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates an interactive session on `provider` (and the provider's runtime).
+///
+/// `options_json` (may be empty for all defaults) is an object with the optional fields
+/// `cwd` (default: the process's current directory), `permission_mode` (`"default"`,
+/// `"acceptEdits"`, `"plan"`, `"bypassPermissions"`, `"dontAsk"`), `system_prompt`,
+/// `append_system_prompt`, `max_turns` (0: no cap), `session_id`, `load_project_context`,
+/// `home` (the user settings directory; without it no user settings are read), `settings`
+/// (settings object applied above every file), `settings_from_environment` (`true`: real
+/// `HOME` and environment, like the CLI) and `pull_events` (`true`: subscription id 0 of
+/// `robota_session_next_event` receives every event from creation on). Unknown fields are
+/// rejected. There is no permission handler yet: calls that need approval are denied.
+///
+/// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
+/// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_SESSION`.
+///
+/// Ownership: `*out` is owned by the caller; free it with `robota_session_free`. The
+/// provider handle may be freed independently.
+/// Threading: callable from any thread.
+///
+/// # Safety
+/// `provider` is a live provider; `options_json` is valid for `len` bytes (or NULL with 0);
+/// `out` is valid for writes; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_new_json(
+    provider: *const robota_provider,
+    options_json: *const c_char,
+    len: usize,
+    out: *mut *mut robota_session,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        if provider.is_null() {
+            return Err(FfiError::null("provider"));
+        }
+        let provider = &*provider;
+        let options: SessionJsonOptions = match json_arg(options_json, len, "options_json")? {
+            None => SessionJsonOptions::default(),
+            Some(value) => serde_json::from_value(value).map_err(|e| {
+                FfiError::new(
+                    ROBOTA_STATUS_INVALID_JSON,
+                    format!("invalid session options: {e}"),
+                )
+            })?,
+        };
+        let cwd = match options.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir().map_err(|e| {
+                FfiError::new(
+                    ROBOTA_STATUS_INVALID_ARGUMENT,
+                    format!("no `cwd` given and the current directory is unavailable: {e}"),
+                )
+            })?,
+        };
+        let mut session = SessionOptions::new(cwd, Arc::clone(&provider.provider));
+        session.settings = if options.settings_from_environment == Some(true) {
+            SessionSettings::FromEnvironment
+        } else {
+            SessionSettings::Load {
+                home: options.home,
+                env: Default::default(),
+                overrides: options.settings,
+            }
+        };
+        session.permission_mode = options.permission_mode;
+        session.system_prompt = options.system_prompt;
+        session.append_system_prompt = options.append_system_prompt;
+        if let Some(max_turns) = options.max_turns {
+            session.max_turns = max_turns;
+        }
+        if let Some(load) = options.load_project_context {
+            session.load_project_context = load;
+        }
+        session.session_id = options.session_id;
+        let runtime = Arc::clone(&provider.runtime);
+        let _guard = runtime.handle().enter();
+        let interactive = InteractiveSession::new(InteractiveSessionOptions::new(session))
+            .map_err(session_error)?;
+        let default_pull =
+            (options.pull_events == Some(true)).then(|| Arc::new(interactive.subscribe_pull()));
+        let shared = Arc::new(SessionShared {
+            session: interactive,
+            runtime: Arc::clone(&runtime),
+            subs: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            default_pull,
+        });
+        *out = Box::into_raw(Box::new(robota_session { shared }));
+        Ok(())
+    })
+}
+
+/// Submits a prompt (`prompt`, `len` bytes of UTF-8). Returns as soon as the prompt is
+/// accepted: it runs (or, while another runs, waits in the one-slot queue) on the engine;
+/// follow it through events (`complete`, `interrupted` or `error` end every accepted prompt)
+/// or `robota_session_wait_idle`.
+///
+/// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
+/// `ROBOTA_STATUS_QUEUE_FULL` (a prompt is already queued), `ROBOTA_STATUS_SESSION`.
+/// Threading: callable from any thread, including from an event callback.
+///
+/// # Safety
+/// `s` is a live session; `prompt` is valid for `len` bytes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_submit(
+    s: *const robota_session,
+    prompt: *const c_char,
+    len: usize,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if prompt.is_null() {
+            return Err(FfiError::null("prompt"));
+        }
+        let prompt = str_arg(prompt, len, "prompt")?;
+        let _guard = shared.runtime.handle().enter();
+        // `submit` does not wait on other tasks, so it can be driven here, even on an engine
+        // thread.
+        futures::executor::block_on(shared.session.submit(prompt, None, None))
+            .map_err(session_error)?;
+        Ok(())
+    })
+}
+
+/// Aborts the running prompt and drops the queued one; `interrupted` is emitted once the run
+/// has stopped. Does not wait. Callable from any thread, including from an event callback.
+///
+/// # Safety
+/// `s` is a live session; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_abort(
+    s: *const robota_session,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        shared.session.abort();
+        Ok(())
+    })
+}
+
+/// Waits until no prompt is running or queued and every callback subscription has been
+/// called for every event emitted until then (so the prompt's `complete` has been seen), at
+/// most `timeout_ms` milliseconds.
+///
+/// Returns `ROBOTA_STATUS_OK` when idle, `ROBOTA_STATUS_TIMEOUT` when the time ran out.
+/// Blocks the calling thread: refused (`ROBOTA_STATUS_INVALID_STATE`) on engine threads,
+/// i.e. inside callbacks.
+///
+/// # Safety
+/// `s` is a live session; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_wait_idle(
+    s: *const robota_session,
+    timeout_ms: u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        refuse_on_engine_thread("robota_session_wait_idle")?;
+        let session = Arc::clone(&shared.session);
+        let callbacks: Vec<Arc<CallbackSub>> = shared
+            .subs()
+            .values()
+            .filter_map(|sub| match sub {
+                Sub::Callback(sub) => Some(Arc::clone(sub)),
+                Sub::Pull(_) => None,
+            })
+            .collect();
+        let waited = shared.runtime.handle().block_on(async move {
+            tokio::time::timeout(Duration::from_millis(timeout_ms), async move {
+                session.wait_idle().await;
+                for sub in callbacks {
+                    sub.flush().await;
+                }
+            })
+            .await
+        });
+        waited.map_err(|_| {
+            FfiError::new(
+                ROBOTA_STATUS_TIMEOUT,
+                format!("the session is still busy after {timeout_ms} ms"),
+            )
+        })
+    })
+}
+
+/// The conversation's chat messages as a JSON array.
+///
+/// Ownership: `*out_json` is owned by the caller; free it with `robota_string_free`.
+/// Threading: callable from any thread, including from an event callback.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_messages(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out_json.is_null() {
+            return Err(FfiError::null("out_json"));
+        }
+        let json = serde_json::to_string(&shared.session.get_messages()).map_err(|e| {
+            FfiError::new(ROBOTA_STATUS_INVALID_JSON, format!("cannot encode: {e}"))
+        })?;
+        write_string(out_json, json);
+        Ok(())
+    })
+}
+
+/// Subscribes `callback` to the session's events from now on; `*out_id` (never 0) names the
+/// subscription for `robota_session_unsubscribe`.
+///
+/// The callback runs on an engine thread, in order, one event at a time (see
+/// `robota_event_callback`). `free_user_data` (may be NULL) is called exactly once with
+/// `user_data`: by `robota_session_unsubscribe` or `robota_session_free`, after the last
+/// callback has returned. If this function fails, `free_user_data` is not called.
+///
+/// # Safety
+/// `s` is a live session; `callback` is a valid function; `user_data` is usable from engine
+/// threads until finalized; `out_id` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_subscribe(
+    s: *const robota_session,
+    callback: robota_event_callback,
+    user_data: *mut c_void,
+    free_user_data: robota_free_callback,
+    out_id: *mut u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let Some(callback) = callback else {
+            return Err(FfiError::null("callback"));
+        };
+        if out_id.is_null() {
+            return Err(FfiError::null("out_id"));
+        }
+        let sub = Arc::new(CallbackSub {
+            callback,
+            user_data: UserData(user_data),
+            finalizer: Mutex::new(free_user_data),
+            active: AtomicBool::new(true),
+            calling: Mutex::new(()),
+            events: Arc::new(shared.session.subscribe_pull()),
+            drained: AtomicU64::new(0),
+            drained_notify: tokio::sync::Notify::new(),
+            kick: tokio::sync::Notify::new(),
+        });
+        shared.runtime.handle().spawn(Arc::clone(&sub).run());
+        let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
+        shared.subs().insert(id, Sub::Callback(sub));
+        *out_id = id;
+        Ok(())
+    })
+}
+
+/// Creates a pull subscription: events from now on are queued for
+/// `robota_session_next_event(s, *out_id, ...)`. Remove it with `robota_session_unsubscribe`.
+///
+/// # Safety
+/// `s` is a live session; `out_id` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_subscribe_pull(
+    s: *const robota_session,
+    out_id: *mut u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out_id.is_null() {
+            return Err(FfiError::null("out_id"));
+        }
+        let sub = Arc::new(shared.session.subscribe_pull());
+        let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
+        shared.subs().insert(id, Sub::Pull(sub));
+        *out_id = id;
+        Ok(())
+    })
+}
+
+/// Removes a subscription. For a callback subscription, when this returns no further callback
+/// will start, a running one has finished, and `free_user_data` has been called — except when
+/// called from inside that subscription's own callback: then the finalizer runs right after
+/// the callback returns. Unknown ids: `ROBOTA_STATUS_INVALID_STATE`.
+///
+/// # Safety
+/// `s` is a live session; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_unsubscribe(
+    s: *const robota_session,
+    id: u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let removed = shared.subs().remove(&id);
+        match removed {
+            Some(Sub::Callback(sub)) => sub.unsubscribe(),
+            Some(Sub::Pull(sub)) => sub.unsubscribe(),
+            None => {
+                return Err(FfiError::new(
+                    ROBOTA_STATUS_INVALID_STATE,
+                    format!("no subscription with id {id}"),
+                ))
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Pulls the next event of a pull subscription (`sub`: an id from
+/// `robota_session_subscribe_pull`, or 0 for the session's own when created with
+/// `"pull_events": true`), waiting at most `timeout_ms` milliseconds (0: do not wait).
+///
+/// On `ROBOTA_STATUS_OK`, `*out_json` is the event as a JSON object (`{"session_id", "seq",
+/// "type", ...}`), owned by the caller (free with `robota_string_free`). On
+/// `ROBOTA_STATUS_TIMEOUT` no event came and `*out_json` is NULL.
+/// Threading: any thread; a non-zero timeout is refused (`ROBOTA_STATUS_INVALID_STATE`) on
+/// engine threads.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_next_event(
+    s: *const robota_session,
+    sub: u64,
+    timeout_ms: u64,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out_json.is_null() {
+            return Err(FfiError::null("out_json"));
+        }
+        *out_json = std::ptr::null_mut();
+        let subscription = if sub == 0 {
+            shared.default_pull.clone().ok_or_else(|| {
+                FfiError::new(
+                    ROBOTA_STATUS_INVALID_STATE,
+                    "subscription 0 needs the session option \"pull_events\": true",
+                )
+            })?
+        } else {
+            match shared.subs().get(&sub) {
+                Some(Sub::Pull(p)) => Arc::clone(p),
+                _ => {
+                    return Err(FfiError::new(
+                        ROBOTA_STATUS_INVALID_STATE,
+                        format!("no pull subscription with id {sub}"),
+                    ))
+                }
+            }
+        };
+        let event = if timeout_ms == 0 {
+            subscription.try_next_event()
+        } else {
+            refuse_on_engine_thread("robota_session_next_event")?;
+            shared.runtime.handle().block_on(async move {
+                subscription
+                    .next_event(Duration::from_millis(timeout_ms))
+                    .await
+            })
+        };
+        let event = event
+            .ok_or_else(|| FfiError::new(ROBOTA_STATUS_TIMEOUT, "no event within the timeout"))?;
+        let json = serde_json::to_string(&event).map_err(|e| {
+            FfiError::new(ROBOTA_STATUS_INVALID_JSON, format!("cannot encode: {e}"))
+        })?;
+        write_string(out_json, json);
+        Ok(())
+    })
+}
+
+/// Frees a session. NULL is ignored. Safe with work in flight: the running prompt is aborted,
+/// every subscription is removed (each finalizer called once, no callback runs after this
+/// returns), and the engine's work is given up to 5 s to stop before the handle goes.
+///
+/// Threading: callable from any thread except from inside one of this session's callbacks.
+///
+/// # Safety
+/// `s` is NULL or a session from `robota_session_new_json`, freed at most once and not used
+/// afterwards (also not from other threads).
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_free(s: *mut robota_session) {
+    ffi_boundary!(value(), {
+        if s.is_null() {
+            return;
+        }
+        let session = Box::from_raw(s);
+        let shared = session.shared;
+        shared.session.abort();
+        let subs: Vec<Sub> = shared.subs().drain().map(|(_, sub)| sub).collect();
+        for sub in subs {
+            match sub {
+                Sub::Callback(sub) => sub.unsubscribe(),
+                Sub::Pull(sub) => sub.unsubscribe(),
+            }
+        }
+        if let Some(pull) = &shared.default_pull {
+            pull.unsubscribe();
+        }
+        if !on_engine_thread() {
+            let interactive = Arc::clone(&shared.session);
+            shared.runtime.handle().block_on(async move {
+                let _ = tokio::time::timeout(Duration::from_secs(5), interactive.wait_idle()).await;
+            });
+        }
+        drop(shared);
+    })
+}

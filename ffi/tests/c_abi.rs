@@ -1,0 +1,100 @@
+//! Builds the C tests and examples against `include/robota.h` and the freshly built
+//! `librobota` (the cdylib next to this test binary), and runs them.
+//!
+//! Needs a C and a C++ compiler (`cc`/`c++`, or `CC`/`CXX`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("ffi/ has a parent")
+        .to_path_buf()
+}
+
+/// The directory holding `librobota.so`/`.dylib`: the profile dir of this test binary's target
+/// dir (`<target>/<profile>/deps/c_abi-…` → `<target>/<profile>`), or its `deps/`.
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let deps = exe.parent().expect("deps dir");
+    let name = if cfg!(target_os = "macos") {
+        "librobota.dylib"
+    } else {
+        "librobota.so"
+    };
+    for dir in [deps.parent().expect("profile dir"), deps] {
+        if dir.join(name).exists() {
+            return dir.to_path_buf();
+        }
+    }
+    panic!("{name} not found next to {}", exe.display());
+}
+
+fn run(command: &mut Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{command:?} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// Compiles one C11 source with the strict flags and links it to librobota.
+fn build_c(source: &Path, name: &str) -> PathBuf {
+    let root = workspace_root();
+    let lib = library_dir();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    run(Command::new(cc)
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(source)
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lrobota")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-o")
+        .arg(&out));
+    out
+}
+
+#[test]
+fn c_test_basic_passes() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("ffi/tests/c/test_basic.c"), "test_basic");
+    let stdout = run(Command::new(&exe).current_dir(env!("CARGO_TARGET_TMPDIR")));
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+}
+
+#[test]
+fn c_quickstart_runs() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("examples/c/quickstart.c"), "quickstart");
+    let stdout = run(Command::new(&exe).current_dir(env!("CARGO_TARGET_TMPDIR")));
+    assert!(stdout.contains("Hello from C!"), "{stdout}");
+}
+
+#[test]
+fn header_compiles_as_cpp17() {
+    let root = workspace_root();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    run(Command::new(cxx)
+        .args([
+            "-std=c++17",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-fsyntax-only",
+        ])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("ffi/tests/c/header_cpp.cpp")));
+}
