@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,23 +14,45 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The directory holding `librobota.so`/`.dylib`: the profile dir of this test binary's target
-/// dir (`<target>/<profile>/deps/c_abi-…` → `<target>/<profile>`), or its `deps/`.
+/// The directory holding `librobota.so`/`.dylib`.
+///
+/// `cargo test` builds this package's library only as a test harness, never as the cdylib (and the
+/// crate has no rlib: its name would collide with the engine's `librobota.rlib`). So the cdylib
+/// next to this test binary exists only if something built it (`cargo build -p robota-ffi`, as
+/// `.ci/run` does later); when it is missing, it is built here once, into a target dir of its own
+/// (the shared one is locked by the running `cargo test`).
 fn library_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let deps = exe.parent().expect("deps dir");
-    let name = if cfg!(target_os = "macos") {
-        "librobota.dylib"
-    } else {
-        "librobota.so"
-    };
-    for dir in [deps.parent().expect("profile dir"), deps] {
-        if dir.join(name).exists() {
-            return dir.to_path_buf();
-        }
-    }
-    panic!("{name} not found next to {}", exe.display());
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            let deps = exe.parent().expect("deps dir");
+            let profile = deps.parent().expect("profile dir");
+            if profile.join(LIBRARY).exists() {
+                return profile.to_path_buf();
+            }
+            let target = profile.parent().expect("target dir").join("ffi-c-tests");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            run(Command::new(cargo)
+                .args(["build", "--locked", "-p", "robota-ffi", "--lib"])
+                .env("CARGO_TARGET_DIR", &target)
+                .current_dir(workspace_root()));
+            let dir = target.join("debug");
+            assert!(
+                dir.join(LIBRARY).exists(),
+                "{LIBRARY} not found in {} after building it",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
 }
+
+const LIBRARY: &str = if cfg!(target_os = "macos") {
+    "librobota.dylib"
+} else {
+    "librobota.so"
+};
 
 fn run(command: &mut Command) -> String {
     let output = command
