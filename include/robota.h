@@ -179,13 +179,21 @@ robota_status robota_evaluate_permission(const char *tool,
 //
 // - `{"type": "scripted", "turns": [...]}`: plays the scripted turns in order, one per model
 //   call (each turn: `{"text": "..." | [chunks], "tool_calls": [...], ...}`); for tests.
+// - `{"type": "replay", "log_path": "..."}`: replays the model answers of a recorded session
+//   log (JSONL), offline.
 // - `{"type": "anthropic", "model": "...", "api_key"?: "...", "base_url"?: "...",
-//   "max_tokens"?: n}`: the Anthropic Messages API.
-// - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API.
+//   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "headers"?: {...}}`: the
+//   Anthropic Messages API; `api_key`/`base_url` default to `ANTHROPIC_API_KEY` /
+//   `ANTHROPIC_BASE_URL`.
+// - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API
+//   (`OPENAI_API_KEY` / `OPENAI_BASE_URL`).
+//
+// The format is the one every robota binding accepts (`robota::api::ProviderConfig`);
+// unknown fields are rejected.
 //
 // `runtime` may be NULL (the default runtime). Errors: `ROBOTA_STATUS_NULL_ARGUMENT`,
 // `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT`
-// (unknown type), `ROBOTA_STATUS_PROVIDER`.
+// (unknown type, unreadable replay log), `ROBOTA_STATUS_PROVIDER`.
 //
 // Ownership: `*out` is owned by the caller; free it with `robota_provider_free`.
 // Threading: callable from any thread.

@@ -5,6 +5,7 @@
 //! [`provider`] (model calls), [`tools`] (the tool port), [`engine`] (the execution loop).
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod engine;
 pub mod framework;
 pub mod hooks;

@@ -46,6 +46,21 @@ pub(crate) struct FfiError {
     pub(crate) message: String,
 }
 
+impl From<engine::api::ApiError> for FfiError {
+    fn from(e: engine::api::ApiError) -> Self {
+        use engine::api::ApiErrorKind;
+        let code = match e.kind {
+            ApiErrorKind::InvalidArgument => ROBOTA_STATUS_INVALID_ARGUMENT,
+            ApiErrorKind::InvalidJson => ROBOTA_STATUS_INVALID_JSON,
+            ApiErrorKind::Provider => ROBOTA_STATUS_PROVIDER,
+            ApiErrorKind::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
+            ApiErrorKind::Busy | ApiErrorKind::ShutDown => ROBOTA_STATUS_INVALID_STATE,
+            _ => ROBOTA_STATUS_SESSION,
+        };
+        FfiError::new(code, e.message)
+    }
+}
+
 impl FfiError {
     pub(crate) fn new(code: robota_status, message: impl Into<String>) -> Self {
         FfiError {

@@ -3,18 +3,11 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use engine::provider::scripted::ScriptedProvider;
-use engine::provider::{
-    AnthropicConfig, AnthropicProvider, OpenAiConfig, OpenAiProvider, Provider,
-};
-use serde::Deserialize;
-use serde_json::Value;
+use engine::api::ProviderConfig;
+use engine::provider::Provider;
 
 use crate::boundary::ffi_boundary;
-use crate::error::{
-    robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_ARGUMENT,
-    ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_PROVIDER,
-};
+use crate::error::{robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_JSON};
 use crate::runtime::{robota_runtime, runtime_arg, RuntimeInner};
 use crate::strings::json_arg;
 
@@ -25,79 +18,25 @@ pub struct robota_provider {
     pub(crate) runtime: Arc<RuntimeInner>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HttpProviderConfig {
-    #[serde(rename = "type")]
-    _type: String,
-    model: String,
-    #[serde(default)]
-    api_key: Option<String>,
-    #[serde(default)]
-    base_url: Option<String>,
-    #[serde(default)]
-    max_tokens: Option<u32>,
-}
-
-fn invalid_json(e: impl std::fmt::Display) -> FfiError {
-    FfiError::new(
-        ROBOTA_STATUS_INVALID_JSON,
-        format!("invalid provider config: {e}"),
-    )
-}
-
-fn build_provider(config: Value) -> Result<Arc<dyn Provider>, FfiError> {
-    let kind = config
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid_json("missing string field `type`"))?
-        .to_string();
-    match kind.as_str() {
-        "scripted" => {
-            let turns = config
-                .get("turns")
-                .ok_or_else(|| invalid_json("a scripted provider needs `turns`"))?;
-            let provider = ScriptedProvider::from_json(&turns.to_string()).map_err(invalid_json)?;
-            Ok(Arc::new(provider))
-        }
-        "anthropic" => {
-            let c: HttpProviderConfig = serde_json::from_value(config).map_err(invalid_json)?;
-            let mut cfg = AnthropicConfig::new(c.model);
-            cfg.api_key = c.api_key;
-            cfg.base_url = c.base_url;
-            cfg.max_tokens = c.max_tokens;
-            let provider = AnthropicProvider::new(cfg)
-                .map_err(|e| FfiError::new(ROBOTA_STATUS_PROVIDER, e.to_string()))?;
-            Ok(Arc::new(provider))
-        }
-        "openai" => {
-            let c: HttpProviderConfig = serde_json::from_value(config).map_err(invalid_json)?;
-            let mut cfg = OpenAiConfig::new(c.model);
-            cfg.api_key = c.api_key;
-            cfg.base_url = c.base_url;
-            cfg.max_tokens = c.max_tokens;
-            let provider = OpenAiProvider::new(cfg)
-                .map_err(|e| FfiError::new(ROBOTA_STATUS_PROVIDER, e.to_string()))?;
-            Ok(Arc::new(provider))
-        }
-        other => Err(FfiError::new(
-            ROBOTA_STATUS_INVALID_ARGUMENT,
-            format!("unknown provider type `{other}` (expected scripted, anthropic or openai)"),
-        )),
-    }
-}
-
 /// Creates a provider from a JSON configuration (`json`, `len` bytes of UTF-8):
 ///
 /// - `{"type": "scripted", "turns": [...]}`: plays the scripted turns in order, one per model
 ///   call (each turn: `{"text": "..." | [chunks], "tool_calls": [...], ...}`); for tests.
+/// - `{"type": "replay", "log_path": "..."}`: replays the model answers of a recorded session
+///   log (JSONL), offline.
 /// - `{"type": "anthropic", "model": "...", "api_key"?: "...", "base_url"?: "...",
-///   "max_tokens"?: n}`: the Anthropic Messages API.
-/// - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API.
+///   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "headers"?: {...}}`: the
+///   Anthropic Messages API; `api_key`/`base_url` default to `ANTHROPIC_API_KEY` /
+///   `ANTHROPIC_BASE_URL`.
+/// - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API
+///   (`OPENAI_API_KEY` / `OPENAI_BASE_URL`).
+///
+/// The format is the one every robota binding accepts (`robota::api::ProviderConfig`);
+/// unknown fields are rejected.
 ///
 /// `runtime` may be NULL (the default runtime). Errors: `ROBOTA_STATUS_NULL_ARGUMENT`,
 /// `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT`
-/// (unknown type), `ROBOTA_STATUS_PROVIDER`.
+/// (unknown type, unreadable replay log), `ROBOTA_STATUS_PROVIDER`.
 ///
 /// Ownership: `*out` is owned by the caller; free it with `robota_provider_free`.
 /// Threading: callable from any thread.
@@ -120,13 +59,18 @@ pub unsafe extern "C" fn robota_provider_new_json(
         if json.is_null() {
             return Err(FfiError::null("json"));
         }
-        let config = json_arg(json, len, "json")?
-            .ok_or_else(|| invalid_json("the configuration is empty"))?;
+        let config = json_arg(json, len, "json")?.ok_or_else(|| {
+            FfiError::new(
+                ROBOTA_STATUS_INVALID_JSON,
+                "invalid provider config: the configuration is empty",
+            )
+        })?;
+        let config = ProviderConfig::from_json_value(config)?;
         let runtime = runtime_arg(runtime)?;
         // HTTP clients may register with the runtime's reactor.
         let provider = {
             let _guard = runtime.handle().enter();
-            build_provider(config)?
+            config.build()?
         };
         *out = Box::into_raw(Box::new(robota_provider { provider, runtime }));
         Ok(())

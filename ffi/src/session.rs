@@ -3,23 +3,20 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use engine::api::SessionConfig;
 use engine::framework::interactive::{
     InteractiveError, InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
 };
-use engine::permissions::PermissionMode;
-use engine::session::{SessionOptions, SessionSettings};
-use serde::Deserialize;
+use serde_json::Value;
 
 use crate::boundary::ffi_boundary;
 use crate::error::{
-    robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_ARGUMENT,
-    ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_INVALID_STATE, ROBOTA_STATUS_QUEUE_FULL,
-    ROBOTA_STATUS_SESSION, ROBOTA_STATUS_TIMEOUT,
+    robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_INVALID_STATE,
+    ROBOTA_STATUS_QUEUE_FULL, ROBOTA_STATUS_SESSION, ROBOTA_STATUS_TIMEOUT,
 };
 use crate::provider::robota_provider;
 use crate::runtime::{on_engine_thread, RuntimeInner};
@@ -221,27 +218,6 @@ pub struct robota_session {
     shared: Arc<SessionShared>,
 }
 
-/// Session options as JSON.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct SessionJsonOptions {
-    cwd: Option<PathBuf>,
-    permission_mode: Option<PermissionMode>,
-    system_prompt: Option<String>,
-    append_system_prompt: Option<String>,
-    max_turns: Option<u32>,
-    session_id: Option<String>,
-    load_project_context: Option<bool>,
-    /// The home directory for user settings; none (no user layer) unless given.
-    home: Option<PathBuf>,
-    /// Settings from code, above every file.
-    settings: Option<serde_json::Value>,
-    /// `true`: load settings exactly like the CLI (real `HOME`, process environment).
-    settings_from_environment: Option<bool>,
-    /// `true`: subscription id 0 pulls every event from session creation on.
-    pull_events: Option<bool>,
-}
-
 fn session_error(e: InteractiveError) -> FfiError {
     let code = match e {
         InteractiveError::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
@@ -307,50 +283,30 @@ pub unsafe extern "C" fn robota_session_new_json(
             return Err(FfiError::null("provider"));
         }
         let provider = &*provider;
-        let options: SessionJsonOptions = match json_arg(options_json, len, "options_json")? {
-            None => SessionJsonOptions::default(),
-            Some(value) => serde_json::from_value(value).map_err(|e| {
-                FfiError::new(
+        let mut options = json_arg(options_json, len, "options_json")?.unwrap_or(Value::Null);
+        // `pull_events` belongs to the C ABI; the rest is the shared session configuration.
+        let pull_events = match options
+            .as_object_mut()
+            .and_then(|o| o.remove("pull_events"))
+        {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(other) => {
+                return Err(FfiError::new(
                     ROBOTA_STATUS_INVALID_JSON,
-                    format!("invalid session options: {e}"),
-                )
-            })?,
-        };
-        let cwd = match options.cwd {
-            Some(cwd) => cwd,
-            None => std::env::current_dir().map_err(|e| {
-                FfiError::new(
-                    ROBOTA_STATUS_INVALID_ARGUMENT,
-                    format!("no `cwd` given and the current directory is unavailable: {e}"),
-                )
-            })?,
-        };
-        let mut session = SessionOptions::new(cwd, Arc::clone(&provider.provider));
-        session.settings = if options.settings_from_environment == Some(true) {
-            SessionSettings::FromEnvironment
-        } else {
-            SessionSettings::Load {
-                home: options.home,
-                env: Default::default(),
-                overrides: options.settings,
+                    format!(
+                        "invalid session options: `pull_events` must be a boolean, not {other}"
+                    ),
+                ))
             }
         };
-        session.permission_mode = options.permission_mode;
-        session.system_prompt = options.system_prompt;
-        session.append_system_prompt = options.append_system_prompt;
-        if let Some(max_turns) = options.max_turns {
-            session.max_turns = max_turns;
-        }
-        if let Some(load) = options.load_project_context {
-            session.load_project_context = load;
-        }
-        session.session_id = options.session_id;
+        let session = SessionConfig::from_json_value(options)?
+            .into_session_options(Arc::clone(&provider.provider))?;
         let runtime = Arc::clone(&provider.runtime);
         let _guard = runtime.handle().enter();
         let interactive = InteractiveSession::new(InteractiveSessionOptions::new(session))
             .map_err(session_error)?;
-        let default_pull =
-            (options.pull_events == Some(true)).then(|| Arc::new(interactive.subscribe_pull()));
+        let default_pull = pull_events.then(|| Arc::new(interactive.subscribe_pull()));
         let shared = Arc::new(SessionShared {
             session: interactive,
             runtime: Arc::clone(&runtime),

@@ -19,8 +19,9 @@ fn workspace_root() -> PathBuf {
 /// `cargo test` builds this package's library only as a test harness, never as the cdylib (and the
 /// crate has no rlib: its name would collide with the engine's `librobota.rlib`). So the cdylib
 /// next to this test binary exists only if something built it (`cargo build -p robota-ffi`, as
-/// `.ci/run` does later); when it is missing, it is built here once, into a target dir of its own
-/// (the shared one is locked by the running `cargo test`).
+/// `.ci/run` does first); when it is missing or older than the engine's or the C ABI's sources,
+/// it is built here once, into a target dir of its own (the shared one is locked by the running
+/// `cargo test`).
 fn library_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
@@ -28,8 +29,17 @@ fn library_dir() -> PathBuf {
             let exe = std::env::current_exe().expect("test binary path");
             let deps = exe.parent().expect("deps dir");
             let profile = deps.parent().expect("profile dir");
-            if profile.join(LIBRARY).exists() {
-                return profile.to_path_buf();
+            // A cdylib older than the newest engine or C ABI source file is stale.
+            let lib = std::fs::metadata(profile.join(LIBRARY)).and_then(|m| m.modified());
+            if let Ok(lib) = lib {
+                let root = workspace_root();
+                let newest = ["core/src", "ffi/src", "Cargo.lock"]
+                    .iter()
+                    .filter_map(|p| newest_modification(&root.join(p)))
+                    .max();
+                if newest.is_some_and(|newest| lib >= newest) {
+                    return profile.to_path_buf();
+                }
             }
             let target = profile.parent().expect("target dir").join("ffi-c-tests");
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -46,6 +56,19 @@ fn library_dir() -> PathBuf {
             dir
         })
         .clone()
+}
+
+/// The newest modification time of `path` or any file below it.
+fn newest_modification(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| newest_modification(&entry.path()))
+        .max()
 }
 
 const LIBRARY: &str = if cfg!(target_os = "macos") {

@@ -49,6 +49,7 @@ impl ScriptedText {
 
 /// A tool call the scripted model makes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptedToolCall {
     /// Tool-call id (sent verbatim; ids may repeat across turns, as some providers do).
     pub id: String,
@@ -74,6 +75,7 @@ impl ScriptedToolCall {
 
 /// A failure the scripted provider reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptedError {
     /// The failure class.
     pub kind: ProviderErrorKind,
@@ -90,6 +92,7 @@ impl ScriptedError {
 /// A failed attempt the scripted provider reports (as [`StreamEvent::Retry`]) and then waits out
 /// before streaming the turn, like a real provider's retry with backoff.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptedRetry {
     /// The backoff to wait, in milliseconds (cancellation ends the wait).
     #[serde(default)]
@@ -100,6 +103,7 @@ pub struct ScriptedRetry {
 
 /// One model call's worth of output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScriptedTurn {
     /// Answer text: a string or an array of chunks.
     #[serde(default)]

@@ -1,0 +1,15 @@
+//! The binding-facing facade: owned, serde-friendly configuration types and one error type that
+//! the C ABI and the Python, Node and Swift bindings all map, so that a provider or session
+//! described the same way behaves the same in every language.
+//!
+//! Everything here is a thin layer over the engine's own API ([`crate::provider`],
+//! [`crate::session`], [`crate::framework`]); it exists so that no binding re-implements
+//! option parsing, defaults or error classification.
+
+mod error;
+mod provider_config;
+mod session_config;
+
+pub use error::{ApiError, ApiErrorKind};
+pub use provider_config::{HttpProviderConfig, ProviderConfig};
+pub use session_config::{PersistenceConfig, SessionConfig};

@@ -1,0 +1,168 @@
+//! [`ProviderConfig`]: a model provider described as data (`{"type": "anthropic", "model": …}`),
+//! the one format every binding accepts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::{ApiError, ApiErrorKind};
+use crate::provider::replay::ReplayProvider;
+use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
+use crate::provider::{
+    AnthropicConfig, AnthropicProvider, HttpOptions, OpenAiConfig, OpenAiProvider, Provider,
+};
+
+/// The fields shared by the HTTP providers. Unset `api_key` / `base_url` fall back to the
+/// official SDKs' environment variables (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`,
+/// `OPENAI_API_KEY`, `OPENAI_BASE_URL`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpProviderConfig {
+    /// The model id, e.g. `claude-sonnet-4-6` or `gpt-4.1`.
+    pub model: String,
+    /// The API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The base URL (without the endpoint path), for compatible servers and proxies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Output token cap per model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Retries of a failed call (429, 5xx, 529, transport) before the error is reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// How long a stream may stay silent before the call fails, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+}
+
+impl HttpProviderConfig {
+    fn apply_http(&self, http: &mut HttpOptions) {
+        if let Some(retries) = self.max_retries {
+            http.max_retries = retries;
+        }
+        if let Some(ms) = self.idle_timeout_ms {
+            http.idle_timeout = Duration::from_millis(ms);
+        }
+        http.headers
+            .extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+}
+
+/// A model provider as data. JSON form: an object whose `type` picks the variant.
+///
+/// ```json
+/// {"type": "scripted", "turns": [{"text": "Hello"}]}
+/// {"type": "replay", "log_path": ".robota/logs/abc.jsonl"}
+/// {"type": "anthropic", "model": "claude-sonnet-4-6"}
+/// {"type": "openai", "model": "gpt-4.1", "base_url": "http://localhost:11434/v1"}
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ProviderConfig {
+    /// Plays the turns in order, one per model call (tests and demos; no network). Each turn is
+    /// a [`ScriptedTurn`].
+    Scripted {
+        /// The turns.
+        turns: Vec<ScriptedTurn>,
+        /// The context window to report, in tokens (the default when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_window: Option<u64>,
+    },
+    /// Replays the model answers recorded in a session log (JSONL), offline.
+    Replay {
+        /// The log file.
+        log_path: PathBuf,
+    },
+    /// The Anthropic Messages API.
+    Anthropic(HttpProviderConfig),
+    /// An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Qwen, Ollama, LM Studio,
+    /// vLLM, … via `base_url`).
+    Openai(HttpProviderConfig),
+}
+
+impl ProviderConfig {
+    /// The values of `type`.
+    pub const TYPES: [&'static str; 4] = ["scripted", "replay", "anthropic", "openai"];
+
+    /// Reads a configuration from a JSON value, with an error that names the problem.
+    pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
+        if !value.is_object() {
+            return Err(ApiError::invalid_json(
+                "a provider configuration must be a JSON object with a `type` field \
+                 (scripted, replay, anthropic or openai)",
+            ));
+        }
+        if let Some(kind) = value.get("type").and_then(Value::as_str) {
+            if !Self::TYPES.contains(&kind) {
+                return Err(ApiError::invalid_argument(format!(
+                    "unknown provider type `{kind}` (expected {})",
+                    Self::TYPES.join(", ")
+                )));
+            }
+        }
+        serde_json::from_value(value)
+            .map_err(|e| ApiError::invalid_json(format!("invalid provider configuration: {e}")))
+    }
+
+    /// Reads a configuration from JSON text.
+    pub fn from_json(text: &str) -> Result<Self, ApiError> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| ApiError::invalid_json(format!("invalid provider configuration: {e}")))?;
+        Self::from_json_value(value)
+    }
+
+    /// Creates the provider. HTTP providers build their client here, so call this inside the
+    /// tokio runtime the sessions will use.
+    pub fn build(&self) -> Result<Arc<dyn Provider>, ApiError> {
+        let provider_error =
+            |e: &dyn std::fmt::Display| ApiError::new(ApiErrorKind::Provider, e.to_string());
+        match self {
+            ProviderConfig::Scripted {
+                turns,
+                context_window,
+            } => {
+                let mut provider = ScriptedProvider::new(turns.clone());
+                if let Some(window) = context_window {
+                    provider = provider.with_context_window(*window);
+                }
+                Ok(Arc::new(provider))
+            }
+            ProviderConfig::Replay { log_path } => {
+                let provider = ReplayProvider::open(log_path).map_err(|e| {
+                    ApiError::invalid_argument(format!(
+                        "cannot replay `{}`: {e}",
+                        log_path.display()
+                    ))
+                })?;
+                Ok(Arc::new(provider))
+            }
+            ProviderConfig::Anthropic(c) => {
+                let mut config = AnthropicConfig::from_env(c.model.clone());
+                config.api_key = c.api_key.clone().or(config.api_key);
+                config.base_url = c.base_url.clone().or(config.base_url);
+                config.max_tokens = c.max_tokens;
+                c.apply_http(&mut config.http);
+                let provider = AnthropicProvider::new(config).map_err(|e| provider_error(&e))?;
+                Ok(Arc::new(provider))
+            }
+            ProviderConfig::Openai(c) => {
+                let mut config = OpenAiConfig::from_env(c.model.clone());
+                config.api_key = c.api_key.clone().or(config.api_key);
+                config.base_url = c.base_url.clone().or(config.base_url);
+                config.max_tokens = c.max_tokens;
+                c.apply_http(&mut config.http);
+                let provider = OpenAiProvider::new(config).map_err(|e| provider_error(&e))?;
+                Ok(Arc::new(provider))
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! [`SessionConfig`]: a session's options as data, the one format every binding accepts; the
+//! host's own extensions (tools, permission handler, hook callbacks, command modules) are added
+//! to the [`SessionOptions`] it produces.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::permissions::PermissionMode;
+use crate::provider::Provider;
+use crate::session::store::SessionStore;
+use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
+use crate::tools::ToolRegistry;
+
+/// Where a session is saved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PersistenceConfig {
+    /// Not saved (`"none"`, the default).
+    #[default]
+    None,
+    /// In the project (`"project"`): `<cwd>/.robota/sessions/` and `<cwd>/.robota/logs/`.
+    Project,
+    /// In explicit directories (`{"store": {"sessions_dir": …, "logs_dir": …}}`).
+    Store {
+        /// Where snapshots go.
+        sessions_dir: PathBuf,
+        /// Where logs go.
+        logs_dir: PathBuf,
+    },
+}
+
+/// A session's options as data. Every field is optional; JSON field names are the snake_case
+/// names below, and unknown fields are rejected so a typo is an error, not a silent default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// The working directory (default: the process's current directory).
+    pub cwd: Option<PathBuf>,
+    /// `default`, `acceptEdits`, `plan`, `bypassPermissions`, `dontAsk` (or an alias); when
+    /// absent, the settings' `permissions.defaultMode`.
+    pub permission_mode: Option<PermissionMode>,
+    /// Replaces the system prompt assembled from the project.
+    pub system_prompt: Option<String>,
+    /// Appended to the system prompt, assembled or explicit.
+    pub append_system_prompt: Option<String>,
+    /// Most model/tool rounds per prompt; `0` or absent: no cap.
+    pub max_turns: Option<u32>,
+    /// The session id (a fresh UUID when absent); must be a safe file name.
+    pub session_id: Option<String>,
+    /// Build the system prompt from AGENTS.md/CLAUDE.md etc. (default true).
+    pub load_project_context: Option<bool>,
+    /// The home directory for user settings; without it no user layer is read (unless
+    /// `settings_from_environment`).
+    pub home: Option<PathBuf>,
+    /// Settings from code (a settings.json object), above every file.
+    pub settings: Option<Value>,
+    /// `true`: load settings exactly like the CLI (the real `HOME` and process environment);
+    /// `home`, `settings` and `env` must then be absent.
+    pub settings_from_environment: Option<bool>,
+    /// Variables for `$ENV:NAME` references in settings.
+    pub env: BTreeMap<String, String>,
+    /// `false`: no built-in file/shell/web tools (only the host's tools and the command tools).
+    pub builtin_tools: Option<bool>,
+    /// Where the session is saved.
+    pub persistence: PersistenceConfig,
+    /// Resume this saved session (needs `persistence`).
+    pub resume_session_id: Option<String>,
+    /// With `resume_session_id`: continue in a copy with a new id.
+    pub fork_session: Option<bool>,
+    /// Refuse further prompts once the session has spent this many USD.
+    pub max_budget_usd: Option<f64>,
+    /// Automatic compaction (default true).
+    pub auto_compact: Option<bool>,
+    /// The model's context window in tokens, when the provider does not know it.
+    pub context_window: Option<u64>,
+}
+
+impl SessionConfig {
+    /// Reads a configuration from a JSON value (`null` = all defaults).
+    pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
+        if value.is_null() {
+            return Ok(SessionConfig::default());
+        }
+        if !value.is_object() {
+            return Err(ApiError::invalid_json(
+                "session options must be a JSON object",
+            ));
+        }
+        serde_json::from_value(value)
+            .map_err(|e| ApiError::invalid_json(format!("invalid session options: {e}")))
+    }
+
+    /// Reads a configuration from JSON text (empty text = all defaults).
+    pub fn from_json(text: &str) -> Result<Self, ApiError> {
+        if text.trim().is_empty() {
+            return Ok(SessionConfig::default());
+        }
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| ApiError::invalid_json(format!("invalid session options: {e}")))?;
+        Self::from_json_value(value)
+    }
+
+    /// The engine's [`SessionOptions`] for these options and `provider`. Host extensions
+    /// (`extra_tools`, `permission_handler`, `hook_callbacks`, …) are set on the result.
+    pub fn into_session_options(
+        self,
+        provider: Arc<dyn Provider>,
+    ) -> Result<SessionOptions, ApiError> {
+        let cwd = match self.cwd {
+            Some(cwd) => cwd,
+            None => std::env::current_dir().map_err(|e| {
+                ApiError::invalid_argument(format!(
+                    "no `cwd` given and the current directory is unavailable: {e}"
+                ))
+            })?,
+        };
+        let mut options = SessionOptions::new(cwd.clone(), provider);
+        options.settings = if self.settings_from_environment == Some(true) {
+            if self.home.is_some() || self.settings.is_some() || !self.env.is_empty() {
+                return Err(ApiError::invalid_argument(
+                    "`settings_from_environment` cannot be combined with `home`, `settings` or \
+                     `env`; drop one of them",
+                ));
+            }
+            SessionSettings::FromEnvironment
+        } else {
+            SessionSettings::Load {
+                home: self.home,
+                env: self.env,
+                overrides: self.settings,
+            }
+        };
+        options.permission_mode = self.permission_mode;
+        options.system_prompt = self.system_prompt;
+        options.append_system_prompt = self.append_system_prompt;
+        if let Some(max_turns) = self.max_turns {
+            options.max_turns = max_turns;
+        }
+        options.session_id = self.session_id;
+        if let Some(load) = self.load_project_context {
+            options.load_project_context = load;
+        }
+        if self.builtin_tools == Some(false) {
+            options.tools = Some(ToolRegistry::new());
+        }
+        options.persistence = match self.persistence {
+            PersistenceConfig::None => SessionPersistence::None,
+            PersistenceConfig::Project => SessionPersistence::Project,
+            PersistenceConfig::Store {
+                sessions_dir,
+                logs_dir,
+            } => SessionPersistence::Store(SessionStore::with_dirs(sessions_dir, logs_dir)),
+        };
+        if self.fork_session == Some(true) && self.resume_session_id.is_none() {
+            return Err(ApiError::invalid_argument(
+                "`fork_session` needs `resume_session_id` (the session to fork)",
+            ));
+        }
+        options.resume_session_id = self.resume_session_id;
+        options.fork_session = self.fork_session == Some(true);
+        if let Some(max_usd) = self.max_budget_usd {
+            if !max_usd.is_finite() || max_usd < 0.0 {
+                return Err(ApiError::invalid_argument(format!(
+                    "`max_budget_usd` must be a non-negative number, not {max_usd}"
+                )));
+            }
+            options.max_budget_usd = Some(max_usd);
+        }
+        if let Some(auto) = self.auto_compact {
+            options.auto_compact = auto;
+        }
+        if let Some(window) = self.context_window {
+            options.engine.context_window = Some(window);
+        }
+        Ok(options)
+    }
+}

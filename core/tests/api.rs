@@ -1,0 +1,172 @@
+//! The binding-facing facade: provider and session configurations as data, and error kinds.
+
+use robota::api::{ApiErrorKind, PersistenceConfig, ProviderConfig, SessionConfig};
+use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+use robota::hooks::SessionEndReason;
+use serde_json::json;
+
+#[test]
+fn provider_config_reads_every_type() {
+    let scripted = ProviderConfig::from_json(r#"{"type":"scripted","turns":[{"text":"hi"}]}"#)
+        .expect("scripted config");
+    assert!(matches!(scripted, ProviderConfig::Scripted { ref turns, .. } if turns.len() == 1));
+    let anthropic = ProviderConfig::from_json(
+        r#"{"type":"anthropic","model":"m","api_key":"k","base_url":"http://127.0.0.1:9","headers":{"x-a":"1"}}"#,
+    )
+    .expect("anthropic config");
+    let ProviderConfig::Anthropic(http) = &anthropic else {
+        panic!("wrong variant: {anthropic:?}")
+    };
+    assert_eq!(http.model, "m");
+    assert_eq!(http.headers.get("x-a").map(String::as_str), Some("1"));
+    let openai = ProviderConfig::from_json(r#"{"type":"openai","model":"gpt"}"#).expect("openai");
+    assert!(matches!(openai, ProviderConfig::Openai(_)));
+    let replay =
+        ProviderConfig::from_json(r#"{"type":"replay","log_path":"x.jsonl"}"#).expect("replay");
+    assert!(matches!(replay, ProviderConfig::Replay { .. }));
+}
+
+#[test]
+fn provider_config_errors_name_the_problem() {
+    let cases = [
+        (r#"{"turns":[]}"#, "type"),
+        (r#"{"type":"anthropic"}"#, "model"),
+        (
+            r#"{"type":"anthropic","model":"m","api_kee":"k"}"#,
+            "api_kee",
+        ),
+        (r#"{"type":"scripted","turns":[{"txt":"x"}]}"#, "txt"),
+        (r#"[1,2]"#, "object"),
+        (r#"{"type":"#, "provider configuration"),
+    ];
+    for (text, needle) in cases {
+        let err = ProviderConfig::from_json(text).expect_err(text);
+        assert_eq!(err.kind, ApiErrorKind::InvalidJson, "{text}");
+        assert!(err.message.contains(needle), "{text}: {}", err.message);
+    }
+}
+
+#[test]
+fn an_unknown_provider_type_is_an_invalid_argument() {
+    let err = ProviderConfig::from_json(r#"{"type":"nope"}"#).expect_err("unknown type");
+    assert_eq!(err.kind, ApiErrorKind::InvalidArgument);
+    assert!(
+        err.message.contains("`nope`") && err.message.contains("replay"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn replay_of_a_missing_log_is_an_invalid_argument() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing.jsonl");
+    let config = ProviderConfig::Replay {
+        log_path: missing.clone(),
+    };
+    let Err(err) = config.build() else {
+        panic!("a missing log must fail")
+    };
+    assert_eq!(err.kind, ApiErrorKind::InvalidArgument);
+    assert!(err.message.contains("missing.jsonl"), "{}", err.message);
+}
+
+#[test]
+fn session_config_rejects_unknown_fields_and_bad_values() {
+    let err = SessionConfig::from_json(r#"{"permision_mode":"plan"}"#).expect_err("typo");
+    assert_eq!(err.kind, ApiErrorKind::InvalidJson);
+    assert!(err.message.contains("permision_mode"), "{}", err.message);
+    let err = SessionConfig::from_json(r#"{"permission_mode":"yolo"}"#).expect_err("mode");
+    assert!(err.message.contains("yolo"), "{}", err.message);
+    let err = SessionConfig::from_json("[]").expect_err("array");
+    assert!(err.message.contains("object"), "{}", err.message);
+    assert_eq!(
+        SessionConfig::from_json("  ").expect("empty"),
+        SessionConfig::default()
+    );
+
+    let provider = ProviderConfig::from_json(r#"{"type":"scripted","turns":[]}"#)
+        .and_then(|c| c.build())
+        .expect("provider");
+    let fork_alone = SessionConfig {
+        fork_session: Some(true),
+        ..SessionConfig::default()
+    };
+    let Err(err) = fork_alone.into_session_options(provider.clone()) else {
+        panic!("fork without resume must fail")
+    };
+    assert_eq!(err.kind, ApiErrorKind::InvalidArgument);
+    let env_and_home = SessionConfig {
+        settings_from_environment: Some(true),
+        home: Some("h".into()),
+        ..SessionConfig::default()
+    };
+    assert!(env_and_home.into_session_options(provider.clone()).is_err());
+    let negative = SessionConfig {
+        max_budget_usd: Some(-1.0),
+        ..SessionConfig::default()
+    };
+    assert!(negative.into_session_options(provider).is_err());
+}
+
+#[test]
+fn persistence_reads_its_three_forms() {
+    let none: SessionConfig = SessionConfig::from_json(r#"{"persistence":"none"}"#).expect("none");
+    assert_eq!(none.persistence, PersistenceConfig::None);
+    let project = SessionConfig::from_json(r#"{"persistence":"project"}"#).expect("project");
+    assert_eq!(project.persistence, PersistenceConfig::Project);
+    let store = SessionConfig::from_json(
+        r#"{"persistence":{"store":{"sessions_dir":"s","logs_dir":"l"}}}"#,
+    )
+    .expect("store");
+    assert!(matches!(store.persistence, PersistenceConfig::Store { .. }));
+}
+
+#[tokio::test]
+async fn a_session_from_configs_runs_a_turn_and_saves_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let provider = ProviderConfig::from_json_value(json!({
+        "type": "scripted",
+        "turns": [{"text": ["Hel", "lo"]}]
+    }))
+    .and_then(|c| c.build())
+    .expect("provider");
+    let config = SessionConfig::from_json_value(json!({
+        "cwd": dir.path(),
+        "load_project_context": false,
+        "builtin_tools": false,
+        "persistence": "project",
+        "session_id": "facade-test",
+        "permission_mode": "plan"
+    }))
+    .expect("config");
+    let options = config.into_session_options(provider).expect("options");
+    assert!(options.tools.as_ref().is_some_and(|t| t.is_empty()));
+    let session =
+        InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
+    session.submit("hi", None, None).await.expect("submit");
+    session.wait_idle().await;
+    let messages = session.get_messages();
+    let last = messages.last().expect("an answer");
+    assert_eq!(last.text(), "Hello");
+    session.shutdown(SessionEndReason::Other).await;
+    assert!(dir
+        .path()
+        .join(".robota/sessions/facade-test.json")
+        .is_file());
+}
+
+#[test]
+fn interactive_errors_keep_their_kind() {
+    use robota::api::ApiError;
+    use robota::framework::interactive::InteractiveError;
+    assert_eq!(
+        ApiError::from(InteractiveError::QueueFull).kind,
+        ApiErrorKind::QueueFull
+    );
+    assert_eq!(
+        ApiError::from(InteractiveError::ShutDown).kind,
+        ApiErrorKind::ShutDown
+    );
+    assert_eq!(ApiErrorKind::QueueFull.as_str(), "queue_full");
+}
