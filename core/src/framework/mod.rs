@@ -2,13 +2,15 @@
 //! project context (AGENTS.md / CLAUDE.md, memory, tasks), the system prompt and `@file` prompt
 //! references — and the client-facing surface on top of a session: [`interactive`]
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
-//! [`query`] (`create_query`, one full agent turn per call).
+//! [`query`] (`create_query`, one full agent turn per call), and [`agents`] (subagents: agent
+//! definitions, worktree isolation, running a subagent).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
 //! directory and project directory as parameters, so many sessions with different projects can
 //! live in one process and tests can use a fake home.
 
+pub mod agents;
 pub mod commands;
 pub mod config;
 pub mod context;

@@ -64,6 +64,13 @@ pub struct PermissionContext {
     /// the platform's usual behaviour.
     #[serde(default = "default_case_insensitive")]
     pub case_insensitive_paths: bool,
+    /// Isolated checkouts the session runs in (a subagent's git worktree under
+    /// `.robota/worktrees/`). For a path inside one, the protected directory names (`.git/`,
+    /// `.claude/`, `.robota/`, …) are looked for only below it, so the checkout's own files are
+    /// not all "sensitive" because the checkout lives under `.robota/`; its `.git`, `.claude/`
+    /// and `.robota/` entries and the `sensitive_paths` stay protected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub isolated_roots: Vec<PathBuf>,
 }
 
 fn default_case_insensitive() -> bool {
@@ -88,6 +95,7 @@ impl PermissionContext {
             sensitive_paths: Vec::new(),
             tool_classes: BTreeMap::new(),
             case_insensitive_paths: default_case_insensitive(),
+            isolated_roots: Vec::new(),
         }
     }
 
@@ -136,6 +144,12 @@ impl PermissionContext {
     /// Classifies a tool the engine does not know by name.
     pub fn with_tool_class(mut self, tool: impl Into<String>, class: ToolClass) -> Self {
         self.tool_classes.insert(tool.into(), class);
+        self
+    }
+
+    /// Adds an isolated checkout root (see [`PermissionContext::isolated_roots`]).
+    pub fn with_isolated_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.isolated_roots.push(dir.into());
         self
     }
 

@@ -14,7 +14,7 @@ use super::domain::url_host;
 use super::glob::wildcard_match;
 use super::mode::PermissionMode;
 use super::path::{
-    absolutize, is_within, normalize, sensitive_reason, sensitive_text_reason, AnchorDirs,
+    absolutize, is_within, normalize, sensitive_reason_below, sensitive_text_reason, AnchorDirs,
     CheckedPath, PathResolver,
 };
 use super::rule::{PermissionRule, RuleList, Spec};
@@ -300,8 +300,15 @@ impl Evaluator<'_> {
     }
 
     fn sensitive(&self, path: &CheckedPath) -> Option<String> {
-        path.both()
-            .find_map(|p| sensitive_reason(p, &self.ctx.sensitive_paths, self.ci()))
+        path.both().find_map(|p| {
+            let root = self
+                .ctx
+                .isolated_roots
+                .iter()
+                .map(|r| normalize(r))
+                .find(|r| is_within(p, r, self.ci()));
+            sensitive_reason_below(p, root.as_deref(), &self.ctx.sensitive_paths, self.ci())
+        })
     }
 
     /// A rule of `list` for this tool that matches regardless of input (`All`, matching params,

@@ -319,12 +319,29 @@ const SENSITIVE_FILES: &[&str] = &[
 
 /// Why writing `path` is sensitive, if it is. Names are compared case-insensitively always, since
 /// on a case-insensitive file system `.GIT/config` *is* `.git/config`.
+#[cfg(test)]
 pub(crate) fn sensitive_reason(
     path: &Path,
     extra: &[PathBuf],
     case_insensitive: bool,
 ) -> Option<String> {
-    let segments = segments_of(path);
+    sensitive_reason_below(path, None, extra, case_insensitive)
+}
+
+/// Why writing `path` is sensitive, if it is, with protected directory names looked for only
+/// below `root` when `path` is inside it (an isolated checkout that itself lives under
+/// `.robota/`). Protected file names and `extra` paths are checked as usual.
+pub(crate) fn sensitive_reason_below(
+    path: &Path,
+    root: Option<&Path>,
+    extra: &[PathBuf],
+    case_insensitive: bool,
+) -> Option<String> {
+    let mut segments = segments_of(path);
+    if let Some(root) = root.filter(|r| is_within(path, r, case_insensitive)) {
+        let depth = segments_of(root).len().min(segments.len());
+        segments.drain(..depth);
+    }
     for seg in &segments {
         let lower = seg.to_lowercase();
         if let Some(dir) = SENSITIVE_DIRS.iter().find(|d| **d == lower) {
@@ -483,5 +500,21 @@ mod tests {
             false
         )
         .is_some());
+    }
+
+    #[test]
+    fn isolated_roots_only_protect_what_is_below_them() {
+        let root = Path::new("/w/.robota/worktrees/a1");
+        let below = |p: &str| sensitive_reason_below(Path::new(p), Some(root), &[], false);
+        assert!(below("/w/.robota/worktrees/a1/src/lib.rs").is_none());
+        assert!(below("/w/.robota/worktrees/a1/.git").is_some());
+        assert!(below("/w/.robota/worktrees/a1/.claude/settings.json").is_some());
+        assert!(below("/w/.robota/worktrees/a1/x/.bashrc").is_some());
+        // Outside the root the whole path counts.
+        assert!(below("/w/.robota/settings.json").is_some());
+        assert!(below("/w/.robota/worktrees/a2/src/lib.rs").is_some());
+        let extra = [PathBuf::from("/w/.robota/worktrees/a1/hook.sh")];
+        let path = Path::new("/w/.robota/worktrees/a1/hook.sh");
+        assert!(sensitive_reason_below(path, Some(root), &extra, false).is_some());
     }
 }

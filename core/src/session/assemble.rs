@@ -169,6 +169,18 @@ pub(crate) fn assemble(
     })
 }
 
+/// The home directory a session with these settings uses for user-level files (the same one
+/// [`assemble`] uses): `HOME` for settings from the environment, the explicit one for `Load`,
+/// the user layer's for `Loaded`, none for `None`.
+pub(crate) fn settings_home(settings: &SessionSettings, cwd: &Path) -> Option<PathBuf> {
+    match settings {
+        SessionSettings::FromEnvironment => SettingsOptions::from_env(cwd).home,
+        SessionSettings::Load { home, .. } => home.clone(),
+        SessionSettings::Loaded(loaded) => home_of(loaded),
+        SessionSettings::None => None,
+    }
+}
+
 /// The home directory of already-loaded settings, from the path of a user layer.
 fn home_of(loaded: &LoadedSettings) -> Option<PathBuf> {
     loaded.layers.iter().find_map(|layer| {

@@ -151,7 +151,10 @@ struct Inner {
     in_flight: Mutex<HashMap<String, (Value, Instant)>>,
     /// PreToolUse `additionalContext` per call, shown to the model next to the call's result.
     pre_context: Mutex<HashMap<String, String>>,
-    next_request: AtomicU64,
+    /// Shared with the session's subagent gates, so request ids stay unique in the session.
+    next_request: Arc<AtomicU64>,
+    /// `(agent_id, agent_type)` when this gate decides a subagent's calls: hook inputs say so.
+    agent: Option<(String, String)>,
 }
 
 struct State {
@@ -203,7 +206,62 @@ impl PermissionEnforcer {
                 run: Mutex::new(RunControl::default()),
                 in_flight: Mutex::new(HashMap::new()),
                 pre_context: Mutex::new(HashMap::new()),
-                next_request: AtomicU64::new(1),
+                next_request: Arc::new(AtomicU64::new(1)),
+                agent: None,
+            }),
+        }
+    }
+
+    /// A gate for a subagent of this session: the same hooks, permission handler, settings
+    /// targets, event sink and request-id counter, a snapshot of the current rules and mode
+    /// (including rules allowed for the session so far), and hook inputs that carry the
+    /// subagent's `agent_id`/`agent_type`. With `isolated_cwd` (a worktree) the calls are
+    /// decided for that directory, which is also marked as an isolated root (see
+    /// [`PermissionContext::isolated_roots`]).
+    ///
+    /// Its run control is its own: a hook's `continue: false` inside the subagent stops the
+    /// subagent, and "allow for the session" answers given to the subagent hold for that subagent
+    /// only.
+    pub(crate) fn for_subagent(
+        &self,
+        agent_id: &str,
+        agent_type: &str,
+        isolated_cwd: Option<&std::path::Path>,
+    ) -> PermissionEnforcer {
+        let mut context = self.context();
+        if let Some(cwd) = isolated_cwd {
+            // The parent's directory (and its canonical spelling) is not the subagent's
+            // workspace: edits there are outside the isolation.
+            context.cwd = cwd.to_path_buf();
+            context.workspace_roots.clear();
+            context.isolated_roots.push(cwd.to_path_buf());
+            if let Ok(canonical) = std::fs::canonicalize(cwd) {
+                if canonical != cwd {
+                    context.workspace_roots.push(canonical.clone());
+                    context.isolated_roots.push(canonical);
+                }
+            }
+        }
+        let base_rules = self.read_state().base_rules.clone();
+        PermissionEnforcer {
+            inner: Arc::new(Inner {
+                session_id: self.inner.session_id.clone(),
+                state: RwLock::new(State {
+                    context: Arc::new(context),
+                    base_rules,
+                    added: Vec::new(),
+                }),
+                hooks: self.inner.hooks.clone(),
+                handler: self.inner.handler.clone(),
+                targets: self.inner.targets.clone(),
+                events: self.inner.events.clone(),
+                resolver: Arc::clone(&self.inner.resolver),
+                transcript_path: self.inner.transcript_path.clone(),
+                run: Mutex::new(RunControl::default()),
+                in_flight: Mutex::new(HashMap::new()),
+                pre_context: Mutex::new(HashMap::new()),
+                next_request: Arc::clone(&self.inner.next_request),
+                agent: Some((agent_id.to_string(), agent_type.to_string())),
             }),
         }
     }
@@ -332,7 +390,10 @@ impl PermissionEnforcer {
         let mut common = HookCommon::new(&self.inner.session_id, cwd.to_string_lossy())
             .with_permission_mode(self.permission_mode().as_str());
         common.transcript_path = self.inner.transcript_path.clone();
-        common
+        match &self.inner.agent {
+            Some((id, kind)) => common.with_agent(id, kind),
+            None => common,
+        }
     }
 
     fn context_arc(&self) -> Arc<PermissionContext> {

@@ -13,6 +13,9 @@
 //!   permission engine; [`PermissionRuleCondition`] (`hook_condition`): hook `if` rules.
 //! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting,
 //!   wired into the session through [`SessionPersistence`] and `max_budget_usd`.
+//! - [`Session::run_subagent`] (`subagent`): one subagent run inside the session — a child
+//!   engine over the session's provider and a subset of its tools, gated by the session's
+//!   permissions and hooks, between SubagentStart and SubagentStop.
 //! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
 //!   prompt, its completeness check and the compacted history.
 
@@ -21,6 +24,7 @@ pub mod store;
 pub mod usage;
 
 mod assemble;
+pub(crate) use assemble::settings_home;
 pub mod compaction;
 pub mod context;
 pub mod enforcer;
@@ -33,6 +37,7 @@ pub mod permission_handler;
 mod persist;
 mod run;
 pub mod settings_writer;
+mod subagent;
 
 pub use context::ContextState;
 pub use enforcer::{EnforcerOptions, PermissionEnforcer};
@@ -47,3 +52,4 @@ pub use permission_handler::{
 };
 pub use run::{Session, STOP_HOOK_MESSAGE_METADATA};
 pub use settings_writer::{add_permission_rules, SettingsWriteError};
+pub use subagent::{is_withheld_from_subagents, SubagentOutcome, SubagentRun};

@@ -1238,6 +1238,31 @@ impl Session {
         self.shut_down.load(Ordering::SeqCst)
     }
 
+    /// Reports what a hook run produced that the user should see (failures, messages), for hook
+    /// events fired outside this module (worktree hooks).
+    pub(crate) fn report_hook_outcome(&self, outcome: &crate::hooks::HookOutcome) {
+        self.events.hook_outcome(outcome);
+    }
+
+    /// Records one model call a subagent made in the session's usage and cost totals (so
+    /// budgets and `cost` include subagents).
+    pub(super) fn record_subagent_call(&self, model: &str, usage: &Usage) {
+        let model = if model.is_empty() { &self.model } else { model };
+        let mut call = UsageTotals::new();
+        call.record_call(&self.prices, model, usage);
+        self.lock_usage().merge(&call);
+    }
+
+    /// What a subagent of this session is built from: the engine (provider, tools, settings),
+    /// the event sink and the shut-down flag.
+    pub(super) fn subagent_parts(&self) -> (&Engine, &EventSink, bool) {
+        (
+            &self.engine,
+            &self.events,
+            self.shut_down.load(Ordering::SeqCst),
+        )
+    }
+
     fn lock_conversation(&self) -> std::sync::MutexGuard<'_, Conversation> {
         self.conversation
             .lock()
@@ -1273,7 +1298,7 @@ impl Drop for RunCleanup<'_> {
 }
 
 /// Adds `next` (a continuation after a Stop hook block) to the turn's outcome so far.
-fn accumulate(total: &mut Option<RunOutcome>, next: RunOutcome) -> RunOutcome {
+pub(super) fn accumulate(total: &mut Option<RunOutcome>, next: RunOutcome) -> RunOutcome {
     let merged = match total.take() {
         None => next,
         Some(mut sum) => {
@@ -1296,7 +1321,7 @@ fn accumulate(total: &mut Option<RunOutcome>, next: RunOutcome) -> RunOutcome {
     merged
 }
 
-fn interrupted_before_start() -> RunOutcome {
+pub(super) fn interrupted_before_start() -> RunOutcome {
     RunOutcome {
         response: String::new(),
         interrupted: true,

@@ -23,6 +23,15 @@ pub const MAX_SESSION_NAME_CHARS: usize = 100;
 /// Width the command name is padded to in `help`, as in TypeScript Robota.
 const HELP_NAME_WIDTH: usize = 32;
 
+/// What an `InteractiveSession` composes by default: [`builtin_command_modules`] plus the
+/// `agent` command's module ([`agent_command_module`](super::agent_command_module)), which
+/// requests the agent executor (agent definitions, subagents).
+pub fn default_command_modules() -> Vec<CommandModule> {
+    let mut modules = builtin_command_modules();
+    modules.push(super::agent::agent_command_module());
+    modules
+}
+
 /// All built-in modules, in the order `help` should list their commands' sources.
 pub fn builtin_command_modules() -> Vec<CommandModule> {
     let builtin = |name: &str| CommandModule::new(name, CommandSource::Builtin);

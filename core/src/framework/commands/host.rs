@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::types::{CommandDescriptor, CommandResult, CommandSource, SessionRequirement};
+use crate::framework::agents::{AgentCatalog, SubagentReport, SubagentRequest};
 use crate::permissions::PermissionMode;
 
 /// A facade operation that failed; the message is shown to the user as is.
@@ -116,6 +117,22 @@ pub trait CommandHostContext: Send + Sync {
         &self,
         instructions: Option<&str>,
     ) -> Result<CompactionSummary, CommandHostError>;
+    /// The agents [`run_subagent`](Self::run_subagent) can start (read fresh, so a malformed
+    /// definition file is reported here). The built-ins by default.
+    fn agent_catalog(&self) -> Result<AgentCatalog, CommandHostError> {
+        Ok(AgentCatalog::builtin())
+    }
+    /// Runs a subagent to its final answer. Hosts that cannot run subagents keep this default,
+    /// which refuses with a message saying so.
+    async fn run_subagent(
+        &self,
+        request: SubagentRequest,
+    ) -> Result<SubagentReport, CommandHostError> {
+        let _ = request;
+        Err(CommandHostError::new(
+            "this host does not run subagents (the agent command needs an InteractiveSession)",
+        ))
+    }
 }
 
 /// One executable command (spec 000 `ISystemCommand`): metadata plus a handler.

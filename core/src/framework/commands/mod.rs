@@ -12,13 +12,15 @@
 //! Lifecycle: [`CommandLifecycle::Blocking`] commands share the session's execution guard with
 //! prompts; [`CommandLifecycle::Inline`] ones run at once and must not call the model.
 
+pub mod agent;
 pub mod builtins;
 mod host;
 mod registry;
 mod tool;
 mod types;
 
-pub use builtins::builtin_command_modules;
+pub use agent::{agent_command_module, parse_agent_args, AgentCommand, AGENT_COMMAND};
+pub use builtins::{builtin_command_modules, default_command_modules};
 pub use host::{
     CommandHostContext, CommandHostError, CommandModule, CompactionSummary, ContextStateSummary,
     SystemCommand, UsageSummary,

@@ -156,7 +156,9 @@ pub enum InteractiveEventKind {
         /// The payload.
         data: Value,
     },
-    /// Reserved for background tasks; not emitted yet.
+    /// Progress of work running beside the conversation. Emitted for subagents (`data` is a
+    /// [`SubagentProgress`](crate::framework::agents::SubagentProgress) with `task_kind:
+    /// "subagent"`: `started`, `tool_start`, `tool_end`, `finished` with the report).
     BackgroundTaskEvent {
         /// The payload.
         data: Value,

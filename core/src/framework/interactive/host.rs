@@ -6,6 +6,9 @@ use std::sync::{Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 
 use super::Inner;
+use crate::framework::agents::{
+    run_subagent, AgentCatalog, SubagentProgress, SubagentReport, SubagentRequest,
+};
 use crate::framework::commands::{
     CommandDescriptor, CommandHostContext, CommandHostError, CompactionSummary,
     ContextStateSummary, UsageSummary,
@@ -156,5 +159,36 @@ impl CommandHostContext for SessionHost {
             context_after_percent: after.ratio * 100.0,
             scheduled: false,
         })
+    }
+
+    fn agent_catalog(&self) -> Result<AgentCatalog, CommandHostError> {
+        match self.get()?.agent_catalog() {
+            Some(result) => result.map_err(|e| CommandHostError::new(e.to_string())),
+            None => Err(CommandHostError::new(
+                "subagents are not enabled in this session: compose the agent command module \
+                 (agent_command_module) to enable them",
+            )),
+        }
+    }
+
+    async fn run_subagent(
+        &self,
+        request: SubagentRequest,
+    ) -> Result<SubagentReport, CommandHostError> {
+        let inner = self.get()?;
+        let catalog = self.agent_catalog()?;
+        let (id, cancel) = inner.begin_subagent();
+        let progress = {
+            let weak = std::sync::Arc::downgrade(&inner);
+            std::sync::Arc::new(move |event: SubagentProgress| {
+                if let Some(inner) = weak.upgrade() {
+                    inner.emit_background(event.to_event_data());
+                }
+            })
+        };
+        let result =
+            run_subagent(inner.session(), &catalog, request, &cancel, Some(progress)).await;
+        inner.end_subagent(id);
+        result.map_err(|e| CommandHostError::new(e.to_string()))
     }
 }

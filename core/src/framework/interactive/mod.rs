@@ -1,8 +1,10 @@
 //! [`InteractiveSession`]: the client-facing session of spec 000 — a [`Session`] plus what an
 //! interactive host needs around it: a prompt queue (at most one prompt waits while another
 //! runs), abort orchestration, streaming text and tool state for rendering, the command registry
-//! (user slash path and model-invocable commands projected as `robota_command_<name>` tools), and
-//! ordered event subscriptions (see [`events`]).
+//! (user slash path and model-invocable commands projected as `robota_command_<name>` tools),
+//! subagents for the `agent` command (agent definitions loaded when a command module requests the
+//! agent executor, listed in the system prompt; progress as `background_task_event`s; aborted
+//! with the prompt), and ordered event subscriptions (see [`events`]).
 //!
 //! Prompts run on a background task so `submit` returns as soon as the prompt is accepted; hosts
 //! follow progress through events (`complete`, `interrupted` or `error` end every accepted
@@ -18,9 +20,10 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome};
+use crate::framework::agents::{load_agent_definitions, AgentCatalog, AgentDefinitionError};
 use crate::framework::commands::{
-    builtin_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
-    CommandModule, CommandRegistry, CommandRegistryError, CommandResult,
+    default_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
+    CommandModule, CommandRegistry, CommandRegistryError, CommandResult, SessionRequirement,
 };
 use crate::framework::context::{resolve_file_references, FileRefOptions};
 use crate::hooks::SessionEndReason;
@@ -41,7 +44,9 @@ pub struct InteractiveSessionOptions {
     /// The underlying session (cwd, provider, tools, permissions, persistence, …). Its
     /// `on_event`, if set, still receives every raw session event.
     pub session: SessionOptions,
-    /// The command modules; [`builtin_command_modules`] by default.
+    /// The command modules; [`default_command_modules`] (the built-ins and `agent`) by default.
+    /// A module requesting [`SessionRequirement::AgentExecutor`] makes the session load agent
+    /// definitions and list them in the system prompt.
     pub command_modules: Vec<CommandModule>,
     /// Bound of each subscriber's queue before `text_delta`s are coalesced.
     pub event_buffer: usize,
@@ -52,7 +57,7 @@ impl InteractiveSessionOptions {
     pub fn new(session: SessionOptions) -> Self {
         InteractiveSessionOptions {
             session,
-            command_modules: builtin_command_modules(),
+            command_modules: default_command_modules(),
             event_buffer: DEFAULT_EVENT_BUFFER,
         }
     }
@@ -78,6 +83,9 @@ pub enum InteractiveError {
     /// A blocking command cannot run while a prompt is executing.
     #[error("`{0}` cannot run while a prompt is executing; wait or abort first")]
     Busy(String),
+    /// An agent definition file is malformed (the error names the file and the problem).
+    #[error(transparent)]
+    Agents(#[from] AgentDefinitionError),
     /// An `@file` reference could not be attached; the message lists each problem.
     #[error("{0}")]
     FileReferences(String),
@@ -119,6 +127,16 @@ struct State {
     /// A compaction the model asked for during a run (`Some(instructions)`); run when the run
     /// ends, before the queued prompt.
     pending_compaction: Option<Option<String>>,
+    /// Cancellation tokens of the subagents running now, by id (`abort` cancels them).
+    subagents: Vec<(u64, CancellationToken)>,
+    next_subagent: u64,
+}
+
+/// Where agent definitions are read from, when a command module requested the agent executor.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentSetup {
+    pub(crate) cwd: std::path::PathBuf,
+    pub(crate) home: Option<std::path::PathBuf>,
 }
 
 pub(crate) struct Inner {
@@ -127,6 +145,7 @@ pub(crate) struct Inner {
     registry: CommandRegistry,
     state: Mutex<State>,
     idle: tokio::sync::Notify,
+    agents: Option<AgentSetup>,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -151,7 +170,32 @@ impl InteractiveSession {
             command_modules,
             event_buffer,
         } = options;
+        let wants_agents = command_modules.iter().any(|m| {
+            m.session_requirements
+                .contains(&SessionRequirement::AgentExecutor)
+        });
         let registry = CommandRegistry::with_modules(command_modules)?;
+        // Agent definitions are loaded (and listed in the system prompt) only when a module
+        // asks for the agent executor; a malformed definition file is an error now, not later.
+        let agents = if wants_agents {
+            let cwd = if session.cwd.is_absolute() {
+                session.cwd.clone()
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(&session.cwd))
+                    .unwrap_or_else(|_| session.cwd.clone())
+            };
+            let home = crate::session::settings_home(&session.settings, &cwd);
+            let catalog = load_agent_definitions(&cwd, home.as_deref())?;
+            let section = catalog.prompt_section();
+            session.append_system_prompt = Some(match session.append_system_prompt.take() {
+                Some(text) => format!("{text}\n\n{section}"),
+                None => section,
+            });
+            Some(AgentSetup { cwd, home })
+        } else {
+            None
+        };
         // The projected tools need the session, which needs the tools: the host facade is
         // created empty and pointed at the session once it exists.
         let host = Arc::new(SessionHost::default());
@@ -189,6 +233,7 @@ impl InteractiveSession {
             registry,
             state: Mutex::new(State::default()),
             idle: tokio::sync::Notify::new(),
+            agents,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);
@@ -281,6 +326,9 @@ impl InteractiveSession {
         state.pending_compaction = None;
         if let Some(cancel) = &state.cancel {
             cancel.cancel();
+        }
+        for (_, subagent) in &state.subagents {
+            subagent.cancel();
         }
         drop(state);
         self.inner.session.abort();
@@ -416,6 +464,40 @@ impl Inner {
 
     pub(crate) fn session(&self) -> &Session {
         &self.session
+    }
+
+    /// The agents, read fresh from disk; `None` when no module requested the agent executor.
+    pub(crate) fn agent_catalog(&self) -> Option<Result<AgentCatalog, AgentDefinitionError>> {
+        self.agents
+            .as_ref()
+            .map(|setup| load_agent_definitions(&setup.cwd, setup.home.as_deref()))
+    }
+
+    /// A cancellation token for a subagent starting now: a child of the running prompt's (so
+    /// aborting the prompt aborts the subagent), registered so `abort` reaches it also when the
+    /// user started the subagent outside a prompt. Release it with
+    /// [`end_subagent`](Self::end_subagent) and the returned id.
+    pub(crate) fn begin_subagent(&self) -> (u64, CancellationToken) {
+        let mut state = self.lock();
+        let token = match &state.cancel {
+            Some(parent) => parent.child_token(),
+            None => CancellationToken::new(),
+        };
+        state.next_subagent += 1;
+        let id = state.next_subagent;
+        state.subagents.push((id, token.clone()));
+        (id, token)
+    }
+
+    /// Forgets the token [`begin_subagent`](Self::begin_subagent) returned with `id`.
+    pub(crate) fn end_subagent(&self, id: u64) {
+        self.lock().subagents.retain(|(other, _)| *other != id);
+    }
+
+    /// Emits subagent progress as a `background_task_event`.
+    pub(crate) fn emit_background(&self, data: Value) {
+        self.hub
+            .emit(InteractiveEventKind::BackgroundTaskEvent { data });
     }
 
     /// While a prompt runs, schedules a compaction for when it ends (a later request replaces

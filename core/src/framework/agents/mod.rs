@@ -1,0 +1,30 @@
+//! Subagents: agent definitions (built-in and `.md` files from `.robota/agents/`,
+//! `.claude/agents/`, …), worktree isolation, and running one subagent for a session.
+//!
+//! - [`definition`]: [`AgentDefinition`], [`AgentCatalog`], [`load_agent_definitions`] and the
+//!   typed [`AgentDefinitionError`] for a malformed file.
+//! - [`worktree`]: creating and removing the git worktree of an isolated run, with the
+//!   WorktreeCreate/WorktreeRemove hooks.
+//! - [`runner`]: [`run_subagent`] — definition, worktree, the child run
+//!   ([`Session::run_subagent`](crate::session::Session::run_subagent), which fires
+//!   SubagentStart/SubagentStop), clean-up, progress.
+//!
+//! Users and the model reach subagents through the `agent` command
+//! ([`AgentCommand`](crate::framework::commands::AgentCommand)); a subagent never gets that
+//! command (subagents cannot spawn subagents).
+
+pub mod definition;
+pub mod runner;
+pub mod worktree;
+
+pub use definition::{
+    builtin_agents, load_agent_definitions, parse_agent_definition, AgentCatalog, AgentDefinition,
+    AgentDefinitionError, AgentSource, DEFAULT_AGENT_TYPE,
+};
+pub use runner::{
+    new_agent_id, run_subagent, Isolation, SubagentError, SubagentProgress,
+    SubagentProgressCallback, SubagentReport, SubagentRequest, WorktreeReport,
+};
+pub use worktree::{
+    create_worktree, finish_worktree, Worktree, WorktreeDisposition, WorktreeError, WORKTREES_DIR,
+};
