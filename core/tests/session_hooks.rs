@@ -955,3 +955,78 @@ async fn in_process_callbacks_run_like_settings_hooks() {
         .result_for("toolu_1")
         .contains("the host's guard refuses Bash"));
 }
+
+/// PostToolUse hooks written for Claude Code read `tool_response.filePath`,
+/// `structuredPatch[].oldStart`, Edit's `oldString` and Read's nested `file`; robota's own
+/// snake_case fields stay beside them.
+#[tokio::test]
+async fn post_tool_use_tool_response_has_claude_code_field_names() {
+    let project = Project::new();
+    project.write("notes.txt", "alpha\nbeta\n");
+    let log = project.scratch("log").join("post.jsonl");
+    let log_s = log.to_string_lossy().to_string();
+    project.settings(
+        ".claude/settings.json",
+        json!({
+            "permissions": {"defaultMode": "acceptEdits"},
+            "hooks": {
+                "PostToolUse": [group(Some("Write|Edit|Read"), vec![command(fixture("record.py", &[&log_s]))])],
+            }
+        }),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("call_w", "Write", json!({"file_path": "new.txt", "content": "one\n"})),
+        tool_turn("call_e", "Edit", json!({"file_path": "notes.txt", "old_string": "beta", "new_string": "gamma"})),
+        tool_turn("call_r", "Read", json!({"file_path": "notes.txt"})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = session(options(&project, &mock, &events));
+    let outcome = session.run("edit things").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    let records = records(&log);
+    let of = |tool: &str| {
+        records
+            .iter()
+            .find(|r| r["tool_name"] == tool)
+            .unwrap_or_else(|| panic!("no PostToolUse for {tool}: {records:#?}"))["tool_response"]
+            .clone()
+    };
+    let write = of("Write");
+    assert_eq!(write["type"], "create");
+    assert_eq!(write["filePath"], write["file_path"]);
+    assert_eq!(write["content"], "one\n");
+    let edit = of("Edit");
+    assert!(
+        edit["filePath"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("notes.txt")),
+        "{edit}"
+    );
+    assert_eq!(
+        (edit["oldString"].as_str(), edit["newString"].as_str()),
+        (Some("beta"), Some("gamma"))
+    );
+    let hunk = &edit["structuredPatch"][0];
+    assert!(
+        hunk["oldStart"].is_u64() && hunk["newLines"].is_u64(),
+        "{edit}"
+    );
+    assert!(
+        hunk["lines"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x == "+gamma")),
+        "{edit}"
+    );
+    assert!(
+        edit["structured_patch"].is_array(),
+        "snake_case kept: {edit}"
+    );
+    let read = of("Read");
+    assert_eq!(read["file"]["content"], "alpha\ngamma\n");
+    assert_eq!(read["file"]["totalLines"], 2);
+    assert!(read["file"]["filePath"]
+        .as_str()
+        .is_some_and(|p| p.ends_with("notes.txt")));
+}

@@ -41,6 +41,7 @@
 
 pub mod callback;
 mod command;
+pub mod compat;
 pub mod config;
 pub mod event;
 mod http;

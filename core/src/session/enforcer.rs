@@ -1054,13 +1054,18 @@ impl ToolCallGate for PermissionEnforcer {
                 }),
             )
         } else {
+            let tool_input = input;
             (
                 HookEvent::PostToolUse,
                 HookEventInput::PostToolUse(PostToolUseInput {
                     tool_name: call.name.clone(),
-                    tool_input: input,
+                    tool_input: tool_input.clone(),
                     tool_use_id: call.tool_use_id.clone(),
-                    tool_response: output.response.clone(),
+                    tool_response: crate::hooks::compat::hook_tool_response(
+                        &call.name,
+                        &tool_input,
+                        &output.response,
+                    ),
                     duration_ms,
                 }),
             )
