@@ -1030,3 +1030,60 @@ async fn post_tool_use_tool_response_has_claude_code_field_names() {
         .as_str()
         .is_some_and(|p| p.ends_with("notes.txt")));
 }
+
+/// Background hooks (`async`, `asyncRewake`) do not hold the turn up; what they report arrives
+/// with the next prompt, as in Claude Code.
+#[tokio::test]
+async fn background_hook_results_reach_the_model_with_the_next_prompt() {
+    let project = Project::new();
+    project.write("a.txt", "hello\n");
+    let context_done = project.scratch("marks").join("context.done");
+    let rewake_done = project.scratch("marks").join("rewake.done");
+    let context_hook = format!(
+        "cat > /dev/null; sleep 0.3; printf '%s' '{}'; touch {}",
+        json!({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "background lint passed"}}),
+        quote(&context_done.to_string_lossy())
+    );
+    let rewake_hook = format!(
+        "cat > /dev/null; sleep 0.3; echo 'tests failed in a.txt' >&2; touch {}; exit 2",
+        quote(&rewake_done.to_string_lossy())
+    );
+    project.settings(
+        ".claude/settings.json",
+        json!({"hooks": {"PostToolUse": [group(Some("Read"), vec![
+            json!({"type": "command", "command": context_hook, "async": true}),
+            json!({"type": "command", "command": rewake_hook, "asyncRewake": true}),
+        ])]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_r", "Read", json!({"file_path": "a.txt"})),
+        text_turn("read it"),
+        text_turn("noted"),
+    ]}))
+    .await;
+    let session = session(options(&project, &mock, &Events::default()));
+    let first = session.run("read a.txt").await.expect("first run");
+    assert_eq!(first.response, "read it");
+    let result = mock.result_for("toolu_r");
+    assert!(
+        !result.contains("background lint passed"),
+        "a background hook does not hold the tool result: {result}"
+    );
+    // Wait for both hooks to finish (their marks), plus time for the results to be sent.
+    for _ in 0..200 {
+        if context_done.exists() && rewake_done.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(context_done.exists() && rewake_done.exists(), "hooks ran");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let second = session.run("anything new?").await.expect("second run");
+    assert_eq!(second.response, "noted");
+    let texts = mock.user_texts(2).join("\n");
+    assert!(texts.contains("background lint passed"), "{texts}");
+    assert!(
+        texts.contains("A background PostToolUse hook reported: tests failed in a.txt"),
+        "{texts}"
+    );
+}

@@ -88,9 +88,9 @@ use crate::framework::context::{
     ProjectInfo, PromptMetadata,
 };
 use crate::hooks::{
-    CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner, HookRunnerOptions,
-    PostCompactInput, PreCompactInput, SessionEndReason, SessionStartSource, StopFailureInput,
-    StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
+    AsyncHookResult, CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner,
+    HookRunnerOptions, PostCompactInput, PreCompactInput, SessionEndReason, SessionStartSource,
+    StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
     Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
@@ -127,6 +127,9 @@ pub struct Session {
     started: OnceCell<()>,
     /// SessionStart context waiting for the first prompt.
     start_context: Mutex<Vec<String>>,
+    /// Results of background (`async` / `asyncRewake`) command hooks, drained before each
+    /// prompt: their context and rewake reasons go to the model with it.
+    async_hook_results: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<AsyncHookResult>>>,
     /// The `context_loaded` event, held until SessionStart so that it reaches the host with the
     /// other start-up events rather than during construction.
     context_loaded: Mutex<Option<SessionEvent>>,
@@ -287,6 +290,7 @@ impl Session {
             .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home.clone())));
         runner_options.provider_for_model = None;
         let hooks = Arc::new(HookRunner::new(hooks_config, runner_options));
+        let async_hook_results = hooks.take_async_results();
         for registration in options.hook_callbacks {
             hooks
                 .register_callback_with_timeout(
@@ -423,6 +427,7 @@ impl Session {
             current_run: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
+            async_hook_results: Mutex::new(async_hook_results),
             context_loaded: Mutex::new(context_loaded),
             shut_down: AtomicBool::new(false),
             ended: OnceCell::new(),
@@ -652,6 +657,7 @@ impl Session {
         if cancel.is_cancelled() {
             return Ok(interrupted_before_start());
         }
+        self.drain_async_hook_results();
         let mut context: Vec<String> = std::mem::take(
             &mut *self
                 .start_context
@@ -1236,6 +1242,46 @@ impl Session {
     /// True once [`shutdown`](Self::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Takes the results of background hooks that finished since the last prompt: failures and
+    /// messages are reported as events; their `additionalContext` and, for an `asyncRewake`
+    /// hook that blocked (exit 2), its reason become model-only context of the next prompt (as
+    /// Claude Code delivers them on the next turn).
+    fn drain_async_hook_results(&self) {
+        let mut results = Vec::new();
+        if let Some(rx) = self
+            .async_hook_results
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            while let Ok(result) = rx.try_recv() {
+                results.push(result);
+            }
+        }
+        let mut context = Vec::new();
+        for result in results {
+            let reason = match &result.report.status {
+                crate::hooks::HandlerStatus::Blocked { reason } => Some(reason.clone()),
+                _ => None,
+            };
+            let outcome = HookRunner::outcome_of(result.event, [result.report]);
+            self.events.hook_outcome(&outcome);
+            context.extend(outcome.additional_context);
+            if let (true, Some(reason)) = (result.rewake, reason) {
+                context.push(format!(
+                    "A background {} hook reported: {reason}",
+                    result.event.as_str()
+                ));
+            }
+        }
+        if !context.is_empty() {
+            self.start_context
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(context);
+        }
     }
 
     /// Reports what a hook run produced that the user should see (failures, messages), for hook
