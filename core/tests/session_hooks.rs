@@ -1087,3 +1087,30 @@ async fn background_hook_results_reach_the_model_with_the_next_prompt() {
         "{texts}"
     );
 }
+
+/// SessionStart's `sessionTitle` names the session; a Stop hook's `additionalContext` (without a
+/// block) reaches the model with the next prompt.
+#[tokio::test]
+async fn session_title_and_stop_context() {
+    let project = Project::new();
+    let title = json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "sessionTitle": "Fix the login bug"}})
+        .to_string();
+    let stop = json!({"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "remember to run the tests"}})
+        .to_string();
+    project.settings(
+        ".claude/settings.json",
+        hooks_settings(json!({
+            "SessionStart": [group(None, vec![command(fixture("respond.sh", &["0", &title]))])],
+            "Stop": [group(None, vec![command(fixture("respond.sh", &["0", &stop]))])],
+        })),
+    );
+    let mock = Mock::start(json!({"turns": [text_turn("first"), text_turn("second")]})).await;
+    let session = session(options(&project, &mock, &Events::default()));
+    assert_eq!(session.run("one").await.expect("run").response, "first");
+    assert_eq!(session.get_name().as_deref(), Some("Fix the login bug"));
+    let first = mock.user_texts(0).join("\n");
+    assert!(!first.contains("remember to run the tests"), "{first}");
+    assert_eq!(session.run("two").await.expect("run").response, "second");
+    let second = mock.user_texts(1).join("\n");
+    assert!(second.contains("remember to run the tests"), "{second}");
+}

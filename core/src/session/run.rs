@@ -582,6 +582,16 @@ impl Session {
                 }
                 let outcome = self.hooks.run(&input, &CancellationToken::new()).await;
                 self.events.hook_outcome(&outcome);
+                // `sessionTitle` names the session unless the host or a resume already did.
+                if let Some(title) = outcome
+                    .session_title
+                    .clone()
+                    .filter(|t| !t.trim().is_empty())
+                {
+                    if self.get_name().is_none() {
+                        self.set_name(Some(title));
+                    }
+                }
                 if !outcome.additional_context.is_empty() {
                     self.start_context
                         .lock()
@@ -1136,6 +1146,14 @@ impl Session {
         );
         let result = self.hooks.run(&input, cancel).await;
         self.events.hook_outcome(&result);
+        if result.block.is_none() && !result.additional_context.is_empty() {
+            // Claude Code places a Stop hook's context at the end of the turn: the model sees
+            // it with the next prompt (a blocking hook's context goes with its reason instead).
+            self.start_context
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(result.additional_context.iter().cloned());
+        }
         if let Some(stop) = &result.stop {
             self.enforcer
                 .request_stop(HookEvent::Stop, stop.reason.clone());
@@ -1144,7 +1162,14 @@ impl Session {
         if cancel.is_cancelled() {
             return None;
         }
-        result.block.map(|b| b.reason)
+        let context = result.additional_context.join("\n\n");
+        result.block.map(|b| {
+            if context.is_empty() {
+                b.reason
+            } else {
+                format!("{}\n\n{context}", b.reason)
+            }
+        })
     }
 
     async fn stop_failure(&self, outcome: &RunOutcome, cancel: &CancellationToken) {
