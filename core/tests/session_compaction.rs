@@ -343,3 +343,47 @@ async fn an_abort_during_compaction_leaves_the_history_untouched() {
     assert!(events.of("compaction").is_empty());
     assert!(!session.is_running());
 }
+
+/// PreCompact and PostCompact hooks (a real Python script) get Claude Code's fields: the trigger,
+/// the `/compact` instructions, and afterwards the summary.
+#[tokio::test]
+async fn pre_and_post_compact_hooks_get_their_fields() {
+    let project = Project::new();
+    let log = project.scratch("log").join("compact.jsonl");
+    let log_s = log.to_string_lossy().to_string();
+    let record = || command(fixture("record.py", &[&log_s]));
+    project.settings(
+        ".claude/settings.json",
+        json!({"hooks": {
+            "PreCompact": [group(Some("manual"), vec![record()])],
+            "PostCompact": [group(None, vec![record()])],
+        }}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        {"text": "an answer"},
+        {"text": "THE-SUMMARY"}
+    ]}))
+    .await;
+    let session =
+        session(options(&project, &mock, &Events::default()).with_tools(ToolRegistry::new()));
+    session.run("hello").await.expect("run");
+    session
+        .compact(Some("keep the API names".into()))
+        .await
+        .expect("compaction");
+    let records = records(&log);
+    let pre: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["hook_event_name"] == "PreCompact")
+        .collect();
+    let post: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["hook_event_name"] == "PostCompact")
+        .collect();
+    assert_eq!((pre.len(), post.len()), (1, 1), "{records:#?}");
+    assert_eq!(pre[0]["trigger"], "manual");
+    assert_eq!(pre[0]["custom_instructions"], "keep the API names");
+    assert_eq!(post[0]["trigger"], "manual");
+    assert_eq!(post[0]["compact_summary"], "THE-SUMMARY");
+    assert_eq!(post[0]["session_id"], session.session_id());
+}
