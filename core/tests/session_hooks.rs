@@ -1114,3 +1114,74 @@ async fn session_title_and_stop_context() {
     let second = mock.user_texts(1).join("\n");
     assert!(second.contains("remember to run the tests"), "{second}");
 }
+
+/// An `agent` hook investigates with read-only tools before its verdict (Claude Code's agent
+/// hooks); its reads obey the session's deny rules.
+#[tokio::test]
+async fn agent_hooks_read_files_before_their_verdict_under_the_deny_rules() {
+    let project = Project::new();
+    project.write("POLICY.md", "Never write out.txt.\n");
+    project.write("secret.txt", "the launch codes\n");
+    project.settings(
+        ".claude/settings.json",
+        json!({
+            "permissions": {"defaultMode": "acceptEdits", "deny": ["Read(./secret.txt)"]},
+            "hooks": {"PreToolUse": [group(Some("Write"), vec![json!({
+                "type": "agent",
+                "prompt": "Check this write against POLICY.md: $ARGUMENTS"
+            })])]}
+        }),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("call_w", "Write", json!({"file_path": "out.txt", "content": "x"})),
+        {"tool_calls": [
+            {"id": "hook_r1", "name": "Read", "input": {"file_path": "POLICY.md"}},
+            {"id": "hook_r2", "name": "Read", "input": {"file_path": "secret.txt"}}
+        ]},
+        text_turn(r#"{"ok": false, "reason": "POLICY.md forbids writing out.txt"}"#),
+        text_turn("understood"),
+    ]}))
+    .await;
+    let session = session(options(&project, &mock, &Events::default()));
+    let outcome = session.run("write out.txt").await.expect("run");
+    assert_eq!(outcome.response, "understood");
+    assert!(
+        !project.path("out.txt").exists(),
+        "the hook blocked the write"
+    );
+
+    let bodies = mock.bodies();
+    assert_eq!(bodies.len(), 4, "main call, two hook rounds, main call");
+    let mut hook_tools = mock.tool_names(1);
+    hook_tools.sort();
+    assert_eq!(
+        hook_tools,
+        vec!["Glob", "Grep", "Read"],
+        "read-only tools only"
+    );
+    let system = bodies[1]["system"].to_string();
+    assert!(system.contains("read-only tools"), "{system}");
+    assert!(mock
+        .user_texts(1)
+        .join("")
+        .contains("\"tool_name\":\"Write\""));
+    let hook_results = mock.tool_results(2);
+    let policy = &hook_results
+        .iter()
+        .find(|(id, _)| id == "hook_r1")
+        .expect("r1")
+        .1;
+    assert!(policy.contains("Never write out.txt."), "{policy}");
+    let secret = &hook_results
+        .iter()
+        .find(|(id, _)| id == "hook_r2")
+        .expect("r2")
+        .1;
+    assert!(!secret.contains("launch codes"), "{secret}");
+    assert!(secret.contains("agent hook may only read"), "{secret}");
+    let blocked = mock.result_for("call_w");
+    assert!(
+        blocked.contains("POLICY.md forbids writing out.txt"),
+        "{blocked}"
+    );
+}

@@ -10,8 +10,7 @@
 //!   newer Claude Code versions have events robota does not fire yet; their groups are counted in
 //!   [`HooksConfig::unknown_events`] but never run), unknown keys, a matcher on an event that has no matcher support (it is ignored and the
 //!   hooks always run, as in Claude Code), `if` on a non-tool event (ignored), `once` outside skill
-//!   frontmatter (ignored), `mcp_tool` handlers (no MCP client yet; left out), `agent` handlers
-//!   (run as a single model call without tools, see [`super::prompt`]).
+//!   frontmatter (ignored), `mcp_tool` handlers (no MCP client yet; left out).
 //!
 //! Callers decide what an error means: [`ParsedHooks::into_result`] turns any error into a
 //! [`HookConfigError`]; a lenient caller can keep `config` (the valid part) and show diagnostics.
@@ -764,18 +763,7 @@ impl Parser {
             "command" => self.command(object, path).map(HandlerKind::Command),
             "http" => self.http(object, path).map(HandlerKind::Http),
             "prompt" => self.prompt(object, path).map(HandlerKind::Prompt),
-            _ => {
-                let prompt = self.prompt(object, path);
-                if prompt.is_some() {
-                    self.warn(
-                        &format!("{path}.type"),
-                        HookProblem::Limited {
-                            message: "agent hooks run as a single model call without tools in this version of robota (the verdict protocol is the same)".into(),
-                        },
-                    );
-                }
-                prompt.map(HandlerKind::Agent)
-            }
+            _ => self.prompt(object, path).map(HandlerKind::Agent),
         };
         let condition = self.condition(event, object.get("if"), path);
         let timeout = self.timeout(object.get("timeout"), path);

@@ -26,7 +26,8 @@
 //! ```
 //!
 //! What is not done here (yet), by design or for later:
-//! - `agent` hooks run as one model call without tools ([`prompt`] explains).
+//! - `agent` hooks get read-only tools (Read, Glob, Grep) only inside a session, which supplies
+//!   the [`prompt::AgentHookExecutor`]; a bare [`HookRunner`] runs them as one model call.
 //! - `mcp_tool` handlers are reported as unsupported (no MCP client).
 //! - `CLAUDE_ENV_FILE` (SessionStart persisting `export` lines) is not provided.
 //! - Strings over 10,000 characters are truncated in place rather than spilled to a file.
@@ -74,6 +75,7 @@ pub use output::{
     HookOutput, HookSpecificOutput, PermissionBehavior, PermissionDecision,
     PermissionRequestDecision,
 };
+pub use prompt::AgentHookExecutor;
 pub use runner::{
     default_timeout, AsyncHookResult, CallbackId, HookConditionEvaluator, HookRunner,
     HookRunnerOptions, ModelProviderResolver, ToolNameCondition, AGENT_TIMEOUT, DEFAULT_TIMEOUT,

@@ -30,7 +30,8 @@ pub enum HandlerType {
     Http,
     /// A single model call.
     Prompt,
-    /// Claude Code's agent hook (here a single model call, see [`super::prompt`]).
+    /// Claude Code's agent hook: the model investigates with read-only tools (see
+    /// [`super::prompt`]).
     Agent,
     /// An in-process [`super::HookCallback`].
     Callback,

@@ -7,9 +7,11 @@
 //! with full hook JSON output (`decision`, `hookSpecificOutput`, …), which is honoured as from a
 //! command hook. An answer that is not JSON is a non-blocking error.
 //!
-//! Not done yet: **`agent` hooks do not get tools.** Claude Code runs them as a subagent that can
-//! read files and run commands for up to 50 turns; here an `agent` hook is the same single model
-//! call as a `prompt` hook (with its own 60 s default timeout). A config warning says so.
+//! An `agent` hook investigates before it answers, as in Claude Code: when the runner has an
+//! [`AgentHookExecutor`] (a session supplies one that gives the model read-only tools: Read,
+//! Glob, Grep, under the session's deny rules), the verdict comes from a multi-turn run; without
+//! one it is the same single model call as a `prompt` hook. Either way the 60 s default timeout
+//! covers the whole investigation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +30,26 @@ const SYSTEM_PROMPT: &str = "You are a hook in an AI coding agent's session: you
 and decide whether the action may proceed. Answer with a single JSON object and nothing else: \
 {\"ok\": true} to let it proceed, or {\"ok\": false, \"reason\": \"<why, addressed to the agent>\"} \
 to block it.";
+
+/// Extra instructions for an `agent` hook that can use tools.
+const AGENT_TOOLS_PROMPT: &str = " Before you answer you may inspect the project with the \
+read-only tools you are given (Read, Glob, Grep); your final message must be the JSON object alone.";
+
+/// Runs the investigation of an `agent` hook: the model works with read-only tools and returns
+/// its final text. Implemented by the session, which owns tools and the engine (hooks know
+/// neither).
+#[async_trait::async_trait]
+pub trait AgentHookExecutor: Send + Sync {
+    /// Runs `prompt` under `system` through `provider` until the model answers without tool
+    /// calls (or `cancel` fires); returns the final text, or why the run failed.
+    async fn investigate(
+        &self,
+        provider: Arc<dyn Provider>,
+        system: String,
+        prompt: String,
+        cancel: CancellationToken,
+    ) -> Result<String, String>;
+}
 
 /// The user message: the hook's prompt with the event JSON in place of `$ARGUMENTS`.
 pub(crate) fn render_prompt(prompt: &str, input_json: &str) -> String {
@@ -50,10 +72,11 @@ pub(crate) fn extract_json(text: &str) -> Option<&str> {
     (end > start).then(|| &trimmed[start..=end])
 }
 
-/// Runs a prompt or agent hook with `provider`.
+/// Runs a prompt hook, or an agent hook (through `agent` when given), with `provider`.
 pub(crate) async fn run(
     hook: &PromptHook,
     provider: Option<Arc<dyn Provider>>,
+    agent: Option<&Arc<dyn AgentHookExecutor>>,
     input_json: &str,
     timeout: Duration,
     cancel: &CancellationToken,
@@ -63,33 +86,53 @@ pub(crate) async fn run(
             model: hook.model.clone(),
         }));
     };
-    let request = ProviderRequest {
-        system: Some(SYSTEM_PROMPT.to_string()),
-        messages: vec![Message::user(render_prompt(&hook.prompt, input_json))],
-        ..ProviderRequest::default()
-    };
-    // A child token so a timeout stops the provider call without cancelling the caller's run.
+    let prompt = render_prompt(&hook.prompt, input_json);
+    // A child token so a timeout stops the model without cancelling the caller's run.
     let call_cancel = cancel.child_token();
-    let sink = |_event| {};
-    let call = provider.stream(&request, &sink, &call_cancel);
-    let response = match tokio::time::timeout(timeout, call).await {
-        Err(_) => {
-            call_cancel.cancel();
-            return RawResult::reply(RawReply::Failed(HookFailure::Timeout {
-                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-            }));
-        }
-        Ok(Err(error)) => {
-            return RawResult::reply(RawReply::Failed(HookFailure::Provider {
-                message: error.to_string(),
-            }))
-        }
-        Ok(Ok(response)) => response,
+    let timed_out = || {
+        RawResult::reply(RawReply::Failed(HookFailure::Timeout {
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }))
     };
-    if response.stop_reason == StopReason::Aborted || cancel.is_cancelled() {
-        return RawResult::reply(RawReply::Cancelled);
-    }
-    let text = response.text;
+    let text = if let Some(agent) = agent {
+        let system = format!("{SYSTEM_PROMPT}{AGENT_TOOLS_PROMPT}");
+        let run = agent.investigate(provider, system, prompt, call_cancel.clone());
+        match tokio::time::timeout(timeout, run).await {
+            Err(_) => {
+                call_cancel.cancel();
+                return timed_out();
+            }
+            Ok(Err(message)) => {
+                return RawResult::reply(RawReply::Failed(HookFailure::Provider { message }))
+            }
+            Ok(Ok(_)) if cancel.is_cancelled() => return RawResult::reply(RawReply::Cancelled),
+            Ok(Ok(text)) => text,
+        }
+    } else {
+        let request = ProviderRequest {
+            system: Some(SYSTEM_PROMPT.to_string()),
+            messages: vec![Message::user(prompt)],
+            ..ProviderRequest::default()
+        };
+        let sink = |_event| {};
+        let call = provider.stream(&request, &sink, &call_cancel);
+        let response = match tokio::time::timeout(timeout, call).await {
+            Err(_) => {
+                call_cancel.cancel();
+                return timed_out();
+            }
+            Ok(Err(error)) => {
+                return RawResult::reply(RawReply::Failed(HookFailure::Provider {
+                    message: error.to_string(),
+                }))
+            }
+            Ok(Ok(response)) => response,
+        };
+        if response.stop_reason == StopReason::Aborted || cancel.is_cancelled() {
+            return RawResult::reply(RawReply::Cancelled);
+        }
+        response.text
+    };
     let reply = match extract_json(&text).map(HookOutput::from_json_text) {
         None => RawReply::Failed(HookFailure::MalformedOutput {
             message: "the model did not answer with a JSON object such as {\"ok\": true}".into(),

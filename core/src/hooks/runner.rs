@@ -31,7 +31,7 @@ use super::outcome::{
     HookOutcome,
 };
 use super::output::HookOutput;
-use super::prompt;
+use super::prompt::{self, AgentHookExecutor};
 use crate::provider::Provider;
 
 /// Default timeout of command, http and callback handlers.
@@ -105,6 +105,9 @@ pub struct HookRunnerOptions {
     pub provider_for_model: Option<ModelProviderResolver>,
     /// Decides `if` rules; [`ToolNameCondition`] when `None`.
     pub condition_evaluator: Option<Arc<dyn HookConditionEvaluator>>,
+    /// Runs `agent` hooks with tools; without it they are a single model call like `prompt`
+    /// hooks.
+    pub agent_executor: Option<Arc<dyn AgentHookExecutor>>,
     /// HTTP client for http hooks; one is built on first use when `None`.
     pub http_client: Option<reqwest::Client>,
     /// POSIX shell for command hooks; resolved from `$ROBOTA_SHELL`/`$SHELL` when `None`.
@@ -130,6 +133,7 @@ impl std::fmt::Debug for HookRunnerOptions {
             )
             .field("provider_for_model", &self.provider_for_model.is_some())
             .field("condition_evaluator", &self.condition_evaluator.is_some())
+            .field("agent_executor", &self.agent_executor.is_some())
             .field("shell", &self.shell)
             .field("kill_grace", &self.kill_grace)
             .field("output_limit", &self.output_limit)
@@ -151,6 +155,7 @@ impl HookRunnerOptions {
             provider: None,
             provider_for_model: None,
             condition_evaluator: None,
+            agent_executor: None,
             http_client: None,
             shell: None,
             kill_grace: Duration::from_secs(2),
@@ -583,9 +588,14 @@ impl HookRunner {
                     )
                     .await
                 }
-                HandlerKind::Prompt(hook) | HandlerKind::Agent(hook) => {
+                HandlerKind::Prompt(hook) => {
                     let provider = self.provider_for(hook.model.as_deref());
-                    prompt::run(hook, provider, input_json, timeout, cancel).await
+                    prompt::run(hook, provider, None, input_json, timeout, cancel).await
+                }
+                HandlerKind::Agent(hook) => {
+                    let provider = self.provider_for(hook.model.as_deref());
+                    let agent = self.options.agent_executor.as_ref();
+                    prompt::run(hook, provider, agent, input_json, timeout, cancel).await
                 }
             },
             Planned::Callback(registration) => {

@@ -23,6 +23,7 @@ pub mod log;
 pub mod store;
 pub mod usage;
 
+mod agent_hook;
 mod assemble;
 pub(crate) use assemble::settings_home;
 pub mod compaction;

@@ -63,6 +63,7 @@ use serde::Serialize;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
+use super::agent_hook::ReadOnlyInvestigator;
 use super::assemble::{assemble, Assembly};
 use super::compaction::{
     check_summary, compacted_history, summary_prompt, CompactionSummary, MAX_COMPACTION_ATTEMPTS,
@@ -289,6 +290,11 @@ impl Session {
             .with_provider(Arc::clone(&options.provider))
             .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home.clone())));
         runner_options.provider_for_model = None;
+        runner_options.agent_executor = Some(Arc::new(ReadOnlyInvestigator::new(
+            &tools,
+            context.clone(),
+            cwd.clone(),
+        )));
         let hooks = Arc::new(HookRunner::new(hooks_config, runner_options));
         let async_hook_results = hooks.take_async_results();
         for registration in options.hook_callbacks {
