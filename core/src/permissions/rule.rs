@@ -629,9 +629,62 @@ impl Serialize for RuleSet {
     }
 }
 
+/// The two JSON forms a [`RuleSet`] is read from.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RuleSetRepr {
+    /// What [`RuleSet`] serializes to: one entry per rule, with its list, index and source.
+    Entries(Vec<RuleEntry>),
+    /// The settings.json `permissions` shape: `{"allow": [...], "ask": [...], "deny": [...]}`
+    /// (source label `sdk`).
+    Lists(RuleLists),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleLists {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    ask: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+}
+
 impl<'de> Deserialize<'de> for RuleSet {
+    /// Reads either the serialized entry list or a settings-style
+    /// `{"allow": [...], "ask": [...], "deny": [...]}` object.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let entries = Vec::<RuleEntry>::deserialize(deserializer)?;
+        let entries = match RuleSetRepr::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "rules must be a list of {rule, list, index?, source?} entries or an object \
+                 {\"allow\": [...], \"ask\": [...], \"deny\": [...]} of rule strings",
+            )
+        })? {
+            RuleSetRepr::Entries(entries) => entries,
+            RuleSetRepr::Lists(lists) => {
+                let source = RuleSource::new("sdk");
+                [
+                    (RuleList::Allow, lists.allow),
+                    (RuleList::Ask, lists.ask),
+                    (RuleList::Deny, lists.deny),
+                ]
+                .into_iter()
+                .flat_map(|(list, rules)| {
+                    let source = source.clone();
+                    rules
+                        .into_iter()
+                        .enumerate()
+                        .map(move |(index, rule)| RuleEntry {
+                            rule,
+                            list,
+                            index,
+                            source: source.clone(),
+                        })
+                })
+                .collect()
+            }
+        };
         let mut set = RuleSet::new();
         let mut problems = Vec::new();
         for e in entries {
@@ -651,6 +704,35 @@ impl<'de> Deserialize<'de> for RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_sets_read_entries_and_settings_style_lists() {
+        let lists: RuleSet = serde_json::from_str(
+            r#"{"allow": ["Bash(npm test)"], "deny": ["Read(./.env)", "WebFetch"]}"#,
+        )
+        .expect("settings-style lists");
+        let entries = serde_json::to_value(&lists).expect("serialize");
+        let again: RuleSet = serde_json::from_value(entries.clone()).expect("entry list");
+        assert_eq!(serde_json::to_value(&again).expect("serialize"), entries);
+        let texts: Vec<(String, String)> = entries
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|e| (e["list"].to_string(), e["rule"].to_string()))
+            .collect();
+        assert_eq!(texts.len(), 3, "{entries}");
+        assert!(
+            texts.contains(&("\"deny\"".into(), "\"WebFetch\"".into())),
+            "{texts:?}"
+        );
+        let bad = serde_json::from_str::<RuleSet>(r#"{"allow": ["Bash("]}"#);
+        assert!(bad.is_err());
+        let typo = serde_json::from_str::<RuleSet>(r#"{"alow": ["Bash"]}"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(typo.contains("rules must be"), "{typo}");
+    }
 
     fn parse(text: &str, list: RuleList) -> Result<PermissionRule, RuleParseError> {
         PermissionRule::parse(text, list, 0, RuleSource::new("test"))
