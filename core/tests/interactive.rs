@@ -35,11 +35,15 @@ fn start(options: InteractiveSessionOptions) -> Arc<InteractiveSession> {
     InteractiveSession::new(options).expect("session")
 }
 
+/// The serialized `type` of `event`, checked against `InteractiveEventKind::type_name` (which
+/// hosts such as the C ABI use instead of serializing).
 fn type_of(event: &InteractiveEvent) -> String {
-    serde_json::to_value(event).expect("json")["type"]
+    let serialized = serde_json::to_value(event).expect("json")["type"]
         .as_str()
         .unwrap_or("")
-        .to_string()
+        .to_string();
+    assert_eq!(serialized, event.kind.type_name(), "{event:?}");
+    serialized
 }
 
 /// Events until one of type `until` (inclusive).

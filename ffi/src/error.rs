@@ -31,6 +31,12 @@ pub const ROBOTA_STATUS_TIMEOUT: robota_status = 9;
 pub const ROBOTA_STATUS_RUNTIME: robota_status = 10;
 /// A panic inside the library was caught at the boundary (a bug; please report it).
 pub const ROBOTA_STATUS_PANIC: robota_status = 11;
+/// The work was cancelled: the engine stopped waiting for a completion (abort, timeout,
+/// session end), or a pending asynchronous request ended because its session, query or
+/// runtime went away.
+pub const ROBOTA_STATUS_CANCELLED: robota_status = 12;
+/// A slash command is unknown or ambiguous, or is not for users.
+pub const ROBOTA_STATUS_COMMAND: robota_status = 13;
 
 /// An error: a status code and a message. Created by the library, owned by the caller, freed
 /// with `robota_error_free`.
@@ -55,6 +61,7 @@ impl From<engine::api::ApiError> for FfiError {
             ApiErrorKind::Provider => ROBOTA_STATUS_PROVIDER,
             ApiErrorKind::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
             ApiErrorKind::Busy | ApiErrorKind::ShutDown => ROBOTA_STATUS_INVALID_STATE,
+            ApiErrorKind::Command => ROBOTA_STATUS_COMMAND,
             _ => ROBOTA_STATUS_SESSION,
         };
         FfiError::new(code, e.message)
@@ -86,6 +93,14 @@ impl FfiError {
             ROBOTA_STATUS_PANIC,
             format!("internal error (panic): {detail}"),
         )
+    }
+
+    /// The error as a `robota_error` value (for borrowed errors passed to callbacks).
+    pub(crate) fn into_error(self) -> robota_error {
+        robota_error {
+            code: self.code,
+            message: CString::new(self.message.replace('\0', "\\0")).unwrap_or_default(),
+        }
     }
 
     /// Stores the error in `*out_err` (when not NULL) and returns its code.

@@ -10,14 +10,20 @@
 mod boundary;
 mod error;
 mod evaluate;
+mod host;
+mod options;
 mod provider;
+mod query;
 mod runtime;
 mod session;
 mod strings;
 
 pub use error::*;
 pub use evaluate::*;
+pub use host::*;
+pub use options::*;
 pub use provider::*;
+pub use query::*;
 pub use runtime::*;
 pub use session::*;
 pub use strings::*;
@@ -25,7 +31,7 @@ pub use strings::*;
 /// Major version of the ABI: bumped only for incompatible changes.
 pub const ROBOTA_ABI_VERSION_MAJOR: u32 = 0;
 /// Minor version of the ABI: bumped for additive changes within a major.
-pub const ROBOTA_ABI_VERSION_MINOR: u32 = 1;
+pub const ROBOTA_ABI_VERSION_MINOR: u32 = 2;
 
 /// The ABI version of the loaded library: `(major << 16) | minor`. Compare the major with
 /// `ROBOTA_ABI_VERSION_MAJOR` from the header you compiled against.

@@ -9,6 +9,8 @@ use crate::error::{robota_error, robota_status, FfiError, ROBOTA_STATUS_RUNTIME}
 /// last reference goes away on an engine thread, the runtime is shut down from a new thread.
 pub(crate) struct RuntimeInner {
     runtime: Option<tokio::runtime::Runtime>,
+    /// The process that created the runtime: its threads do not exist in a `fork()`ed child.
+    pid: u32,
 }
 
 impl RuntimeInner {
@@ -26,7 +28,32 @@ impl RuntimeInner {
         })?;
         Ok(RuntimeInner {
             runtime: Some(runtime),
+            pid: std::process::id(),
         })
+    }
+
+    /// True when this process is a `fork()`ed child of the one that created the runtime.
+    pub(crate) fn forked(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
+    /// Refuses use from a `fork()`ed child: the runtime's threads were not copied, so any wait
+    /// on them would hang forever.
+    pub(crate) fn check_fork(&self) -> Result<(), FfiError> {
+        if self.forked() {
+            return Err(FfiError::new(
+                ROBOTA_STATUS_RUNTIME,
+                format!(
+                    "this runtime was created in process {} and cannot be used after fork() \
+                     (process {}): its threads do not exist here. Create new runtimes, providers \
+                     and sessions in the child (pass an explicit robota_runtime; the default \
+                     runtime is unusable in the child as well)",
+                    self.pid,
+                    std::process::id()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn handle(&self) -> &tokio::runtime::Handle {
@@ -40,7 +67,10 @@ impl RuntimeInner {
 impl Drop for RuntimeInner {
     fn drop(&mut self) {
         if let Some(runtime) = self.runtime.take() {
-            if tokio::runtime::Handle::try_current().is_ok() {
+            if self.forked() {
+                // The threads belong to the parent; shutting down would wait for them forever.
+                std::mem::forget(runtime);
+            } else if tokio::runtime::Handle::try_current().is_ok() {
                 // Dropping a runtime inside a runtime context panics; do it elsewhere.
                 std::thread::spawn(move || drop(runtime));
             } else {
@@ -71,9 +101,12 @@ pub(crate) unsafe fn runtime_arg(
     runtime: *const robota_runtime,
 ) -> Result<Arc<RuntimeInner>, FfiError> {
     if !runtime.is_null() {
-        return Ok(Arc::clone(&(*runtime).inner));
+        let inner = &(*runtime).inner;
+        inner.check_fork()?;
+        return Ok(Arc::clone(inner));
     }
     if let Some(default) = DEFAULT_RUNTIME.get() {
+        default.check_fork()?;
         return Ok(Arc::clone(default));
     }
     let created = Arc::new(RuntimeInner::new(0)?);
@@ -121,6 +154,33 @@ pub unsafe extern "C" fn robota_runtime_free(runtime: *mut robota_runtime) {
     ffi_boundary!(value(), {
         if !runtime.is_null() {
             drop(Box::from_raw(runtime));
+        }
+    })
+}
+
+/// Frees a runtime handle and waits up to `timeout_ms` milliseconds for its threads to stop,
+/// when nothing else (provider, session, query) still uses the runtime; otherwise the same as
+/// `robota_runtime_free`. Useful before process exit so that leak checkers see every thread
+/// gone. NULL is ignored. Must not be called from an engine thread (it then behaves like
+/// `robota_runtime_free`).
+///
+/// # Safety
+/// `runtime` is NULL or a handle from `robota_runtime_new`, freed at most once.
+#[no_mangle]
+pub unsafe extern "C" fn robota_runtime_shutdown(runtime: *mut robota_runtime, timeout_ms: u64) {
+    ffi_boundary!(value(), {
+        if runtime.is_null() {
+            return;
+        }
+        let handle = Box::from_raw(runtime);
+        match Arc::try_unwrap(handle.inner) {
+            Ok(mut inner) if !on_engine_thread() && !inner.forked() => {
+                if let Some(rt) = inner.runtime.take() {
+                    rt.shutdown_timeout(std::time::Duration::from_millis(timeout_ms));
+                }
+            }
+            Ok(inner) => drop(inner),
+            Err(shared) => drop(shared),
         }
     })
 }

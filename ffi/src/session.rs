@@ -7,17 +7,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use engine::api::SessionConfig;
+use engine::api::{ApiError, HostCommand};
 use engine::framework::interactive::{
     InteractiveError, InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
 };
+use engine::hooks::SessionEndReason;
 use serde_json::Value;
 
 use crate::boundary::ffi_boundary;
 use crate::error::{
     robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_INVALID_STATE,
-    ROBOTA_STATUS_QUEUE_FULL, ROBOTA_STATUS_SESSION, ROBOTA_STATUS_TIMEOUT,
+    ROBOTA_STATUS_TIMEOUT,
 };
+use crate::host::{robota_result_callback, ResultCallback};
+use crate::options::{robota_session_options, split_options, OptionsInner};
 use crate::provider::robota_provider;
 use crate::runtime::{on_engine_thread, RuntimeInner};
 use crate::strings::{json_arg, str_arg, write_string};
@@ -46,7 +49,9 @@ pub struct robota_event {
 pub type robota_event_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, ev: *const robota_event)>;
 
-/// Releases a subscription's `user_data`; called exactly once, after the last callback.
+/// Releases a callback's `user_data` (event subscriptions, host tools, permission handlers,
+/// hooks, commands, host providers); called exactly once, after the last call of that
+/// callback, possibly on an engine thread. Must not call back into a session it belongs to.
 pub type robota_free_callback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// The host's `user_data` pointer; the host promises it may be used from engine threads.
@@ -91,11 +96,8 @@ impl CallbackSub {
         let Ok(json) = serde_json::to_string(&event) else {
             return;
         };
-        let kind = serde_json::to_value(&event)
-            .ok()
-            .and_then(|v| v.get("type").and_then(|t| t.as_str().map(str::to_string)))
-            .unwrap_or_default();
-        let kind_c = std::ffi::CString::new(kind).unwrap_or_default();
+        let kind_c = std::ffi::CString::new(event.kind.type_name()).unwrap_or_default();
+        // JSON text never holds a raw NUL (it would be escaped), so this only appends one.
         let json_c = std::ffi::CString::new(json).unwrap_or_default();
         {
             let _calling = self.calling.lock().unwrap_or_else(PoisonError::into_inner);
@@ -212,18 +214,15 @@ impl SessionShared {
     }
 }
 
-/// An interactive session. Opaque; create with `robota_session_new_json`, free with
+/// An interactive session. Opaque; create with `robota_session_new` or
+/// `robota_session_new_json`, free with
 /// `robota_session_free`. Every function on it is callable from any thread.
 pub struct robota_session {
     shared: Arc<SessionShared>,
 }
 
 fn session_error(e: InteractiveError) -> FfiError {
-    let code = match e {
-        InteractiveError::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
-        _ => ROBOTA_STATUS_SESSION,
-    };
-    FfiError::new(code, e.to_string())
+    FfiError::from(ApiError::from(e))
 }
 
 /// # Safety
@@ -232,7 +231,30 @@ unsafe fn session_arg<'a>(s: *const robota_session) -> Result<&'a SessionShared,
     if s.is_null() {
         return Err(FfiError::null("session"));
     }
-    Ok(&(*s).shared)
+    let shared = &(*s).shared;
+    shared.runtime.check_fork()?;
+    Ok(shared)
+}
+
+fn encode<T: serde::Serialize>(value: &T) -> Result<String, FfiError> {
+    serde_json::to_string(value)
+        .map_err(|e| FfiError::new(ROBOTA_STATUS_INVALID_JSON, format!("cannot encode: {e}")))
+}
+
+/// Writes an owned JSON string to a required out-pointer.
+///
+/// # Safety
+/// `out` is NULL or valid for writes.
+unsafe fn write_json<T: serde::Serialize>(
+    out: *mut *mut c_char,
+    name: &str,
+    value: &T,
+) -> Result<(), FfiError> {
+    if out.is_null() {
+        return Err(FfiError::null(name));
+    }
+    write_string(out, encode(value)?);
+    Ok(())
 }
 
 fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
@@ -245,7 +267,8 @@ fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
     Ok(())
 }
 
-/// Creates an interactive session on `provider` (and the provider's runtime).
+/// Creates an interactive session on `provider` (and the provider's runtime) from JSON options
+/// only (no host callbacks); see `robota_session_new` for callbacks.
 ///
 /// `options_json` (may be empty for all defaults) is an object with the optional fields
 /// `cwd` (default: the process's current directory), `permission_mode` (`"default"`,
@@ -253,12 +276,16 @@ fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
 /// `append_system_prompt`, `max_turns` (0: no cap), `session_id`, `load_project_context`,
 /// `home` (the user settings directory; without it no user settings are read), `settings`
 /// (settings object applied above every file), `settings_from_environment` (`true`: real
-/// `HOME` and environment, like the CLI) and `pull_events` (`true`: subscription id 0 of
+/// `HOME` and environment, like the CLI), `env`, `builtin_tools` (`false`: no built-in
+/// file/shell/web tools), `persistence` (`"none"`, `"project"`, `{"store": {"sessions_dir",
+/// "logs_dir"}}`), `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+/// `context_window` and `pull_events` (`true`: subscription id 0 of
 /// `robota_session_next_event` receives every event from creation on). Unknown fields are
-/// rejected. There is no permission handler yet: calls that need approval are denied.
+/// rejected. Without a permission handler, calls that need approval are denied.
 ///
 /// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
-/// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_SESSION`.
+/// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT`, `ROBOTA_STATUS_SESSION`,
+/// `ROBOTA_STATUS_RUNTIME` (after `fork()`).
 ///
 /// Ownership: `*out` is owned by the caller; free it with `robota_session_free`. The
 /// provider handle may be freed independently.
@@ -282,41 +309,82 @@ pub unsafe extern "C" fn robota_session_new_json(
         if provider.is_null() {
             return Err(FfiError::null("provider"));
         }
-        let provider = &*provider;
-        let mut options = json_arg(options_json, len, "options_json")?.unwrap_or(Value::Null);
-        // `pull_events` belongs to the C ABI; the rest is the shared session configuration.
-        let pull_events = match options
-            .as_object_mut()
-            .and_then(|o| o.remove("pull_events"))
-        {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => b,
-            Some(other) => {
-                return Err(FfiError::new(
-                    ROBOTA_STATUS_INVALID_JSON,
-                    format!(
-                        "invalid session options: `pull_events` must be a boolean, not {other}"
-                    ),
-                ))
-            }
+        let json = json_arg(options_json, len, "options_json")?.unwrap_or(Value::Null);
+        let options = OptionsInner {
+            json,
+            ..OptionsInner::default()
         };
-        let session = SessionConfig::from_json_value(options)?
-            .into_session_options(Arc::clone(&provider.provider))?;
-        let runtime = Arc::clone(&provider.runtime);
-        let _guard = runtime.handle().enter();
-        let interactive = InteractiveSession::new(InteractiveSessionOptions::new(session))
-            .map_err(session_error)?;
-        let default_pull = pull_events.then(|| Arc::new(interactive.subscribe_pull()));
-        let shared = Arc::new(SessionShared {
-            session: interactive,
-            runtime: Arc::clone(&runtime),
-            subs: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            default_pull,
-        });
-        *out = Box::into_raw(Box::new(robota_session { shared }));
+        *out = create_session(&*provider, options)?;
         Ok(())
     })
+}
+
+/// Creates an interactive session on `provider` with `options` (data and host callbacks; NULL:
+/// all defaults). `options` is not consumed: free it with `robota_session_options_free`
+/// whenever convenient (the session keeps what it needs).
+///
+/// Errors: as `robota_session_new_json`, plus `ROBOTA_STATUS_COMMAND` when a host command's
+/// name or alias collides with another command.
+/// Ownership: `*out` is owned by the caller; free it with `robota_session_free`.
+/// Threading: callable from any thread.
+///
+/// # Safety
+/// `provider` is a live provider; `options` is NULL or live; `out` is valid for writes;
+/// `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_new(
+    provider: *const robota_provider,
+    options: *const robota_session_options,
+    out: *mut *mut robota_session,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        if provider.is_null() {
+            return Err(FfiError::null("provider"));
+        }
+        let options = if options.is_null() {
+            OptionsInner::default()
+        } else {
+            (*options).lock().clone()
+        };
+        *out = create_session(&*provider, options)?;
+        Ok(())
+    })
+}
+
+fn create_session(
+    provider: &robota_provider,
+    options: OptionsInner,
+) -> Result<*mut robota_session, FfiError> {
+    provider.runtime.check_fork()?;
+    let (config, pull_events) = split_options(options.json)?;
+    let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
+    session.extra_tools.extend(options.tools);
+    if options.permission_handler.is_some() {
+        session.permission_handler = options.permission_handler;
+    }
+    session.hook_callbacks.extend(options.hooks);
+    let mut interactive_options = InteractiveSessionOptions::new(session);
+    if !options.commands.is_empty() {
+        interactive_options
+            .command_modules
+            .push(HostCommand::module(options.commands));
+    }
+    let runtime = Arc::clone(&provider.runtime);
+    let _guard = runtime.handle().enter();
+    let interactive = InteractiveSession::new(interactive_options).map_err(session_error)?;
+    let default_pull = pull_events.then(|| Arc::new(interactive.subscribe_pull()));
+    let shared = Arc::new(SessionShared {
+        session: interactive,
+        runtime: Arc::clone(&runtime),
+        subs: Mutex::new(HashMap::new()),
+        next_id: AtomicU64::new(1),
+        default_pull,
+    });
+    Ok(Box::into_raw(Box::new(robota_session { shared })))
 }
 
 /// Submits a prompt (`prompt`, `len` bytes of UTF-8). Returns as soon as the prompt is
@@ -489,7 +557,8 @@ pub unsafe extern "C" fn robota_session_subscribe(
 }
 
 /// Creates a pull subscription: events from now on are queued for
-/// `robota_session_next_event(s, *out_id, ...)`. Remove it with `robota_session_unsubscribe`.
+/// `robota_session_next_event(s, *out_id, ...)`. Remove it with `robota_session_unsubscribe`
+/// (or `robota_session_free`); `*out_id` is never 0. Threading: any thread.
 ///
 /// # Safety
 /// `s` is a live session; `out_id` is valid for writes; `out_err` is NULL or valid.
@@ -607,14 +676,23 @@ pub unsafe extern "C" fn robota_session_next_event(
 }
 
 /// Frees a session. NULL is ignored. Safe with work in flight: the running prompt is aborted,
-/// every subscription is removed (each finalizer called once, no callback runs after this
-/// returns), and the engine's work is given up to 5 s to stop before the handle goes.
+/// every subscription is removed (each finalizer called once, no event callback runs after
+/// this returns), and the engine's work is given up to 5 s to stop before the handle goes.
+/// Completions the host still holds (tools, permission requests, hooks, provider calls) are
+/// cancelled: `robota_completion_is_cancelled` turns 1 and answering them returns
+/// `ROBOTA_STATUS_CANCELLED` (they must still be consumed). No host callback of the session
+/// starts after this returns (unless the engine needed more than those 5 s); their finalizers run once the engine has dropped the session,
+/// which can be just after this returns (on an engine thread; `robota_runtime_shutdown` waits
+/// for it). Pending `robota_session_execute_command` callbacks still run exactly once.
+///
+/// In a `fork()`ed child the session is abandoned without touching the engine (its threads
+/// exist only in the parent).
 ///
 /// Threading: callable from any thread except from inside one of this session's callbacks.
 ///
 /// # Safety
-/// `s` is NULL or a session from `robota_session_new_json`, freed at most once and not used
-/// afterwards (also not from other threads).
+/// `s` is NULL or a session from `robota_session_new` / `robota_session_new_json`, freed at
+/// most once and not used afterwards (also not from other threads).
 #[no_mangle]
 pub unsafe extern "C" fn robota_session_free(s: *mut robota_session) {
     ffi_boundary!(value(), {
@@ -623,6 +701,11 @@ pub unsafe extern "C" fn robota_session_free(s: *mut robota_session) {
         }
         let session = Box::from_raw(s);
         let shared = session.shared;
+        if shared.runtime.forked() {
+            // After fork() the engine's threads are gone: touching the session could hang.
+            std::mem::forget(shared);
+            return;
+        }
         shared.session.abort();
         let subs: Vec<Sub> = shared.subs().drain().map(|(_, sub)| sub).collect();
         for sub in subs {
@@ -641,5 +724,309 @@ pub unsafe extern "C" fn robota_session_free(s: *mut robota_session) {
             });
         }
         drop(shared);
+    })
+}
+
+/// Drops the queued prompt, if any, without touching the running one. `*out_prompt` (when
+/// `out_prompt` is not NULL) is the dropped prompt (owned; free with `robota_string_free`), or
+/// NULL when nothing was queued.
+/// Threading: any thread, including from a callback.
+///
+/// # Safety
+/// `s` is a live session; `out_prompt` is NULL or valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_cancel_queue(
+    s: *const robota_session,
+    out_prompt: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let dropped = shared.session.cancel_queue();
+        if !out_prompt.is_null() {
+            *out_prompt = match dropped {
+                Some(prompt) => crate::strings::owned_string(prompt),
+                None => std::ptr::null_mut(),
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Reads the `(name, args)` arguments of the command functions.
+///
+/// # Safety
+/// As `str_arg`.
+unsafe fn command_args(
+    name: *const c_char,
+    name_len: usize,
+    args: *const c_char,
+    args_len: usize,
+) -> Result<(String, String), FfiError> {
+    if name.is_null() {
+        return Err(FfiError::null("name"));
+    }
+    let name = str_arg(name, name_len, "name")?;
+    let name = name.strip_prefix('/').unwrap_or(name).trim();
+    if name.is_empty() {
+        return Err(FfiError::new(
+            crate::error::ROBOTA_STATUS_INVALID_ARGUMENT,
+            "`name` is empty; pass a command name such as \"rename\"",
+        ));
+    }
+    let args = str_arg(args, args_len, "args")?;
+    Ok((name.to_string(), args.to_string()))
+}
+
+/// Runs a command (`name`: with or without the leading slash; `args`: the rest of the line,
+/// may be NULL with 0) on the user's behalf, asynchronously: returns at once and calls
+/// `callback` exactly once on an engine thread with the result as JSON (`{"message",
+/// "success", "data"?, "effects"?: [...], "interaction"?}`), or an error:
+/// `ROBOTA_STATUS_COMMAND` (unknown or ambiguous command), `ROBOTA_STATUS_INVALID_STATE` (a
+/// blocking command while a prompt runs, or the session was shut down),
+/// `ROBOTA_STATUS_CANCELLED` (the runtime went away first). Errors in the arguments are
+/// returned directly and `callback` is then not called.
+///
+/// Threading: any thread, including from a callback.
+///
+/// # Safety
+/// `s` is a live session; `name`/`args` are valid for their lengths; `user_data` stays valid
+/// until the callback ran; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_execute_command(
+    s: *const robota_session,
+    name: *const c_char,
+    name_len: usize,
+    args: *const c_char,
+    args_len: usize,
+    callback: robota_result_callback,
+    user_data: *mut c_void,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let (name, args) = command_args(name, name_len, args, args_len)?;
+        let done = ResultCallback::new(callback, user_data)?;
+        let session = Arc::clone(&shared.session);
+        shared.runtime.handle().spawn(async move {
+            let result = session.execute_command(&name, &args).await;
+            done.finish(result.map_err(session_error).and_then(|r| encode(&r)));
+        });
+        Ok(())
+    })
+}
+
+/// Runs a command like `robota_session_execute_command` but waits for it, at most
+/// `timeout_ms` milliseconds; `*out_json` is the result (owned; free with
+/// `robota_string_free`). Blocks: refused (`ROBOTA_STATUS_INVALID_STATE`) on engine threads.
+/// Errors: those of `robota_session_execute_command`, plus `ROBOTA_STATUS_TIMEOUT` (the
+/// command keeps running).
+///
+/// # Safety
+/// As `robota_session_execute_command`; `out_json` is valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_execute_command_blocking(
+    s: *const robota_session,
+    name: *const c_char,
+    name_len: usize,
+    args: *const c_char,
+    args_len: usize,
+    timeout_ms: u64,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out_json.is_null() {
+            return Err(FfiError::null("out_json"));
+        }
+        *out_json = std::ptr::null_mut();
+        let (name, args) = command_args(name, name_len, args, args_len)?;
+        refuse_on_engine_thread("robota_session_execute_command_blocking")?;
+        let session = Arc::clone(&shared.session);
+        let task = shared
+            .runtime
+            .handle()
+            .spawn(async move { session.execute_command(&name, &args).await });
+        let result = shared.runtime.handle().block_on(async move {
+            tokio::time::timeout(Duration::from_millis(timeout_ms), task).await
+        });
+        let result = match result {
+            Err(_) => {
+                return Err(FfiError::new(
+                    ROBOTA_STATUS_TIMEOUT,
+                    format!("the command did not finish within {timeout_ms} ms"),
+                ))
+            }
+            Ok(Err(join)) => {
+                return Err(FfiError::new(
+                    crate::error::ROBOTA_STATUS_CANCELLED,
+                    format!("the command did not finish: {join}"),
+                ))
+            }
+            Ok(Ok(result)) => result.map_err(session_error)?,
+        };
+        write_json(out_json, "out_json", &result)
+    })
+}
+
+/// The commands users can run, as a JSON array of `{"name", "module", "source":
+/// {"kind"}, "descriptor": {"name", "description", ...}}` in registry order.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_list_commands(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.list_commands())
+    })
+}
+
+/// The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
+/// "category": "chat" | "event", "type", "data"}`).
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_full_history(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.get_full_history())
+    })
+}
+
+/// How full the context window is, as a JSON object (`{"used_tokens", "max_tokens",
+/// "used_percentage", ...}`).
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_context_state(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.get_context_state())
+    })
+}
+
+/// The session's id. Ownership: `*out` is owned; free with `robota_string_free`.
+/// Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_id(
+    s: *const robota_session,
+    out: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        write_string(out, shared.session.get_session_id());
+        Ok(())
+    })
+}
+
+/// The session's display name: `*out` is the name (owned; free with `robota_string_free`),
+/// or NULL when the session is unnamed. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_name(
+    s: *const robota_session,
+    out: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if out.is_null() {
+            return Err(FfiError::null("out"));
+        }
+        *out = match shared.session.get_name() {
+            Some(name) => crate::strings::owned_string(name),
+            None => std::ptr::null_mut(),
+        };
+        Ok(())
+    })
+}
+
+/// Names the session (`name`, `len` bytes of UTF-8); NULL clears the name. Threading: any
+/// thread.
+///
+/// # Safety
+/// `s` is a live session; `name` is NULL or valid for `len` bytes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_set_name(
+    s: *const robota_session,
+    name: *const c_char,
+    len: usize,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let name = if name.is_null() {
+            None
+        } else {
+            Some(str_arg(name, len, "name")?.to_string())
+        };
+        shared.session.set_name(name);
+        Ok(())
+    })
+}
+
+/// Shuts the session down: aborts any run, drops the queue, fires SessionEnd once and saves
+/// it (with persistence); later prompts are refused. Waits at most `timeout_ms` milliseconds
+/// (`ROBOTA_STATUS_TIMEOUT`: the shutdown continues in the background). The handle still
+/// needs `robota_session_free`. Blocks: refused (`ROBOTA_STATUS_INVALID_STATE`) on engine
+/// threads.
+///
+/// # Safety
+/// `s` is a live session; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_shutdown(
+    s: *const robota_session,
+    timeout_ms: u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        refuse_on_engine_thread("robota_session_shutdown")?;
+        let session = Arc::clone(&shared.session);
+        let task = shared
+            .runtime
+            .handle()
+            .spawn(async move { session.shutdown(SessionEndReason::Other).await });
+        let waited = shared.runtime.handle().block_on(async move {
+            tokio::time::timeout(Duration::from_millis(timeout_ms), task).await
+        });
+        match waited {
+            Ok(_) => Ok(()),
+            Err(_) => Err(FfiError::new(
+                ROBOTA_STATUS_TIMEOUT,
+                format!("the shutdown did not finish within {timeout_ms} ms"),
+            )),
+        }
     })
 }

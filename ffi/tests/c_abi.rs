@@ -1,7 +1,16 @@
 //! Builds the C tests and examples against `include/robota.h` and the freshly built
 //! `librobota` (the cdylib next to this test binary), and runs them.
 //!
-//! Needs a C and a C++ compiler (`cc`/`c++`, or `CC`/`CXX`).
+//! Needs a C and a C++ compiler (`cc`/`c++`, or `CC`/`CXX`), and cJSON (`libcjson-dev`) for
+//! the conformance runner.
+//!
+//! Sanitizer modes (env `ROBOTA_C_SANITIZER`):
+//! - `asan`: the C programs are built with `-fsanitize=address,undefined
+//!   -fno-omit-frame-pointer` and run with `ASAN_OPTIONS=detect_leaks=1`;
+//! - `valgrind`: each C program runs under `valgrind --leak-check=full
+//!   --errors-for-leak-kinds=definite,indirect --error-exitcode=99 --child-silent-after-fork=yes`
+//!   (a forked test child deliberately abandons the parent's objects; it reports its result
+//!   through a pipe, so its leak-check exit status does not matter).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,31 +100,92 @@ fn run(command: &mut Command) -> String {
     stdout
 }
 
-/// Compiles one C11 source with the strict flags and links it to librobota.
+/// The sanitizer mode the C programs are built and run in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sanitizer {
+    None,
+    Asan,
+    Valgrind,
+}
+
+fn sanitizer() -> Sanitizer {
+    match std::env::var("ROBOTA_C_SANITIZER").as_deref() {
+        Ok("asan") => Sanitizer::Asan,
+        Ok("valgrind") => Sanitizer::Valgrind,
+        Ok("") | Err(_) => Sanitizer::None,
+        Ok(other) => panic!("unknown ROBOTA_C_SANITIZER `{other}` (expected asan or valgrind)"),
+    }
+}
+
+/// Compiles one C11 source with the strict flags and links it to librobota (and `libs`).
 fn build_c(source: &Path, name: &str) -> PathBuf {
+    build_c_with(source, name, &[])
+}
+
+fn build_c_with(source: &Path, name: &str, libs: &[&str]) -> PathBuf {
     let root = workspace_root();
     let lib = library_dir();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    run(Command::new(cc)
-        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+    let mut command = Command::new(cc);
+    command
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-pthread",
+            "-g",
+        ])
         .arg("-I")
-        .arg(root.join("include"))
+        .arg(root.join("include"));
+    if sanitizer() == Sanitizer::Asan {
+        command.args(["-fsanitize=address,undefined", "-fno-omit-frame-pointer"]);
+    }
+    command
         .arg(source)
         .arg("-L")
         .arg(&lib)
         .arg("-lrobota")
+        .args(libs)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .arg("-o")
-        .arg(&out));
+        .arg(&out);
+    run(&mut command);
     out
+}
+
+/// Runs a built C program in the sanitizer mode, in the test's temp dir, with `env`.
+fn run_c(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut command = match sanitizer() {
+        Sanitizer::Valgrind => {
+            let mut command = Command::new("valgrind");
+            command
+                .args([
+                    "--quiet",
+                    "--leak-check=full",
+                    "--errors-for-leak-kinds=definite,indirect",
+                    "--error-exitcode=99",
+                    "--child-silent-after-fork=yes",
+                ])
+                .arg(exe);
+            command
+        }
+        _ => Command::new(exe),
+    };
+    if sanitizer() == Sanitizer::Asan {
+        command.env("ASAN_OPTIONS", "detect_leaks=1");
+    }
+    command.args(args).envs(env.iter().copied());
+    run(command.current_dir(env!("CARGO_TARGET_TMPDIR")))
 }
 
 #[test]
 fn c_test_basic_passes() {
     let root = workspace_root();
     let exe = build_c(&root.join("ffi/tests/c/test_basic.c"), "test_basic");
-    let stdout = run(Command::new(&exe).current_dir(env!("CARGO_TARGET_TMPDIR")));
+    let stdout = run_c(&exe, &[], &[]);
     assert!(stdout.contains("all checks passed"), "{stdout}");
 }
 
@@ -123,8 +193,90 @@ fn c_test_basic_passes() {
 fn c_quickstart_runs() {
     let root = workspace_root();
     let exe = build_c(&root.join("examples/c/quickstart.c"), "quickstart");
-    let stdout = run(Command::new(&exe).current_dir(env!("CARGO_TARGET_TMPDIR")));
+    let stdout = run_c(&exe, &[], &[]);
     assert!(stdout.contains("Hello from C!"), "{stdout}");
+}
+
+/// examples/c/query.c: offline (scripted) by default, and against mock-llm over HTTP with
+/// `ROBOTA_BASE_URL`.
+#[test]
+fn c_query_example_runs() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("examples/c/query.c"), "query");
+    let stdout = run_c(&exe, &[], &[]);
+    assert!(
+        stdout.contains(r#""response":"robota is an embeddable agent engine.""#),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#""num_turns":1"#), "{stdout}");
+
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [{"text": ["Answered ", "over HTTP."]}]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let stdout = run_c(
+        &exe,
+        &["hello?"],
+        &[
+            ("ROBOTA_BASE_URL", url.as_str()),
+            ("ANTHROPIC_API_KEY", "test-key"),
+        ],
+    );
+    assert!(
+        stdout.contains(r#""response":"Answered over HTTP.""#),
+        "{stdout}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
+/// Host extensions, session functions, queries, abort/free with work in flight, fork
+/// detection and invalid inputs, plus one HTTP turn against an in-process mock-llm.
+#[test]
+fn c_test_host_passes() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("ffi/tests/c/test_host.c"), "test_host");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"tool_calls": [{"id": "toolu_1", "name": "lookup", "input": {"city": "Berlin"}}]},
+                {"text": ["Rainy in Berlin ", "over HTTP."]}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let stdout = run_c(&exe, &[], &[("ROBOTA_MOCK_URL", url.as_str())]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "two model calls over HTTP");
+    runtime.block_on(mock.shutdown());
+}
+
+/// The conformance scenarios (tests/conformance/scenarios/*.json), played by the C runner.
+#[test]
+fn c_conformance_scenarios_pass() {
+    let root = workspace_root();
+    let exe = build_c_with(
+        &root.join("ffi/tests/c/conformance.c"),
+        "conformance",
+        &["-lcjson"],
+    );
+    let mut scenarios: Vec<String> = std::fs::read_dir(root.join("tests/conformance/scenarios"))
+        .expect("tests/conformance/scenarios exists")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .map(|path| path.display().to_string())
+        .collect();
+    scenarios.sort();
+    assert!(!scenarios.is_empty(), "no scenarios found");
+    let args: Vec<&str> = scenarios.iter().map(String::as_str).collect();
+    let stdout = run_c(&exe, &args, &[]);
+    let expected = format!("all {} scenarios passed", scenarios.len());
+    assert!(stdout.contains(&expected), "{stdout}");
 }
 
 #[test]

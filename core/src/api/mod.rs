@@ -7,9 +7,17 @@
 //! option parsing, defaults or error classification.
 
 mod error;
+mod host;
 mod provider_config;
 mod session_config;
 
 pub use error::{ApiError, ApiErrorKind};
+pub use host::{
+    async_trait, command_result_from_answer, hook_result_from_answer,
+    permission_response_from_answer, tool_output_from_answer, CancellationToken, HostCall,
+    HostCommand, HostFunction, HostHookCallback, HostHookSpec, HostPermissionHandler, HostProvider,
+    HostProviderAnswer, HostProviderError, HostProviderEvent, HostProviderInfo, HostStream,
+    HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
+};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{PersistenceConfig, SessionConfig};

@@ -170,6 +170,27 @@ pub enum InteractiveEventKind {
     },
 }
 
+impl InteractiveEventKind {
+    /// The event's `type` as serialized (`text_delta`, `complete`, …), without serializing it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            InteractiveEventKind::TextDelta { .. } => "text_delta",
+            InteractiveEventKind::Thinking { .. } => "thinking",
+            InteractiveEventKind::ToolStart { .. } => "tool_start",
+            InteractiveEventKind::ToolEnd { .. } => "tool_end",
+            InteractiveEventKind::PermissionRequest { .. } => "permission_request",
+            InteractiveEventKind::ContextUpdate { .. } => "context_update",
+            InteractiveEventKind::Compaction { .. } => "compaction",
+            InteractiveEventKind::Complete { .. } => "complete",
+            InteractiveEventKind::Error { .. } => "error",
+            InteractiveEventKind::Interrupted { .. } => "interrupted",
+            InteractiveEventKind::SkillActivation { .. } => "skill_activation",
+            InteractiveEventKind::BackgroundTaskEvent { .. } => "background_task_event",
+            InteractiveEventKind::Session { .. } => "session",
+        }
+    }
+}
+
 /// Shared state between the hub and one subscriber.
 struct Channel {
     queue: Mutex<VecDeque<InteractiveEvent>>,

@@ -1,0 +1,72 @@
+/**
+ * `@robota/native`: the robota agent engine for Node.js.
+ *
+ * - {@link InteractiveSession}: a typed `EventEmitter` session with a prompt queue, abort,
+ *   commands and state getters; `await session.submit(prompt)`.
+ * - {@link createQuery}: `await createQuery({ provider })('prompt')`.
+ * - Providers: {@link AnthropicProvider}, {@link OpenAIProvider}, {@link ScriptedProvider},
+ *   {@link ReplayProvider}, {@link CustomProvider}.
+ * - Extensions: {@link tool}, permission handlers, hook callbacks, command modules.
+ * - {@link evaluatePermission}: the permission rule engine as a pure function.
+ */
+
+import { native } from './errors.js';
+import { nativeAddon } from './native.js';
+import type { PermissionDecision, PermissionMode } from './types.js';
+
+export { RobotaError, type RobotaErrorCode } from './errors.js';
+export * from './types.js';
+export * from './providers.js';
+export {
+  tool,
+  type Tool,
+  type ToolContext,
+  type ToolReturn,
+  type PermissionAnswer,
+  type PermissionHandler,
+  type PermissionRequest,
+  type HookEventName,
+  type HookInput,
+  type HookResult,
+  type HookRegistration,
+  type Command,
+  type CommandContext,
+  type CommandModule,
+} from './extensions.js';
+export type { CommonOptions, Persistence, QueryOptions, SessionOptions } from './options.js';
+export { InteractiveSession, type SubmitOptions, type ShutdownReason } from './session.js';
+export { createQuery, type Query } from './query.js';
+
+/** The context `evaluatePermission` decides in. */
+export interface PermissionContext {
+  /** The permission mode. */
+  mode?: PermissionMode;
+  /** The project directory (absolute). */
+  cwd: string;
+  /** Rules in Claude Code syntax. */
+  rules?: { allow?: string[]; deny?: string[]; ask?: string[] };
+  [key: string]: unknown;
+}
+
+/**
+ * Decides whether a tool call is allowed by the rules, without a session:
+ * `evaluatePermission('Bash', { command: 'rm -rf /' }, { cwd, rules: { deny: ['Bash(rm *)'] } })`.
+ */
+export function evaluatePermission(tool: string, input: unknown, context: PermissionContext): PermissionDecision {
+  const engineContext: Record<string, unknown> = { ...context };
+  const rules = context.rules;
+  if (rules !== undefined && !Array.isArray(rules)) {
+    // The engine's rule set is a list of `{rule, list}` entries; accept the settings shape too.
+    engineContext.rules = (['allow', 'ask', 'deny'] as const).flatMap((list) =>
+      (rules[list] ?? []).map((rule, index) => ({ rule, list, index })),
+    );
+  }
+  return JSON.parse(
+    native(() => nativeAddon.evaluatePermission(tool, JSON.stringify(input ?? {}), JSON.stringify(engineContext))),
+  ) as PermissionDecision;
+}
+
+/** The engine version the addon was built from. */
+export function engineVersion(): string {
+  return nativeAddon.engineVersion();
+}

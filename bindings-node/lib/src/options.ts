@@ -1,0 +1,136 @@
+/** Session options: the camelCase options of the facade and their snake_case engine form. */
+
+import { RobotaError } from './errors.js';
+import type { CommandModule, HookRegistration, PermissionHandler, Tool } from './extensions.js';
+import type { ProviderLike } from './providers.js';
+import type { PermissionMode } from './types.js';
+
+/** Where a session is saved. */
+export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
+
+/** Options shared by sessions and queries. */
+export interface CommonOptions {
+  /** The model. */
+  provider: ProviderLike;
+  /** The working directory (default: `process.cwd()`). */
+  cwd?: string;
+  /** The permission mode (default: the settings' `permissions.defaultMode`, else `default`). */
+  permissionMode?: PermissionMode;
+  /** Replaces the system prompt assembled from the project. */
+  systemPrompt?: string;
+  /** Appended to the system prompt. */
+  appendSystemPrompt?: string;
+  /** Most model/tool rounds per prompt (`0`: no cap). */
+  maxTurns?: number;
+  /** The session id (a fresh UUID when absent); must be a safe file name. */
+  sessionId?: string;
+  /** Build the system prompt from AGENTS.md/CLAUDE.md etc. (default true). */
+  loadProjectContext?: boolean;
+  /** The home directory for user settings (none read without it). */
+  home?: string;
+  /** Settings from code (a settings.json object), above every file. */
+  settings?: Record<string, unknown>;
+  /** Load settings exactly like the CLI (real HOME and environment). */
+  settingsFromEnvironment?: boolean;
+  /** Variables for `$ENV:NAME` references in settings. */
+  env?: Record<string, string>;
+  /** `false`: no built-in file/shell/web tools (only yours and the command tools). */
+  builtinTools?: boolean;
+  /** Where the session is saved (default: nowhere). */
+  persistence?: Persistence;
+  /** Resume this saved session (needs `persistence`). */
+  resumeSessionId?: string;
+  /** With `resumeSessionId`: continue in a copy with a new id. */
+  forkSession?: boolean;
+  /** Refuse further prompts once the session has spent this many USD. */
+  maxBudgetUsd?: number;
+  /** Automatic compaction (default true). */
+  autoCompact?: boolean;
+  /** The model's context window in tokens, when the provider does not know it. */
+  contextWindow?: number;
+  /** Your tools (see `tool()`). */
+  tools?: Tool[];
+  /** Answers permission prompts; without one, calls needing approval are denied. */
+  permissionHandler?: PermissionHandler;
+  /** In-process hook callbacks. */
+  hooks?: HookRegistration[];
+}
+
+/** Options of an `InteractiveSession`. */
+export interface SessionOptions extends CommonOptions {
+  /** Your command modules, added to the built-in commands. */
+  commandModules?: CommandModule[];
+  /** `false`: no built-in commands (help, clear, compact, rename, …). */
+  builtinCommands?: boolean;
+  /** Events buffered per session before `text_delta`s are coalesced (default 256). */
+  eventBuffer?: number;
+}
+
+/** Options of `createQuery`. */
+export interface QueryOptions extends CommonOptions {
+  /** Permission rules allowed without asking (`"Read"`, `"Bash(git *)"`). */
+  allowedTools?: string[];
+  /** Permission rules always denied. */
+  disallowedTools?: string[];
+  /** Receives the answer text as it streams (pieces arrive in order, before the query resolves;
+   * a busy JavaScript thread gets fewer, larger pieces). */
+  onTextDelta?: (text: string) => void;
+}
+
+const SESSION_KEYS: Record<string, string> = {
+  cwd: 'cwd',
+  permissionMode: 'permission_mode',
+  systemPrompt: 'system_prompt',
+  appendSystemPrompt: 'append_system_prompt',
+  maxTurns: 'max_turns',
+  sessionId: 'session_id',
+  loadProjectContext: 'load_project_context',
+  home: 'home',
+  settings: 'settings',
+  settingsFromEnvironment: 'settings_from_environment',
+  env: 'env',
+  builtinTools: 'builtin_tools',
+  resumeSessionId: 'resume_session_id',
+  forkSession: 'fork_session',
+  maxBudgetUsd: 'max_budget_usd',
+  autoCompact: 'auto_compact',
+  contextWindow: 'context_window',
+};
+
+const EXTENSION_KEYS = new Set([
+  'provider',
+  'tools',
+  'permissionHandler',
+  'hooks',
+  'commandModules',
+  'builtinCommands',
+  'eventBuffer',
+  'allowedTools',
+  'disallowedTools',
+  'onTextDelta',
+  'persistence',
+]);
+
+/** The engine's `SessionConfig` JSON for `options`; unknown keys are an error. */
+export function sessionConfig(options: CommonOptions): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined || EXTENSION_KEYS.has(key)) continue;
+    const name = SESSION_KEYS[key];
+    if (name === undefined) {
+      throw new RobotaError(
+        'invalid_argument',
+        `unknown option \`${key}\` (expected one of ${[...Object.keys(SESSION_KEYS), ...EXTENSION_KEYS].join(', ')})`,
+      );
+    }
+    config[name] = value;
+  }
+  const persistence = options.persistence;
+  if (persistence !== undefined) {
+    config.persistence =
+      typeof persistence === 'string'
+        ? persistence
+        : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
+  }
+  return config;
+}

@@ -1,0 +1,180 @@
+/**
+ * Model providers. Each class only describes the provider; the engine creates it (HTTP clients
+ * live in Rust). {@link CustomProvider} is implemented in JavaScript.
+ */
+
+/** Options shared by the HTTP providers. Unset `apiKey` / `baseUrl` fall back to the official
+ * SDKs' environment variables (`ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`, …). */
+export interface HttpProviderOptions {
+  /** The model id, e.g. `claude-sonnet-4-6` or `gpt-4.1`. */
+  model: string;
+  /** The API key. */
+  apiKey?: string;
+  /** The base URL without the endpoint path (proxies, compatible servers, mock-llm). */
+  baseUrl?: string;
+  /** Output token cap per model call. */
+  maxTokens?: number;
+  /** Retries of a failed call before the error is reported. */
+  maxRetries?: number;
+  /** How long a stream may stay silent before the call fails, in milliseconds. */
+  idleTimeoutMs?: number;
+  /** Extra HTTP headers sent with every request. */
+  headers?: Record<string, string>;
+}
+
+/** Anything that can be a session's provider. */
+export interface ProviderLike {
+  /** The provider as the engine's JSON configuration. */
+  toConfig(): Record<string, unknown>;
+}
+
+function httpConfig(type: string, options: HttpProviderOptions): Record<string, unknown> {
+  if (typeof options?.model !== 'string' || options.model.length === 0) {
+    throw new TypeError(`${type} provider: \`model\` must be a non-empty string`);
+  }
+  const config: Record<string, unknown> = { type, model: options.model };
+  if (options.apiKey !== undefined) config.api_key = options.apiKey;
+  if (options.baseUrl !== undefined) config.base_url = options.baseUrl;
+  if (options.maxTokens !== undefined) config.max_tokens = options.maxTokens;
+  if (options.maxRetries !== undefined) config.max_retries = options.maxRetries;
+  if (options.idleTimeoutMs !== undefined) config.idle_timeout_ms = options.idleTimeoutMs;
+  if (options.headers !== undefined) config.headers = options.headers;
+  return config;
+}
+
+/** The Anthropic Messages API. */
+export class AnthropicProvider implements ProviderLike {
+  /** The options given. */
+  readonly options: HttpProviderOptions;
+  /** A provider for `options.model`. */
+  constructor(options: HttpProviderOptions) {
+    this.options = { ...options };
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    return httpConfig('anthropic', this.options);
+  }
+}
+
+/** An OpenAI-compatible Chat Completions API (OpenAI, Ollama, vLLM, … via `baseUrl`). */
+export class OpenAIProvider implements ProviderLike {
+  /** The options given. */
+  readonly options: HttpProviderOptions;
+  /** A provider for `options.model`. */
+  constructor(options: HttpProviderOptions) {
+    this.options = { ...options };
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    return httpConfig('openai', this.options);
+  }
+}
+
+/** One scripted model turn (the engine's `ScriptedTurn`, snake_case keys). */
+export interface ScriptedTurn {
+  /** Answer text; an array streams as separate deltas. */
+  text?: string | string[];
+  /** Reasoning, streamed before the text. */
+  thinking?: string;
+  /** Tool calls, streamed after the text. */
+  tool_calls?: Array<{ id: string; name: string; input?: unknown; raw_arguments?: string }>;
+  /** Reported usage. */
+  usage?: { input_tokens: number; output_tokens: number; [key: string]: unknown };
+  /** `end_turn`, `tool_use`, … (default from the content). */
+  stop_reason?: string;
+  /** Wait before each chunk; an abort ends it. */
+  delay_ms_per_chunk?: number;
+  /** Failed attempts reported before the turn. */
+  retries?: Array<{ delay_ms: number; error: { kind: string; message: string } }>;
+  /** The call fails after streaming the text. */
+  error?: { kind: string; message: string };
+  /** Model name reported. */
+  model?: string;
+}
+
+/** Plays scripted turns in order, one per model call (tests and demos; no network). */
+export class ScriptedProvider implements ProviderLike {
+  /** The turns. */
+  readonly turns: ScriptedTurn[];
+  /** The context window to report, in tokens. */
+  readonly contextWindow: number | undefined;
+  /** A provider playing `turns`. */
+  constructor(turns: ScriptedTurn[], options: { contextWindow?: number } = {}) {
+    if (!Array.isArray(turns)) {
+      throw new TypeError('ScriptedProvider: `turns` must be an array of scripted turns');
+    }
+    this.turns = turns;
+    this.contextWindow = options.contextWindow;
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    const config: Record<string, unknown> = { type: 'scripted', turns: this.turns };
+    if (this.contextWindow !== undefined) config.context_window = this.contextWindow;
+    return config;
+  }
+}
+
+/** Replays the model answers recorded in a session log (JSONL), offline. */
+export class ReplayProvider implements ProviderLike {
+  /** The log file. */
+  readonly logPath: string;
+  /** A provider replaying `logPath`. */
+  constructor(logPath: string) {
+    if (typeof logPath !== 'string' || logPath.length === 0) {
+      throw new TypeError('ReplayProvider: `logPath` must be the path of a session log');
+    }
+    this.logPath = logPath;
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    return { type: 'replay', log_path: this.logPath };
+  }
+}
+
+/** What the engine asks a {@link CustomProvider} (the engine's `ProviderRequest`). */
+export interface ProviderRequest {
+  /** The system prompt. */
+  system?: string;
+  /** The conversation (no system messages). */
+  messages: Array<{ role: string; content: unknown[]; [key: string]: unknown }>;
+  /** Tools the model may call this round. */
+  tools: Array<{ name: string; description: string; input_schema: unknown }>;
+  /** Output token cap. */
+  max_tokens?: number;
+  /** Temperature, thinking, tool choice. */
+  [key: string]: unknown;
+}
+
+/** A provider implemented in JavaScript: `respond` answers one model call with one turn,
+ * which the engine then streams like a scripted turn. */
+export interface CustomProviderOptions {
+  /** Provider name (default `javascript`). */
+  name?: string;
+  /** Model name (default `javascript`). */
+  model?: string;
+  /** The context window to report, in tokens. */
+  contextWindow?: number;
+  /** Answers one model call; `signal` fires when the run is aborted. */
+  respond(request: ProviderRequest, context: { signal: AbortSignal }): ScriptedTurn | Promise<ScriptedTurn>;
+}
+
+/** A provider implemented in JavaScript (see {@link CustomProviderOptions}). */
+export class CustomProvider implements ProviderLike {
+  /** The options given. */
+  readonly options: CustomProviderOptions;
+  /** A provider answering with `options.respond`. */
+  constructor(options: CustomProviderOptions) {
+    if (typeof options?.respond !== 'function') {
+      throw new TypeError('CustomProvider: `respond(request)` must be a function');
+    }
+    this.options = options;
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    const config: Record<string, unknown> = { type: 'host' };
+    if (this.options.name !== undefined) config.name = this.options.name;
+    if (this.options.model !== undefined) config.model = this.options.model;
+    if (this.options.contextWindow !== undefined) config.context_window = this.options.contextWindow;
+    return config;
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * The data types that cross the boundary: events, messages, results. Field names are the
+ * engine's wire names (snake_case), identical in every language binding and in the conformance
+ * scenarios, so an event logged from Node reads exactly like one logged from Rust or Python.
+ */
+
+/** Token counts. */
+export interface Usage {
+  /** Prompt tokens. */
+  input_tokens: number;
+  /** Generated tokens. */
+  output_tokens: number;
+  /** Tokens written to the prompt cache. */
+  cache_creation_input_tokens?: number;
+  /** Tokens read from the prompt cache. */
+  cache_read_input_tokens?: number;
+  /** Provider-specific extras. */
+  [key: string]: unknown;
+}
+
+/** Why a run ended. */
+export type RunStopReason =
+  | 'completed'
+  | 'interrupted'
+  | 'max_turns'
+  | 'unknown_tools'
+  | 'context_limit'
+  | 'error';
+
+/** What one prompt produced (the engine's `RunOutcome`). */
+export interface RunOutcome {
+  /** The final answer text. */
+  response: string;
+  /** True when the run was aborted. */
+  interrupted: boolean;
+  /** Model/tool rounds. */
+  rounds: number;
+  /** Tokens used. */
+  usage: Usage;
+  /** Why the run ended. */
+  stop_reason: RunStopReason;
+  /** The model error that ended the run, if one did. */
+  error?: { kind: string; message: string; provider: string; retryable: boolean; status?: number };
+  /** Tools that ran successfully, in order. */
+  tools_executed: string[];
+  /** This run's id. */
+  execution_id: string;
+}
+
+/** One tool call as a UI shows it. */
+export interface ToolState {
+  /** The provider's id of the call. */
+  tool_use_id: string;
+  /** The tool. */
+  name: string;
+  /** The most telling argument (a path, a command, a pattern). */
+  first_arg: string;
+  /** True until the tool ends. */
+  is_running: boolean;
+  /** How it ended (absent while running). */
+  result?: 'success' | 'error' | 'denied';
+  /** For Edit: the changed file. */
+  diff_file?: string;
+  /** For Edit: unified diff lines. */
+  diff_lines?: string[];
+  /** The tool's text result, cut to 4 KiB. */
+  tool_result_data?: string;
+}
+
+/** How full the context window is. */
+export interface ContextState {
+  /** Tokens in use. */
+  used_tokens: number;
+  /** The window. */
+  max_tokens: number;
+  /** used / max. */
+  ratio: number;
+  /** True when counted by estimate, not reported by the provider. */
+  estimated: boolean;
+  /** Further fields. */
+  [key: string]: unknown;
+}
+
+/** The permission modes (`default`, `acceptEdits`, `plan`, `bypassPermissions`, `dontAsk`). */
+export type PermissionMode = 'default' | 'acceptEdits' | 'plan' | 'bypassPermissions' | 'dontAsk';
+
+/** Fields every event carries. */
+export interface EventEnvelope {
+  /** The session that produced it. */
+  session_id: string;
+  /** Strictly increasing within the session, from 1. */
+  seq: number;
+}
+
+/** Every event an interactive session emits: a discriminated union on `type`. */
+export type RobotaEvent = EventEnvelope &
+  (
+    | { type: 'text_delta'; text: string }
+    | { type: 'thinking'; text: string }
+    | { type: 'tool_start'; tool: ToolState }
+    | { type: 'tool_end'; tool: ToolState }
+    | {
+        type: 'permission_request';
+        request_id: string;
+        tool_name: string;
+        input: unknown;
+        tool_use_id: string;
+        reason: string;
+        permission_mode: PermissionMode;
+      }
+    | { type: 'context_update'; state: ContextState }
+    | { type: 'compaction'; trigger: 'manual' | 'auto'; tokens_before: number; tokens_after: number }
+    | { type: 'complete'; outcome: RunOutcome }
+    | { type: 'error'; message: string }
+    | { type: 'interrupted'; outcome?: RunOutcome }
+    | { type: 'skill_activation'; data: unknown }
+    | { type: 'background_task_event'; data: unknown }
+    | { type: 'session'; event: { type: string; [key: string]: unknown } }
+  );
+
+/** The `type` of every event. */
+export type RobotaEventType = RobotaEvent['type'];
+
+/** The event of one `type`. */
+export type RobotaEventOf<T extends RobotaEventType> = Extract<RobotaEvent, { type: T }>;
+
+/** Listener arguments per event name, for the typed `EventEmitter`. `event` receives all. */
+export type SessionEventMap = { [K in RobotaEventType]: [RobotaEventOf<K>] } & {
+  event: [RobotaEvent];
+};
+
+/** A content block of a message. */
+export type ContentBlock =
+  | { type: 'text'; text: string; [key: string]: unknown }
+  | { type: 'tool_use'; id: string; name: string; input: unknown; [key: string]: unknown }
+  | {
+      type: 'tool_result';
+      tool_use_id: string;
+      content: string;
+      is_error?: boolean;
+      [key: string]: unknown;
+    }
+  | { type: 'thinking'; [key: string]: unknown };
+
+/** A chat message. */
+export interface Message {
+  /** Who said it. */
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  /** Its blocks. */
+  content: ContentBlock[];
+  /** `interrupted` when an abort cut it off. */
+  state?: string;
+  /** Ids, timestamps, usage, metadata. */
+  [key: string]: unknown;
+}
+
+/** A command users can run. */
+export interface CommandEntry {
+  /** Slash-free name. */
+  name: string;
+  /** One line. */
+  description: string;
+  /** Aliases, argument hint, source, … */
+  [key: string]: unknown;
+}
+
+/** What a command produced. */
+export interface CommandResult {
+  /** Text for the user. */
+  message: string;
+  /** False when it failed; `message` says how to fix it. */
+  success: boolean;
+  /** Structured payload for hosts. */
+  data?: unknown;
+  /** Host actions to apply, in order (e.g. `{type: 'session_renamed', name}`). */
+  effects?: Array<{ type: string; [key: string]: unknown }>;
+  /** A follow-up question. */
+  interaction?: unknown;
+}
+
+/** What a query produced (the engine's `QueryResult`). */
+export interface QueryResult {
+  /** The final answer text. */
+  response: string;
+  /** The session's chat messages after the query. */
+  messages: Message[];
+  /** Tokens used by this query. */
+  usage: Usage;
+  /** Cost in USD (`null` when the model has no known price). */
+  cost_usd: number | null;
+  /** Model/tool rounds. */
+  num_turns: number;
+  /** Wall time. */
+  duration_ms: number;
+  /** The session id. */
+  session_id: string;
+  /** Why it ended. */
+  stop_reason: RunStopReason;
+}
+
+/** How a prompt ended, as `submit()` resolves. */
+export type PromptResult =
+  | { status: 'complete'; outcome: RunOutcome }
+  | { status: 'interrupted'; outcome?: RunOutcome }
+  | { status: 'error'; message: string }
+  /** Dropped from the queue (abort, cancelQueue, AbortSignal, shutdown) before it ran. */
+  | { status: 'cancelled' };
+
+/** The permission decision of {@link evaluatePermission}. */
+export interface PermissionDecision {
+  /** The verdict. */
+  decision: 'allow' | 'ask' | 'deny';
+  /** The matched rule, its source, the reason. */
+  [key: string]: unknown;
+}

@@ -1,0 +1,72 @@
+//! `@robota/native`: the Node.js binding of the robota engine (napi-rs).
+//!
+//! This crate is deliberately thin: it maps the engine's binding-facing facade
+//! ([`robota::api`]) and its `InteractiveSession` / `create_query` onto JavaScript classes. Values
+//! cross the boundary as JSON text (the engine's serde shapes, the same in every binding); the
+//! TypeScript facade in `lib/` turns them into typed objects, an `EventEmitter` and Promises.
+//!
+//! Errors reach JavaScript as `Error`s whose message starts with `[<kind>] ` where `<kind>` is
+//! an [`ApiErrorKind`](robota::api::ApiErrorKind) name; the facade turns them into `RobotaError`
+//! with a `code`.
+
+mod host;
+mod options;
+mod query;
+mod session;
+
+use napi_derive::napi;
+use serde::Serialize;
+use serde_json::Value;
+
+use robota::api::ApiError;
+use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
+
+pub use query::NativeQuery;
+pub use session::NativeSession;
+
+/// The error JavaScript sees for `e`: `[kind] message`.
+pub(crate) fn api_error(e: ApiError) -> napi::Error {
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        format!("[{}] {}", e.kind.as_str(), e.message),
+    )
+}
+
+/// `value` as JSON text.
+pub(crate) fn to_json(value: &impl Serialize) -> napi::Result<String> {
+    serde_json::to_string(value).map_err(|e| {
+        api_error(ApiError::invalid_json(format!(
+            "cannot encode a result as JSON: {e}"
+        )))
+    })
+}
+
+/// Evaluates whether a tool call is allowed by the permission rules, without a session.
+/// `input_json`: the tool input (empty: `{}`); `context_json`: the permission context
+/// (`{"mode", "cwd", "rules": {"allow", "deny", "ask"}}`). Returns the decision as JSON.
+#[napi]
+pub fn evaluate_permission(
+    tool: String,
+    input_json: String,
+    context_json: String,
+) -> napi::Result<String> {
+    let input: Value = if input_json.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&input_json)
+            .map_err(|e| api_error(ApiError::invalid_json(format!("invalid tool input: {e}"))))?
+    };
+    let context: PermissionContext = serde_json::from_str(&context_json).map_err(|e| {
+        api_error(ApiError::invalid_json(format!(
+            "invalid permission context: {e} (expected {{\"mode\", \"cwd\", \"rules\": \
+             {{\"allow\", \"deny\", \"ask\"}}}})"
+        )))
+    })?;
+    to_json(&evaluate(&tool, &input, &context))
+}
+
+/// The engine version this addon was built from.
+#[napi]
+pub fn engine_version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}

@@ -1,0 +1,544 @@
+/** InteractiveSession end to end: scripted provider and mock-llm, JS extensions, errors. */
+
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  AnthropicProvider,
+  CustomProvider,
+  InteractiveSession,
+  OpenAIProvider,
+  ReplayProvider,
+  RobotaError,
+  ScriptedProvider,
+  createQuery,
+  evaluatePermission,
+  tool,
+  type HookInput,
+  type PermissionRequest,
+  type RobotaEvent,
+  type ScriptedTurn,
+} from '@robota/native';
+
+import { hermetic, startMockLlm, tempDir, within, type MockLlm } from './helpers.mjs';
+
+function scripted(turns: ScriptedTurn[]): ScriptedProvider {
+  return new ScriptedProvider(turns);
+}
+
+const toolCall = (name: string, input: unknown, id = 'call_1'): ScriptedTurn => ({
+  tool_calls: [{ id, name, input }],
+});
+
+function collect(session: InteractiveSession): RobotaEvent[] {
+  const events: RobotaEvent[] = [];
+  session.on('event', (event) => events.push(event));
+  return events;
+}
+
+function toolResults(session: InteractiveSession): Array<{ content: string; is_error?: boolean }> {
+  return session
+    .getMessages()
+    .flatMap((m) => m.content)
+    .filter((b): b is Extract<typeof b, { type: 'tool_result' }> => b.type === 'tool_result')
+    .map((b) => ({ content: b.content, is_error: b.is_error }));
+}
+
+describe('full turn', () => {
+  let mock: MockLlm;
+  before(async () => {
+    mock = await startMockLlm();
+  });
+  after(async () => {
+    await mock.stop();
+  });
+
+  test('scripted: typed events in order, result, history', async () => {
+    const session = new InteractiveSession({ ...hermetic(), provider: scripted([{ text: ['Hel', 'lo'] }]) });
+    const events = collect(session);
+    const deltas: string[] = [];
+    session.on('text_delta', (ev) => deltas.push(ev.text));
+    const result = await within(10_000, session.submit('Hi'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'Hello');
+    assert.equal(deltas.join(''), 'Hello');
+    const seqs = events.map((e) => e.seq);
+    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+    assert.ok(events.every((e) => e.session_id === session.getSessionId()));
+    assert.equal(events.at(-1)?.type, 'complete');
+    assert.deepEqual(
+      session.getMessages().map((m) => m.role),
+      ['user', 'assistant'],
+    );
+    assert.equal(session.isExecuting(), false);
+    assert.equal(typeof session.getContextState().used_tokens, 'number');
+    await session.shutdown();
+  });
+
+  test('anthropic over mock-llm: streamed text and the request sent', async () => {
+    await mock.setScript({ turns: [{ text: ['Hello ', 'from ', 'mock'] }] });
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: mock.baseUrl }),
+      builtinTools: false,
+    });
+    const result = await within(10_000, session.submit('Say hello'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'Hello from mock');
+    const requests = await mock.requests();
+    const last = requests.at(-1);
+    assert.equal(last?.path, '/v1/messages');
+    assert.equal(last?.headers['x-api-key'], 'sk-test');
+    assert.equal(last?.body.model, 'claude-test');
+    await session.shutdown();
+  });
+
+  test('openai over mock-llm with a JS tool: two rounds', async () => {
+    await mock.setScript({
+      turns: [
+        { tool_calls: [{ id: 'c1', name: 'add', input: { a: 2, b: 3 } }] },
+        { text: 'The sum is 5.' },
+      ],
+    });
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: new OpenAIProvider({ model: 'gpt-test', apiKey: 'sk-test', baseUrl: `${mock.baseUrl}/v1` }),
+      builtinTools: false,
+      tools: [
+        tool<{ a: number; b: number }>({
+          name: 'add',
+          description: 'Adds two numbers.',
+          inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+          readOnly: true,
+          execute: async ({ a, b }) => String(a + b),
+        }),
+      ],
+    });
+    const result = await within(10_000, session.submit('2+3?'), 'submit');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'The sum is 5.');
+    assert.deepEqual(toolResults(session), [{ content: '5', is_error: false }]);
+    const requests = await mock.requests();
+    assert.equal(requests.at(-1)?.path, '/v1/chat/completions');
+    await session.shutdown();
+  });
+
+  test('events() async iterator ends at shutdown', async () => {
+    const session = new InteractiveSession({ ...hermetic(), provider: scripted([{ text: 'Yo' }]) });
+    const seen: string[] = [];
+    const reader = (async () => {
+      for await (const event of session.events()) {
+        seen.push(event.type);
+        if (event.type === 'complete') break;
+      }
+    })();
+    await session.submit('hi');
+    await within(5_000, reader, 'iterator');
+    assert.ok(seen.includes('text_delta'));
+    assert.equal(seen.at(-1), 'complete');
+    const rest = session.events();
+    await session.shutdown();
+    assert.deepEqual(await rest.next(), { value: undefined, done: true });
+  });
+});
+
+describe('JS extensions', () => {
+  test('tools: async result, throw becomes an error result', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([
+        {
+          tool_calls: [
+            { id: 'c1', name: 'lookup', input: { city: 'Oslo' } },
+            { id: 'c2', name: 'broken', input: {} },
+          ],
+        },
+        { text: 'done' },
+      ]),
+      tools: [
+        tool({
+          name: 'lookup',
+          description: 'Weather.',
+          inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+          readOnly: true,
+          async execute(input: { city: string }) {
+            await new Promise((r) => setTimeout(r, 10));
+            return { content: `sunny in ${input.city}` };
+          },
+        }),
+        tool({
+          name: 'broken',
+          description: 'Always fails.',
+          inputSchema: { type: 'object' },
+          readOnly: true,
+          execute() {
+            throw new Error('disk on fire');
+          },
+        }),
+      ],
+    });
+    const ends: string[] = [];
+    session.on('tool_end', (ev) => ends.push(`${ev.tool.name}:${ev.tool.result ?? ''}`));
+    const result = await within(10_000, session.submit('go'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.deepEqual(ends.sort(), ['broken:error', 'lookup:success']);
+    const results = toolResults(session);
+    assert.deepEqual(results.find((r) => r.content.startsWith('sunny')), { content: 'sunny in Oslo', is_error: false });
+    assert.ok(results.some((r) => r.is_error === true && r.content.includes('disk on fire')));
+    await session.shutdown();
+  });
+
+  test('permission handler: allow, deny with message, throw denies', async () => {
+    const answers = ['allow', 'deny', 'throw'];
+    const requests: PermissionRequest[] = [];
+    const write = tool({
+      name: 'write_note',
+      description: 'Writes a note.',
+      inputSchema: { type: 'object', properties: { text: { type: 'string' } } },
+      execute: (input: { text: string }) => `wrote ${input.text}`,
+    });
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([
+        toolCall('write_note', { text: 'a' }, 'c1'),
+        toolCall('write_note', { text: 'b' }, 'c2'),
+        toolCall('write_note', { text: 'c' }, 'c3'),
+        { text: 'ok' },
+      ]),
+      tools: [write],
+      permissionHandler: async (request, { signal }) => {
+        assert.equal(signal.aborted, false);
+        requests.push(request);
+        // Awaiting session state from inside a callback must not deadlock.
+        assert.equal(session.isExecuting(), true);
+        const answer = answers.shift();
+        if (answer === 'allow') return true;
+        if (answer === 'deny') return { type: 'deny', message: 'Not today.' };
+        throw new Error('handler crashed');
+      },
+    });
+    const result = await within(10_000, session.submit('write three notes'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(requests.length, 3);
+    assert.equal(requests[0]?.tool_name, 'write_note');
+    const results = toolResults(session);
+    assert.deepEqual(results[0], { content: 'wrote a', is_error: false });
+    assert.equal(results[1]?.is_error, true);
+    assert.match(results[1]?.content ?? '', /Not today\./);
+    assert.equal(results[2]?.is_error, true);
+    assert.match(results[2]?.content ?? '', /handler crashed/);
+    await session.shutdown();
+  });
+
+  test('hooks: UserPromptSubmit sees the prompt, PreToolUse blocks, a throwing hook is survived', async () => {
+    const seen: HookInput[] = [];
+    let ran = false;
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([toolCall('danger', {}), { text: 'blocked, fine' }]),
+      tools: [
+        tool({
+          name: 'danger',
+          description: 'Dangerous.',
+          inputSchema: { type: 'object' },
+          readOnly: true,
+          execute: () => {
+            ran = true;
+            return 'ran';
+          },
+        }),
+      ],
+      hooks: [
+        { event: 'UserPromptSubmit', callback: (input) => void seen.push(input) },
+        { event: 'UserPromptSubmit', callback: () => { throw new Error('hook bug'); } },
+        { event: 'PreToolUse', matcher: 'danger', callback: () => ({ type: 'block', reason: 'No danger allowed.' }) },
+      ],
+    });
+    const result = await within(10_000, session.submit('do it'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(ran, false);
+    assert.equal(seen[0]?.hook_event_name, 'UserPromptSubmit');
+    assert.equal(seen[0]?.prompt, 'do it');
+    assert.match(toolResults(session)[0]?.content ?? '', /No danger allowed\./);
+    await session.shutdown();
+  });
+
+  test('command module: listed, executed, may await the session; throw is a failed result', async () => {
+    let session!: InteractiveSession;
+    session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([{ text: 'hi' }]),
+      commandModules: [
+        {
+          name: 'notes',
+          commands: [
+            {
+              name: 'count',
+              description: 'Counts messages.',
+              async execute(args) {
+                await new Promise((r) => setTimeout(r, 5));
+                return `${session.getMessages().length} messages ${args}`;
+              },
+            },
+            {
+              name: 'explode',
+              description: 'Fails.',
+              execute() {
+                throw new Error('kaboom');
+              },
+            },
+            {
+              name: 'rename-twice',
+              description: 'Calls another command.',
+              async execute(args) {
+                await session.executeCommand('rename', args);
+                return { message: 'renamed', success: true, data: { name: session.getName() } };
+              },
+            },
+          ],
+        },
+      ],
+    });
+    assert.ok(session.listCommands().some((c) => c.name === 'count'));
+    await session.submit('hello');
+    const count = await within(5_000, session.executeCommand('count', 'total'), 'command');
+    assert.deepEqual({ message: count.message, success: count.success }, { message: '2 messages total', success: true });
+    const failed = await session.executeCommand('explode');
+    assert.equal(failed.success, false);
+    assert.match(failed.message, /kaboom/);
+    const nested = await within(5_000, session.executeCommand('rename-twice', 'Chat'), 'nested command');
+    assert.deepEqual(nested.data, { name: 'Chat' });
+    await assert.rejects(session.executeCommand('no-such-command'), (e: unknown) => e instanceof RobotaError && e.code === 'command');
+    await session.shutdown();
+  });
+
+  test('custom provider implemented in JavaScript', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: new CustomProvider({
+        model: 'echo-1',
+        respond: async (request) => {
+          const last = request.messages.at(-1);
+          const block = last?.content[0] as { text?: string } | undefined;
+          return { text: `echo: ${block?.text ?? ''}` };
+        },
+      }),
+    });
+    const result = await session.submit('ping');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'echo: ping');
+    await session.shutdown();
+  });
+});
+
+describe('control', () => {
+  test('abort via AbortSignal interrupts a slow turn', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([{ text: ['a', 'b', 'c', 'd', 'e', 'f'], delay_ms_per_chunk: 2_000 }]),
+    });
+    const controller = new AbortController();
+    session.once('text_delta', () => controller.abort());
+    const result = await within(5_000, session.submit('slow', { signal: controller.signal }), 'aborted submit');
+    assert.equal(result.status, 'interrupted');
+    assert.equal(session.isExecuting(), false);
+    await session.shutdown();
+  });
+
+  test('queueing: one waits, a third is refused, cancelQueue drops the waiting one', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([
+        { text: ['one'], delay_ms_per_chunk: 300 },
+        { text: 'two' },
+        { text: 'three' },
+      ]),
+    });
+    const first = session.submit('first');
+    const second = session.submit('second', { displayInput: 'second (shown)' });
+    await assert.rejects(session.submit('third'), (e: unknown) => e instanceof RobotaError && e.code === 'queue_full');
+    assert.equal(session.getPendingPrompt(), 'second (shown)');
+    assert.equal(session.cancelQueue(), 'second (shown)');
+    assert.deepEqual(await second, { status: 'cancelled' });
+    const third = session.submit('third');
+    const [r1, r3] = await within(10_000, Promise.all([first, third]), 'queued prompts');
+    assert.equal(r1.status === 'complete' && r1.outcome.response, 'one');
+    assert.equal(r3.status === 'complete' && r3.outcome.response, 'two');
+    await session.shutdown();
+    await assert.rejects(session.submit('late'), (e: unknown) => e instanceof RobotaError && e.code === 'shut_down');
+  });
+
+  test('a rejected @file prompt fails alone and leaves the running prompt alone', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([{ text: ['still ', 'running'], delay_ms_per_chunk: 200 }]),
+    });
+    const errors: string[] = [];
+    session.on('error', (event) => errors.push(event.message));
+    const running = session.submit('slow one');
+    await assert.rejects(
+      session.submit('summarize @./missing-notes.txt'),
+      (e: unknown) => e instanceof RobotaError && e.code === 'invalid_argument' && /missing-notes/.test(e.message),
+    );
+    const result = await within(10_000, running, 'running prompt');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'still running');
+    assert.equal(errors.length, 1);
+    await session.shutdown();
+  });
+
+  test('resume: a saved session continues with its history', async () => {
+    const store = { sessionsDir: tempDir(), logsDir: tempDir() };
+    const base = hermetic();
+    const first = new InteractiveSession({ ...base, persistence: store, provider: scripted([{ text: 'first answer' }]) });
+    await first.submit('remember this');
+    first.setName('saved chat');
+    const id = first.getSessionId();
+    await first.shutdown();
+    const resumed = new InteractiveSession({
+      ...base,
+      persistence: store,
+      resumeSessionId: id,
+      provider: scripted([{ text: 'second answer' }]),
+    });
+    assert.equal(resumed.getSessionId(), id);
+    assert.deepEqual(resumed.getMessages().map((m) => m.role), ['user', 'assistant']);
+    await resumed.submit('and now?');
+    assert.equal(resumed.getMessages().length, 4);
+    await resumed.shutdown();
+  });
+
+  test('replay: a session log answers again offline', async () => {
+    const store = { sessionsDir: tempDir(), logsDir: tempDir() };
+    const recorded = new InteractiveSession({ ...hermetic(), persistence: store, provider: scripted([{ text: 'recorded answer' }]) });
+    await recorded.submit('question');
+    const log = path.join(store.logsDir, `${recorded.getSessionId()}.jsonl`);
+    await recorded.shutdown();
+    const replayed = new InteractiveSession({ ...hermetic(), provider: new ReplayProvider(log) });
+    const result = await replayed.submit('question');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'recorded answer');
+    await replayed.shutdown();
+    assert.throws(
+      () => new InteractiveSession({ ...hermetic(), provider: new ReplayProvider(path.join(tempDir(), 'missing.jsonl')) }),
+      (e: unknown) => e instanceof RobotaError && e.code === 'invalid_argument' && /cannot replay/.test(e.message),
+    );
+  });
+
+  test('bad input: typed errors that say what to fix', () => {
+    const bad = (f: () => unknown, code: string, pattern: RegExp): void => {
+      assert.throws(f, (e: unknown) => {
+        assert.ok(e instanceof RobotaError, `expected RobotaError, got ${String(e)}`);
+        assert.equal(e.code, code);
+        assert.match(e.message, pattern);
+        return true;
+      });
+    };
+    bad(() => new InteractiveSession({ provider: { toConfig: () => ({ type: 'gemini' }) } }), 'invalid_argument', /unknown provider type `gemini`/);
+    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), permissionMode: 'yolo' as never }), 'invalid_json', /permission|yolo/i);
+    bad(() => new InteractiveSession({ provider: scripted([]), colour: 'red' } as never), 'invalid_argument', /unknown option `colour`/);
+    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), forkSession: true }), 'invalid_argument', /fork_session/);
+    bad(
+      () => new InteractiveSession({ ...hermetic(), provider: scripted([]), hooks: [{ event: 'Nope' as never, callback: () => undefined }] }),
+      'invalid_argument',
+      /unknown hook event `Nope`/,
+    );
+    assert.throws(() => tool({ name: '', description: '', inputSchema: {}, execute: () => '' }), TypeError);
+  });
+
+  test('a slow listener never loses text: the bounded queue coalesces text_delta only', async () => {
+    const n = 20_000;
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([{ text: Array.from({ length: n }, (_, i) => String(i % 10)) }]),
+    });
+    let text = '';
+    let deltas = 0;
+    session.on('text_delta', (event) => {
+      deltas += 1;
+      text += event.text;
+      const until = process.hrtime.bigint() + 20_000n; // 20 µs of work per event
+      while (process.hrtime.bigint() < until) {
+        // busy: the engine outpaces this listener
+      }
+    });
+    const ends: string[] = [];
+    session.on('complete', () => ends.push('complete'));
+    const result = await within(30_000, session.submit('flood'), 'flooded submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(text, Array.from({ length: n }, (_, i) => String(i % 10)).join(''));
+    assert.ok(deltas <= n, `${deltas} deltas for ${n} chunks`);
+    assert.deepEqual(ends, ['complete']);
+    await session.shutdown();
+  });
+
+  test('100 concurrent sessions against mock-llm', async () => {
+    const server = await startMockLlm({ repeat: true, record: false, turns: [{ text: ['answer ', 'from ', 'mock'] }] });
+    try {
+      const sessions = Array.from(
+        { length: 100 },
+        () =>
+          new InteractiveSession({
+            cwd: tempDir(),
+            loadProjectContext: false,
+            builtinTools: false,
+            provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: server.baseUrl }),
+          }),
+      );
+      const deltas = new Map<string, number>();
+      for (const s of sessions) s.on('text_delta', (ev) => deltas.set(ev.session_id, (deltas.get(ev.session_id) ?? 0) + 1));
+      const results = await within(60_000, Promise.all(sessions.map((s, i) => s.submit(`q${i}`))), '100 sessions');
+      results.forEach((r) => assert.equal(r.status === 'complete' && r.outcome.response, 'answer from mock'));
+      assert.equal(deltas.size, 100);
+      assert.equal(new Set(sessions.map((s) => s.getSessionId())).size, 100);
+      await Promise.all(sessions.map((s) => s.shutdown()));
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('query and rules', () => {
+  test('createQuery runs turns over one session, with a permission handler', async () => {
+    let streamed = '';
+    const query = createQuery({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([{ text: ['fi', 'rst'] }, { text: 'second' }]),
+      onTextDelta: (text) => {
+        streamed += text;
+      },
+    });
+    const one = await query('hello');
+    assert.equal(one.response, 'first');
+    assert.equal(streamed, 'first');
+    assert.equal(one.stop_reason, 'completed');
+    const two = await query('again');
+    assert.equal(two.response, 'second');
+    assert.equal(two.session_id, one.session_id);
+    assert.equal(query.getMessages().length, 4);
+    await assert.rejects(query('no turns left'), (e: unknown) => e instanceof RobotaError);
+  });
+
+  test('createQuery: an AbortSignal interrupts the running query', async () => {
+    const query = createQuery({
+      ...hermetic(),
+      provider: scripted([{ text: ['a', 'b', 'c', 'd'], delay_ms_per_chunk: 1_000 }]),
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const result = await within(5_000, query('slow', { signal: controller.signal }), 'aborted query');
+    assert.equal(result.stop_reason, 'interrupted');
+  });
+
+  test('evaluatePermission', () => {
+    const cwd = tempDir();
+    const denied = evaluatePermission('Bash', { command: 'rm -rf build' }, { cwd, mode: 'default', rules: { deny: ['Bash(rm *)'] } });
+    assert.equal(denied.decision, 'deny');
+    const allowed = evaluatePermission('Bash', { command: 'git status' }, { cwd, rules: { allow: ['Bash(git status)'] } });
+    assert.equal(allowed.decision, 'allow');
+    assert.throws(() => evaluatePermission('Bash', {}, { nope: 1 } as never), (e: unknown) => e instanceof RobotaError && e.code === 'invalid_json');
+  });
+});

@@ -1,0 +1,153 @@
+"""robota — an embeddable agent engine, asyncio-first.
+
+Quick start::
+
+    import asyncio
+    from robota import InteractiveSession, ScriptedProvider
+
+    async def main() -> None:
+        async with InteractiveSession(provider=ScriptedProvider(["Hello!"])) as session:
+            session.on("text_delta", lambda e: print(e.text, end=""))
+            result = await session.submit("Hi")
+            print("\\n->", result.status)
+
+    asyncio.run(main())
+"""
+
+import atexit as _atexit
+
+from ._native import __version__
+from ._native import at_exit as _at_exit
+from .commands import CommandContext, CommandModule, CommandResult, SystemCommand, command
+from .errors import (
+    BusyError,
+    CommandError,
+    InvalidArgumentError,
+    InvalidJsonError,
+    ProviderError,
+    QueueFullError,
+    RobotaError,
+    RobotaInternalError,
+    SessionError,
+    ShutDownError,
+)
+from .events import (
+    EVENT_TYPES,
+    BackgroundTaskEvent,
+    CompactionEvent,
+    CompleteEvent,
+    ContextUpdateEvent,
+    ErrorEvent,
+    Event,
+    InterruptedEvent,
+    PermissionRequestEvent,
+    SessionEvent,
+    SkillActivationEvent,
+    TextDeltaEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    ToolState,
+    UnknownEvent,
+    event_from_dict,
+)
+from .hooks import Hook, HookResult
+from .permissions import (
+    PermissionDecision,
+    PermissionRequest,
+    allow,
+    allow_always,
+    allow_session,
+    deny,
+    evaluate_permission,
+)
+from .providers import (
+    AnthropicProvider,
+    BuiltinProvider,
+    OpenAIProvider,
+    Provider,
+    ProviderResponse,
+    ReplayProvider,
+    ScriptedProvider,
+    ToolCall,
+)
+from .query import Query, QueryResult, create_query, run_query
+from .session import EventStream, InteractiveSession, TurnResult
+from .tools import Tool, ToolContext, ToolResult, tool
+
+# Before the interpreter finalizes, stop the engine's threads from re-entering Python.
+_atexit.register(_at_exit)
+
+__all__ = [
+    "__version__",
+    # session
+    "InteractiveSession",
+    "TurnResult",
+    "EventStream",
+    # query
+    "create_query",
+    "run_query",
+    "Query",
+    "QueryResult",
+    # providers
+    "AnthropicProvider",
+    "OpenAIProvider",
+    "ScriptedProvider",
+    "ReplayProvider",
+    "Provider",
+    "BuiltinProvider",
+    "ProviderResponse",
+    "ToolCall",
+    # tools
+    "tool",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    # permissions
+    "PermissionRequest",
+    "PermissionDecision",
+    "allow",
+    "allow_session",
+    "allow_always",
+    "deny",
+    "evaluate_permission",
+    # hooks
+    "Hook",
+    "HookResult",
+    # commands
+    "SystemCommand",
+    "CommandModule",
+    "CommandResult",
+    "CommandContext",
+    "command",
+    # events
+    "Event",
+    "ToolState",
+    "TextDeltaEvent",
+    "ThinkingEvent",
+    "ToolStartEvent",
+    "ToolEndEvent",
+    "PermissionRequestEvent",
+    "ContextUpdateEvent",
+    "CompactionEvent",
+    "CompleteEvent",
+    "ErrorEvent",
+    "InterruptedEvent",
+    "SkillActivationEvent",
+    "BackgroundTaskEvent",
+    "SessionEvent",
+    "UnknownEvent",
+    "EVENT_TYPES",
+    "event_from_dict",
+    # errors
+    "RobotaError",
+    "InvalidArgumentError",
+    "InvalidJsonError",
+    "ProviderError",
+    "SessionError",
+    "QueueFullError",
+    "BusyError",
+    "ShutDownError",
+    "CommandError",
+    "RobotaInternalError",
+]

@@ -1,0 +1,194 @@
+"""Slash commands written in Python: subclass :class:`SystemCommand` (or use :func:`command`)
+and group commands in a :class:`CommandModule` passed as ``command_modules=[...]``.
+
+A command's ``execute(args, context)`` (sync or async) returns a :class:`CommandResult` or a
+``str`` (a successful result with that message). Raising makes a failed result. Commands marked
+``model_invocable`` are also offered to the model as ``robota_command_<name>`` tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+from ._util import maybe_await
+
+__all__ = ["CommandContext", "CommandResult", "SystemCommand", "CommandModule", "command"]
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What a command can see of its session (a snapshot taken when it runs). To act on the
+    session, keep a reference to it in the command object."""
+
+    session_id: str
+    session_name: Optional[str]
+    permission_mode: str
+    model: Optional[str]
+
+
+@dataclass
+class CommandResult:
+    """What running a command produced."""
+
+    #: Text for the user (or the model, through a projected tool).
+    message: str
+    #: False when the command failed; ``message`` says how to fix it.
+    success: bool = True
+    #: Command-specific structured payload.
+    data: Any = None
+    #: Host actions to apply (``[{"type": "session_renamed", "name": ...}, ...]``).
+    effects: List[Dict[str, Any]] = field(default_factory=list)
+    #: A follow-up question the host should ask.
+    interaction: Optional[Dict[str, Any]] = None
+
+    @staticmethod
+    def error(message: str) -> "CommandResult":
+        """A failed result."""
+        return CommandResult(message=message, success=False)
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "CommandResult":
+        """Builds a result from the engine's dict form."""
+        return CommandResult(
+            message=str(d.get("message", "")),
+            success=bool(d.get("success", False)),
+            data=d.get("data"),
+            effects=list(d.get("effects") or []),
+            interaction=d.get("interaction"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The result as the engine reads it."""
+        out: Dict[str, Any] = {"message": self.message, "success": self.success}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.effects:
+            out["effects"] = list(self.effects)
+        if self.interaction is not None:
+            out["interaction"] = self.interaction
+        return out
+
+
+class SystemCommand:
+    """Base class of a Python command. Set the class attributes and override :meth:`execute`."""
+
+    #: Canonical, slash-free name.
+    name: str = ""
+    #: One line for palettes and help.
+    description: str = ""
+    #: Other names that resolve to this command.
+    aliases: Sequence[str] = ()
+    #: Argument grammar shown after the name, e.g. ``[mode]``.
+    argument_hint: Optional[str] = None
+    #: True when the model may run it (as ``robota_command_<name>``).
+    model_invocable: bool = False
+    #: True when users may run it.
+    user_invocable: bool = True
+    #: ``inline`` (runs even while a prompt executes) or ``blocking`` (refused while one runs).
+    lifecycle: Literal["inline", "blocking", "background"] = "inline"
+
+    def execute(self, args: str, context: CommandContext) -> Union[CommandResult, str, Awaitable[Union[CommandResult, str]]]:
+        """Runs the command."""
+        raise NotImplementedError(f"{type(self).__name__} must implement execute(args, context)")
+
+    def descriptor(self) -> Dict[str, Any]:
+        """The command's metadata as the engine reads it."""
+        if not self.name:
+            raise ValueError(f"{type(self).__name__} needs a `name`")
+        d: Dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "aliases": list(self.aliases),
+            "model_invocable": self.model_invocable,
+            "user_invocable": self.user_invocable,
+            "lifecycle": self.lifecycle,
+        }
+        if self.argument_hint is not None:
+            d["argument_hint"] = self.argument_hint
+        return d
+
+    async def _robota_execute(self, args: str, context: Dict[str, Any]) -> Dict[str, Any]:
+        ctx = CommandContext(
+            session_id=str(context.get("session_id", "")),
+            session_name=context.get("session_name"),
+            permission_mode=str(context.get("permission_mode", "default")),
+            model=context.get("model"),
+        )
+        try:
+            result = await maybe_await(self.execute(args, ctx))
+        except Exception as exc:
+            return {"message": f"{type(exc).__name__}: {exc}", "success": False}
+        if isinstance(result, str):
+            return {"message": result, "success": True}
+        if isinstance(result, CommandResult):
+            return result.to_dict()
+        return {
+            "message": f"command `{self.name}` returned {type(result).__name__}; return a str or CommandResult",
+            "success": False,
+        }
+
+
+class _FunctionCommand(SystemCommand):
+    def __init__(self, func: Callable[[str, CommandContext], Any], **attrs: Any) -> None:
+        self._func = func
+        for key, value in attrs.items():
+            setattr(self, key, value)
+
+    def execute(self, args: str, context: CommandContext) -> Any:
+        return self._func(args, context)
+
+
+def command(
+    name: str,
+    description: str = "",
+    *,
+    aliases: Sequence[str] = (),
+    argument_hint: Optional[str] = None,
+    model_invocable: bool = False,
+    lifecycle: Literal["inline", "blocking", "background"] = "inline",
+) -> Callable[[Callable[[str, CommandContext], Any]], SystemCommand]:
+    """Makes a command from a sync or async function ``f(args, context)``."""
+
+    def wrap(func: Callable[[str, CommandContext], Any]) -> SystemCommand:
+        return _FunctionCommand(
+            func,
+            name=name,
+            description=description or (func.__doc__ or "").strip().split("\n")[0],
+            aliases=tuple(aliases),
+            argument_hint=argument_hint,
+            model_invocable=model_invocable,
+            lifecycle=lifecycle,
+        )
+
+    return wrap
+
+
+class CommandModule:
+    """A named group of commands."""
+
+    def __init__(
+        self,
+        name: str,
+        commands: Sequence[SystemCommand],
+        *,
+        source: Literal["builtin", "project", "user", "plugin"] = "project",
+        plugin: Optional[str] = None,
+    ) -> None:
+        if source == "plugin" and not plugin:
+            raise ValueError("a plugin command module needs `plugin=` (the plugin's name)")
+        self.name = name
+        self.commands = list(commands)
+        self.source = source
+        self.plugin = plugin
+
+    def _to_native(self) -> Tuple[str, Dict[str, Any], List[Tuple[Dict[str, Any], Any]]]:
+        source: Dict[str, Any] = {"kind": self.source}
+        if self.source == "plugin":
+            source["plugin"] = self.plugin
+        commands = []
+        for c in self.commands:
+            if not isinstance(c, SystemCommand):
+                raise TypeError(f"command module {self.name!r}: {c!r} is not a robota.SystemCommand")
+            commands.append((c.descriptor(), c._robota_execute))
+        return (self.name, source, commands)

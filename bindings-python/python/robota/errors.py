@@ -1,0 +1,28 @@
+"""The exceptions robota raises. Every one derives from :class:`RobotaError`; each subclass
+mirrors one kind of engine error (``ApiErrorKind``)."""
+
+from ._native import (
+    BusyError,
+    CommandError,
+    InvalidArgumentError,
+    InvalidJsonError,
+    ProviderError,
+    QueueFullError,
+    RobotaError,
+    RobotaInternalError,
+    SessionError,
+    ShutDownError,
+)
+
+__all__ = [
+    "RobotaError",
+    "InvalidArgumentError",
+    "InvalidJsonError",
+    "ProviderError",
+    "SessionError",
+    "QueueFullError",
+    "BusyError",
+    "ShutDownError",
+    "CommandError",
+    "RobotaInternalError",
+]

@@ -1,0 +1,259 @@
+"""Typed session events.
+
+Every event has ``.type`` (the snake_case tag, e.g. ``"text_delta"``), ``.session_id``, a
+per-session strictly increasing ``.seq`` and ``.to_dict()`` (the event exactly as the engine
+serialized it). :func:`event_from_dict` builds the right class from such a dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Dict, Optional
+
+__all__ = [
+    "Event",
+    "ToolState",
+    "TextDeltaEvent",
+    "ThinkingEvent",
+    "ToolStartEvent",
+    "ToolEndEvent",
+    "PermissionRequestEvent",
+    "ContextUpdateEvent",
+    "CompactionEvent",
+    "CompleteEvent",
+    "ErrorEvent",
+    "InterruptedEvent",
+    "SkillActivationEvent",
+    "BackgroundTaskEvent",
+    "SessionEvent",
+    "UnknownEvent",
+    "EVENT_TYPES",
+    "event_from_dict",
+]
+
+
+@dataclass(slots=True)
+class Event:
+    """Base class of every event."""
+
+    type: ClassVar[str] = ""
+    #: The session that produced the event.
+    session_id: str
+    #: Position in the session's event stream (strictly increasing, starting at 1).
+    seq: int
+    #: The event as the engine serialized it (see :meth:`to_dict`).
+    raw: Dict[str, Any]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The event as a plain dict (``{"type": ..., "session_id": ..., "seq": ..., ...}``)."""
+        return dict(self.raw)
+
+
+@dataclass(slots=True)
+class ToolState:
+    """One tool call as a UI shows it."""
+
+    #: The provider's id of the call.
+    tool_use_id: str
+    #: The tool.
+    name: str
+    #: The most telling argument (a path, a command, …), for one-line display.
+    first_arg: str
+    #: True until the tool ends.
+    is_running: bool
+    #: ``"success"``, ``"error"`` or ``"denied"`` once it ended.
+    result: Optional[str] = None
+    #: The tool's text result (cut to 4 KiB), once it ended.
+    tool_result_data: Optional[str] = None
+    #: For Edit: the changed file and the diff lines.
+    diff_file: Optional[str] = None
+    diff_lines: tuple[str, ...] = ()
+
+    @staticmethod
+    def from_dict(d: Dict[str, Any]) -> "ToolState":
+        """Builds a tool state from its dict form."""
+        return ToolState(
+            tool_use_id=str(d.get("tool_use_id", "")),
+            name=str(d.get("name", "")),
+            first_arg=str(d.get("first_arg", "")),
+            is_running=bool(d.get("is_running", False)),
+            result=d.get("result"),
+            tool_result_data=d.get("tool_result_data"),
+            diff_file=d.get("diff_file"),
+            diff_lines=tuple(d.get("diff_lines") or ()),
+        )
+
+
+@dataclass(slots=True)
+class TextDeltaEvent(Event):
+    """A chunk of the answer (chunks may be joined when a consumer falls behind)."""
+
+    type: ClassVar[str] = "text_delta"
+    text: str
+
+
+@dataclass(slots=True)
+class ThinkingEvent(Event):
+    """A chunk of the model's reasoning."""
+
+    type: ClassVar[str] = "thinking"
+    text: str
+
+
+@dataclass(slots=True)
+class ToolStartEvent(Event):
+    """A tool call began."""
+
+    type: ClassVar[str] = "tool_start"
+    tool: ToolState
+
+
+@dataclass(slots=True)
+class ToolEndEvent(Event):
+    """A tool call ended."""
+
+    type: ClassVar[str] = "tool_end"
+    tool: ToolState
+
+
+@dataclass(slots=True)
+class PermissionRequestEvent(Event):
+    """A tool call waits for the permission handler."""
+
+    type: ClassVar[str] = "permission_request"
+    request_id: str
+    tool_name: str
+    input: Any
+    tool_use_id: str
+    reason: str
+    permission_mode: str
+
+
+@dataclass(slots=True)
+class ContextUpdateEvent(Event):
+    """How full the context window is (``state`` has ``used_tokens``, ``max_tokens``, ``ratio``…)."""
+
+    type: ClassVar[str] = "context_update"
+    state: Dict[str, Any]
+
+
+@dataclass(slots=True)
+class CompactionEvent(Event):
+    """The history was compacted."""
+
+    type: ClassVar[str] = "compaction"
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(slots=True)
+class CompleteEvent(Event):
+    """A prompt finished. ``outcome`` holds ``response``, ``usage``, ``stop_reason``, …"""
+
+    type: ClassVar[str] = "complete"
+    outcome: Dict[str, Any]
+
+    @property
+    def response(self) -> str:
+        """The final answer text."""
+        return str(self.outcome.get("response", ""))
+
+
+@dataclass(slots=True)
+class ErrorEvent(Event):
+    """A prompt could not run or failed."""
+
+    type: ClassVar[str] = "error"
+    message: str
+
+
+@dataclass(slots=True)
+class InterruptedEvent(Event):
+    """A prompt was aborted; ``outcome`` holds what streamed until then (or ``None``)."""
+
+    type: ClassVar[str] = "interrupted"
+    outcome: Optional[Dict[str, Any]]
+
+    @property
+    def response(self) -> str:
+        """The answer text streamed before the abort."""
+        return str((self.outcome or {}).get("response", ""))
+
+
+@dataclass(slots=True)
+class SkillActivationEvent(Event):
+    """Reserved for skills."""
+
+    type: ClassVar[str] = "skill_activation"
+    data: Any
+
+
+@dataclass(slots=True)
+class BackgroundTaskEvent(Event):
+    """Reserved for background tasks."""
+
+    type: ClassVar[str] = "background_task_event"
+    data: Any
+
+
+@dataclass(slots=True)
+class SessionEvent(Event):
+    """Any other session event (permission answers, hook messages, warnings, …)."""
+
+    type: ClassVar[str] = "session"
+    event: Dict[str, Any]
+
+
+@dataclass(slots=True)
+class UnknownEvent(Event):
+    """An event type this version of the package does not know (``.type`` tells which)."""
+
+    #: The type tag as received (also what ``.type`` returns).
+    event_type: str = ""
+
+    type = property(lambda self: self.event_type)  # type: ignore[assignment,unused-ignore]
+
+
+def _sid(d: Dict[str, Any]) -> str:
+    return str(d.get("session_id", ""))
+
+
+_FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
+    "text_delta": lambda d: TextDeltaEvent(d["session_id"], d["seq"], d, d["text"]),
+    "thinking": lambda d: ThinkingEvent(d["session_id"], d["seq"], d, d["text"]),
+    "tool_start": lambda d: ToolStartEvent(d["session_id"], d["seq"], d, ToolState.from_dict(d["tool"])),
+    "tool_end": lambda d: ToolEndEvent(d["session_id"], d["seq"], d, ToolState.from_dict(d["tool"])),
+    "permission_request": lambda d: PermissionRequestEvent(
+        d["session_id"],
+        d["seq"],
+        d,
+        d["request_id"],
+        d["tool_name"],
+        d.get("input"),
+        d["tool_use_id"],
+        d.get("reason", ""),
+        d.get("permission_mode", "default"),
+    ),
+    "context_update": lambda d: ContextUpdateEvent(d["session_id"], d["seq"], d, d.get("state") or {}),
+    "compaction": lambda d: CompactionEvent(
+        d["session_id"], d["seq"], d, d.get("trigger", ""), d.get("tokens_before", 0), d.get("tokens_after", 0)
+    ),
+    "complete": lambda d: CompleteEvent(d["session_id"], d["seq"], d, d.get("outcome") or {}),
+    "error": lambda d: ErrorEvent(d["session_id"], d["seq"], d, d.get("message", "")),
+    "interrupted": lambda d: InterruptedEvent(d["session_id"], d["seq"], d, d.get("outcome")),
+    "skill_activation": lambda d: SkillActivationEvent(d["session_id"], d["seq"], d, d.get("data")),
+    "background_task_event": lambda d: BackgroundTaskEvent(d["session_id"], d["seq"], d, d.get("data")),
+    "session": lambda d: SessionEvent(d["session_id"], d["seq"], d, d.get("event") or {}),
+}
+
+#: The event types the engine emits.
+EVENT_TYPES: frozenset[str] = frozenset(_FACTORIES)
+
+
+def event_from_dict(d: Dict[str, Any]) -> Event:
+    """The typed event for an engine event dict."""
+    factory = _FACTORIES.get(d.get("type", ""))
+    if factory is None:
+        return UnknownEvent(_sid(d), int(d.get("seq", 0)), d, str(d.get("type", "")))
+    return factory(d)

@@ -1,0 +1,260 @@
+"""Model providers.
+
+Built-in: :class:`AnthropicProvider`, :class:`OpenAIProvider` (any OpenAI-compatible endpoint via
+``base_url``), :class:`ScriptedProvider` (canned turns, for tests and demos) and
+:class:`ReplayProvider` (answers recorded in a session log). Subclass :class:`Provider` to
+implement a model in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from ._native import StreamEmitter
+
+__all__ = [
+    "BuiltinProvider",
+    "AnthropicProvider",
+    "OpenAIProvider",
+    "ScriptedProvider",
+    "ReplayProvider",
+    "Provider",
+    "ProviderResponse",
+    "ToolCall",
+    "StreamEmitter",
+    "ProviderLike",
+]
+
+
+class BuiltinProvider:
+    """Base of the engine's own providers; :meth:`to_config` is the provider as data."""
+
+    def to_config(self) -> Dict[str, Any]:
+        """The provider configuration dict (``{"type": ..., ...}``)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        config = self.to_config()
+        config.pop("api_key", None)
+        return f"{type(self).__name__}({config!r})"
+
+
+def _http_config(
+    kind: str,
+    model: str,
+    api_key: Optional[str],
+    base_url: Optional[str],
+    max_tokens: Optional[int],
+    max_retries: Optional[int],
+    idle_timeout_ms: Optional[int],
+    headers: Optional[Mapping[str, str]],
+) -> Dict[str, Any]:
+    config: Dict[str, Any] = {"type": kind, "model": model}
+    for key, value in (
+        ("api_key", api_key),
+        ("base_url", base_url),
+        ("max_tokens", max_tokens),
+        ("max_retries", max_retries),
+        ("idle_timeout_ms", idle_timeout_ms),
+    ):
+        if value is not None:
+            config[key] = value
+    if headers:
+        config["headers"] = dict(headers)
+    return config
+
+
+class AnthropicProvider(BuiltinProvider):
+    """The Anthropic Messages API. ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY`` /
+    ``ANTHROPIC_BASE_URL``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        idle_timeout_ms: Optional[int] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        self._config = _http_config(
+            "anthropic", model, api_key, base_url, max_tokens, max_retries, idle_timeout_ms, headers
+        )
+
+    def to_config(self) -> Dict[str, Any]:
+        return dict(self._config)
+
+
+class OpenAIProvider(BuiltinProvider):
+    """An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Ollama, vLLM, … via
+    ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        idle_timeout_ms: Optional[int] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        self._config = _http_config(
+            "openai", model, api_key, base_url, max_tokens, max_retries, idle_timeout_ms, headers
+        )
+
+    def to_config(self) -> Dict[str, Any]:
+        return dict(self._config)
+
+
+class ScriptedProvider(BuiltinProvider):
+    """Plays canned turns, one per model call (no network). Each turn is a dict:
+    ``{"text": "Hi" | ["Hi", " there"], "tool_calls": [{"id", "name", "input"}], "usage": {...},
+    "delay_ms_per_chunk": 5, "error": {"kind", "message"}, ...}`` or just a string (the text)."""
+
+    def __init__(
+        self, turns: Sequence[Union[str, Mapping[str, Any]]], *, context_window: Optional[int] = None
+    ) -> None:
+        self.turns: List[Dict[str, Any]] = [
+            {"text": t} if isinstance(t, str) else dict(t) for t in turns
+        ]
+        self.context_window = context_window
+
+    def to_config(self) -> Dict[str, Any]:
+        config: Dict[str, Any] = {"type": "scripted", "turns": self.turns}
+        if self.context_window is not None:
+            config["context_window"] = self.context_window
+        return config
+
+
+class ReplayProvider(BuiltinProvider):
+    """Replays the model answers recorded in a session log (``.robota/logs/<id>.jsonl``)."""
+
+    def __init__(self, log_path: Union[str, "os.PathLike[str]"]) -> None:
+        self.log_path = os.fspath(log_path)
+
+    def to_config(self) -> Dict[str, Any]:
+        return {"type": "replay", "log_path": self.log_path}
+
+
+@dataclass
+class ToolCall:
+    """A tool call a Python provider answers with."""
+
+    #: The call id (any unique string).
+    id: str
+    #: The tool name.
+    name: str
+    #: The arguments.
+    input: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ProviderResponse:
+    """What a Python provider's :meth:`Provider.stream` returns (a plain ``str`` also works)."""
+
+    #: The answer text; when empty, the text streamed through ``emit.text`` is used.
+    text: str = ""
+    #: Tool calls the model makes.
+    tool_calls: List[ToolCall] = field(default_factory=list)
+    #: ``end_turn``, ``tool_use``, ``max_tokens``, … (default: ``tool_use`` when there are tool
+    #: calls, else ``end_turn``).
+    stop_reason: Optional[str] = None
+    #: Token counts (``input_tokens``, ``output_tokens``, …).
+    usage: Dict[str, int] = field(default_factory=dict)
+
+
+class _Emitter:
+    """Wraps the native emitter and remembers the streamed text."""
+
+    __slots__ = ("native", "streamed")
+
+    def __init__(self, native: StreamEmitter) -> None:
+        self.native = native
+        self.streamed: List[str] = []
+
+    def text(self, text: str) -> None:
+        self.streamed.append(text)
+        self.native.text(text)
+
+    def thinking(self, text: str) -> None:
+        self.native.thinking(text)
+
+    def tool_call_start(self, index: int, id: str, name: str) -> None:
+        self.native.tool_call_start(index, id, name)
+
+    def tool_call_delta(self, index: int, partial_json: str) -> None:
+        self.native.tool_call_delta(index, partial_json)
+
+
+class Provider:
+    """Base class for a model implemented in Python.
+
+    Override :meth:`stream`: it gets the request (``{"system", "messages", "tools", ...}`` as
+    dicts) and an ``emit`` object whose ``text(str)`` / ``thinking(str)`` stream deltas, and
+    returns the answer — a ``str``, a :class:`ProviderResponse` or ``None`` (the streamed text).
+    Raising an exception fails the model call with that message.
+    """
+
+    #: Provider name reported in events and logs.
+    name: str = "python"
+    #: Model name.
+    model: str = "python"
+    #: The model's context window in tokens (``None``: the engine's default).
+    context_window: Optional[int] = None
+
+    async def stream(self, request: Dict[str, Any], emit: Any) -> Union[str, ProviderResponse, None]:
+        """Answers one model call."""
+        raise NotImplementedError("Provider subclasses must implement `async def stream(self, request, emit)`")
+
+    async def _robota_stream(self, request: Dict[str, Any], native_emit: StreamEmitter) -> Dict[str, Any]:
+        emit = _Emitter(native_emit)
+        result = await self.stream(request, emit)
+        if result is None:
+            result = ProviderResponse()
+        if isinstance(result, str):
+            if not emit.streamed:
+                emit.text(result)
+            result = ProviderResponse(text=result)
+        if not isinstance(result, ProviderResponse):
+            raise TypeError(
+                f"{type(self).__name__}.stream must return str, ProviderResponse or None, "
+                f"not {type(result).__name__}"
+            )
+        text = result.text or "".join(emit.streamed)
+        if result.text and not emit.streamed:
+            emit.text(result.text)
+        stop = result.stop_reason or ("tool_use" if result.tool_calls else "end_turn")
+        return {
+            "text": text,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": json.dumps(c.input)} for c in result.tool_calls
+            ],
+            "stop_reason": stop,
+            "usage": dict(result.usage),
+            "model": self.model,
+        }
+
+
+#: What a ``provider=`` argument accepts.
+ProviderLike = Union[BuiltinProvider, Provider, Mapping[str, Any]]
+
+
+def provider_to_native(provider: ProviderLike) -> Any:
+    """The value the native module takes for a provider."""
+    if isinstance(provider, BuiltinProvider):
+        return provider.to_config()
+    if isinstance(provider, Provider):
+        return provider
+    if isinstance(provider, Mapping):
+        return dict(provider)
+    raise TypeError(
+        "provider must be AnthropicProvider, OpenAIProvider, ScriptedProvider, ReplayProvider, "
+        f"a Provider subclass instance or a config dict, not {type(provider).__name__}"
+    )

@@ -1,0 +1,152 @@
+"""One-call API: ``query = create_query(provider=...); result = await query("...")``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
+
+from . import _native
+from ._util import fspath
+from .hooks import HooksLike, hooks_to_native
+from .permissions import PermissionHandler, permission_adapter
+from .providers import ProviderLike, provider_to_native
+from .tools import Tool
+
+__all__ = ["Query", "QueryResult", "create_query", "run_query"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """What one query produced."""
+
+    #: The final answer text.
+    response: str
+    #: The session's chat messages after the query.
+    messages: List[Dict[str, Any]]
+    #: Tokens used by this query (``input_tokens``, ``output_tokens``, …).
+    usage: Dict[str, Any]
+    #: Cost in USD (``None`` when the model has no known price).
+    cost_usd: Optional[float]
+    #: Model/tool rounds this query ran.
+    num_turns: int
+    #: Wall time in milliseconds.
+    duration_ms: int
+    #: The session id (the same for every query of one :class:`Query`).
+    session_id: str
+    #: Why the query ended (``end_turn``, ``max_turns``, ``interrupted``, …).
+    stop_reason: str
+
+    @staticmethod
+    def _from_dict(d: Mapping[str, Any]) -> "QueryResult":
+        return QueryResult(
+            response=str(d.get("response", "")),
+            messages=list(d.get("messages") or []),
+            usage=dict(d.get("usage") or {}),
+            cost_usd=d.get("cost_usd"),
+            num_turns=int(d.get("num_turns", 0)),
+            duration_ms=int(d.get("duration_ms", 0)),
+            session_id=str(d.get("session_id", "")),
+            stop_reason=str(d.get("stop_reason", "")),
+        )
+
+
+class Query:
+    """A reusable query function over one session: every call runs one full agent turn on the
+    same conversation. Made by :func:`create_query`."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    async def __call__(self, prompt: str) -> QueryResult:
+        """Runs one turn. Raises :class:`robota.ProviderError` when the model call fails;
+        cancelling the awaiting task aborts the run."""
+        if not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
+        return QueryResult._from_dict(await self._native.query(prompt))
+
+    def abort(self) -> None:
+        """Aborts the running query."""
+        self._native.abort()
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        session_id: str = self._native.get_session_id()
+        return session_id
+
+
+def create_query(
+    *,
+    provider: ProviderLike,
+    cwd: Optional[PathLike] = None,
+    permission_mode: Optional[str] = None,
+    max_turns: Optional[int] = None,
+    allowed_tools: Sequence[str] = (),
+    disallowed_tools: Sequence[str] = (),
+    system_prompt: Optional[str] = None,
+    append_system_prompt: Optional[str] = None,
+    on_text_delta: Optional[Callable[[str], Any]] = None,
+    tools: Sequence[Tool] = (),
+    permission_handler: Optional[PermissionHandler] = None,
+    hooks: Optional[HooksLike] = None,
+    max_budget_usd: Optional[float] = None,
+    persistence: Union[Literal["none", "project"], Mapping[str, Any], None] = None,
+    home: Optional[PathLike] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    builtin_tools: Optional[bool] = None,
+    load_project_context: Optional[bool] = None,
+    session_id: Optional[str] = None,
+) -> Query:
+    """Builds a :class:`Query`. ``allowed_tools``/``disallowed_tools`` are permission rules
+    (``"Read"``, ``"Bash(git *)"``) that hold for the whole session. ``on_text_delta(text)`` is
+    called on the event loop for each streamed chunk of the answer."""
+    config = {
+        k: v
+        for k, v in dict(
+            cwd=fspath(cwd),
+            permission_mode=permission_mode,
+            max_turns=max_turns,
+            system_prompt=system_prompt,
+            append_system_prompt=append_system_prompt,
+            max_budget_usd=max_budget_usd,
+            persistence=persistence,
+            home=fspath(home),
+            settings=dict(settings) if settings is not None else None,
+            env=dict(env) if env is not None else None,
+            builtin_tools=builtin_tools,
+            load_project_context=load_project_context,
+            session_id=session_id,
+        ).items()
+        if v is not None
+    }
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise TypeError(f"tools must be decorated with @robota.tool; got {t!r}")
+    native = _native.NativeQuery(
+        config,
+        provider_to_native(provider),
+        list(tools),
+        permission_adapter(permission_handler) if permission_handler is not None else None,
+        hooks_to_native(hooks),
+        list(allowed_tools),
+        list(disallowed_tools),
+        on_text_delta,
+    )
+    return Query(native)
+
+
+def run_query(prompt: str, **options: Any) -> QueryResult:
+    """Synchronous one-shot: ``run_query("...", provider=...)`` builds a query with
+    ``options`` (see :func:`create_query`), runs it in a fresh event loop and returns the
+    result. Not for use inside a running event loop (``await create_query(...)(prompt)``
+    there)."""
+
+    async def main() -> QueryResult:
+        return await create_query(**options)(prompt)
+
+    return asyncio.run(main())

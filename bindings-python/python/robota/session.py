@@ -1,0 +1,522 @@
+"""The interactive session: prompts, events, commands and state."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from types import TracebackType
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    Union,
+)
+
+from . import _native
+from ._util import fspath, report_callback_error
+from .commands import CommandModule, CommandResult
+from .events import Event, event_from_dict
+from .hooks import HooksLike, hooks_to_native
+from .permissions import PermissionHandler, permission_adapter
+from .providers import ProviderLike, provider_to_native
+from .tools import Tool
+
+__all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener"]
+
+#: An event listener: sync or async, gets a typed event.
+EventListener = Callable[[Any], Any]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """How a submitted prompt ended (what ``await session.submit(...)`` returns)."""
+
+    #: ``complete``, ``interrupted`` (aborted), ``error`` (the prompt was refused or the model
+    #: call failed; see ``error``) or
+    #: ``cancelled`` (it was queued and dropped by abort/cancel_queue before it ran).
+    status: Literal["complete", "interrupted", "error", "cancelled"]
+    #: True when the prompt waited for another one to finish first.
+    queued: bool
+    #: The final answer text (what streamed until the abort, for ``interrupted``).
+    response: str
+    #: The error message, for ``error``.
+    error: Optional[str]
+    #: The run's outcome (``usage``, ``stop_reason``, ``tools_executed``, ``rounds``, …) when
+    #: there is one.
+    outcome: Optional[Dict[str, Any]]
+    #: The event that ended the prompt (``None`` for ``cancelled``).
+    event: Optional[Event]
+
+    @property
+    def ok(self) -> bool:
+        """True when the prompt completed."""
+        return self.status == "complete"
+
+    @property
+    def stop_reason(self) -> Optional[str]:
+        """Why the run ended (``end_turn``, ``max_turns``, ``interrupted``, …)."""
+        return None if self.outcome is None else self.outcome.get("stop_reason")
+
+    @staticmethod
+    def _from_native(value: Dict[str, Any]) -> "TurnResult":
+        queued = value.get("status") == "queued"
+        raw = value.get("event") or {}
+        kind: Literal["complete", "interrupted", "error", "cancelled"]
+        tag = raw.get("type")
+        if tag == "complete":
+            kind = "complete"
+        elif tag == "interrupted":
+            kind = "interrupted"
+        elif tag == "error":
+            kind = "error"
+        else:
+            return TurnResult("cancelled", queued, "", None, None, None)
+        event = event_from_dict(raw)
+        outcome = raw.get("outcome")
+        response = str((outcome or {}).get("response", ""))
+        error = raw.get("message") if kind == "error" else None
+        failure = (outcome or {}).get("error")
+        if kind == "complete" and failure:
+            # The run ended on a model error (after retries): report it as a failure.
+            kind = "error"
+            error = str(failure.get("message", failure)) if isinstance(failure, dict) else str(failure)
+        return TurnResult(kind, queued, response, error, outcome, event)
+
+
+class EventStream:
+    """``async for event in session.events()``: every event from the moment it was created, in
+    order. Ends when the session shuts down (after the events already queued) or on
+    :meth:`close`. Also an async context manager that closes it."""
+
+    def __init__(self, session: "InteractiveSession", native: _native.NativeEvents) -> None:
+        self._session = session
+        self._native = native
+        self._buffer: List[Dict[str, Any]] = []
+        self._index = 0
+        self._closed = False
+
+    def __aiter__(self) -> "EventStream":
+        return self
+
+    async def __anext__(self) -> Event:
+        while True:
+            if self._index < len(self._buffer):
+                raw = self._buffer[self._index]
+                self._index += 1
+                return event_from_dict(raw)
+            if self._closed:
+                raise StopAsyncIteration
+            self._buffer, self._index = [], 0
+            if self._session._shut_down:
+                self._buffer = self._native.drain(4096)
+                if not self._buffer:
+                    self.close()
+                continue
+            batch = await self._native.next_batch(1024, 0.25)
+            if batch:
+                self._buffer = batch
+
+    def drain(self) -> List[Event]:
+        """The events queued right now (including any not yet returned by iteration), without
+        waiting."""
+        pending = self._buffer[self._index :]
+        self._buffer, self._index = [], 0
+        if not self._closed:
+            pending = pending + list(self._native.drain(1 << 20))
+        return [event_from_dict(raw) for raw in pending]
+
+    def close(self) -> None:
+        """Stops the stream; events not yet read are discarded."""
+        if not self._closed:
+            self._closed = True
+            self._native.close()
+
+    async def aclose(self) -> None:
+        """Same as :meth:`close`."""
+        self.close()
+
+    async def __aenter__(self) -> "EventStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _Pump:
+    """Delivers events to ``on()`` listeners: one task on the session's event loop."""
+
+    def __init__(self, session: "InteractiveSession") -> None:
+        self.session = session
+        self.native = session._native.subscribe()
+        self.task: Optional[asyncio.Task[None]] = None
+        self.delivered_seq = 0
+        self.waiters: List[tuple[int, asyncio.Future[None]]] = []
+
+    def ensure_started(self) -> None:
+        if self.task is not None and not self.task.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # started by the first awaited call
+        self.task = loop.create_task(self._run(), name="robota-event-listeners")
+
+    async def _run(self) -> None:
+        native = self.native
+        session = self.session
+        while True:
+            batch: Optional[List[Dict[str, Any]]]
+            if session._shut_down:
+                batch = native.drain(4096)
+                if not batch:
+                    break
+            else:
+                batch = await native.next_batch(4096, 0.25)
+                if not batch:
+                    continue
+            dispatch = session._dispatch
+            for raw in batch:
+                pending = dispatch(raw)
+                if pending is not None:
+                    await session._await_listener(pending, raw)
+            self.delivered_seq = batch[-1].get("seq", self.delivered_seq)
+            self._wake()
+        self.delivered_seq = 1 << 62
+        self._wake()
+
+    def _wake(self) -> None:
+        keep = []
+        for seq, fut in self.waiters:
+            if self.delivered_seq >= seq:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                keep.append((seq, fut))
+        self.waiters = keep
+
+    async def wait_delivered(self, seq: int) -> None:
+        if self.task is None or self.task.done() or self.delivered_seq >= seq:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append((seq, fut))
+        await fut
+
+
+class InteractiveSession:
+    """An agent session: submit prompts, follow events, run commands, read state.
+
+    Create it with a provider and options, then ``await session.submit("...")``. Use it as
+    ``async with InteractiveSession(...) as session:`` to shut it down at the end. Host
+    extensions: ``tools=[...]`` (functions decorated with :func:`robota.tool`),
+    ``permission_handler=`` (sync or async), ``hooks=``, ``command_modules=[...]``.
+
+    Callbacks (tools, permission handler, hooks, commands, Python providers, listeners) run on
+    the asyncio event loop the session is used from (sync tools in a worker thread).
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: ProviderLike,
+        cwd: Optional[PathLike] = None,
+        permission_mode: Optional[str] = None,
+        tools: Sequence[Tool] = (),
+        permission_handler: Optional[PermissionHandler] = None,
+        hooks: Optional[HooksLike] = None,
+        command_modules: Sequence[CommandModule] = (),
+        builtin_commands: bool = True,
+        system_prompt: Optional[str] = None,
+        append_system_prompt: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        session_id: Optional[str] = None,
+        load_project_context: Optional[bool] = None,
+        home: Optional[PathLike] = None,
+        settings: Optional[Mapping[str, Any]] = None,
+        settings_from_environment: Optional[bool] = None,
+        env: Optional[Mapping[str, str]] = None,
+        builtin_tools: Optional[bool] = None,
+        persistence: Union[Literal["none", "project"], Mapping[str, Any], None] = None,
+        session_store: Optional[PathLike] = None,
+        resume_session_id: Optional[str] = None,
+        fork_session: Optional[bool] = None,
+        max_budget_usd: Optional[float] = None,
+        auto_compact: Optional[bool] = None,
+        context_window: Optional[int] = None,
+        event_buffer: Optional[int] = None,
+    ) -> None:
+        if persistence is not None and session_store is not None:
+            raise ValueError("pass either `persistence` or `session_store`, not both")
+        if session_store is not None:
+            root = os.fspath(session_store)
+            persistence = {
+                "store": {
+                    "sessions_dir": os.path.join(root, "sessions"),
+                    "logs_dir": os.path.join(root, "logs"),
+                }
+            }
+        config = _config(
+            cwd=fspath(cwd),
+            permission_mode=permission_mode,
+            system_prompt=system_prompt,
+            append_system_prompt=append_system_prompt,
+            max_turns=max_turns,
+            session_id=session_id,
+            load_project_context=load_project_context,
+            home=fspath(home),
+            settings=dict(settings) if settings is not None else None,
+            settings_from_environment=settings_from_environment,
+            env=dict(env) if env is not None else None,
+            builtin_tools=builtin_tools,
+            persistence=persistence,
+            resume_session_id=resume_session_id,
+            fork_session=fork_session,
+            max_budget_usd=max_budget_usd,
+            auto_compact=auto_compact,
+            context_window=context_window,
+        )
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"tools must be decorated with @robota.tool; got {t!r}")
+        self._listeners: Dict[str, List[EventListener]] = {}
+        self._shut_down = False
+        self._pump: Optional[_Pump] = None
+        self._native = _native.NativeSession(
+            config,
+            provider_to_native(provider),
+            list(tools),
+            permission_adapter(permission_handler) if permission_handler is not None else None,
+            hooks_to_native(hooks),
+            [m._to_native() for m in command_modules],
+            builtin_commands,
+            event_buffer,
+        )
+
+    # -- prompts ---------------------------------------------------------------------------
+
+    async def submit(
+        self, input: str, *, display_input: Optional[str] = None, raw_input: Optional[str] = None
+    ) -> TurnResult:
+        """Submits a prompt and waits until its run ends. While another prompt runs, this one
+        is queued (one at most; a second raises :class:`robota.QueueFullError`). Cancelling the
+        awaiting task (Ctrl-C, ``task.cancel()``, a timeout) aborts the run."""
+        self._check_open()
+        if not isinstance(input, str):
+            raise TypeError(f"input must be a str, not {type(input).__name__}")
+        self._start_pump()
+        value = await self._native.submit(input, display_input, raw_input)
+        result = TurnResult._from_native(value)
+        if self._pump is not None and result.event is not None:
+            await self._pump.wait_delivered(result.event.seq)
+        return result
+
+    def abort(self) -> None:
+        """Aborts the running prompt (pending permission requests are cancelled, running tools
+        stopped) and drops the queued one. The running prompt's ``submit`` returns
+        ``interrupted``."""
+        self._native.abort()
+
+    def cancel_queue(self) -> Optional[str]:
+        """Drops the queued prompt and returns it (as displayed); ``None`` when nothing was
+        queued. Its ``submit`` returns ``cancelled``."""
+        return self._native.cancel_queue()
+
+    async def wait_idle(self) -> None:
+        """Waits until no prompt is running or queued."""
+        await self._native.wait_idle()
+
+    # -- commands --------------------------------------------------------------------------
+
+    async def execute_command(self, name: str, args: str = "") -> CommandResult:
+        """Runs a slash command (without the slash), e.g. ``execute_command("rename", "Chat")``.
+        Raises :class:`robota.CommandError` for an unknown command and
+        :class:`robota.BusyError` for a blocking command while a prompt runs."""
+        self._check_open()
+        self._start_pump()
+        return CommandResult.from_dict(await self._native.execute_command(name, args))
+
+    def list_commands(self) -> List[Dict[str, Any]]:
+        """The commands users can run: ``[{"name", "module", "source", "descriptor"}]``."""
+        return list(self._native.list_commands())
+
+    async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
+        """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt
+        runs)."""
+        self._check_open()
+        return dict(await self._native.compact(instructions))
+
+    async def shutdown(self, reason: Optional[str] = None) -> None:
+        """Aborts any run, drops the queue and ends the session (SessionEnd hooks run once).
+        ``reason``: ``clear``, ``resume``, ``logout``, ``prompt_input_exit`` or ``other``."""
+        if self._shut_down:
+            return
+        await self._native.shutdown(reason)
+        self._shut_down = True
+        if self._pump is not None and self._pump.task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._pump.task), timeout=5)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+
+    async def __aenter__(self) -> "InteractiveSession":
+        self._start_pump()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.shutdown()
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        return self._native.get_session_id()
+
+    def get_session_id(self) -> str:
+        """The session id."""
+        return self._native.get_session_id()
+
+    @property
+    def name(self) -> Optional[str]:
+        """The session's name (settable; ``None`` clears it)."""
+        return self._native.get_name()
+
+    @name.setter
+    def name(self, value: Optional[str]) -> None:
+        self._native.set_name(value)
+
+    def get_name(self) -> Optional[str]:
+        """The session's name."""
+        return self._native.get_name()
+
+    def set_name(self, name: Optional[str]) -> None:
+        """Names the session (``None`` clears the name)."""
+        self._native.set_name(name)
+
+    @property
+    def permission_mode(self) -> str:
+        """The current permission mode."""
+        return str(self._native.get_permission_mode())
+
+    @property
+    def is_shut_down(self) -> bool:
+        """True once :meth:`shutdown` has completed."""
+        return self._shut_down
+
+    def is_executing(self) -> bool:
+        """True while a prompt runs (or one is queued to run next)."""
+        return self._native.is_executing()
+
+    def get_pending_prompt(self) -> Optional[str]:
+        """The queued prompt as displayed."""
+        return self._native.get_pending_prompt()
+
+    def get_messages(self) -> List[Dict[str, Any]]:
+        """The chat messages (``role``, ``content`` blocks, …) as dicts."""
+        return list(self._native.get_messages())
+
+    def get_full_history(self) -> List[Dict[str, Any]]:
+        """Chat messages plus history events (``tool-summary``, ``usage-summary``)."""
+        return list(self._native.get_full_history())
+
+    def get_context_state(self) -> Dict[str, Any]:
+        """How full the context window is (``used_tokens``, ``max_tokens``, ``ratio``)."""
+        return dict(self._native.get_context_state())
+
+    def get_streaming_text(self) -> str:
+        """The answer text of the current prompt so far."""
+        return self._native.get_streaming_text()
+
+    def get_active_tools(self) -> List[Dict[str, Any]]:
+        """The tool calls of the current prompt."""
+        return list(self._native.get_active_tools())
+
+    # -- events ----------------------------------------------------------------------------
+
+    def on(self, event_type: str, listener: EventListener) -> EventListener:
+        """Calls ``listener(event)`` for every event of ``event_type`` (``"*"`` for all), on
+        the session's event loop, in order. ``async`` listeners are awaited before the next
+        event. An exception in a listener is reported to the loop's exception handler and does
+        not stop delivery. Returns the listener (so ``on`` works as a decorator factory's
+        target)."""
+        if not callable(listener):
+            raise TypeError("listener must be callable")
+        self._listeners.setdefault(event_type, []).append(listener)
+        self._start_pump()
+        return listener
+
+    def off(self, event_type: str, listener: EventListener) -> bool:
+        """Removes a listener added with :meth:`on`; returns whether it was registered."""
+        listeners = self._listeners.get(event_type, [])
+        if listener in listeners:
+            listeners.remove(listener)
+            return True
+        return False
+
+    def events(self) -> EventStream:
+        """A stream of every event from now on: ``async for event in session.events()``."""
+        return EventStream(self, self._native.subscribe())
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._shut_down:
+            raise _native.ShutDownError("the session was shut down; create a new one")
+
+    def _start_pump(self) -> None:
+        if not self._listeners:
+            return
+        if self._pump is None:
+            self._pump = _Pump(self)
+        self._pump.ensure_started()
+
+    def _dispatch(self, raw: Dict[str, Any]) -> Optional[List[Any]]:
+        """Calls the listeners for one event; returns the awaitables async listeners returned
+        (``None`` when there are none, the common case)."""
+        kind = raw.get("type", "")
+        listeners = self._listeners.get(kind)
+        wildcard = self._listeners.get("*")
+        if not listeners and not wildcard:
+            return None
+        event = event_from_dict(raw)
+        pending: Optional[List[Any]] = None
+        for listener in (listeners or []) + (wildcard or []):
+            try:
+                result = listener(event)
+            except Exception as exc:
+                report_callback_error(f"the {kind!r} listener {listener!r}", exc)
+                continue
+            if result is not None and (asyncio.iscoroutine(result) or isinstance(result, asyncio.Future)):
+                if pending is None:
+                    pending = []
+                pending.append(result)
+        return pending
+
+    async def _await_listener(self, pending: List[Any], raw: Dict[str, Any]) -> None:
+        for awaitable in pending:
+            try:
+                await awaitable
+            except Exception as exc:
+                report_callback_error(f"an async {raw.get('type')!r} listener", exc)
+
+    def __repr__(self) -> str:
+        return f"InteractiveSession(session_id={self.session_id!r})"
+
+
+def _config(**options: Any) -> Dict[str, Any]:
+    """The plain session options, without unset ones."""
+    return {k: v for k, v in options.items() if v is not None}

@@ -1,0 +1,302 @@
+"""Custom tools: the :func:`tool` decorator and :class:`Tool`.
+
+A tool is a sync or async Python function. Its JSON schema comes from the type hints and the
+docstring (Google-style ``Args:`` section for parameter descriptions), or is given explicitly.
+A sync tool runs in a worker thread (``asyncio.to_thread``) so it cannot block the event loop;
+an async tool runs on the session's event loop. An exception becomes an error result the model
+sees (``"ValueError: ..."``); the session keeps going.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import json
+import re
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
+
+from ._util import maybe_await
+
+__all__ = ["Tool", "ToolContext", "ToolResult", "tool", "schema_from_function"]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may ask for besides its input: declare a parameter annotated ``ToolContext``."""
+
+    #: The provider's id of this call.
+    tool_use_id: str
+    #: The session's working directory.
+    cwd: str
+
+
+@dataclass
+class ToolResult:
+    """A tool's answer when a plain return value is not enough."""
+
+    #: Text for the model.
+    content: str
+    #: True when the call failed; the model sees the content as an error.
+    is_error: bool = False
+    #: Structured result for hooks and hosts (default: the content).
+    response: Any = None
+
+    @staticmethod
+    def error(message: str) -> "ToolResult":
+        """A failed result; ``message`` tells the model what went wrong and how to fix the call."""
+        return ToolResult(content=message, is_error=True)
+
+
+_PRIMITIVES: Dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _json_type(annotation: Any) -> Tuple[Dict[str, Any], bool]:
+    """The JSON schema of an annotation, and whether it allows ``None``."""
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return {}, False
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        non_none = [a for a in args if a is not type(None)]
+        optional = len(non_none) != len(args)
+        if len(non_none) == 1:
+            schema, _ = _json_type(non_none[0])
+            return schema, optional
+        return {"anyOf": [_json_type(a)[0] for a in non_none]}, optional
+    if str(origin) == "typing.Literal" or origin is typing.Literal:
+        values = list(args)
+        literal: Dict[str, Any] = {"enum": values}
+        kinds = {type(v) for v in values}
+        if len(kinds) == 1 and next(iter(kinds)) in _PRIMITIVES:
+            literal["type"] = _PRIMITIVES[next(iter(kinds))]
+        return literal, False
+    if annotation in _PRIMITIVES:
+        return {"type": _PRIMITIVES[annotation]}, False
+    if annotation is type(None):
+        return {"type": "null"}, True
+    if inspect.isclass(annotation) and issubclass(annotation, enum.Enum):
+        return {"enum": [m.value for m in annotation]}, False
+    if origin in (list, tuple, set, frozenset) or annotation in (list, tuple, set, frozenset):
+        array: Dict[str, Any] = {"type": "array"}
+        if args and args[0] is not Ellipsis:
+            array["items"] = _json_type(args[0])[0]
+        return array, False
+    if origin in (dict, Mapping) or annotation in (dict, Mapping) or origin is typing.Mapping:
+        return {"type": "object"}, False
+    if typing.is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation)
+        return {
+            "type": "object",
+            "properties": {k: _json_type(v)[0] for k, v in hints.items()},
+            "required": sorted(getattr(annotation, "__required_keys__", hints.keys())),
+        }, False
+    return {}, False
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
+_SECTION = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_PARAM = re.compile(r"^\s*\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: Optional[str]) -> Tuple[str, Dict[str, str]]:
+    """The summary (text before the first section) and the ``Args:`` descriptions."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: List[str] = []
+    params: Dict[str, str] = {}
+    i = 0
+    while i < len(lines) and not _SECTION.match(lines[i]):
+        summary.append(lines[i])
+        i += 1
+    current: Optional[str] = None
+    in_args = False
+    for line in lines[i:]:
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if _SECTION.match(line):
+            in_args, current = False, None
+            continue
+        if not in_args:
+            continue
+        m = _PARAM.match(line)
+        if m and (len(line) - len(line.lstrip())) <= 4:
+            current = m.group(1)
+            params[current] = m.group(3).strip()
+        elif current and line.strip():
+            params[current] = (params[current] + " " + line.strip()).strip()
+    return "\n".join(summary).strip(), params
+
+
+def schema_from_function(func: Callable[..., Any]) -> Tuple[Dict[str, Any], str, Optional[str]]:
+    """The input JSON schema and description of ``func`` from its signature, type hints and
+    docstring, plus the name of its :class:`ToolContext` parameter (if any)."""
+    signature = inspect.signature(func)
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:
+        hints = {}
+    description, docs = _parse_docstring(func.__doc__)
+    properties: Dict[str, Any] = {}
+    required: List[str] = []
+    context_param: Optional[str] = None
+    for name, param in signature.parameters.items():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(name, param.annotation)
+        if annotation is ToolContext:
+            context_param = name
+            continue
+        schema, optional = _json_type(annotation)
+        schema = dict(schema)
+        if name in docs and docs[name]:
+            schema["description"] = docs[name]
+        if param.default is not inspect.Parameter.empty:
+            default = param.default
+            if default is None or isinstance(default, (str, int, float, bool, list, dict)):
+                schema["default"] = default
+        elif not optional:
+            required.append(name)
+        properties[name] = schema
+    input_schema: Dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        input_schema["required"] = required
+    return input_schema, description, context_param
+
+
+def _to_result(value: Any) -> Dict[str, Any]:
+    if isinstance(value, ToolResult):
+        return {"content": value.content, "is_error": value.is_error, "response": value.response}
+    if value is None:
+        return {"content": "", "is_error": False}
+    if isinstance(value, str):
+        return {"content": value, "is_error": False}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return {"content": str(value), "is_error": False}
+    try:
+        response = json.loads(text)
+    except ValueError:
+        response = text
+    return {"content": text, "is_error": False, "response": response}
+
+
+class Tool:
+    """A tool backed by a Python function; usually made with :func:`tool`. Calling the tool
+    object calls the function."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        input_schema: Optional[Mapping[str, Any]] = None,
+        read_only: bool = False,
+    ) -> None:
+        if not callable(func):
+            raise TypeError("a tool needs a function")
+        schema, doc_description, context_param = schema_from_function(func)
+        self.func = func
+        #: The name the model calls.
+        self.name: str = name or str(getattr(func, "__name__", "tool"))
+        #: What the tool does, for the model.
+        self.description: str = description if description is not None else doc_description
+        #: JSON Schema of the input object.
+        self.input_schema: Dict[str, Any] = dict(input_schema) if input_schema is not None else schema
+        #: True when the tool changes nothing (no approval needed).
+        self.read_only: bool = read_only
+        self._context_param = context_param
+        self._is_async = inspect.iscoroutinefunction(func)
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
+            raise ValueError(
+                f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_' or '-'"
+            )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r}, read_only={self.read_only})"
+
+    async def _robota_call(self, input: Any, context: Dict[str, Any]) -> Dict[str, Any]:
+        try:
+            if not isinstance(input, dict):
+                raise TypeError(f"the tool input must be a JSON object, got {type(input).__name__}")
+            kwargs = dict(input)
+            if self._context_param:
+                kwargs[self._context_param] = ToolContext(
+                    tool_use_id=str(context.get("tool_use_id", "")), cwd=str(context.get("cwd", ""))
+                )
+            if self._is_async:
+                value = await self.func(**kwargs)
+            else:
+                value = await asyncio.to_thread(self.func, **kwargs)
+                value = await maybe_await(value)
+            return _to_result(value)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the model sees the failure and can react
+            message = str(exc)
+            return {
+                "content": f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
+                "is_error": True,
+            }
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    input_schema: Optional[Mapping[str, Any]] = None,
+    read_only: bool = False,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    func: Optional[Callable[..., Any]] = None,
+    /,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    input_schema: Optional[Mapping[str, Any]] = None,
+    read_only: bool = False,
+) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
+    """Makes a tool from a sync or async function::
+
+        @tool
+        def get_weather(city: str, unit: Literal["C", "F"] = "C") -> str:
+            '''Looks up the weather of a city.
+
+            Args:
+                city: The city name.
+                unit: Temperature unit.
+            '''
+            return "sunny, 21C"
+
+    ``@tool(name=..., description=..., input_schema=..., read_only=True)`` overrides what is
+    derived from the function.
+    """
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, input_schema=input_schema, read_only=read_only)
+
+    if func is not None:
+        return wrap(func)
+    return wrap

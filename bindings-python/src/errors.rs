@@ -1,0 +1,112 @@
+//! The exception classes of `robota._native` (re-exported by `robota.errors`), one per
+//! [`ApiErrorKind`], all derived from `RobotaError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use robota::api::{ApiError, ApiErrorKind};
+
+create_exception!(
+    _native,
+    RobotaError,
+    PyException,
+    "Base class of every error robota raises."
+);
+create_exception!(
+    _native,
+    InvalidArgumentError,
+    RobotaError,
+    "An argument is out of range, names something unknown, or is missing."
+);
+create_exception!(
+    _native,
+    InvalidJsonError,
+    RobotaError,
+    "A configuration or data value is malformed or has the wrong shape."
+);
+create_exception!(
+    _native,
+    ProviderError,
+    RobotaError,
+    "The provider could not be created or a model call failed."
+);
+create_exception!(
+    _native,
+    SessionError,
+    RobotaError,
+    "The session refused or failed the request."
+);
+create_exception!(
+    _native,
+    QueueFullError,
+    RobotaError,
+    "A prompt is already queued; only one may wait. Wait for it or call cancel_queue()."
+);
+create_exception!(
+    _native,
+    BusyError,
+    RobotaError,
+    "The request cannot run while a prompt is executing; wait or abort first."
+);
+create_exception!(
+    _native,
+    ShutDownError,
+    RobotaError,
+    "The session was shut down."
+);
+create_exception!(
+    _native,
+    CommandError,
+    RobotaError,
+    "A slash command is unknown, ambiguous or failed."
+);
+create_exception!(
+    _native,
+    RobotaInternalError,
+    RobotaError,
+    "A bug in robota (please report it); the session may still be usable."
+);
+
+/// The Python exception for an engine error.
+pub fn api_error(e: ApiError) -> PyErr {
+    let message = e.message;
+    match e.kind {
+        ApiErrorKind::InvalidArgument => InvalidArgumentError::new_err(message),
+        ApiErrorKind::InvalidJson => InvalidJsonError::new_err(message),
+        ApiErrorKind::Provider => ProviderError::new_err(message),
+        ApiErrorKind::QueueFull => QueueFullError::new_err(message),
+        ApiErrorKind::Busy => BusyError::new_err(message),
+        ApiErrorKind::ShutDown => ShutDownError::new_err(message),
+        ApiErrorKind::Command => CommandError::new_err(message),
+        _ => SessionError::new_err(message),
+    }
+}
+
+/// An [`InvalidArgumentError`].
+pub fn invalid_argument(message: impl Into<String>) -> PyErr {
+    InvalidArgumentError::new_err(message.into())
+}
+
+/// A [`RobotaInternalError`].
+pub fn internal(message: impl Into<String>) -> PyErr {
+    RobotaInternalError::new_err(message.into())
+}
+
+/// Registers the exception classes on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("RobotaError", py.get_type::<RobotaError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
+    m.add("InvalidJsonError", py.get_type::<InvalidJsonError>())?;
+    m.add("ProviderError", py.get_type::<ProviderError>())?;
+    m.add("SessionError", py.get_type::<SessionError>())?;
+    m.add("QueueFullError", py.get_type::<QueueFullError>())?;
+    m.add("BusyError", py.get_type::<BusyError>())?;
+    m.add("ShutDownError", py.get_type::<ShutDownError>())?;
+    m.add("CommandError", py.get_type::<CommandError>())?;
+    m.add("RobotaInternalError", py.get_type::<RobotaInternalError>())?;
+    Ok(())
+}

@@ -1,0 +1,508 @@
+//! `NativeSession`: an [`InteractiveSession`] for Python, with `submit` awaitables that resolve
+//! when *that* prompt's run ends, and `NativeEvents`, a pull subscription read in batches.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use robota::api::{ApiError, SessionConfig};
+use robota::framework::interactive::{
+    InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
+    InteractiveSessionOptions, SubmitStatus, Subscription,
+};
+use robota::hooks::SessionEndReason;
+use serde_json::{json, Value};
+use tokio::sync::{oneshot, Mutex as AsyncMutex};
+
+use crate::bridge::LoopSlot;
+use crate::convert::{from_py, ser_to_py, to_py, Json};
+use crate::errors::{api_error, invalid_argument};
+use crate::extensions::{build_command_modules, build_extensions, build_provider};
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    pyo3_async_runtimes::tokio::get_runtime()
+}
+
+/// One accepted prompt waiting for its run to end: resolved with its terminal event.
+type Waiter = oneshot::Sender<Value>;
+
+/// Matches the `complete` / `interrupted` / `error` events that end every accepted prompt to
+/// the `submit` calls, in acceptance order.
+#[derive(Default)]
+struct Tracker {
+    waiters: VecDeque<Waiter>,
+    /// `error` events emitted for prompts that were rejected (not accepted), to be skipped.
+    skip_errors: Vec<String>,
+}
+
+struct Shared {
+    session: Arc<InteractiveSession>,
+    tracker: AsyncMutex<Tracker>,
+    tracker_subscription: Arc<Subscription>,
+    closed: AtomicBool,
+}
+
+impl Shared {
+    /// Resolves the queued prompt's waiter (at the back) as cancelled.
+    fn cancel_back(tracker: &mut Tracker) {
+        if let Some(tx) = tracker.waiters.pop_back() {
+            let _ = tx.send(json!({"type": "cancelled"}));
+        }
+    }
+
+    async fn abort(&self) {
+        let mut tracker = self.tracker.lock().await;
+        if self.session.cancel_queue().is_some() {
+            Self::cancel_back(&mut tracker);
+        }
+        self.session.abort();
+    }
+
+    async fn cancel_queue(&self) -> Option<String> {
+        let mut tracker = self.tracker.lock().await;
+        let dropped = self.session.cancel_queue();
+        if dropped.is_some() {
+            Self::cancel_back(&mut tracker);
+        }
+        dropped
+    }
+
+    async fn on_event(&self, event: InteractiveEvent) {
+        let terminal = match &event.kind {
+            InteractiveEventKind::Complete { .. } | InteractiveEventKind::Interrupted { .. } => {
+                true
+            }
+            InteractiveEventKind::Error { message } => {
+                // Reported after a run's `complete`, for the same prompt: not a terminal event.
+                !message.starts_with("Compaction failed:")
+            }
+            _ => false,
+        };
+        if !terminal {
+            return;
+        }
+        let mut tracker = self.tracker.lock().await;
+        if let InteractiveEventKind::Error { message } = &event.kind {
+            if let Some(i) = tracker.skip_errors.iter().position(|m| m == message) {
+                tracker.skip_errors.remove(i);
+                return;
+            }
+        }
+        if let Some(tx) = tracker.waiters.pop_front() {
+            let value = serde_json::to_value(&event).unwrap_or(Value::Null);
+            let _ = tx.send(value);
+        }
+    }
+}
+
+/// Aborts the run when a `submit` awaitable is cancelled (Ctrl-C, `task.cancel()`, timeout).
+struct AbortOnDrop {
+    shared: Option<Arc<Shared>>,
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            runtime().spawn(async move { shared.abort().await });
+        }
+    }
+}
+
+/// The native half of `robota.InteractiveSession` (use that class; this one is internal).
+#[pyclass(frozen, module = "robota._native")]
+pub struct NativeSession {
+    shared: Arc<Shared>,
+    slot: Arc<LoopSlot>,
+}
+
+impl Drop for NativeSession {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::SeqCst);
+        self.shared.tracker_subscription.unsubscribe();
+    }
+}
+
+fn interactive_error(e: InteractiveError) -> PyErr {
+    api_error(ApiError::from(e))
+}
+
+#[pymethods]
+impl NativeSession {
+    /// Creates a session. `config` is a dict of plain options (`robota::api::SessionConfig`);
+    /// the other arguments are the host's extensions, already adapted by `robota`.
+    #[new]
+    #[pyo3(signature = (config, provider, tools, permission_handler, hooks, command_modules, builtin_commands, event_buffer))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        config: &Bound<'_, PyAny>,
+        provider: &Bound<'_, PyAny>,
+        tools: &Bound<'_, PyList>,
+        permission_handler: Option<Py<PyAny>>,
+        hooks: &Bound<'_, PyList>,
+        command_modules: &Bound<'_, PyList>,
+        builtin_commands: bool,
+        event_buffer: Option<usize>,
+    ) -> PyResult<Self> {
+        let slot = LoopSlot::new();
+        slot.capture(py);
+        let config = SessionConfig::from_json_value(from_py(config)?).map_err(api_error)?;
+        let _guard = runtime().enter();
+        let provider = build_provider(provider, &slot)?;
+        let mut options = config.into_session_options(provider).map_err(api_error)?;
+        build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
+        let mut interactive = InteractiveSessionOptions::new(options);
+        let mut modules = build_command_modules(command_modules, &slot)?;
+        if builtin_commands {
+            interactive.command_modules.append(&mut modules);
+        } else {
+            interactive.command_modules = modules;
+        }
+        if let Some(buffer) = event_buffer {
+            if buffer == 0 {
+                return Err(invalid_argument("`event_buffer` must be at least 1"));
+            }
+            interactive.event_buffer = buffer;
+        }
+        let session = py
+            .detach(|| InteractiveSession::new(interactive))
+            .map_err(interactive_error)?;
+        let subscription = Arc::new(session.subscribe_pull());
+        let shared = Arc::new(Shared {
+            session,
+            tracker: AsyncMutex::new(Tracker::default()),
+            tracker_subscription: Arc::clone(&subscription),
+            closed: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&shared);
+        runtime().spawn(async move {
+            loop {
+                let event = subscription.next_event(Duration::from_secs(3600)).await;
+                let Some(shared) = weak.upgrade() else { return };
+                match event {
+                    Some(event) => shared.on_event(event).await,
+                    None if shared.closed.load(Ordering::SeqCst) => return,
+                    None => {}
+                }
+            }
+        });
+        Ok(NativeSession { shared, slot })
+    }
+
+    /// Submits a prompt; the awaitable resolves with `{"status": "started"|"queued", "event":
+    /// <the complete/interrupted/error event, or {"type": "cancelled"}>}` when its run ends.
+    #[pyo3(signature = (input, display_input=None, raw_input=None))]
+    fn submit<'py>(
+        &self,
+        py: Python<'py>,
+        input: String,
+        display_input: Option<String>,
+        raw_input: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let shared = Arc::clone(&self.shared);
+        crate::aio::awaitable(py, async move {
+            let rx = {
+                let mut tracker = shared.tracker.lock().await;
+                match shared
+                    .session
+                    .submit(&input, display_input.as_deref(), raw_input.as_deref())
+                    .await
+                {
+                    Ok(status) => {
+                        let (tx, rx) = oneshot::channel();
+                        tracker.waiters.push_back(tx);
+                        (status, rx)
+                    }
+                    Err(InteractiveError::FileReferences(message)) => {
+                        tracker.skip_errors.push(message.clone());
+                        return Err(interactive_error(InteractiveError::FileReferences(message)));
+                    }
+                    Err(e) => return Err(interactive_error(e)),
+                }
+            };
+            let (status, rx) = rx;
+            let mut guard = AbortOnDrop {
+                shared: Some(Arc::clone(&shared)),
+            };
+            let event = rx.await;
+            guard.shared = None;
+            let event = event.unwrap_or_else(|_| json!({"type": "cancelled"}));
+            let status = match status {
+                SubmitStatus::Started => "started",
+                SubmitStatus::Queued => "queued",
+            };
+            Ok(Json(json!({"status": status, "event": event})))
+        })
+    }
+
+    /// Aborts the running prompt and drops the queued one.
+    fn abort(&self, py: Python<'_>) {
+        let shared = Arc::clone(&self.shared);
+        py.detach(|| runtime().block_on(async move { shared.abort().await }));
+    }
+
+    /// Drops the queued prompt; returns it (as displayed), or `None`.
+    fn cancel_queue(&self, py: Python<'_>) -> Option<String> {
+        let shared = Arc::clone(&self.shared);
+        py.detach(|| runtime().block_on(async move { shared.cancel_queue().await }))
+    }
+
+    /// Waits until no prompt is running or queued.
+    fn wait_idle<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let shared = Arc::clone(&self.shared);
+        crate::aio::awaitable(py, async move {
+            shared.session.wait_idle().await;
+            Ok(())
+        })
+    }
+
+    /// Runs a slash command; resolves with the `CommandResult` as a dict.
+    fn execute_command<'py>(
+        &self,
+        py: Python<'py>,
+        name: String,
+        args: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let shared = Arc::clone(&self.shared);
+        crate::aio::awaitable(py, async move {
+            let result = shared
+                .session
+                .execute_command(&name, &args)
+                .await
+                .map_err(interactive_error)?;
+            let value = serde_json::to_value(&result)
+                .map_err(|e| crate::errors::internal(e.to_string()))?;
+            Ok(Json(value))
+        })
+    }
+
+    /// The commands users can run (list of dicts).
+    fn list_commands<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.list_commands())
+    }
+
+    /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
+    #[pyo3(signature = (reason=None))]
+    fn shutdown<'py>(
+        &self,
+        py: Python<'py>,
+        reason: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let reason = match reason.as_deref() {
+            None => SessionEndReason::Other,
+            Some(text) => serde_json::from_value::<SessionEndReason>(Value::String(text.into()))
+                .map_err(|e| invalid_argument(format!("unknown shutdown reason `{text}`: {e}")))?,
+        };
+        let shared = Arc::clone(&self.shared);
+        crate::aio::awaitable(py, async move {
+            {
+                let mut tracker = shared.tracker.lock().await;
+                if shared.session.cancel_queue().is_some() {
+                    Shared::cancel_back(&mut tracker);
+                }
+            }
+            shared.session.shutdown(reason).await;
+            Ok(())
+        })
+    }
+
+    /// Compacts the conversation now; resolves with the summary as a dict.
+    #[pyo3(signature = (instructions=None))]
+    fn compact<'py>(
+        &self,
+        py: Python<'py>,
+        instructions: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let shared = Arc::clone(&self.shared);
+        crate::aio::awaitable(py, async move {
+            let summary = shared
+                .session
+                .compact(instructions)
+                .await
+                .map_err(interactive_error)?;
+            let value = serde_json::to_value(&summary)
+                .map_err(|e| crate::errors::internal(e.to_string()))?;
+            Ok(Json(value))
+        })
+    }
+
+    /// True while a prompt runs (or one is queued to run next).
+    fn is_executing(&self) -> bool {
+        self.shared.session.is_executing()
+    }
+
+    /// The queued prompt as displayed, or `None`.
+    fn get_pending_prompt(&self) -> Option<String> {
+        self.shared.session.get_pending_prompt()
+    }
+
+    /// The chat messages (list of dicts).
+    fn get_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.get_messages())
+    }
+
+    /// The full history: messages and event entries (list of dicts).
+    fn get_full_history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.get_full_history())
+    }
+
+    /// How full the context window is (dict).
+    fn get_context_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.get_context_state())
+    }
+
+    /// The answer text of the current prompt so far.
+    fn get_streaming_text(&self) -> String {
+        self.shared.session.get_streaming_text()
+    }
+
+    /// The tool calls of the current prompt (list of dicts).
+    fn get_active_tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.get_active_tools())
+    }
+
+    /// The session's name.
+    fn get_name(&self) -> Option<String> {
+        self.shared.session.get_name()
+    }
+
+    /// Names the session (`None` clears the name).
+    #[pyo3(signature = (name))]
+    fn set_name(&self, name: Option<String>) {
+        self.shared.session.set_name(name);
+    }
+
+    /// The session id.
+    fn get_session_id(&self) -> String {
+        self.shared.session.get_session_id()
+    }
+
+    /// The permission mode.
+    fn get_permission_mode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.shared.session.session().permission_mode())
+    }
+
+    /// A new pull subscription; events emitted from now on are queued for it.
+    fn subscribe(&self) -> NativeEvents {
+        NativeEvents {
+            subscription: Arc::new(self.shared.session.subscribe_pull()),
+        }
+    }
+}
+
+/// A pull subscription to a session's events (internal; see `InteractiveSession.events()`).
+#[pyclass(frozen, module = "robota._native")]
+pub struct NativeEvents {
+    subscription: Arc<Subscription>,
+}
+
+#[pymethods]
+impl NativeEvents {
+    /// Waits up to `timeout` seconds for at least one event, then returns up to `max` queued
+    /// events as dicts (an empty list on timeout). Returns `None` once closed.
+    #[pyo3(signature = (max=1024, timeout=3600.0))]
+    fn next_batch<'py>(
+        &self,
+        py: Python<'py>,
+        max: usize,
+        timeout: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !timeout.is_finite() || timeout < 0.0 {
+            return Err(invalid_argument(
+                "`timeout` must be a non-negative number of seconds",
+            ));
+        }
+        let subscription = Arc::clone(&self.subscription);
+        let max = max.max(1);
+        crate::aio::awaitable(py, async move {
+            let mut events = Vec::new();
+            if let Some(first) = subscription.try_next_event() {
+                events.push(first);
+            } else {
+                match subscription
+                    .next_event(Duration::from_secs_f64(timeout))
+                    .await
+                {
+                    Some(first) => events.push(first),
+                    None => return Ok(EventBatch(None)),
+                }
+            }
+            while events.len() < max {
+                match subscription.try_next_event() {
+                    Some(event) => events.push(event),
+                    None => break,
+                }
+            }
+            Ok(EventBatch(Some(events)))
+        })
+    }
+
+    /// The queued events (up to `max`) without waiting.
+    #[pyo3(signature = (max=1024))]
+    fn drain<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
+        let mut events = Vec::new();
+        while events.len() < max.max(1) {
+            match self.subscription.try_next_event() {
+                Some(event) => events.push(event),
+                None => break,
+            }
+        }
+        events_to_list(py, &events).map(Bound::into_any)
+    }
+
+    /// Stops delivery; a waiting `next_batch` returns `None`.
+    fn close(&self) {
+        self.subscription.unsubscribe();
+    }
+}
+
+/// The result of `next_batch`: events, or `None` when the wait timed out or the subscription is
+/// closed (the caller tells them apart with its own closed flag).
+struct EventBatch(Option<Vec<InteractiveEvent>>);
+
+impl<'py> IntoPyObject<'py> for EventBatch {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> Result<Self::Output, Self::Error> {
+        match self.0 {
+            None => Ok(py.None().into_bound(py)),
+            Some(events) => events_to_list(py, &events).map(Bound::into_any),
+        }
+    }
+}
+
+fn events_to_list<'py>(
+    py: Python<'py>,
+    events: &[InteractiveEvent],
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for event in events {
+        list.append(event_to_py(py, event)?)?;
+    }
+    Ok(list)
+}
+
+/// One event as a dict, with a fast path for the most frequent kind.
+fn event_to_py<'py>(py: Python<'py>, event: &InteractiveEvent) -> PyResult<Bound<'py, PyAny>> {
+    if let InteractiveEventKind::TextDelta { text } = &event.kind {
+        let dict = PyDict::new(py);
+        dict.set_item(pyo3::intern!(py, "session_id"), &event.session_id)?;
+        dict.set_item(pyo3::intern!(py, "seq"), event.seq)?;
+        dict.set_item(pyo3::intern!(py, "type"), pyo3::intern!(py, "text_delta"))?;
+        dict.set_item(pyo3::intern!(py, "text"), text)?;
+        return Ok(dict.into_any());
+    }
+    let value = serde_json::to_value(event)
+        .map_err(|e| crate::errors::internal(format!("cannot convert an event: {e}")))?;
+    to_py(py, &value)
+}

@@ -1,0 +1,698 @@
+//! Host extensions as JSON calls: one [`HostFunction`] trait a binding implements once (a C
+//! completion object, a Python coroutine, a JS Promise), and adapters that turn such a function
+//! into each engine port a host can implement:
+//!
+//! | adapter | engine port | request (JSON) | answer (JSON) |
+//! |---|---|---|---|
+//! | [`HostTool`] | [`Tool`] | `{tool, input, tool_use_id, cwd}` | `{content, is_error?, response?}` or a string |
+//! | [`HostPermissionHandler`] | [`PermissionHandler`] | [`PermissionRequest`] | [`PermissionResponse`] (`{"type": "allow_once"}`, …) |
+//! | [`HostHookCallback`] | [`HookCallback`] | [`HookInput`] | [`HookCallbackResult`] (`{"type": "block", "reason"}`, …) |
+//! | [`HostCommand`] | [`SystemCommand`] | `{command, args, session_id, session_name, permission_mode, model, context_state}` | [`CommandResult`] (`success` defaults to true) or a string |
+//! | [`HostProvider`] | [`Provider`] | [`ProviderRequest`] | streamed [`HostProviderEvent`]s, then `{stop_reason?, usage?, model?, text?, tool_calls?, error?}` |
+//!
+//! A rejected call (`Err(message)`) is a failed tool result, a denial, a failed hook, a failed
+//! command or a provider error respectively. When the engine stops waiting (abort, timeout,
+//! session end) the future returned by [`HostFunction::call`] is dropped and the call's
+//! `cancel` token has fired; a host tool aborted that way reports the error result `"aborted"`,
+//! whatever the host answers later. Answers that do not have the documented shape are treated
+//! like rejections with a message naming the problem, so a buggy host never crashes the engine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+pub use tokio_util::sync::CancellationToken;
+
+use super::error::ApiError;
+use crate::framework::commands::{
+    CommandDescriptor, CommandHostContext, CommandModule, CommandResult, CommandSource,
+    SystemCommand,
+};
+use crate::hooks::{HookCallback, HookCallbackResult, HookEvent, HookInput};
+use crate::message::{ProviderError, ProviderErrorKind, Usage};
+use crate::provider::{
+    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    StopReason, StreamEvent, StreamSink, DEFAULT_CONTEXT_WINDOW,
+};
+use crate::session::{
+    HookCallbackRegistration, PermissionHandler, PermissionRequest, PermissionResponse,
+};
+use crate::tools::{Tool, ToolContext, ToolOutput};
+
+/// One call into the host.
+#[derive(Debug)]
+pub struct HostCall {
+    /// What the engine asks, as JSON (see the module table).
+    pub request: Value,
+    /// Fires when the engine no longer needs the answer (abort, timeout, session end).
+    pub cancel: CancellationToken,
+    /// For provider calls only: where the host streams [`HostProviderEvent`]s.
+    pub stream: Option<HostStream>,
+}
+
+/// Something the host implements once per binding: answers a JSON request with a JSON value
+/// (or a rejection message), possibly after a long time, possibly from another thread.
+#[async_trait]
+pub trait HostFunction: Send + Sync {
+    /// Answers one call. Dropping the returned future means the engine stopped waiting.
+    async fn call(&self, call: HostCall) -> Result<Value, String>;
+}
+
+/// The sending side of a host provider's stream. Cheap to clone; usable from any thread.
+#[derive(Debug, Clone)]
+pub struct HostStream {
+    sender: mpsc::UnboundedSender<HostProviderEvent>,
+}
+
+impl HostStream {
+    /// Sends one event (a [`HostProviderEvent`] as JSON). Fails when the value does not have
+    /// the shape of an event, or when the call is already over.
+    pub fn send(&self, event: Value) -> Result<(), ApiError> {
+        let event: HostProviderEvent = serde_json::from_value(event)
+            .map_err(|e| ApiError::invalid_json(format!("invalid provider event: {e}")))?;
+        self.sender.send(event).map_err(|_| {
+            ApiError::new(
+                super::ApiErrorKind::InvalidArgument,
+                "the provider call is over (answered, aborted or dropped); the event was ignored",
+            )
+        })
+    }
+}
+
+/// What a host provider streams while a call runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HostProviderEvent {
+    /// A piece of answer text.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// A piece of thinking text.
+    ThinkingDelta {
+        /// The text.
+        text: String,
+    },
+    /// One complete tool call.
+    ToolCall(HostToolCall),
+    /// Token usage so far (replaces earlier usage).
+    Usage(Usage),
+}
+
+/// A tool call from a host provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostToolCall {
+    /// The call's id (unique within the conversation).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as JSON (default `{}`); ignored when `arguments` is given.
+    #[serde(default)]
+    pub input: Option<Value>,
+    /// The arguments as raw JSON text.
+    #[serde(default)]
+    pub arguments: Option<String>,
+}
+
+/// The final answer of a host provider call; every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostProviderAnswer {
+    /// Why the model stopped (default: `tool_use` when there are tool calls, else `end_turn`).
+    pub stop_reason: Option<StopReason>,
+    /// Token usage (default: the last streamed usage, else zeros).
+    pub usage: Option<Usage>,
+    /// The model that answered (default: the provider's model).
+    pub model: Option<String>,
+    /// More answer text, appended after the streamed text (and reported as one delta).
+    pub text: Option<String>,
+    /// More tool calls, after the streamed ones.
+    pub tool_calls: Vec<HostToolCall>,
+    /// The call failed: `{kind, message}` with a provider error kind (`rate_limit`, `network`,
+    /// `provider`, …).
+    pub error: Option<HostProviderError>,
+}
+
+/// A failure a host provider reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostProviderError {
+    /// The failure class (default `provider`).
+    #[serde(default = "default_error_kind")]
+    pub kind: ProviderErrorKind,
+    /// What failed.
+    pub message: String,
+}
+
+fn default_error_kind() -> ProviderErrorKind {
+    ProviderErrorKind::Provider
+}
+
+// ---- tools ----
+
+/// The description of a host tool: `{name, description, input_schema, read_only?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostToolSpec {
+    /// The name the model calls.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of its input (default: any object).
+    #[serde(default = "default_schema")]
+    pub input_schema: Value,
+    /// Changes nothing (needs no approval, may run concurrently).
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+fn default_schema() -> Value {
+    json!({"type": "object"})
+}
+
+impl HostToolSpec {
+    /// Reads and checks a spec (a non-empty name, an object schema).
+    pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
+        let spec: HostToolSpec = serde_json::from_value(value)
+            .map_err(|e| ApiError::invalid_json(format!("invalid tool spec: {e}")))?;
+        if spec.name.trim().is_empty() {
+            return Err(ApiError::invalid_argument(
+                "a tool needs a non-empty `name`",
+            ));
+        }
+        if !spec.input_schema.is_object() {
+            return Err(ApiError::invalid_argument(format!(
+                "tool `{}`: `input_schema` must be a JSON Schema object",
+                spec.name
+            )));
+        }
+        Ok(spec)
+    }
+}
+
+/// A [`Tool`] answered by the host.
+pub struct HostTool {
+    spec: HostToolSpec,
+    function: Arc<dyn HostFunction>,
+}
+
+impl HostTool {
+    /// A tool described by `spec`, run by `function`.
+    pub fn new(spec: HostToolSpec, function: Arc<dyn HostFunction>) -> Self {
+        HostTool { spec, function }
+    }
+}
+
+/// The content of a host tool call aborted before the host answered.
+pub const ABORTED_TOOL_CONTENT: &str = "aborted";
+
+/// Turns a host tool's answer into the tool output.
+pub fn tool_output_from_answer(answer: Result<Value, String>) -> ToolOutput {
+    match answer {
+        Err(message) => ToolOutput::error(message),
+        Ok(Value::String(text)) => ToolOutput::text(text),
+        Ok(Value::Object(map)) => {
+            let Some(content) = map.get("content").and_then(Value::as_str) else {
+                return ToolOutput::error(
+                    "the host tool answered without a string `content` field",
+                );
+            };
+            let is_error = map
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let mut output = if is_error {
+                ToolOutput::error(content)
+            } else {
+                ToolOutput::text(content)
+            };
+            if let Some(response) = map.get("response") {
+                output.response = response.clone();
+            }
+            output
+        }
+        Ok(other) => ToolOutput::error(format!(
+            "the host tool answered {other}; expected {{\"content\": ..., \"is_error\": ...}}"
+        )),
+    }
+}
+
+#[async_trait]
+impl Tool for HostTool {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+    fn input_schema(&self) -> Value {
+        self.spec.input_schema.clone()
+    }
+    fn is_read_only(&self) -> bool {
+        self.spec.read_only
+    }
+    async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
+        let call = HostCall {
+            request: json!({
+                "tool": self.spec.name,
+                "input": input,
+                "tool_use_id": context.tool_use_id,
+                "cwd": context.cwd,
+            }),
+            cancel: context.cancel.clone(),
+            stream: None,
+        };
+        tokio::select! {
+            biased;
+            answer = self.function.call(call) => tool_output_from_answer(answer),
+            () = context.cancel.cancelled() => ToolOutput::error(ABORTED_TOOL_CONTENT),
+        }
+    }
+}
+
+// ---- permissions ----
+
+/// A [`PermissionHandler`] answered by the host.
+pub struct HostPermissionHandler {
+    function: Arc<dyn HostFunction>,
+}
+
+impl HostPermissionHandler {
+    /// A handler run by `function`.
+    pub fn new(function: Arc<dyn HostFunction>) -> Arc<Self> {
+        Arc::new(HostPermissionHandler { function })
+    }
+}
+
+/// Turns a permission handler's answer into the response (a rejection or a malformed answer
+/// denies, saying why).
+pub fn permission_response_from_answer(answer: Result<Value, String>) -> PermissionResponse {
+    match answer {
+        Err(message) => PermissionResponse::deny(message),
+        Ok(value) => serde_json::from_value(value).unwrap_or_else(|e| {
+            PermissionResponse::deny(format!(
+                "the host's permission answer was invalid ({e}); the call was denied"
+            ))
+        }),
+    }
+}
+
+#[async_trait]
+impl PermissionHandler for HostPermissionHandler {
+    async fn request_permission(
+        &self,
+        request: PermissionRequest,
+        cancel: CancellationToken,
+    ) -> PermissionResponse {
+        let request = match serde_json::to_value(&request) {
+            Ok(request) => request,
+            Err(e) => return PermissionResponse::deny(format!("cannot encode the request: {e}")),
+        };
+        let answer = self
+            .function
+            .call(HostCall {
+                request,
+                cancel,
+                stream: None,
+            })
+            .await;
+        permission_response_from_answer(answer)
+    }
+}
+
+// ---- hooks ----
+
+/// Where a host hook runs: `{event, matcher?, timeout_ms?}` (`event` as in settings, e.g.
+/// `PreToolUse`; `matcher` in Claude Code syntax, default all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostHookSpec {
+    /// The event.
+    pub event: HookEvent,
+    /// The matcher (`""` or `*`: everything).
+    #[serde(default)]
+    pub matcher: String,
+    /// The timeout in milliseconds (the event's default when absent).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl HostHookSpec {
+    /// Reads a spec.
+    pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
+        serde_json::from_value(value)
+            .map_err(|e| ApiError::invalid_json(format!("invalid hook spec: {e}")))
+    }
+
+    /// The registration for a session, calling `function`.
+    pub fn registration(&self, function: Arc<dyn HostFunction>) -> HookCallbackRegistration {
+        let mut registration = HookCallbackRegistration::new(
+            self.event,
+            self.matcher.clone(),
+            Arc::new(HostHookCallback { function }),
+        );
+        registration.timeout = self.timeout_ms.map(Duration::from_millis);
+        registration
+    }
+}
+
+/// A [`HookCallback`] answered by the host.
+pub struct HostHookCallback {
+    function: Arc<dyn HostFunction>,
+}
+
+/// Turns a hook's answer into its result.
+pub fn hook_result_from_answer(answer: Result<Value, String>) -> HookCallbackResult {
+    match answer {
+        Err(message) => HookCallbackResult::Error { message },
+        Ok(value) => serde_json::from_value(value).unwrap_or_else(|e| HookCallbackResult::Error {
+            message: format!("the host hook answered an invalid result: {e}"),
+        }),
+    }
+}
+
+#[async_trait]
+impl HookCallback for HostHookCallback {
+    fn name(&self) -> &str {
+        "host"
+    }
+
+    async fn call(&self, input: &HookInput) -> HookCallbackResult {
+        let request = match serde_json::to_value(input) {
+            Ok(request) => request,
+            Err(e) => {
+                return HookCallbackResult::Error {
+                    message: format!("cannot encode the hook input: {e}"),
+                }
+            }
+        };
+        // Dropped on timeout or cancellation; the guard tells the host.
+        let cancel = CancellationToken::new();
+        let _guard = cancel.clone().drop_guard();
+        let answer = self
+            .function
+            .call(HostCall {
+                request,
+                cancel,
+                stream: None,
+            })
+            .await;
+        hook_result_from_answer(answer)
+    }
+}
+
+// ---- commands ----
+
+/// A [`SystemCommand`] answered by the host.
+pub struct HostCommand {
+    descriptor: CommandDescriptor,
+    function: Arc<dyn HostFunction>,
+}
+
+impl HostCommand {
+    /// A command described by `descriptor` (a [`CommandDescriptor`] as JSON: `name`,
+    /// `description`, optional `aliases`, `argument_hint`, `model_invocable`,
+    /// `user_invocable`, `lifecycle`, `subcommands`), run by `function`.
+    pub fn from_json_value(
+        descriptor: Value,
+        function: Arc<dyn HostFunction>,
+    ) -> Result<Self, ApiError> {
+        let descriptor: CommandDescriptor = serde_json::from_value(descriptor)
+            .map_err(|e| ApiError::invalid_json(format!("invalid command descriptor: {e}")))?;
+        if descriptor.name.trim().is_empty() || descriptor.name.starts_with('/') {
+            return Err(ApiError::invalid_argument(format!(
+                "invalid command name `{}`: use a non-empty name without a leading slash",
+                descriptor.name
+            )));
+        }
+        Ok(HostCommand {
+            descriptor,
+            function,
+        })
+    }
+
+    /// The module holding the host's commands (`host`, source builtin: composed by the host
+    /// product).
+    pub fn module(commands: Vec<Arc<dyn SystemCommand>>) -> CommandModule {
+        let mut module = CommandModule::new("host", CommandSource::Builtin);
+        module.commands = commands;
+        module
+    }
+}
+
+/// Turns a command's answer into its result (`success` defaults to `true`; a string is a
+/// successful message).
+pub fn command_result_from_answer(answer: Result<Value, String>) -> CommandResult {
+    match answer {
+        Err(message) => CommandResult::error(message),
+        Ok(Value::String(message)) => CommandResult::ok(message),
+        Ok(Value::Object(mut map)) => {
+            map.entry("success").or_insert(Value::Bool(true));
+            map.entry("message").or_insert(Value::String(String::new()));
+            serde_json::from_value(Value::Object(map)).unwrap_or_else(|e| {
+                CommandResult::error(format!("the host command answered an invalid result: {e}"))
+            })
+        }
+        Ok(other) => CommandResult::error(format!(
+            "the host command answered {other}; expected {{\"message\": ..., \"success\": ...}}"
+        )),
+    }
+}
+
+#[async_trait]
+impl SystemCommand for HostCommand {
+    fn descriptor(&self) -> &CommandDescriptor {
+        &self.descriptor
+    }
+
+    async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
+        let request = json!({
+            "command": self.descriptor.name,
+            "args": args,
+            "session_id": ctx.session_id(),
+            "session_name": ctx.session_name(),
+            "permission_mode": ctx.permission_mode(),
+            "model": ctx.model(),
+            "context_state": ctx.context_state(),
+        });
+        let cancel = CancellationToken::new();
+        let _guard = cancel.clone().drop_guard();
+        let answer = self
+            .function
+            .call(HostCall {
+                request,
+                cancel,
+                stream: None,
+            })
+            .await;
+        command_result_from_answer(answer)
+    }
+}
+
+// ---- providers ----
+
+/// What a host provider says about itself: `{name?, model?, context_window?, thinking?}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostProviderInfo {
+    /// The provider name (default `host`).
+    pub name: String,
+    /// The model (default `host`).
+    pub model: String,
+    /// The context window in tokens.
+    pub context_window: u64,
+    /// Whether it supports extended thinking.
+    pub thinking: bool,
+}
+
+impl Default for HostProviderInfo {
+    fn default() -> Self {
+        HostProviderInfo {
+            name: "host".into(),
+            model: "host".into(),
+            context_window: DEFAULT_CONTEXT_WINDOW,
+            thinking: false,
+        }
+    }
+}
+
+impl HostProviderInfo {
+    /// Reads the info (`null`: all defaults).
+    pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
+        if value.is_null() {
+            return Ok(HostProviderInfo::default());
+        }
+        serde_json::from_value(value)
+            .map_err(|e| ApiError::invalid_json(format!("invalid provider info: {e}")))
+    }
+}
+
+/// A [`Provider`] whose model calls the host answers.
+pub struct HostProvider {
+    info: HostProviderInfo,
+    function: Arc<dyn HostFunction>,
+}
+
+impl HostProvider {
+    /// A provider described by `info`, run by `function`.
+    pub fn new(info: HostProviderInfo, function: Arc<dyn HostFunction>) -> Self {
+        HostProvider { info, function }
+    }
+
+    fn error(&self, kind: ProviderErrorKind, message: impl Into<String>) -> ProviderError {
+        ProviderError::new(kind, self.info.name.clone(), message)
+    }
+}
+
+/// The response being assembled from streamed events.
+#[derive(Default)]
+struct Assembly {
+    response: ProviderResponse,
+}
+
+impl Assembly {
+    fn apply(&mut self, event: HostProviderEvent, on_event: &StreamSink<'_>) {
+        match event {
+            HostProviderEvent::TextDelta { text } => {
+                self.response.text.push_str(&text);
+                on_event(StreamEvent::TextDelta(text));
+            }
+            HostProviderEvent::ThinkingDelta { text } => {
+                match self.response.thinking.last_mut() {
+                    Some(block) => block.thinking.push_str(&text),
+                    None => self.response.thinking.push(crate::provider::ThinkingBlock {
+                        thinking: text.clone(),
+                        signature: None,
+                    }),
+                }
+                on_event(StreamEvent::ThinkingDelta(text));
+            }
+            HostProviderEvent::ToolCall(call) => self.tool_call(call, on_event),
+            HostProviderEvent::Usage(usage) => self.response.usage = usage,
+        }
+    }
+
+    fn tool_call(&mut self, call: HostToolCall, on_event: &StreamSink<'_>) {
+        let arguments = call
+            .arguments
+            .unwrap_or_else(|| call.input.unwrap_or_else(|| json!({})).to_string());
+        let index = self.response.tool_calls.len();
+        on_event(StreamEvent::ToolCallStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        on_event(StreamEvent::ToolCallDelta {
+            index,
+            partial_json: arguments.clone(),
+        });
+        self.response.tool_calls.push(ProviderToolCall {
+            id: call.id,
+            name: call.name,
+            arguments,
+        });
+    }
+}
+
+#[async_trait]
+impl Provider for HostProvider {
+    fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    fn model(&self) -> &str {
+        &self.info.model
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities {
+            streaming: true,
+            tools: true,
+            thinking: self.info.thinking,
+            context_window: self.info.context_window,
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ProviderRequest,
+        on_event: &StreamSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let request = serde_json::to_value(request).map_err(|e| {
+            self.error(
+                ProviderErrorKind::InvalidRequest,
+                format!("cannot encode: {e}"),
+            )
+        })?;
+        let (sender, mut events) = mpsc::unbounded_channel();
+        // The call's own token: fired on abort (child of `cancel`) and when this future is
+        // dropped.
+        let call_cancel = cancel.child_token();
+        let _guard = call_cancel.clone().drop_guard();
+        let call = self.function.call(HostCall {
+            request,
+            cancel: call_cancel,
+            stream: Some(HostStream { sender }),
+        });
+        tokio::pin!(call);
+        let mut assembly = Assembly::default();
+        let answer = loop {
+            tokio::select! {
+                biased;
+                Some(event) = events.recv() => assembly.apply(event, on_event),
+                answer = &mut call => break answer,
+                () = cancel.cancelled() => {
+                    while let Ok(event) = events.try_recv() {
+                        assembly.apply(event, on_event);
+                    }
+                    let mut response = assembly.response;
+                    response.stop_reason = StopReason::Aborted;
+                    response.model = self.info.model.clone();
+                    return Ok(response);
+                }
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            assembly.apply(event, on_event);
+        }
+        let value = answer.map_err(|message| self.error(ProviderErrorKind::Provider, message))?;
+        let answer: HostProviderAnswer = if value.is_null() {
+            HostProviderAnswer::default()
+        } else {
+            serde_json::from_value(value).map_err(|e| {
+                self.error(
+                    ProviderErrorKind::Provider,
+                    format!("the host provider answered an invalid result: {e}"),
+                )
+            })?
+        };
+        if let Some(error) = answer.error {
+            return Err(self.error(error.kind, error.message));
+        }
+        if let Some(text) = answer.text.filter(|t| !t.is_empty()) {
+            assembly.apply(HostProviderEvent::TextDelta { text }, on_event);
+        }
+        for call in answer.tool_calls {
+            assembly.tool_call(call, on_event);
+        }
+        let mut response = assembly.response;
+        if let Some(usage) = answer.usage {
+            response.usage = usage;
+        }
+        response.model = answer.model.unwrap_or_else(|| self.info.model.clone());
+        response.stop_reason = answer
+            .stop_reason
+            .unwrap_or(if response.tool_calls.is_empty() {
+                StopReason::EndTurn
+            } else {
+                StopReason::ToolUse
+            });
+        Ok(response)
+    }
+}

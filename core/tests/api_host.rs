@@ -1,0 +1,342 @@
+//! The binding-facing host adapters (`robota::api::host`): a [`HostFunction`] written here in
+//! Rust stands in for a binding's callback, and each adapter is checked against its engine
+//! port: answers, rejections, malformed answers and cancellation.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use robota::api::{
+    async_trait, command_result_from_answer, hook_result_from_answer,
+    permission_response_from_answer, tool_output_from_answer, CancellationToken, HostCall,
+    HostCommand, HostFunction, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
+    HostTool, HostToolSpec, ABORTED_TOOL_CONTENT,
+};
+use robota::framework::commands::SystemCommand;
+use robota::hooks::{HookCallbackResult, HookEvent};
+use robota::message::ProviderErrorKind;
+use robota::provider::{Provider, ProviderRequest, StopReason, StreamEvent};
+use robota::session::{PermissionHandler, PermissionResponse, SettingsDestination};
+use robota::tools::{Tool, ToolContext};
+use serde_json::{json, Value};
+
+/// Answers every call with the same result after streaming `events`, recording requests.
+struct Canned {
+    answer: Result<Value, String>,
+    events: Vec<Value>,
+    delay: Duration,
+    requests: Mutex<Vec<Value>>,
+}
+
+impl Canned {
+    fn new(answer: Result<Value, String>) -> Arc<Self> {
+        Arc::new(Canned {
+            answer,
+            events: Vec::new(),
+            delay: Duration::ZERO,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl HostFunction for Canned {
+    async fn call(&self, call: HostCall) -> Result<Value, String> {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(call.request.clone());
+        if let Some(stream) = &call.stream {
+            for event in &self.events {
+                stream.send(event.clone()).map_err(|e| e.to_string())?;
+            }
+        }
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.answer.clone()
+    }
+}
+
+fn context(cancel: CancellationToken) -> ToolContext {
+    ToolContext {
+        tool_use_id: "t1".into(),
+        cwd: std::env::temp_dir(),
+        cancel,
+    }
+}
+
+fn spec(read_only: bool) -> HostToolSpec {
+    HostToolSpec::from_json_value(json!({
+        "name": "lookup", "description": "Looks things up.", "read_only": read_only
+    }))
+    .expect("valid spec")
+}
+
+#[tokio::test]
+async fn host_tool_maps_answers_and_requests() {
+    let host = Canned::new(Ok(json!({"content": "sunny", "response": {"temp": 21}})));
+    let tool = HostTool::new(spec(true), host.clone());
+    assert_eq!(tool.name(), "lookup");
+    assert!(tool.is_read_only());
+    assert_eq!(tool.input_schema(), json!({"type": "object"}));
+    let output = tool
+        .execute(json!({"city": "Paris"}), context(CancellationToken::new()))
+        .await;
+    assert_eq!(output.content, "sunny");
+    assert!(!output.is_error);
+    assert_eq!(output.response, json!({"temp": 21}));
+    let request = host.requests.lock().expect("lock")[0].clone();
+    assert_eq!(request["tool"], "lookup");
+    assert_eq!(request["input"], json!({"city": "Paris"}));
+    assert_eq!(request["tool_use_id"], "t1");
+
+    assert_eq!(tool_output_from_answer(Ok(json!("plain"))).content, "plain");
+    let failed = tool_output_from_answer(Ok(json!({"content": "bad", "is_error": true})));
+    assert!(failed.is_error);
+    let rejected = tool_output_from_answer(Err("no network".into()));
+    assert!(rejected.is_error);
+    assert_eq!(rejected.content, "no network");
+    assert!(tool_output_from_answer(Ok(json!(5))).is_error);
+    assert!(tool_output_from_answer(Ok(json!({"text": "x"}))).is_error);
+}
+
+#[tokio::test]
+async fn host_tool_reports_aborted_when_cancelled() {
+    let host = Arc::new(Canned {
+        answer: Ok(json!("too late")),
+        events: Vec::new(),
+        delay: Duration::from_secs(30),
+        requests: Mutex::new(Vec::new()),
+    });
+    let tool = HostTool::new(spec(false), host);
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        trigger.cancel();
+    });
+    let output = tokio::time::timeout(
+        Duration::from_secs(5),
+        tool.execute(json!({}), context(cancel)),
+    )
+    .await
+    .expect("cancellation ends the call");
+    assert!(output.is_error);
+    assert_eq!(output.content, ABORTED_TOOL_CONTENT);
+}
+
+#[test]
+fn tool_specs_are_validated() {
+    assert!(HostToolSpec::from_json_value(json!({"name": ""})).is_err());
+    assert!(HostToolSpec::from_json_value(json!({"name": "x", "input_schema": 1})).is_err());
+    assert!(HostToolSpec::from_json_value(json!({"name": "x", "bogus": 1})).is_err());
+    assert!(HostToolSpec::from_json_value(json!({"description": "x"})).is_err());
+}
+
+#[tokio::test]
+async fn permission_handler_parses_answers() {
+    assert_eq!(
+        permission_response_from_answer(Ok(json!({"type": "allow_once"}))),
+        PermissionResponse::AllowOnce
+    );
+    assert_eq!(
+        permission_response_from_answer(Ok(
+            json!({"type": "allow_always", "destination": "projectSettings"})
+        )),
+        PermissionResponse::allow_always(SettingsDestination::ProjectSettings)
+    );
+    assert_eq!(
+        permission_response_from_answer(Err("away".into())),
+        PermissionResponse::deny("away")
+    );
+    assert!(matches!(
+        permission_response_from_answer(Ok(json!({"type": "maybe"}))),
+        PermissionResponse::Deny { .. }
+    ));
+
+    let host = Canned::new(Ok(json!({"type": "allow_session", "rules": ["lookup"]})));
+    let handler = HostPermissionHandler::new(host.clone());
+    let request: robota::session::PermissionRequest = serde_json::from_value(json!({
+        "request_id": "perm_1", "tool_name": "lookup", "input": {}, "tool_use_id": "t1",
+        "reason": "no rule allows it", "basis": "needs_approval", "suggested_rules": ["lookup"],
+        "settings_targets": [], "permission_mode": "default"
+    }))
+    .expect("a request");
+    let answer = handler
+        .request_permission(request, CancellationToken::new())
+        .await;
+    assert_eq!(
+        answer,
+        PermissionResponse::AllowSession {
+            rules: vec!["lookup".into()]
+        }
+    );
+    assert_eq!(
+        host.requests.lock().expect("lock")[0]["tool_name"],
+        "lookup"
+    );
+}
+
+#[test]
+fn hook_results_and_specs() {
+    assert_eq!(
+        hook_result_from_answer(Ok(json!({"type": "block", "reason": "no"}))),
+        HookCallbackResult::block("no")
+    );
+    assert!(matches!(
+        hook_result_from_answer(Ok(json!({"type": "nonsense"}))),
+        HookCallbackResult::Error { .. }
+    ));
+    assert_eq!(
+        hook_result_from_answer(Err("failed".into())),
+        HookCallbackResult::Error {
+            message: "failed".into()
+        }
+    );
+    let spec = HostHookSpec::from_json_value(
+        json!({"event": "PreToolUse", "matcher": "Bash", "timeout_ms": 500}),
+    )
+    .expect("valid hook spec");
+    let registration = spec.registration(Canned::new(Ok(json!({"type": "continue"}))));
+    assert_eq!(registration.event, HookEvent::PreToolUse);
+    assert_eq!(registration.matcher, "Bash");
+    assert_eq!(registration.timeout, Some(Duration::from_millis(500)));
+    assert!(HostHookSpec::from_json_value(json!({"event": "Nope"})).is_err());
+}
+
+#[test]
+fn command_results_and_descriptors() {
+    let ok = command_result_from_answer(Ok(json!({"message": "done"})));
+    assert!(ok.success);
+    assert_eq!(ok.message, "done");
+    let text = command_result_from_answer(Ok(json!("hi")));
+    assert!(text.success);
+    let failed = command_result_from_answer(Err("broken".into()));
+    assert!(!failed.success);
+    assert!(!command_result_from_answer(Ok(json!([1]))).success);
+    let host = Canned::new(Ok(json!("x")));
+    let command = HostCommand::from_json_value(
+        json!({"name": "greet", "description": "Greets.", "aliases": ["hi"]}),
+        host.clone(),
+    )
+    .expect("valid descriptor");
+    assert_eq!(command.descriptor().aliases, vec!["hi".to_string()]);
+    assert!(
+        HostCommand::from_json_value(json!({"name": "/x", "description": "d"}), host.clone())
+            .is_err()
+    );
+    assert!(HostCommand::from_json_value(json!({"name": "x"}), host.clone()).is_err());
+    let module = HostCommand::module(vec![Arc::new(command)]);
+    assert_eq!(module.name, "host");
+    assert_eq!(module.descriptors().len(), 1);
+}
+
+#[tokio::test]
+async fn host_provider_assembles_streamed_events() {
+    let host = Arc::new(Canned {
+        answer: Ok(json!({"usage": {"input_tokens": 7, "output_tokens": 3}, "text": "!"})),
+        events: vec![
+            json!({"type": "text_delta", "text": "Hel"}),
+            json!({"type": "text_delta", "text": "lo"}),
+            json!({"type": "tool_call", "id": "c1", "name": "lookup", "input": {"q": 1}}),
+        ],
+        delay: Duration::ZERO,
+        requests: Mutex::new(Vec::new()),
+    });
+    let provider = HostProvider::new(
+        HostProviderInfo::from_json_value(json!({"name": "mine", "model": "m-1"}))
+            .expect("valid info"),
+        host.clone(),
+    );
+    assert_eq!(provider.name(), "mine");
+    assert_eq!(provider.model(), "m-1");
+    let seen = Mutex::new(Vec::new());
+    let sink = |event: StreamEvent| seen.lock().expect("lock").push(event);
+    let response = provider
+        .stream(
+            &ProviderRequest::default(),
+            &sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("a response");
+    assert_eq!(response.text, "Hello!");
+    assert_eq!(response.tool_calls.len(), 1);
+    assert_eq!(response.tool_calls[0].arguments, r#"{"q":1}"#);
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+    assert_eq!(response.usage.input_tokens, 7);
+    assert_eq!(response.model, "m-1");
+    let seen = seen.lock().expect("lock");
+    assert!(matches!(&seen[0], StreamEvent::TextDelta(t) if t == "Hel"));
+    assert!(seen
+        .iter()
+        .any(|e| matches!(e, StreamEvent::ToolCallStart { name, .. } if name == "lookup")));
+}
+
+#[tokio::test]
+async fn host_provider_errors_and_cancellation() {
+    let sink = |_event: StreamEvent| {};
+    let rejected = HostProvider::new(
+        HostProviderInfo::default(),
+        Canned::new(Err("offline".into())),
+    );
+    let error = rejected
+        .stream(
+            &ProviderRequest::default(),
+            &sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect_err("a rejection is an error");
+    assert_eq!(error.message, "offline");
+    let limited = HostProvider::new(
+        HostProviderInfo::default(),
+        Canned::new(Ok(
+            json!({"error": {"kind": "rate_limit", "message": "slow down"}}),
+        )),
+    );
+    let error = limited
+        .stream(
+            &ProviderRequest::default(),
+            &sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect_err("an error answer is an error");
+    assert_eq!(error.kind, ProviderErrorKind::RateLimit);
+    let invalid = HostProvider::new(HostProviderInfo::default(), Canned::new(Ok(json!(3))));
+    assert!(invalid
+        .stream(
+            &ProviderRequest::default(),
+            &sink,
+            &CancellationToken::new()
+        )
+        .await
+        .is_err());
+
+    let slow = HostProvider::new(
+        HostProviderInfo::default(),
+        Arc::new(Canned {
+            answer: Ok(Value::Null),
+            events: vec![json!({"type": "text_delta", "text": "partial"})],
+            delay: Duration::from_secs(30),
+            requests: Mutex::new(Vec::new()),
+        }),
+    );
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        trigger.cancel();
+    });
+    let response = tokio::time::timeout(
+        Duration::from_secs(5),
+        slow.stream(&ProviderRequest::default(), &sink, &cancel),
+    )
+    .await
+    .expect("cancellation ends the call")
+    .expect("an aborted response");
+    assert_eq!(response.stop_reason, StopReason::Aborted);
+    assert_eq!(response.text, "partial");
+    assert!(HostProviderInfo::from_json_value(json!({"bogus": 1})).is_err());
+}

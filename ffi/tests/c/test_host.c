@@ -1,0 +1,1150 @@
+/* test_host.c: host extensions through completion objects (permission handler, host tools,
+ * commands, hooks, host providers), the session functions around them, queries, abort and
+ * free with work in flight, fork detection, an HTTP turn against mock-llm
+ * (ROBOTA_MOCK_URL) and invalid inputs. Built with -std=c11 -Wall -Wextra -Werror -pedantic
+ * -pthread and run by ffi/tests/c_abi.rs. Exits 0 when every check passes. */
+#include "common.h"
+
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *BASE_OPTIONS =
+    "{\"system_prompt\": \"test\", \"load_project_context\": false, \"builtin_tools\": false}";
+
+static const char *LOOKUP_SPEC =
+    "{\"name\": \"lookup\", \"description\": \"Looks up the weather.\", \"input_schema\": "
+    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}}";
+
+static const char *LOOKUP_RO_SPEC =
+    "{\"name\": \"lookup\", \"description\": \"Looks up the weather.\", \"read_only\": true}";
+
+/* ---- shared host state ---- */
+typedef struct {
+  atomic_int calls;
+  atomic_int finalized;
+  atomic_int bad_request;
+  const char *answer;   /* resolve with this JSON (NULL: keep the completion) */
+  const char *expect;   /* the request must contain this */
+  long delay_ms;        /* resolve from another thread after this long */
+  int reject;           /* reject instead of resolving */
+  robota_session *abort_session; /* abort this session from inside the callback */
+  _Atomic(robota_completion *) kept;
+} host;
+
+static void host_init(host *h, const char *answer) {
+  atomic_init(&h->calls, 0);
+  atomic_init(&h->finalized, 0);
+  atomic_init(&h->bad_request, 0);
+  h->answer = answer;
+  h->expect = NULL;
+  h->delay_ms = 0;
+  h->reject = 0;
+  h->abort_session = NULL;
+  atomic_init(&h->kept, NULL);
+}
+
+static void host_free(void *user_data) {
+  host *h = (host *)user_data;
+  atomic_fetch_add(&h->finalized, 1);
+}
+
+typedef struct {
+  robota_completion *completion;
+  const char *answer;
+  long delay_ms;
+} later;
+
+static void *resolve_later(void *arg) {
+  later *l = (later *)arg;
+  sleep_ms(l->delay_ms);
+  resolve_str(l->completion, l->answer);
+  free(l);
+  return NULL;
+}
+
+/* The one host callback every extension uses in these tests. */
+static void on_host_call(void *user_data, const char *request, size_t len,
+                         robota_completion *c) {
+  host *h = (host *)user_data;
+  atomic_fetch_add(&h->calls, 1);
+  if (request == NULL || strlen(request) != len || request[0] != '{' ||
+      robota_completion_id(c) == 0 || robota_completion_is_cancelled(c) != 0)
+    atomic_fetch_add(&h->bad_request, 1);
+  if (h->expect != NULL && !contains(request, h->expect)) {
+    fprintf(stderr, "request without %s: %s\n", h->expect, request);
+    atomic_fetch_add(&h->bad_request, 1);
+  }
+  if (h->abort_session != NULL) {
+    /* Abort from inside a callback: allowed; the completion is then cancelled. */
+    CHECK(robota_session_abort(h->abort_session, NULL) == ROBOTA_STATUS_OK);
+  }
+  if (h->answer == NULL) {
+    atomic_store(&h->kept, c);
+    return;
+  }
+  if (h->reject) {
+    CHECK(robota_completion_reject(c, h->answer, strlen(h->answer), NULL) == ROBOTA_STATUS_OK);
+    return;
+  }
+  if (h->delay_ms > 0) {
+    later *l = malloc(sizeof *l);
+    l->completion = c;
+    l->answer = h->answer;
+    l->delay_ms = h->delay_ms;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, resolve_later, l) != 0) {
+      failures++;
+      free(l);
+      resolve_str(c, h->answer);
+      return;
+    }
+    pthread_detach(thread);
+    return;
+  }
+  resolve_str(c, h->answer);
+}
+
+/* ---- events ---- */
+typedef struct {
+  atomic_int interrupted;
+  atomic_int completes;
+  atomic_int errors;
+  atomic_int permission_requests;
+  atomic_int model_unavailable; /* events mentioning the host provider's rejection */
+} counts;
+
+static void on_event(void *user_data, const robota_event *ev) {
+  counts *c = (counts *)user_data;
+  if (strcmp(ev->kind, "interrupted") == 0) atomic_fetch_add(&c->interrupted, 1);
+  if (strcmp(ev->kind, "complete") == 0) atomic_fetch_add(&c->completes, 1);
+  if (strcmp(ev->kind, "error") == 0) atomic_fetch_add(&c->errors, 1);
+  if (strcmp(ev->kind, "permission_request") == 0)
+    atomic_fetch_add(&c->permission_requests, 1);
+  if (contains(ev->json, "model unavailable")) atomic_fetch_add(&c->model_unavailable, 1);
+}
+
+static void counts_init(counts *c) {
+  atomic_init(&c->interrupted, 0);
+  atomic_init(&c->completes, 0);
+  atomic_init(&c->errors, 0);
+  atomic_init(&c->permission_requests, 0);
+  atomic_init(&c->model_unavailable, 0);
+}
+
+static void run_prompt(robota_session *s, const char *prompt) {
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, prompt, strlen(prompt), &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 20000, &e_));
+}
+
+static const char *TOOL_THEN_TEXT =
+    "{\"type\":\"scripted\",\"turns\":["
+    "{\"tool_calls\":[{\"id\":\"t1\",\"name\":\"lookup\",\"input\":{\"city\":\"Paris\"}}]},"
+    "{\"text\":\"It is sunny.\"}]}";
+
+/* Permission allow_once + a host tool answered from another thread. */
+static void test_tool_allowed(robota_runtime *rt) {
+  host perm, tool;
+  host_init(&perm, "{\"type\":\"allow_once\"}");
+  perm.expect = "\"tool_name\":\"lookup\"";
+  host_init(&tool, "{\"content\":\"sunny, 21C\"}");
+  tool.expect = "\"city\":\"Paris\"";
+  tool.delay_ms = 30;
+
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_add_tool(o, LOOKUP_SPEC,
+                                                                  strlen(LOOKUP_SPEC),
+                                                                  on_host_call, &tool,
+                                                                  host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  counts c;
+  counts_init(&c);
+  uint64_t sub = 0;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_subscribe(s, on_event, &c, NULL, &sub, &e_));
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&perm.calls) == 1);
+  CHECK(atomic_load(&tool.calls) == 1);
+  CHECK(atomic_load(&perm.bad_request) == 0);
+  CHECK(atomic_load(&tool.bad_request) == 0);
+  CHECK(atomic_load(&c.permission_requests) == 1);
+  CHECK(atomic_load(&c.completes) == 1);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "sunny, 21C"));
+  CHECK(contains(messages, "It is sunny."));
+  robota_string_free(messages);
+
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_full_history(s, &json, &e_));
+  CHECK(contains(json, "\"category\""));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_context_state(s, &json, &e_));
+  CHECK(json != NULL && json[0] == '{');
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_id(s, &json, &e_));
+  CHECK(json != NULL && strlen(json) > 0);
+  robota_string_free(json);
+
+  robota_session_free(s);
+  CHECK(wait_for(&perm.finalized, 1, 5000) && atomic_load(&perm.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* Deny with a message: the tool never runs; the model sees the message. */
+static void test_permission_denied(robota_runtime *rt) {
+  host perm, tool;
+  host_init(&perm, "{\"type\":\"deny\",\"message\":\"not today\"}");
+  host_init(&tool, "{\"content\":\"never\"}");
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&perm.calls) == 1);
+  CHECK(atomic_load(&tool.calls) == 0);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "not today"));
+  robota_string_free(messages);
+  robota_session_free(s);
+  /* The options still hold the callbacks. */
+  CHECK(atomic_load(&perm.finalized) == 0);
+  robota_session_options_free(o);
+  CHECK(wait_for(&perm.finalized, 1, 5000) && atomic_load(&perm.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+
+  /* A rejection denies too. */
+  host_init(&perm, "the user is away");
+  perm.reject = 1;
+  host_init(&tool, "{\"content\":\"never\"}");
+  p = make_provider(rt, TOOL_THEN_TEXT);
+  o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, NULL, &e_));
+  s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&tool.calls) == 0);
+  messages = messages_of(s);
+  CHECK(contains(messages, "the user is away"));
+  robota_string_free(messages);
+  robota_session_free(s);
+}
+
+/* allow_session: the second call of the tool is not asked about. */
+static void test_allow_session(robota_runtime *rt) {
+  host perm, tool;
+  host_init(&perm, "{\"type\":\"allow_session\",\"rules\":[\"lookup\"]}");
+  host_init(&tool, "\"cloudy\"");
+  robota_provider *p = make_provider(
+      rt,
+      "{\"type\":\"scripted\",\"turns\":["
+      "{\"tool_calls\":[{\"id\":\"t1\",\"name\":\"lookup\",\"input\":{\"city\":\"Rome\"}}]},"
+      "{\"tool_calls\":[{\"id\":\"t2\",\"name\":\"lookup\",\"input\":{\"city\":\"Oslo\"}}]},"
+      "{\"text\":\"Both looked up.\"}]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "two cities");
+  CHECK(atomic_load(&perm.calls) == 1);
+  CHECK(atomic_load(&tool.calls) == 2);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "Both looked up."));
+  robota_string_free(messages);
+  robota_session_free(s);
+  /* Finalizers run once the engine dropped the session (possibly just after free returns). */
+  CHECK(wait_for(&perm.finalized, 1, 5000) && atomic_load(&perm.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* allow_always: the rule is saved to the chosen settings file. */
+static void test_allow_always(robota_runtime *rt) {
+  mkdir("allow-always-test", 0700);
+  remove("allow-always-test/.claude/settings.local.json");
+  host perm, tool;
+  host_init(&perm, "{\"type\":\"allow_always\",\"destination\":\"localSettings\"}");
+  host_init(&tool, "\"ok\"");
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(
+      "{\"system_prompt\": \"t\", \"load_project_context\": false, \"builtin_tools\": false,"
+      " \"cwd\": \"allow-always-test\"}");
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&perm.calls) == 1);
+  CHECK(atomic_load(&tool.calls) == 1);
+  robota_session_free(s);
+  FILE *f = fopen("allow-always-test/.claude/settings.local.json", "r");
+  CHECK(f != NULL);
+  if (f != NULL) {
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    CHECK(contains(text, "\"lookup\""));
+  }
+  CHECK(wait_for(&perm.finalized, 1, 5000) && atomic_load(&perm.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* ---- commands ---- */
+static robota_session *greet_session = NULL;
+
+static void on_greet(void *user_data, const char *request, size_t len, robota_completion *c) {
+  host *h = (host *)user_data;
+  (void)len;
+  atomic_fetch_add(&h->calls, 1);
+  if (greet_session != NULL) {
+    /* Blocking calls are refused on engine threads (inside callbacks). */
+    char *json = NULL;
+    CHECK(robota_session_execute_command_blocking(greet_session, "help", 4, NULL, 0, 1000, &json,
+                                                  NULL) == ROBOTA_STATUS_INVALID_STATE);
+    CHECK(json == NULL);
+    CHECK(robota_session_shutdown(greet_session, 10, NULL) == ROBOTA_STATUS_INVALID_STATE);
+    /* Non-blocking ones work. */
+    CHECK(robota_session_list_commands(greet_session, &json, NULL) == ROBOTA_STATUS_OK);
+    robota_string_free(json);
+  }
+  if (contains(request, "\"args\":\"fail\"")) {
+    CHECK(robota_completion_reject(c, "greeting failed", 15, NULL) == ROBOTA_STATUS_OK);
+  } else if (contains(request, "\"args\":\"world\"")) {
+    resolve_str(c, "{\"message\":\"Hello, world!\",\"data\":{\"n\":1}}");
+  } else {
+    resolve_str(c, "\"Hello, whoever!\"");
+  }
+}
+
+typedef struct {
+  atomic_int done;
+  atomic_int status;
+  char json[16384];
+} result_slot;
+
+static void on_result(void *user_data, const robota_error *error, const char *json, size_t len) {
+  result_slot *r = (result_slot *)user_data;
+  if (error != NULL) {
+    atomic_store(&r->status, robota_error_code(error));
+    CHECK(json == NULL);
+  } else {
+    atomic_store(&r->status, ROBOTA_STATUS_OK);
+    CHECK(json != NULL && strlen(json) == len);
+    snprintf(r->json, sizeof r->json, "%s", json);
+  }
+  atomic_fetch_add(&r->done, 1);
+}
+
+static void result_init(result_slot *r) {
+  atomic_init(&r->done, 0);
+  atomic_init(&r->status, -1);
+  r->json[0] = '\0';
+}
+
+static void test_commands(robota_runtime *rt) {
+  host greet;
+  host_init(&greet, NULL);
+  const char *descriptor =
+      "{\"name\":\"greet\",\"description\":\"Greets someone.\",\"argument_hint\":\"<name>\"}";
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_command(o, descriptor, strlen(descriptor), on_greet,
+                                                   &greet, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  greet_session = s;
+
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_commands(s, &json, &e_));
+  CHECK(contains(json, "\"name\":\"greet\""));
+  CHECK(contains(json, "\"name\":\"rename\""));
+  robota_string_free(json);
+  json = NULL;
+
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "/greet", 6, "world", 5, 10000, &json, &e_));
+  CHECK(contains(json, "Hello, world!"));
+  CHECK(contains(json, "\"success\":true"));
+  CHECK(contains(json, "\"n\":1"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "greet", 5, "fail", 4, 10000, &json, &e_));
+  CHECK(contains(json, "greeting failed"));
+  CHECK(contains(json, "\"success\":false"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_COMMAND, robota_session_execute_command_blocking(
+                                           s, "nope", 4, NULL, 0, 10000, &json, &e_));
+  CHECK(json == NULL);
+
+  /* Asynchronous, with a result callback. */
+  result_slot r;
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_execute_command(s, "greet", 5, "", 0, on_result, &r, &e_));
+  CHECK(wait_for(&r.done, 1, 10000));
+  CHECK(atomic_load(&r.status) == ROBOTA_STATUS_OK);
+  CHECK(contains(r.json, "Hello, whoever!"));
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_execute_command(s, "nope", 4, "", 0, on_result, &r, &e_));
+  CHECK(wait_for(&r.done, 1, 10000));
+  CHECK(atomic_load(&r.status) == ROBOTA_STATUS_COMMAND);
+
+  /* Built-in rename, then get/set name. */
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "rename", 6, "Weather chat", 12, 10000, &json, &e_));
+  CHECK(contains(json, "session_renamed"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_name(s, &json, &e_));
+  CHECK(json != NULL && strcmp(json, "Weather chat") == 0);
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_set_name(s, "Other", 5, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_name(s, &json, &e_));
+  CHECK(json != NULL && strcmp(json, "Other") == 0);
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_set_name(s, NULL, 0, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_name(s, &json, &e_));
+  CHECK(json == NULL);
+
+  CHECK(atomic_load(&greet.calls) == 3);
+  greet_session = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_shutdown(s, 10000, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_STATE, robota_session_submit(s, "late", 4, &e_));
+  robota_session_free(s);
+  CHECK(wait_for(&greet.finalized, 1, 5000) && atomic_load(&greet.finalized) == 1);
+}
+
+/* A PreToolUse hook callback blocks the tool. */
+static void test_hook_blocks_tool(robota_runtime *rt) {
+  host hook, tool;
+  host_init(&hook, "{\"type\":\"block\",\"reason\":\"no lookups today\"}");
+  hook.expect = "\"hook_event_name\":\"PreToolUse\"";
+  host_init(&tool, "\"never\"");
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  const char *spec = "{\"event\":\"PreToolUse\",\"matcher\":\"lookup\"}";
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_add_hook(o, spec, strlen(spec),
+                                                                  on_host_call, &hook,
+                                                                  host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_RO_SPEC, strlen(LOOKUP_RO_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&hook.calls) >= 1);
+  CHECK(atomic_load(&hook.bad_request) == 0);
+  CHECK(atomic_load(&tool.calls) == 0);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "no lookups today"));
+  robota_string_free(messages);
+  robota_session_free(s);
+  CHECK(wait_for(&hook.finalized, 1, 5000) && atomic_load(&hook.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* ---- a host provider ---- */
+typedef struct {
+  atomic_int calls;
+  atomic_int finalized;
+  atomic_int saw_tool_result;
+} model;
+
+static void emit(robota_completion *c, const char *json) {
+  robota_error *err = NULL;
+  robota_status s = robota_completion_emit(c, json, strlen(json), &err);
+  if (s != ROBOTA_STATUS_OK) {
+    fprintf(stderr, "emit(%s) failed (%d): %s\n", json, (int)s, robota_error_message(err));
+    failures++;
+  }
+  robota_error_free(err);
+}
+
+static void *second_answer(void *arg) {
+  robota_completion *c = (robota_completion *)arg;
+  sleep_ms(20);
+  emit(c, "{\"type\":\"text_delta\",\"text\":\"Done \"}");
+  emit(c, "{\"type\":\"text_delta\",\"text\":\"via host.\"}");
+  resolve_str(c, "{\"usage\":{\"input_tokens\":12,\"output_tokens\":3}}");
+  return NULL;
+}
+
+static void on_model_call(void *user_data, const char *request, size_t len,
+                          robota_completion *c) {
+  model *m = (model *)user_data;
+  (void)len;
+  int n = atomic_fetch_add(&m->calls, 1);
+  if (n == 0) {
+    CHECK(contains(request, "\"name\":\"lookup\""));
+    emit(c, "{\"type\":\"text_delta\",\"text\":\"Checking. \"}");
+    emit(c, "{\"type\":\"tool_call\",\"id\":\"c1\",\"name\":\"lookup\",\"input\":{\"city\":\"Oslo\"}}");
+    /* Invalid events are refused without ending the call. */
+    robota_error *err = NULL;
+    CHECK(robota_completion_emit(c, "{\"type\":\"bogus\"}", 16, &err) ==
+          ROBOTA_STATUS_INVALID_JSON);
+    robota_error_free(err);
+    resolve_str(c, "{\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}");
+  } else if (n == 1) {
+    if (contains(request, "cold")) atomic_fetch_add(&m->saw_tool_result, 1);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, second_answer, c) != 0) {
+      failures++;
+      resolve_str(c, "null");
+      return;
+    }
+    pthread_detach(thread);
+  } else {
+    CHECK(robota_completion_reject(c, "model unavailable", 17, NULL) == ROBOTA_STATUS_OK);
+  }
+}
+
+static void model_free(void *user_data) {
+  model *m = (model *)user_data;
+  atomic_fetch_add(&m->finalized, 1);
+}
+
+static void test_host_provider(robota_runtime *rt) {
+  model m;
+  atomic_init(&m.calls, 0);
+  atomic_init(&m.finalized, 0);
+  atomic_init(&m.saw_tool_result, 0);
+  host tool;
+  host_init(&tool, "{\"content\":\"cold\"}");
+  robota_provider *p = NULL;
+  const char *info = "{\"name\":\"c-model\",\"model\":\"c-1\"}";
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_provider_new_host(rt, info, strlen(info),
+                                                           on_model_call, &m, model_free, &p,
+                                                           &e_));
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_RO_SPEC, strlen(LOOKUP_RO_SPEC),
+                                                on_host_call, &tool, NULL, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  counts c;
+  counts_init(&c);
+  uint64_t sub = 0;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_subscribe(s, on_event, &c, NULL, &sub, &e_));
+  run_prompt(s, "weather in Oslo?");
+  CHECK(atomic_load(&m.calls) == 2);
+  CHECK(atomic_load(&tool.calls) == 1);
+  CHECK(atomic_load(&m.saw_tool_result) == 1);
+  CHECK(atomic_load(&c.completes) == 1);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "Checking."));
+  CHECK(contains(messages, "Done via host."));
+  robota_string_free(messages);
+  /* The third call is rejected: the prompt ends reporting the provider error. */
+  run_prompt(s, "again");
+  CHECK(atomic_load(&c.model_unavailable) >= 1);
+  robota_session_free(s);
+  CHECK(atomic_load(&m.finalized) == 0); /* the provider handle is still alive */
+  robota_provider_free(p);
+  CHECK(wait_for(&m.finalized, 1, 5000) && atomic_load(&m.finalized) == 1);
+}
+
+/* Abort from inside a tool callback: the kept completion is cancelled, the model sees
+ * "aborted", a late answer is ignored. */
+static void test_abort_from_callback(robota_runtime *rt) {
+  host tool;
+  host_init(&tool, NULL);
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_RO_SPEC, strlen(LOOKUP_RO_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  tool.abort_session = s;
+  counts c;
+  counts_init(&c);
+  uint64_t sub = 0;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_subscribe(s, on_event, &c, NULL, &sub, &e_));
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&tool.calls) == 1);
+  CHECK(atomic_load(&c.interrupted) == 1);
+  CHECK(atomic_load(&c.completes) == 0);
+  robota_completion *kept = atomic_load(&tool.kept);
+  CHECK(kept != NULL);
+  if (kept != NULL) {
+    CHECK(robota_completion_is_cancelled(kept) == 1);
+    EXPECT_STATUS(ROBOTA_STATUS_CANCELLED,
+                  robota_completion_resolve(kept, "\"late\"", 6, &e_));
+  }
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "aborted"));
+  CHECK(!contains(messages, "late"));
+  robota_string_free(messages);
+  robota_session_free(s);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* Free with work in flight: unresolved completions are cancelled, no callback runs after
+ * the finalizer. */
+static void test_free_in_flight(robota_runtime *rt) {
+  host perm, tool;
+  host_init(&perm, NULL); /* keeps the permission completion */
+  host_init(&tool, NULL);
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "weather?", 8, &e_));
+  CHECK(wait_for(&perm.calls, 1, 10000));
+  robota_completion *kept = atomic_load(&perm.kept);
+  CHECK(kept != NULL);
+  CHECK(kept == NULL || robota_completion_is_cancelled(kept) == 0);
+  robota_session_free(s);
+  CHECK(kept == NULL || robota_completion_is_cancelled(kept) == 1);
+  CHECK(wait_for(&perm.finalized, 1, 5000) && atomic_load(&perm.finalized) == 1);
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+  if (kept != NULL)
+    EXPECT_STATUS(ROBOTA_STATUS_CANCELLED,
+                  robota_completion_resolve(kept, "{\"type\":\"allow_once\"}", 21, &e_));
+  int calls = atomic_load(&tool.calls);
+  sleep_ms(100);
+  CHECK(atomic_load(&tool.calls) == calls);
+  CHECK(calls == 0);
+
+  /* A tool completion left unresolved at free. */
+  host_init(&tool, NULL);
+  p = make_provider(rt, TOOL_THEN_TEXT);
+  o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_RO_SPEC, strlen(LOOKUP_RO_SPEC),
+                                                on_host_call, &tool, host_free, &e_));
+  s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "weather?", 8, &e_));
+  CHECK(wait_for(&tool.calls, 1, 10000));
+  robota_session_free(s);
+  kept = atomic_load(&tool.kept);
+  CHECK(kept != NULL);
+  if (kept != NULL) {
+    CHECK(robota_completion_is_cancelled(kept) == 1);
+    EXPECT_STATUS(ROBOTA_STATUS_CANCELLED,
+                  robota_completion_reject(kept, "too late", 8, &e_));
+  }
+  CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
+}
+
+/* Malformed answers: the call fails cleanly for the engine and the host gets the error. */
+static atomic_int bad_answer_status;
+
+static void on_bad_answer(void *user_data, const char *request, size_t len,
+                          robota_completion *c) {
+  (void)user_data;
+  (void)request;
+  (void)len;
+  robota_error *err = NULL;
+  atomic_store(&bad_answer_status, robota_completion_resolve(c, "{", 1, &err));
+  robota_error_free(err);
+}
+
+static void on_bad_reject(void *user_data, const char *request, size_t len,
+                          robota_completion *c) {
+  (void)user_data;
+  (void)request;
+  (void)len;
+  const char bad[] = {'n', (char)0xff};
+  CHECK(robota_completion_emit(c, "{}", 2, NULL) == ROBOTA_STATUS_INVALID_STATE);
+  CHECK(robota_completion_reject(c, bad, 2, NULL) == ROBOTA_STATUS_INVALID_UTF8);
+}
+
+static void test_malformed_answers(robota_runtime *rt) {
+  atomic_init(&bad_answer_status, -1);
+  robota_provider *p = make_provider(rt, TOOL_THEN_TEXT);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_RO_SPEC, strlen(LOOKUP_RO_SPEC),
+                                                on_bad_answer, NULL, NULL, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&bad_answer_status) == ROBOTA_STATUS_INVALID_JSON);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "invalid JSON"));
+  CHECK(contains(messages, "It is sunny."));
+  robota_string_free(messages);
+  robota_session_free(s);
+
+  /* A rejection with an invalid message still denies. */
+  p = make_provider(rt, TOOL_THEN_TEXT);
+  o = make_options(BASE_OPTIONS);
+  host tool;
+  host_init(&tool, "\"never\"");
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_bad_reject, NULL, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, NULL, &e_));
+  s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "weather?");
+  CHECK(atomic_load(&tool.calls) == 0);
+  messages = messages_of(s);
+  CHECK(contains(messages, "rejected"));
+  robota_string_free(messages);
+  robota_session_free(s);
+}
+
+/* cancel_queue drops the waiting prompt and returns it. */
+static void test_cancel_queue(robota_runtime *rt) {
+  robota_provider *p = make_provider(
+      rt,
+      "{\"type\":\"scripted\",\"turns\":[{\"text\":[\"a\",\"b\",\"c\",\"d\"],"
+      "\"delay_ms_per_chunk\":30},{\"text\":\"never played\"}]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "first", 5, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "second", 6, &e_));
+  char *dropped = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, &dropped, &e_));
+  CHECK(dropped != NULL && strcmp(dropped, "second") == 0);
+  robota_string_free(dropped);
+  dropped = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, &dropped, &e_));
+  CHECK(dropped == NULL);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 20000, &e_));
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "abcd"));
+  CHECK(!contains(messages, "never played"));
+  CHECK(!contains(messages, "second"));
+  robota_string_free(messages);
+  robota_session_free(s);
+}
+
+/* ---- query ---- */
+static void test_query(robota_runtime *rt) {
+  robota_provider *p = make_provider(
+      rt, "{\"type\":\"scripted\",\"turns\":[{\"text\":\"Query answer\"},{\"text\":\"Second\"}]}");
+  robota_query *q = NULL;
+  const char *options =
+      "{\"system_prompt\":\"t\",\"load_project_context\":false,\"builtin_tools\":false,"
+      "\"allowed_tools\":[\"Read\"]}";
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_new(p, options, strlen(options), &q, &e_));
+  robota_provider_free(p);
+  result_slot r;
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_run(q, "hi", 2, on_result, &r, &e_));
+  CHECK(wait_for(&r.done, 1, 10000));
+  CHECK(atomic_load(&r.status) == ROBOTA_STATUS_OK);
+  CHECK(contains(r.json, "\"response\":\"Query answer\""));
+  CHECK(contains(r.json, "\"num_turns\":1"));
+  CHECK(contains(r.json, "\"session_id\""));
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_run(q, "again", 5, on_result, &r, &e_));
+  CHECK(wait_for(&r.done, 1, 10000));
+  CHECK(contains(r.json, "\"response\":\"Second\""));
+  /* Out of turns: a provider error. */
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_run(q, "more", 4, on_result, &r, &e_));
+  CHECK(wait_for(&r.done, 1, 10000));
+  CHECK(atomic_load(&r.status) == ROBOTA_STATUS_PROVIDER);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_abort(q, &e_));
+  robota_query_free(q);
+
+  /* Invalid inputs. */
+  p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_new(NULL, "", 0, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_new(p, "", 0, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON, robota_query_new(p, "{", 1, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_query_new(p, "{\"allowed_tools\":5}", 19, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON, robota_query_new(p, "{\"bogus\":1}", 11, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_query_new(p, "\xff", 1, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_new(p, "", 0, &q, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_run(NULL, "x", 1, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_run(q, NULL, 1, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_run(q, "x", 1, NULL, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_query_run(q, "\xff", 1, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_query_abort(NULL, &e_));
+  robota_query_free(q);
+  robota_query_free(NULL);
+  robota_provider_free(p);
+}
+
+/* ---- replay provider ---- */
+static void test_replay(robota_runtime *rt) {
+  robota_provider *p = make_provider(
+      rt, "{\"type\":\"scripted\",\"turns\":[{\"text\":\"Recorded answer\"}]}");
+  const char *options =
+      "{\"system_prompt\":\"t\",\"load_project_context\":false,\"builtin_tools\":false,"
+      "\"persistence\":{\"store\":{\"sessions_dir\":\"replay-test/sessions\","
+      "\"logs_dir\":\"replay-test/logs\"}}}";
+  robota_session_options *o = make_options(options);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "record me");
+  char *id = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_id(s, &id, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_shutdown(s, 10000, &e_));
+  robota_session_free(s);
+  if (id == NULL) return;
+  char config[512];
+  snprintf(config, sizeof config,
+           "{\"type\":\"replay\",\"log_path\":\"replay-test/logs/%s.jsonl\"}", id);
+  robota_string_free(id);
+  p = make_provider(rt, config);
+  o = make_options(BASE_OPTIONS);
+  s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "record me");
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "Recorded answer"));
+  robota_string_free(messages);
+  robota_session_free(s);
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_provider_new_json(rt, "{\"type\":\"replay\",\"log_path\":\"/nonexistent\"}",
+                                         43, &p, &e_));
+}
+
+/* ---- HTTP against mock-llm ---- */
+static void test_mock_llm(robota_runtime *rt) {
+  const char *url = getenv("ROBOTA_MOCK_URL");
+  if (url == NULL) {
+    printf("test_host: ROBOTA_MOCK_URL not set, skipping the HTTP test\n");
+    return;
+  }
+  char config[512];
+  snprintf(config, sizeof config,
+           "{\"type\":\"anthropic\",\"model\":\"mock-model\",\"api_key\":\"test-key\","
+           "\"base_url\":\"%s\",\"max_retries\":0}",
+           url);
+  host perm, tool;
+  host_init(&perm, "{\"type\":\"allow_once\"}");
+  host_init(&tool, "{\"content\":\"rainy, 12C\"}");
+  tool.expect = "\"city\":\"Berlin\"";
+  tool.delay_ms = 10;
+  robota_provider *p = make_provider(rt, config);
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_set_permission_handler(
+                                      o, on_host_call, &perm, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &tool, NULL, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  counts c;
+  counts_init(&c);
+  uint64_t sub = 0;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_subscribe(s, on_event, &c, NULL, &sub, &e_));
+  run_prompt(s, "weather in Berlin?");
+  CHECK(atomic_load(&perm.calls) == 1);
+  CHECK(atomic_load(&tool.calls) == 1);
+  CHECK(atomic_load(&tool.bad_request) == 0);
+  CHECK(atomic_load(&c.completes) == 1);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "rainy, 12C"));
+  CHECK(contains(messages, "Rainy in Berlin over HTTP."));
+  robota_string_free(messages);
+  robota_session_free(s);
+}
+
+/* ---- fork ---- */
+static void test_fork(robota_runtime *rt) {
+  if (getenv("ROBOTA_SKIP_FORK") != NULL) {
+    printf("test_host: fork test skipped\n");
+    return;
+  }
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  robota_session *s = make_session(p, o);
+  /* The child reports through a pipe: its exit status belongs to leak checkers (the child
+   * deliberately abandons the parent's objects, which valgrind counts as lost). */
+  int fds[2];
+  CHECK(pipe(fds) == 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int bad = 0;
+    robota_error *err = NULL;
+    if (robota_session_submit(s, "x", 1, &err) != ROBOTA_STATUS_RUNTIME) bad++;
+    if (err == NULL || strstr(robota_error_message(err), "fork") == NULL) bad++;
+    robota_error_free(err);
+    robota_provider *child = NULL;
+    if (robota_provider_new_json(rt, "{\"type\":\"scripted\",\"turns\":[]}", 30, &child,
+                                 NULL) != ROBOTA_STATUS_RUNTIME)
+      bad++;
+    robota_session *s2 = NULL;
+    if (robota_session_new(p, o, &s2, NULL) != ROBOTA_STATUS_RUNTIME) bad++;
+    if (robota_session_wait_idle(s, 10, NULL) != ROBOTA_STATUS_RUNTIME) bad++;
+    robota_query *q = NULL;
+    if (robota_query_new(p, "", 0, &q, NULL) != ROBOTA_STATUS_RUNTIME) bad++;
+    /* Freeing in the child must not hang. */
+    robota_session_free(s);
+    robota_provider_free(p);
+    if (write(fds[1], &bad, sizeof bad) != (ssize_t)sizeof bad) _exit(3);
+    _exit(0);
+  }
+  CHECK(pid > 0);
+  close(fds[1]);
+  int bad = -1;
+  CHECK(read(fds[0], &bad, sizeof bad) == (ssize_t)sizeof bad);
+  close(fds[0]);
+  CHECK(bad == 0);
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status)); /* it ended by itself: nothing hung or crashed */
+  /* The parent is unaffected. */
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_abort(s, &e_));
+  robota_session_free(s);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+}
+
+/* ---- invalid inputs of the new functions ---- */
+static void noop_call(void *user_data, const char *request, size_t len, robota_completion *c) {
+  (void)user_data;
+  (void)request;
+  (void)len;
+  robota_completion_reject(c, NULL, 0, NULL);
+}
+
+static void test_invalid_inputs(robota_runtime *rt) {
+  const char bad[] = {'{', (char)0xff, '}'};
+  robota_session_options *o = NULL;
+  host h;
+  host_init(&h, "\"x\"");
+
+  /* Options. */
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_options_new("", 0, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_options_new(NULL, 3, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_session_options_new(bad, 3, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON, robota_session_options_new("{", 1, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON, robota_session_options_new("[]", 2, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_new("{\"pull_events\":1}", 17, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_new("{\"max_turns\":\"x\"}", 17, &o, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_new(NULL, 0, &o, &e_));
+  robota_session_options_free(NULL);
+
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_options_set_permission_handler(
+                                                 NULL, on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_options_set_permission_handler(
+                                                 o, NULL, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_tool(NULL, LOOKUP_SPEC, strlen(LOOKUP_SPEC),
+                                                on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_tool(o, NULL, 3, on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC), NULL, &h,
+                                                host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_options_add_tool(o, bad, 3, on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_add_tool(o, "", 0, on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_add_tool(o, "{\"description\":\"x\"}", 19, on_host_call,
+                                                &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_options_add_tool(o, "{\"name\":\" \"}", 12, on_host_call, &h,
+                                                host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_options_add_tool(o, "{\"name\":\"t\",\"input_schema\":1}", 29,
+                                                on_host_call, &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC), noop_call,
+                                                &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_options_add_tool(o, LOOKUP_SPEC, strlen(LOOKUP_SPEC), noop_call,
+                                                &h, host_free, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_hook(NULL, "{}", 2, on_host_call, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_hook(o, NULL, 2, on_host_call, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_hook(o, "{\"event\":\"Stop\"}", 16, NULL, &h, NULL,
+                                                &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_add_hook(o, "{\"event\":\"Nope\"}", 16, on_host_call, &h,
+                                                NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_add_hook(o, "{\"matcher\":\"x\"}", 15, on_host_call, &h,
+                                                NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_options_add_hook(o, bad, 3, on_host_call, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_command(NULL, "{}", 2, on_host_call, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_command(o, NULL, 2, on_host_call, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_options_add_command(
+                    o, "{\"name\":\"x\",\"description\":\"y\"}", 30, NULL, &h, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_options_add_command(o, "{\"name\":\"x\"}", 12, on_host_call, &h,
+                                                   NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_options_add_command(
+                    o, "{\"name\":\"/x\",\"description\":\"y\"}", 31, on_host_call, &h, NULL,
+                    &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_options_add_command(o, bad, 3, on_host_call, &h, NULL, &e_));
+  /* Failed registrations never finalize. */
+  CHECK(atomic_load(&h.finalized) == 0);
+
+  /* A command colliding with a built-in fails at session creation. */
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *dup = make_options(BASE_OPTIONS);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_command(
+                    dup, "{\"name\":\"rename\",\"description\":\"y\"}", 35, on_host_call, &h,
+                    NULL, &e_));
+  robota_session *s = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_COMMAND, robota_session_new(p, dup, &s, &e_));
+  CHECK(s == NULL);
+  robota_session_options_free(dup);
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_new(NULL, o, &s, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_new(p, o, NULL, &e_));
+  s = make_session(p, NULL);
+  robota_session_free(s);
+  s = make_session(p, o);
+  robota_session_options_free(o);
+
+  /* Host provider. */
+  robota_provider *hp = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_provider_new_host(rt, "", 0, NULL, NULL, NULL, &hp, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_provider_new_host(rt, "", 0, on_host_call, NULL, NULL, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_provider_new_host(rt, "{\"nope\":1}", 10, on_host_call, NULL, NULL, &hp,
+                                         &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_provider_new_host(rt, bad, 3, on_host_call, NULL, NULL, &hp, &e_));
+
+  /* Completions. */
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_completion_resolve(NULL, "1", 1, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_completion_reject(NULL, "x", 1, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_completion_emit(NULL, "{}", 2, &e_));
+  CHECK(robota_completion_is_cancelled(NULL) == 0);
+  CHECK(robota_completion_id(NULL) == 0);
+
+  /* Session functions. */
+  char *json = NULL;
+  result_slot r;
+  result_init(&r);
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_cancel_queue(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, &json, &e_));
+  CHECK(json == NULL);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_execute_command(NULL, "help", 4, "", 0, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_execute_command(s, NULL, 4, "", 0, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_execute_command(s, "help", 4, "", 0, NULL, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_execute_command(s, "help", 4, NULL, 3, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_execute_command(s, bad, 3, "", 0, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_execute_command(s, "help", 4, bad, 3, on_result, &r, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_execute_command(s, "/", 1, "", 0, on_result, &r, &e_));
+  CHECK(atomic_load(&r.done) == 0);
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_execute_command_blocking(
+                                                 s, "help", 4, "", 0, 1000, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_execute_command_blocking(
+                                                 NULL, "help", 4, "", 0, 1000, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_session_execute_command_blocking(
+                                                s, bad, 3, "", 0, 1000, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_commands(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_commands(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_full_history(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_full_history(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_context_state(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_context_state(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_name(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_name(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_id(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_get_id(s, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_set_name(NULL, "x", 1, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_session_set_name(s, bad, 3, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_shutdown(NULL, 10, &e_));
+  robota_session_free(s);
+  robota_provider_free(p);
+  CHECK(wait_for(&h.finalized, 1, 5000) && atomic_load(&h.finalized) == 1);
+}
+
+int main(void) {
+  robota_runtime *rt = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_runtime_new(2, &rt, &e_));
+  if (rt == NULL) return 1;
+  test_tool_allowed(rt);
+  test_permission_denied(rt);
+  test_allow_session(rt);
+  test_allow_always(rt);
+  test_commands(rt);
+  test_hook_blocks_tool(rt);
+  test_host_provider(rt);
+  test_abort_from_callback(rt);
+  test_free_in_flight(rt);
+  test_cancel_queue(rt);
+  test_malformed_answers(rt);
+  test_query(rt);
+  test_replay(rt);
+  test_mock_llm(rt);
+  test_fork(rt);
+  test_invalid_inputs(rt);
+  /* Wait for the engine's threads so leak checkers see everything released. */
+  robota_runtime_shutdown(rt, 5000);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("test_host: all checks passed\n");
+  return 0;
+}
