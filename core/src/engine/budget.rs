@@ -66,7 +66,10 @@ pub(crate) struct ContextEstimate {
 
 /// Estimates the context a request with these messages occupies. `fixed_chars` covers the parts
 /// sent with every call (system prompt and tool definitions).
-pub(crate) fn estimate(fixed_chars: u64, messages: &[Message]) -> ContextEstimate {
+pub(crate) fn estimate<'a>(
+    fixed_chars: u64,
+    messages: impl IntoIterator<Item = &'a Message>,
+) -> ContextEstimate {
     let mut total_chars = fixed_chars;
     // Characters of the messages after the last one carrying provider usage.
     let mut chars_after_usage = 0u64;

@@ -76,8 +76,7 @@ pub(crate) fn estimated_tokens<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> u64 {
     let fixed = system_prompt.map_or(0, |s| s.chars().count() as u64) + serialized_chars(tools);
-    let messages: Vec<Message> = messages.into_iter().cloned().collect();
-    estimate(fixed, &messages).estimated_tokens
+    estimate(fixed, messages).estimated_tokens
 }
 
 #[cfg(test)]
