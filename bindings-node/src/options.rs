@@ -1,51 +1,36 @@
 //! The options document the TypeScript facade hands to the native constructors: the engine's
 //! shared [`SessionConfig`] and [`ProviderConfig`] (so defaults and validation are the same as in
-//! every other binding) plus declarations of the host's JavaScript extensions, whose functions
-//! stay in JavaScript and are reached through the session's [`HostBridge`].
+//! every other binding) plus declarations of the host's JavaScript extensions. Those become the
+//! engine's binding-neutral host adapters ([`robota::api`]); their functions stay in
+//! JavaScript and are reached through the session's [`HostBridge`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use robota::api::{ApiError, ProviderConfig, SessionConfig};
-use robota::framework::commands::{builtin_command_modules, CommandModule};
+use robota::api::{
+    ApiError, HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
+    HostTool, HostToolSpec, ProviderConfig, SessionConfig,
+};
+use robota::framework::commands::{builtin_command_modules, CommandModule, CommandSource};
 use robota::hooks::HookEvent;
 use robota::provider::Provider;
-use robota::session::{HookCallbackRegistration, SessionOptions};
+use robota::session::SessionOptions;
 use robota::tools::Tool;
 
-use crate::host::{
-    command_module, CommandModuleSpec, HostBridge, JsHookCallback, JsPermissionHandler, JsProvider,
-    JsTool, ToolSpec,
-};
+use crate::host::{BridgeFunction, HostBridge};
 
-/// A provider implemented in JavaScript (`{"type": "host", "name", "model"}`).
+/// A JavaScript command module, as declared: its commands are the engine's command
+/// descriptors; their `execute` functions stay in JavaScript.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct HostProviderSpec {
-    #[serde(default = "host_provider_name")]
+struct CommandModuleSpec {
+    /// Module id (collision reports; routes `execute` calls back to the module).
     name: String,
-    #[serde(default = "host_provider_name")]
-    model: String,
+    /// Its commands' descriptors.
     #[serde(default)]
-    context_window: Option<u64>,
-}
-
-fn host_provider_name() -> String {
-    "javascript".into()
-}
-
-/// A JavaScript hook callback's registration (`index` is its position in the list).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HookSpec {
-    event: String,
-    #[serde(default)]
-    matcher: String,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
+    commands: Vec<Value>,
 }
 
 /// Everything a native session or query is made from, as JSON.
@@ -56,11 +41,11 @@ struct NativeOptions {
     #[serde(default)]
     session: Value,
     #[serde(default)]
-    tools: Vec<ToolSpec>,
+    tools: Vec<Value>,
     #[serde(default)]
     permission_handler: bool,
     #[serde(default)]
-    hooks: Vec<HookSpec>,
+    hooks: Vec<Value>,
     #[serde(default)]
     command_modules: Vec<CommandModuleSpec>,
     #[serde(default = "yes")]
@@ -96,77 +81,77 @@ pub(crate) fn build_options(
         .map_err(|e| ApiError::invalid_json(format!("invalid options: {e}")))?;
     let provider: Arc<dyn Provider> =
         if options.provider.get("type").and_then(Value::as_str) == Some("host") {
-            let mut spec = options.provider.clone();
-            if let Value::Object(map) = &mut spec {
+            let mut info = options.provider;
+            if let Value::Object(map) = &mut info {
                 map.remove("type");
+                for key in ["name", "model"] {
+                    map.entry(key)
+                        .or_insert_with(|| Value::String("javascript".into()));
+                }
+                map.entry("thinking").or_insert(Value::Bool(true));
             }
-            let spec: HostProviderSpec = serde_json::from_value(spec)
-                .map_err(|e| ApiError::invalid_json(format!("invalid JavaScript provider: {e}")))?;
-            Arc::new(JsProvider {
-                name: spec.name,
-                model: spec.model,
-                context_window: spec.context_window,
-                bridge: Arc::clone(bridge),
-            })
+            let info = HostProviderInfo::from_json_value(info)?;
+            let function = BridgeFunction::new(bridge, "provider", Value::Null);
+            Arc::new(HostProvider::new(info, function))
         } else {
             ProviderConfig::from_json_value(options.provider)?.build()?
         };
     let mut session =
         SessionConfig::from_json_value(options.session)?.into_session_options(provider)?;
     for spec in options.tools {
-        if spec.name.trim().is_empty() {
-            return Err(ApiError::invalid_argument(
-                "a tool needs a non-empty `name`",
-            ));
-        }
+        let spec = HostToolSpec::from_json_value(spec)?;
+        let function = BridgeFunction::new(bridge, "tool", Value::Null);
         session
             .extra_tools
-            .push(Arc::new(JsTool::new(spec, Arc::clone(bridge))) as Arc<dyn Tool>);
+            .push(Arc::new(HostTool::new(spec, function)) as Arc<dyn Tool>);
     }
     if options.permission_handler {
-        session.permission_handler = Some(Arc::new(JsPermissionHandler {
-            bridge: Arc::clone(bridge),
-        }));
+        let function = BridgeFunction::new(bridge, "permission", Value::Null);
+        session.permission_handler = Some(HostPermissionHandler::new(function));
     }
     for (index, hook) in options.hooks.into_iter().enumerate() {
-        let event: HookEvent = hook.event.parse().map_err(|_| {
-            ApiError::invalid_argument(format!(
-                "unknown hook event `{}` (expected one of {})",
-                hook.event,
-                HookEvent::ALL
-                    .iter()
-                    .map(|e| e.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        let mut registration = HookCallbackRegistration::new(
-            event,
-            hook.matcher,
-            Arc::new(JsHookCallback {
-                index,
-                bridge: Arc::clone(bridge),
-            }),
-        );
-        registration.timeout = hook.timeout_ms.map(Duration::from_millis);
-        session.hook_callbacks.push(registration);
+        check_hook_event(&hook)?;
+        let spec = HostHookSpec::from_json_value(hook)?;
+        let function = BridgeFunction::new(bridge, "hook", json!({ "index": index }));
+        session.hook_callbacks.push(spec.registration(function));
     }
     let mut command_modules = if options.builtin_commands {
         builtin_command_modules()
     } else {
         Vec::new()
     };
-    command_modules.extend(
-        options
-            .command_modules
-            .into_iter()
-            .map(|spec| command_module(spec, bridge)),
-    );
+    for spec in options.command_modules {
+        let mut module = CommandModule::new(spec.name.clone(), CommandSource::Project);
+        for descriptor in spec.commands {
+            let function = BridgeFunction::new(bridge, "command", json!({ "module": spec.name }));
+            module = module.with_command(Arc::new(HostCommand::from_json_value(
+                descriptor, function,
+            )?));
+        }
+        command_modules.push(module);
+    }
     Ok(BuiltOptions {
         session,
         command_modules,
         event_buffer: options.event_buffer,
         allowed_tools: options.allowed_tools,
         disallowed_tools: options.disallowed_tools,
+    })
+}
+
+/// Names an unknown hook `event` the way settings errors do, listing the valid ones.
+fn check_hook_event(hook: &Value) -> Result<(), ApiError> {
+    let Some(event) = hook.get("event").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    event.parse::<HookEvent>().map(|_| ()).map_err(|_| {
+        ApiError::invalid_argument(format!(
+            "unknown hook event `{event}` (expected one of {})",
+            HookEvent::ALL
+                .iter()
+                .map(|e| e.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     })
 }

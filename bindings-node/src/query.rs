@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use robota::api::{ApiError, ApiErrorKind};
 use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
 
-use crate::host::{HostBridge, HostFunction};
+use crate::host::{HostBridge, JsDispatcher};
 use crate::options::build_options;
 use crate::session::EventFunction;
 use crate::{api_error, to_json};
@@ -102,7 +102,7 @@ impl NativeQuery {
     #[napi(constructor)]
     pub fn new(
         options_json: String,
-        #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: HostFunction,
+        #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: JsDispatcher,
         #[napi(ts_arg_type = "((text: string) => void) | undefined | null")] on_text_delta: Option<
             EventFunction,
         >,

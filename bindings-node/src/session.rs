@@ -22,7 +22,7 @@ use robota::framework::interactive::{
 };
 use robota::hooks::SessionEndReason;
 
-use crate::host::{HostBridge, HostFunction};
+use crate::host::{HostBridge, JsDispatcher};
 use crate::options::build_options;
 use crate::{api_error, to_json};
 
@@ -91,7 +91,7 @@ impl NativeSession {
     #[napi(constructor)]
     pub fn new(
         options_json: String,
-        #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: HostFunction,
+        #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: JsDispatcher,
         #[napi(ts_arg_type = "(batch: string) => void")] on_events: EventFunction,
     ) -> napi::Result<Self> {
         let bridge = HostBridge::new(host);

@@ -332,6 +332,51 @@ describe('JS extensions', () => {
     assert.equal(result.status === 'complete' && result.outcome.response, 'echo: ping');
     await session.shutdown();
   });
+
+  test('custom provider: streamed chunks, thinking, tool calls, errors and abort', async () => {
+    const turns: ScriptedTurn[] = [
+      { thinking: 'Look it up.', tool_calls: [{ id: 't1', name: 'lookup', input: { city: 'Oslo' } }] },
+      {
+        text: ['sunny ', 'in ', 'Oslo'],
+        delay_ms_per_chunk: 5,
+        usage: { input_tokens: 7, output_tokens: 3 },
+        retries: [{ delay_ms: 5, error: { kind: 'overloaded', message: 'busy' } }],
+      },
+      { text: 'partial', error: { kind: 'rate_limit', message: 'slow down' } },
+      { text: ['a', 'b', 'c'], delay_ms_per_chunk: 2_000 },
+    ];
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: new CustomProvider({ respond: () => turns.shift() ?? { text: 'done' } }),
+      tools: [
+        tool({
+          name: 'lookup',
+          description: 'Weather.',
+          inputSchema: { type: 'object' },
+          readOnly: true,
+          execute: (input: { city: string }) => `sunny in ${input.city}`,
+        }),
+      ],
+    });
+    const deltas: string[] = [];
+    const thinking: string[] = [];
+    session.on('text_delta', (event) => deltas.push(event.text));
+    session.on('thinking', (event) => thinking.push(event.text));
+    const first = await within(10_000, session.submit('weather?'), 'streamed submit');
+    assert.equal(first.status === 'complete' && first.outcome.response, 'sunny in Oslo');
+    assert.deepEqual(deltas.filter((d) => d.trim() !== ''), ['sunny ', 'in ', 'Oslo']);
+    assert.deepEqual(thinking, ['Look it up.']);
+    assert.deepEqual(toolResults(session)[0], { content: 'sunny in Oslo', is_error: false });
+    const failed = await within(10_000, session.submit('again'), 'failing submit');
+    assert.equal(failed.status === 'complete' && failed.outcome.error?.kind, 'rate_limit');
+    assert.match(failed.status === 'complete' ? (failed.outcome.error?.message ?? '') : '', /slow down/);
+    const controller = new AbortController();
+    session.once('text_delta', () => controller.abort());
+    const aborted = await within(5_000, session.submit('slow', { signal: controller.signal }), 'aborted submit');
+    assert.equal(aborted.status, 'interrupted');
+    await session.shutdown();
+  });
 });
 
 describe('control', () => {

@@ -1,8 +1,8 @@
 //! Calling Python from the engine's tokio threads.
 //!
 //! Every host callback (tool, permission handler, hook, command, provider) is an `async def`
-//! wrapper written in `robota` (Python) that adapts the user's sync or async function. The
-//! engine runs it on the asyncio event loop the session last saw (captured by every awaitable
+//! wrapper written in `robota` (Python) that adapts the user's sync or async function, called
+//! through core's host adapters as a [`crate::host::PyHostFunction`]. The engine runs it on the asyncio event loop the session last saw (captured by every awaitable
 //! method, e.g. `submit`), through `asyncio.run_coroutine_threadsafe`, and waits for the result
 //! *without* holding the GIL:
 //!
@@ -18,10 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
+use robota::api::HostStream;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::convert::{from_py, to_py};
+use crate::host::NativeStream;
 
 /// The asyncio event loop host callbacks run on: the one the session was last used from.
 #[derive(Default)]
@@ -117,14 +119,56 @@ fn completion_outcome(future: &Bound<'_, PyAny>) -> Result<Value, String> {
     }
 }
 
-/// Cancels the Python task when the engine stops waiting before it finished.
-struct CancelOnDrop {
-    future: Option<Py<PyAny>>,
+/// The scheduled Python future, shared by the thread that schedules it and the task that waits
+/// for it: a wait abandoned while the callback is still being scheduled cancels it too.
+#[derive(Default)]
+struct Scheduled {
+    /// The future (once scheduled) and whether the engine stopped waiting.
+    state: Mutex<(Option<Py<PyAny>>, bool)>,
 }
+
+impl Scheduled {
+    /// Whether the engine already stopped waiting.
+    fn abandoned(&self) -> bool {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).1
+    }
+
+    /// Keeps the just-scheduled `future`, or cancels it when the wait was abandoned meanwhile.
+    fn keep(&self, py: Python<'_>, future: Py<PyAny>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.1 {
+            drop(state);
+            let _ = future.bind(py).call_method0("cancel");
+        } else {
+            state.0 = Some(future);
+        }
+    }
+
+    /// Forgets the future (it finished).
+    fn finish(&self) {
+        let future = self
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+            .take();
+        // Dropping the handle unattached defers the decref to pyo3's reference pool.
+        drop(future);
+    }
+}
+
+/// Cancels the Python task when the engine stops waiting before it finished (also while it is
+/// still being scheduled).
+struct CancelOnDrop(Arc<Scheduled>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(future) = self.future.take() {
+        let future = {
+            let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.1 = true;
+            state.0.take()
+        };
+        if let Some(future) = future {
             crate::aio::with_python(|py| {
                 let _ = future.bind(py).call_method0("cancel");
             });
@@ -132,33 +176,29 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// An argument of a Python callback.
+pub enum Arg {
+    /// Data, converted to `dict`/`list`/… when the call is made.
+    Json(Value),
+    /// A provider call's event stream, passed as a [`NativeStream`].
+    Stream(HostStream),
+}
+
 /// Runs the `async def` `func(*args)` on the session's event loop and returns its result as
 /// JSON, or a message saying what went wrong (an exception is `"TypeName: message"`).
 pub async fn call_async(
     slot: Arc<LoopSlot>,
     func: Arc<Py<PyAny>>,
-    args: Vec<Value>,
-) -> Result<Value, String> {
-    call_async_args(slot, func, args.into_iter().map(Arg::Json).collect()).await
-}
-
-/// An argument of a Python callback.
-pub enum Arg {
-    /// Data, converted to `dict`/`list`/… when the call is made.
-    Json(Value),
-    /// A Python object, passed as is.
-    Object(Arc<Py<PyAny>>),
-}
-
-/// [`call_async`] with arguments that may be Python objects.
-pub async fn call_async_args(
-    slot: Arc<LoopSlot>,
-    func: Arc<Py<PyAny>>,
     args: Vec<Arg>,
 ) -> Result<Value, String> {
     let (tx, rx) = oneshot::channel();
-    let scheduled = tokio::task::spawn_blocking(move || {
-        crate::aio::with_python(|py| -> Result<Py<PyAny>, String> {
+    let scheduled = Arc::new(Scheduled::default());
+    let guard = CancelOnDrop(Arc::clone(&scheduled));
+    tokio::task::spawn_blocking(move || {
+        crate::aio::with_python(|py| -> Result<(), String> {
+            if scheduled.abandoned() {
+                return Err("the engine stopped waiting".into());
+            }
             let event_loop = slot.get(py).ok_or_else(|| {
                 "no asyncio event loop is known to this session; use the session from async code \
                  (e.g. `await session.submit(...)`) so callbacks have a loop to run on"
@@ -168,7 +208,8 @@ pub async fn call_async_args(
                 .iter()
                 .map(|a| match a {
                     Arg::Json(v) => to_py(py, v),
-                    Arg::Object(o) => Ok(o.bind(py).clone()),
+                    Arg::Stream(s) => Py::new(py, NativeStream::new(s.clone()))
+                        .map(|o| o.into_bound(py).into_any()),
                 })
                 .collect::<PyResult<Vec<_>>>()
                 .map_err(|e| e.to_string())?;
@@ -185,20 +226,18 @@ pub async fn call_async_args(
                     schedule.call1((event_loop, func.bind(py).clone(), args, completion))
                 })
                 .map_err(|e| format!("cannot run the Python callback: {e}"))?;
-            Ok(future.unbind())
+            scheduled.keep(py, future.unbind());
+            Ok(())
         })
         .unwrap_or_else(|| Err("the Python interpreter is shutting down".into()))
     })
     .await
     .map_err(|e| format!("the Python callback could not be scheduled: {e}"))??;
-    let mut guard = CancelOnDrop {
-        future: Some(scheduled),
-    };
     let outcome = rx.await.unwrap_or_else(|_| {
         Err("the Python callback never finished (its event loop closed)".into())
     });
-    // Finished: nothing to cancel. (Dropping the handle unattached defers the decref to pyo3's
-    // reference pool.)
-    drop(guard.future.take());
+    // Finished: nothing to cancel.
+    guard.0.finish();
+    drop(guard);
     outcome
 }

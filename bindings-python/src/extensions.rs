@@ -3,24 +3,28 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use robota::api::ProviderConfig;
-use robota::framework::commands::{CommandDescriptor, CommandModule, CommandSource, SystemCommand};
+use robota::api::{
+    HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo, HostTool,
+    HostToolSpec, ProviderConfig,
+};
+use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
 use robota::hooks::HookEvent;
 use robota::provider::Provider;
-use robota::session::{HookCallbackRegistration, SessionOptions};
+use robota::session::SessionOptions;
 use robota::tools::Tool;
+use serde_json::{json, Value};
 
 use crate::bridge::LoopSlot;
 use crate::convert::from_py;
 use crate::errors::{api_error, invalid_argument};
-use crate::host::{PyCommand, PyHook, PyPermissionHandler, PyProvider, PyTool};
+use crate::host::PyHostFunction;
 
 /// A provider from a configuration dict (`{"type": "scripted", …}`) or a `robota.Provider`
-/// instance implemented in Python.
+/// instance implemented in Python (its `_robota_info()` is the [`HostProviderInfo`], its
+/// `_robota_stream` the host function).
 pub fn build_provider(
     provider: &Bound<'_, PyAny>,
     slot: &Arc<LoopSlot>,
@@ -29,36 +33,24 @@ pub fn build_provider(
         let config = ProviderConfig::from_json_value(from_py(provider)?).map_err(api_error)?;
         return config.build().map_err(api_error);
     }
-    let stream = provider.getattr("_robota_stream").map_err(|_| {
-        invalid_argument(
+    let (Ok(stream), Ok(info)) = (
+        provider.getattr("_robota_stream"),
+        provider.getattr("_robota_info"),
+    ) else {
+        return Err(invalid_argument(
             "`provider` must be a robota provider (AnthropicProvider, OpenAIProvider, \
              ScriptedProvider, ReplayProvider or a Provider subclass) or a configuration dict",
-        )
-    })?;
-    let name: String = provider
-        .getattr("name")?
-        .extract()
-        .map_err(|_| invalid_argument("a Provider subclass must have a string `name` attribute"))?;
-    let model: String = provider.getattr("model")?.extract().map_err(|_| {
-        invalid_argument("a Provider subclass must have a string `model` attribute")
-    })?;
-    let context_window: Option<u64> = provider
-        .getattr("context_window")
-        .ok()
-        .map(|w| w.extract())
-        .transpose()
-        .map_err(|_| invalid_argument("`context_window` must be a positive integer or None"))?
-        .flatten();
-    Ok(Arc::new(PyProvider {
-        name,
-        model,
-        context_window,
-        func: Arc::new(stream.unbind()),
-        slot: Arc::clone(slot),
-    }))
+        ));
+    };
+    let info = HostProviderInfo::from_json_value(from_py(&info.call0()?)?).map_err(api_error)?;
+    Ok(Arc::new(HostProvider::new(
+        info,
+        PyHostFunction::shared(stream.unbind(), slot),
+    )))
 }
 
-/// Adds the host's tools, permission handler and hooks to `options`.
+/// Adds the host's tools, permission handler and hooks to `options`. Each hook is a
+/// `(spec, adapter)` pair (`spec` a [`HostHookSpec`] as a dict).
 pub fn build_extensions(
     options: &mut SessionOptions,
     tools: &Bound<'_, PyList>,
@@ -70,47 +62,30 @@ pub fn build_extensions(
         options.extra_tools.push(build_tool(&tool, slot)?);
     }
     if let Some(func) = permission_handler {
-        options.permission_handler = Some(Arc::new(PyPermissionHandler {
-            func: Arc::new(func),
-            slot: Arc::clone(slot),
-        }));
+        options.permission_handler = Some(HostPermissionHandler::new(PyHostFunction::shared(
+            func, slot,
+        )));
     }
     for hook in hooks.iter() {
-        let (event, matcher, func, timeout, name): (
-            String,
-            String,
-            Py<PyAny>,
-            Option<f64>,
-            String,
-        ) = hook.extract().map_err(|_| {
-            invalid_argument("internal: a hook must be (event, matcher, callback, timeout, name)")
-        })?;
-        let event = HookEvent::from_str(&event).map_err(|_| {
-            invalid_argument(format!(
-                "unknown hook event `{event}` (expected e.g. PreToolUse, PostToolUse, \
-                 UserPromptSubmit, SessionStart, SessionEnd, Stop)"
-            ))
-        })?;
-        let timeout = match timeout {
-            None => None,
-            Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
-            Some(t) => {
-                return Err(invalid_argument(format!(
-                    "a hook timeout must be a positive number of seconds, not {t}"
-                )))
-            }
-        };
-        let mut registration = HookCallbackRegistration::new(
-            event,
-            matcher,
-            Arc::new(PyHook {
-                name,
-                func: Arc::new(func),
-                slot: Arc::clone(slot),
-            }),
-        );
-        registration.timeout = timeout;
-        options.hook_callbacks.push(registration);
+        let (spec, func): (Bound<'_, PyAny>, Py<PyAny>) = hook
+            .extract()
+            .map_err(|_| invalid_argument("internal: a hook must be (spec, callback)"))?;
+        let spec = from_py(&spec)?;
+        // The engine's own event names, with the list to pick from when one is unknown.
+        if let Some(Err(e)) = spec
+            .get("event")
+            .and_then(Value::as_str)
+            .map(HookEvent::from_str)
+        {
+            return Err(invalid_argument(format!(
+                "{e} (expected e.g. PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, \
+                 SessionEnd, Stop)"
+            )));
+        }
+        let spec = HostHookSpec::from_json_value(spec).map_err(api_error)?;
+        options
+            .hook_callbacks
+            .push(spec.registration(PyHostFunction::shared(func, slot)));
     }
     Ok(())
 }
@@ -122,26 +97,17 @@ fn build_tool(tool: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<Arc<dyn
              robota.Tool)",
         )
     })?;
-    let name: String = tool.getattr("name")?.extract()?;
-    if name.is_empty() {
-        return Err(invalid_argument("a tool name cannot be empty"));
-    }
-    let description: String = tool.getattr("description")?.extract()?;
-    let input_schema = from_py(&tool.getattr("input_schema")?)?;
-    if !input_schema.is_object() {
-        return Err(invalid_argument(format!(
-            "tool `{name}`: `input_schema` must be a JSON Schema object"
-        )));
-    }
-    let read_only: bool = tool.getattr("read_only")?.extract()?;
-    Ok(Arc::new(PyTool {
-        name,
-        description,
-        input_schema,
-        read_only,
-        func: Arc::new(call.unbind()),
-        slot: Arc::clone(slot),
-    }))
+    let spec = json!({
+        "name": from_py(&tool.getattr("name")?)?,
+        "description": from_py(&tool.getattr("description")?)?,
+        "input_schema": from_py(&tool.getattr("input_schema")?)?,
+        "read_only": from_py(&tool.getattr("read_only")?)?,
+    });
+    let spec = HostToolSpec::from_json_value(spec).map_err(api_error)?;
+    Ok(Arc::new(HostTool::new(
+        spec,
+        PyHostFunction::shared(call.unbind(), slot),
+    )))
 }
 
 /// Command modules from `(name, source, [(descriptor, adapter), …])` tuples.
@@ -165,15 +131,17 @@ pub fn build_command_modules(
         let mut built: Vec<Arc<dyn SystemCommand>> = Vec::new();
         for command in commands.iter() {
             let (descriptor, func): (Bound<'_, PyAny>, Py<PyAny>) = command.extract()?;
-            let descriptor = serde_json::from_value::<CommandDescriptor>(from_py(&descriptor)?)
-                .map_err(|e| {
-                    invalid_argument(format!("command module `{name}`: bad command: {e}"))
-                })?;
-            built.push(Arc::new(PyCommand {
-                descriptor,
-                func: Arc::new(func),
-                slot: Arc::clone(slot),
-            }));
+            let command = HostCommand::from_json_value(
+                from_py(&descriptor)?,
+                PyHostFunction::shared(func, slot),
+            )
+            .map_err(|e| {
+                invalid_argument(format!(
+                    "command module `{name}`: bad command: {}",
+                    e.message
+                ))
+            })?;
+            built.push(Arc::new(command));
         }
         out.push(CommandModule {
             name,

@@ -53,7 +53,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::NativeSession>()?;
     m.add_class::<session::NativeEvents>()?;
     m.add_class::<query::NativeQuery>()?;
-    m.add_class::<host::StreamEmitter>()?;
+    m.add_class::<host::NativeStream>()?;
     m.add_function(wrap_pyfunction!(evaluate_permission, m)?)?;
     m.add_function(wrap_pyfunction!(aio::at_exit, m)?)?;
     errors::register(m)?;

@@ -147,6 +147,48 @@ async def test_python_provider_that_raises(opts: Dict[str, Any]) -> None:
         assert result.error is not None and "model offline" in result.error
 
 
+async def test_python_provider_streams_thinking_and_hook_labels(opts: Dict[str, Any]) -> None:
+    class Thinker(Provider):
+        name = "thinker"
+        model = "thinker-1"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def stream(self, request: Dict[str, Any], emit: Any) -> Any:
+            self.calls += 1
+            if self.calls == 1:
+                emit.thinking("let me see")
+                emit.text("Hel")
+                emit.text("lo")
+                emit.tool_call_start(0, "c1", "slow")  # a no-op: the response's calls count
+                # The same text again: the streamed text is the answer, nothing is doubled.
+                return ProviderResponse(text="Hello", tool_calls=[ToolCall("c1", "slow", {})])
+            return "done"
+
+    @tool(read_only=True)
+    async def slow() -> str:
+        """Takes its time."""
+        await asyncio.sleep(30)
+        return "never"
+
+    async def sleepy_hook(hook_input: Dict[str, Any]) -> None:
+        await asyncio.sleep(30)
+
+    hooks = [robota.Hook("PreToolUse", sleepy_hook, timeout=0.2, name="sleepy")]
+    async with InteractiveSession(provider=Thinker(), tools=[slow], hooks=hooks, **opts) as session:
+        result = await session.submit("go")
+        assert result.status == "complete", result.error
+        assert result.response == "done"
+        blocks = [b for m in session.get_messages() for b in m.get("content") or [] if isinstance(b, dict)]
+        assert {"type": "thinking", "thinking": "let me see"} in [
+            {k: b[k] for k in ("type", "thinking")} for b in blocks if b["type"] == "thinking"
+        ]
+        assert [b["text"] for b in blocks if b["type"] == "text"] == ["go", "Hello", "done"]
+        [tool_result] = [b for b in blocks if b["type"] == "tool_result"]
+        assert tool_result["is_error"] is True and "hook callback `sleepy` timed out" in tool_result["content"]
+
+
 def test_evaluate_permission(tmp_path: Path) -> None:
     allowed = evaluate_permission("Bash", {"command": "git status"}, cwd=tmp_path, allow=["Bash(git *)"])
     assert allowed["decision"] == "allow"

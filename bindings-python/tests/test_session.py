@@ -531,6 +531,30 @@ async def test_permission_handler_that_aborts_the_session(opts: Dict[str, Any]) 
         assert (await session.execute_command("rename", "still usable")).success
 
 
+async def test_abort_while_the_permission_handler_waits(opts: Dict[str, Any]) -> None:
+    asked = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def handler(request: PermissionRequest) -> robota.PermissionDecision:
+        asked.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()  # the engine stopped waiting: the handler's task is cancelled
+            raise
+        return allow()
+
+    provider = ScriptedProvider([{"tool_calls": [tool_call("add", {"a": 1, "b": 1})]}, {"text": "never"}])
+    async with InteractiveSession(provider=provider, tools=[add], permission_handler=handler, **opts) as session:
+        task = asyncio.create_task(session.submit("go"))
+        await asyncio.wait_for(asked.wait(), 10)
+        session.abort()
+        result = await asyncio.wait_for(task, 10)
+        assert result.status == "interrupted"
+        await asyncio.wait_for(cancelled.wait(), 10)
+        assert not session.is_executing()
+
+
 async def test_session_start_and_end_hooks(opts: Dict[str, Any]) -> None:
     fired: List[str] = []
 

@@ -201,6 +201,11 @@ fn hook_results_and_specs() {
     assert_eq!(registration.event, HookEvent::PreToolUse);
     assert_eq!(registration.matcher, "Bash");
     assert_eq!(registration.timeout, Some(Duration::from_millis(500)));
+    assert_eq!(registration.callback.name(), "host");
+    let named = HostHookSpec::from_json_value(json!({"event": "Stop", "name": "audit"}))
+        .expect("valid named hook spec")
+        .registration(Canned::new(Ok(json!({"type": "continue"}))));
+    assert_eq!(named.callback.name(), "audit");
     assert!(HostHookSpec::from_json_value(json!({"event": "Nope"})).is_err());
 }
 
@@ -271,6 +276,46 @@ async fn host_provider_assembles_streamed_events() {
     assert!(seen
         .iter()
         .any(|e| matches!(e, StreamEvent::ToolCallStart { name, .. } if name == "lookup")));
+}
+
+#[tokio::test]
+async fn host_provider_reports_retries() {
+    let host = Arc::new(Canned {
+        answer: Ok(json!({"text": "ok"})),
+        events: vec![
+            json!({"type": "text_delta", "text": "lost "}),
+            json!({
+                "type": "retry", "attempt": 1, "max_attempts": 3, "delay_ms": 250,
+                "error": {"kind": "rate_limit", "message": "slow down"}
+            }),
+        ],
+        delay: Duration::ZERO,
+        requests: Mutex::new(Vec::new()),
+    });
+    let provider = HostProvider::new(
+        HostProviderInfo::from_json_value(json!({"name": "mine"})).expect("valid info"),
+        host,
+    );
+    let seen = Mutex::new(Vec::new());
+    let sink = |event: StreamEvent| seen.lock().expect("lock").push(event);
+    let response = provider
+        .stream(
+            &ProviderRequest::default(),
+            &sink,
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("a response");
+    assert_eq!(response.text, "ok");
+    let seen = seen.lock().expect("lock");
+    assert!(matches!(
+        &seen[1],
+        StreamEvent::Retry { attempt: 1, max_attempts: 3, delay, error }
+            if *delay == Duration::from_millis(250)
+                && error.kind == ProviderErrorKind::RateLimit
+                && error.provider == "mine"
+                && error.message == "slow down"
+    ));
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 
 import { messageOf } from './errors.js';
 import type { CommandResult, PermissionMode } from './types.js';
-import { CustomProvider, type ProviderLike, type ProviderRequest } from './providers.js';
+import { CustomProvider, type ProviderLike, type ProviderRequest, type ScriptedTurn } from './providers.js';
 
 /** What a tool's `execute` gets besides its input. */
 export interface ToolContext {
@@ -187,12 +187,17 @@ export interface HostExtensions {
   commandModules?: CommandModule[] | undefined;
 }
 
+/** A call from the engine: `request` is what the engine's host adapter asks (see the table in
+ * `core/src/api/host.rs`); `index`/`module` route hook and command calls. */
 interface HostRequest {
   call_id: number;
-  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'cancel';
-  [key: string]: unknown;
+  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel';
+  request?: unknown;
+  index?: number;
+  module?: string;
 }
 
+/** A tool answer in the engine's shape: `{content, is_error?, response?}`. */
 function normalizeToolResult(value: unknown): Record<string, unknown> {
   if (typeof value === 'string') {
     return { content: value };
@@ -209,6 +214,7 @@ function normalizeToolResult(value: unknown): Record<string, unknown> {
   return { content: JSON.stringify(value), response: value };
 }
 
+/** A permission answer in the engine's shape: `{type: 'allow_once' | ..., ...}`. */
 function normalizePermission(answer: PermissionAnswer): Record<string, unknown> {
   if (answer === true || answer === 'allow_once') return { type: 'allow_once' };
   if (answer === 'allow_session') return { type: 'allow_session' };
@@ -222,12 +228,14 @@ function normalizePermission(answer: PermissionAnswer): Record<string, unknown> 
   );
 }
 
+/** A hook result in the engine's shape: `{type: 'continue' | 'text' | ..., ...}`. */
 function normalizeHook(result: HookResult): unknown {
-  if (result === undefined || result === null) return null;
+  if (result === undefined || result === null) return { type: 'continue' };
   if (typeof result === 'string') return { type: 'text', text: result };
   return result;
 }
 
+/** A command result in the engine's shape: `{message, success, ...}`. */
 function normalizeCommand(result: string | CommandResult): Record<string, unknown> {
   if (typeof result === 'string') return { message: result, success: true };
   if (result === null || typeof result !== 'object' || typeof result.message !== 'string') {
@@ -236,9 +244,94 @@ function normalizeCommand(result: string | CommandResult): Record<string, unknow
   return { ...result, success: result.success !== false };
 }
 
+/** The provider events of one model call, streamed in batches; returns the final answer. */
+type TurnStream = AsyncGenerator<unknown[], Record<string, unknown>, undefined>;
+
+/** Marks a provider call's stream among the dispatcher's results. */
+class ProviderStream {
+  constructor(readonly events: TurnStream) {}
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new Error('aborted'));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new Error('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Streams a {@link ScriptedTurn} the way the scripted provider plays one, as the engine's host
+ * provider events (`retry`, `thinking_delta`, `text_delta`, `tool_call`) and final answer
+ * (`{stop_reason?, usage?, model?, error?}`).
+ */
+async function* streamTurn(turn: ScriptedTurn, signal: AbortSignal): TurnStream {
+  if (turn === null || typeof turn !== 'object') {
+    throw new TypeError(
+      `the custom provider returned ${JSON.stringify(turn)}; return a turn {text?, thinking?, tool_calls?, usage?, stop_reason?}`,
+    );
+  }
+  const delay = turn.delay_ms_per_chunk ?? 0;
+  let batch: unknown[] = [];
+  // Sends what is pending, waits `delay_ms_per_chunk`, then queues `event`.
+  const afterDelay = async function* (event: unknown): AsyncGenerator<unknown[], void, undefined> {
+    if (delay > 0) {
+      if (batch.length > 0) yield batch;
+      batch = [];
+      await sleep(delay, signal);
+    }
+    batch.push(event);
+  };
+  const retries = turn.retries ?? [];
+  for (const [i, retry] of retries.entries()) {
+    const { delay_ms: delayMs, error } = retry;
+    batch.push({ type: 'retry', attempt: i + 1, max_attempts: retries.length + 1, delay_ms: delayMs, error });
+    if (delayMs > 0) {
+      yield batch;
+      batch = [];
+      await sleep(delayMs, signal);
+    }
+  }
+  if (turn.thinking !== undefined && turn.thinking !== '') batch.push({ type: 'thinking_delta', text: turn.thinking });
+  const chunks = typeof turn.text === 'string' ? [turn.text] : (turn.text ?? []);
+  for (const text of chunks) {
+    if (text !== '') yield* afterDelay({ type: 'text_delta', text });
+  }
+  const answer: Record<string, unknown> = {};
+  if (turn.usage !== undefined) answer.usage = turn.usage;
+  if (turn.model !== undefined) answer.model = turn.model;
+  if (turn.error !== undefined) {
+    answer.error = turn.error;
+  } else {
+    for (const call of turn.tool_calls ?? []) {
+      yield* afterDelay({
+        type: 'tool_call',
+        id: call.id,
+        name: call.name,
+        input: call.input,
+        arguments: call.raw_arguments,
+      });
+    }
+    if (turn.stop_reason !== undefined) answer.stop_reason = turn.stop_reason;
+  }
+  if (batch.length > 0) yield batch;
+  return answer;
+}
+
 /**
  * The per-session dispatcher the engine calls: `(requestJson) => Promise<replyJson>`. It never
- * rejects; failures are `{error}` replies the engine turns into error results.
+ * rejects; failures are `{error}` replies the engine turns into error results. A provider call
+ * replies `{events}` batches (the engine asks for more with `{kind: 'next'}`) before its answer.
  */
 export function createDispatcher(extensions: HostExtensions): (request: string) => Promise<string> {
   const tools = new Map<string, Tool>();
@@ -249,16 +342,18 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
   }
   const hooks = extensions.hooks ?? [];
   const inFlight = new Map<number, AbortController>();
+  const streams = new Map<number, TurnStream>();
   const provider = extensions.provider instanceof CustomProvider ? extensions.provider : undefined;
 
   async function handle(request: HostRequest, signal: AbortSignal): Promise<unknown> {
+    const args = (request.request ?? {}) as Record<string, unknown>;
     switch (request.kind) {
       case 'tool': {
-        const t = tools.get(String(request.tool));
-        if (t === undefined) throw new Error(`no JavaScript tool named ${String(request.tool)}`);
-        const result = await t.execute(request.input, {
-          toolUseId: String(request.tool_use_id),
-          cwd: String(request.cwd),
+        const t = tools.get(String(args.tool));
+        if (t === undefined) throw new Error(`no JavaScript tool named ${String(args.tool)}`);
+        const result = await t.execute(args.input, {
+          toolUseId: String(args.tool_use_id),
+          cwd: String(args.cwd),
           signal,
         });
         return normalizeToolResult(result);
@@ -266,25 +361,37 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
       case 'permission': {
         const handler = extensions.permissionHandler;
         if (handler === undefined) return { type: 'deny' };
-        return normalizePermission(await handler(request.request as PermissionRequest, { signal }));
+        return normalizePermission(await handler(args as PermissionRequest, { signal }));
       }
       case 'hook': {
         const hook = hooks[Number(request.index)];
         if (hook === undefined) throw new Error(`no JavaScript hook number ${String(request.index)}`);
-        return normalizeHook(await hook.callback(request.input as HookInput));
+        return normalizeHook(await hook.callback(args as HookInput));
       }
       case 'command': {
-        const command = commands.get(`${String(request.module)}\u0000${String(request.command)}`);
-        if (command === undefined) throw new Error(`no JavaScript command ${String(request.command)}`);
-        return normalizeCommand(await command.execute(String(request.args), { sessionId: String(request.session_id) }));
+        const command = commands.get(`${String(request.module)}\u0000${String(args.command)}`);
+        if (command === undefined) throw new Error(`no JavaScript command ${String(args.command)}`);
+        return normalizeCommand(await command.execute(String(args.args), { sessionId: String(args.session_id) }));
       }
       case 'provider': {
         if (provider === undefined) throw new Error('this session has no JavaScript provider');
-        return await provider.options.respond(request.request as ProviderRequest, { signal });
+        const turn = await provider.options.respond(args as ProviderRequest, { signal });
+        return new ProviderStream(streamTurn(turn, signal));
       }
       default:
         throw new Error(`unknown host request kind ${String(request.kind)}`);
     }
+  }
+
+  /** The next reply of a provider call: an events batch, or the answer (the call is over). */
+  async function advance(callId: number, stream: TurnStream): Promise<string> {
+    const next = await stream.next();
+    if (next.done === true) {
+      return JSON.stringify({ ok: next.value });
+    }
+    // A cancelled call is never asked for more.
+    if (inFlight.has(callId)) streams.set(callId, stream);
+    return JSON.stringify({ events: next.value });
   }
 
   return async (json: string): Promise<string> => {
@@ -294,19 +401,31 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
     } catch (error) {
       return JSON.stringify({ error: `invalid host request: ${messageOf(error)}` });
     }
+    const callId = request.call_id;
     if (request.kind === 'cancel') {
-      inFlight.get(request.call_id)?.abort();
+      inFlight.get(callId)?.abort();
+      inFlight.delete(callId);
+      const stream = streams.get(callId);
+      streams.delete(callId);
+      stream?.return({}).catch(() => undefined);
       return 'null';
     }
-    const controller = new AbortController();
-    inFlight.set(request.call_id, controller);
     try {
+      if (request.kind === 'next') {
+        const stream = streams.get(callId);
+        streams.delete(callId);
+        if (stream === undefined) throw new Error(`no provider call ${callId} is streaming`);
+        return await advance(callId, stream);
+      }
+      const controller = new AbortController();
+      inFlight.set(callId, controller);
       const ok = await handle(request, controller.signal);
+      if (ok instanceof ProviderStream) return await advance(callId, ok.events);
       return JSON.stringify({ ok: ok ?? null });
     } catch (error) {
       return JSON.stringify({ error: messageOf(error) });
     } finally {
-      inFlight.delete(request.call_id);
+      if (!streams.has(callId)) inFlight.delete(callId);
     }
   };
 }
@@ -342,8 +461,8 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
           aliases: c.aliases ?? [],
           model_invocable: c.modelInvocable === true,
           user_invocable: c.userInvocable !== false,
-          blocking: c.blocking === true,
         };
+        if (c.blocking === true) command.lifecycle = 'blocking';
         if (c.argumentHint !== undefined) command.argument_hint = c.argumentHint;
         return command;
       }),

@@ -34,13 +34,11 @@ class CommandError(RobotaError):
 class RobotaInternalError(RobotaError):
     """A bug in robota."""
 
-class StreamEmitter:
-    """Streams deltas from a Python provider into the engine."""
+class NativeStream:
+    """Where a Python provider streams events while a model call runs."""
 
-    def text(self, text: str) -> None: ...
-    def thinking(self, text: str) -> None: ...
-    def tool_call_start(self, index: int, id: str, name: str) -> None: ...
-    def tool_call_delta(self, index: int, partial_json: str) -> None: ...
+    def send(self, event: Dict[str, Any]) -> None:
+        """Sends one event (``{"type": "text_delta" | "thinking_delta" | "tool_call" | "usage", ...}``)."""
 
 class NativeEvents:
     """A pull subscription to a session's events."""

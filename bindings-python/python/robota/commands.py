@@ -108,15 +108,17 @@ class SystemCommand:
             d["argument_hint"] = self.argument_hint
         return d
 
-    async def _robota_execute(self, args: str, context: Dict[str, Any]) -> Dict[str, Any]:
+    async def _robota_execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        # request: {"command", "args", "session_id", "session_name", "permission_mode", "model",
+        # "context_state"} (robota::api::host::HostCommand)
         ctx = CommandContext(
-            session_id=str(context.get("session_id", "")),
-            session_name=context.get("session_name"),
-            permission_mode=str(context.get("permission_mode", "default")),
-            model=context.get("model"),
+            session_id=str(request.get("session_id", "")),
+            session_name=request.get("session_name"),
+            permission_mode=str(request.get("permission_mode", "default")),
+            model=request.get("model"),
         )
         try:
-            result = await maybe_await(self.execute(args, ctx))
+            result = await maybe_await(self.execute(str(request.get("args", "")), ctx))
         except Exception as exc:
             return {"message": f"{type(exc).__name__}: {exc}", "success": False}
         if isinstance(result, str):

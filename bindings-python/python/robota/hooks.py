@@ -10,9 +10,11 @@ dict (Claude Code hook JSON output, e.g. ``{"decision": "block", "reason": ...}`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from ._native import InvalidArgumentError
 from ._util import maybe_await
 
 __all__ = ["Hook", "HookResult", "HookCallback", "HooksLike"]
@@ -105,8 +107,9 @@ def _adapter(callback: HookCallback) -> Callable[[Dict[str, Any]], Awaitable[Dic
     return adapter
 
 
-def hooks_to_native(hooks: Optional[HooksLike]) -> List[Tuple[str, str, Any, Optional[float], str]]:
-    """The native form: ``(event, matcher, adapter, timeout, name)`` tuples."""
+def hooks_to_native(hooks: Optional[HooksLike]) -> List[Tuple[Dict[str, Any], Any]]:
+    """The native form: ``(spec, adapter)`` pairs, ``spec`` being
+    ``{"event", "matcher", "timeout_ms"?, "name"}``."""
     if not hooks:
         return []
     items: List[Hook] = []
@@ -120,10 +123,21 @@ def hooks_to_native(hooks: Optional[HooksLike]) -> List[Tuple[str, str, Any, Opt
             if not isinstance(h, Hook):
                 raise TypeError("hooks must be a list of robota.Hook or a dict {event: callback}")
             items.append(h)
-    out: List[Tuple[str, str, Any, Optional[float], str]] = []
+    out: List[Tuple[Dict[str, Any], Any]] = []
     for h in items:
         if not callable(h.callback):
             raise TypeError(f"the hook callback for {h.event} is not callable")
-        name = h.name or str(getattr(h.callback, "__name__", "callback"))
-        out.append((h.event, h.matcher, _adapter(h.callback), h.timeout, name))
+        spec: Dict[str, Any] = {
+            "event": h.event,
+            "matcher": h.matcher,
+            "name": h.name or str(getattr(h.callback, "__name__", "callback")),
+        }
+        if h.timeout is not None:
+            timeout = float(h.timeout)
+            if not (math.isfinite(timeout) and timeout > 0):
+                raise InvalidArgumentError(
+                    f"a hook timeout must be a positive number of seconds, not {h.timeout}"
+                )
+            spec["timeout_ms"] = max(1, round(timeout * 1000))
+        out.append((spec, _adapter(h.callback)))
     return out

@@ -8,12 +8,11 @@ implement a model in Python.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from ._native import StreamEmitter
+from ._native import NativeStream
 
 __all__ = [
     "BuiltinProvider",
@@ -159,7 +158,8 @@ class ToolCall:
 class ProviderResponse:
     """What a Python provider's :meth:`Provider.stream` returns (a plain ``str`` also works)."""
 
-    #: The answer text; when empty, the text streamed through ``emit.text`` is used.
+    #: The answer text, when nothing was streamed through ``emit.text`` (otherwise the streamed
+    #: text is the answer).
     text: str = ""
     #: Tool calls the model makes.
     tool_calls: List[ToolCall] = field(default_factory=list)
@@ -170,34 +170,40 @@ class ProviderResponse:
     usage: Dict[str, int] = field(default_factory=dict)
 
 
-class _Emitter:
-    """Wraps the native emitter and remembers the streamed text."""
+class StreamEmitter:
+    """The ``emit`` a :meth:`Provider.stream` gets: streams answer and reasoning text into the
+    engine while the model call runs."""
 
-    __slots__ = ("native", "streamed")
+    __slots__ = ("_native", "streamed")
 
-    def __init__(self, native: StreamEmitter) -> None:
-        self.native = native
+    def __init__(self, native: NativeStream) -> None:
+        self._native = native
+        #: The text streamed so far, piece by piece.
         self.streamed: List[str] = []
 
     def text(self, text: str) -> None:
+        """Streams a piece of answer text."""
         self.streamed.append(text)
-        self.native.text(text)
+        self._native.send({"type": "text_delta", "text": text})
 
     def thinking(self, text: str) -> None:
-        self.native.thinking(text)
+        """Streams a piece of reasoning."""
+        self._native.send({"type": "thinking_delta", "text": text})
 
     def tool_call_start(self, index: int, id: str, name: str) -> None:
-        self.native.tool_call_start(index, id, name)
+        """Does nothing: the engine announces the tool calls of the returned
+        :class:`ProviderResponse` itself (kept so older providers keep working)."""
 
     def tool_call_delta(self, index: int, partial_json: str) -> None:
-        self.native.tool_call_delta(index, partial_json)
+        """Does nothing (see :meth:`tool_call_start`)."""
 
 
 class Provider:
     """Base class for a model implemented in Python.
 
     Override :meth:`stream`: it gets the request (``{"system", "messages", "tools", ...}`` as
-    dicts) and an ``emit`` object whose ``text(str)`` / ``thinking(str)`` stream deltas, and
+    dicts) and a :class:`StreamEmitter` ``emit`` whose ``text(str)`` / ``thinking(str)`` stream
+    deltas, and
     returns the answer — a ``str``, a :class:`ProviderResponse` or ``None`` (the streamed text).
     Raising an exception fails the model call with that message.
     """
@@ -213,33 +219,37 @@ class Provider:
         """Answers one model call."""
         raise NotImplementedError("Provider subclasses must implement `async def stream(self, request, emit)`")
 
-    async def _robota_stream(self, request: Dict[str, Any], native_emit: StreamEmitter) -> Dict[str, Any]:
-        emit = _Emitter(native_emit)
+    def _robota_info(self) -> Dict[str, Any]:
+        # robota::api::host::HostProviderInfo
+        info: Dict[str, Any] = {"name": self.name, "model": self.model}
+        if self.context_window is not None:
+            info["context_window"] = self.context_window
+        return info
+
+    async def _robota_stream(self, request: Dict[str, Any], native: NativeStream) -> Dict[str, Any]:
+        # The answer is robota::api::host::HostProviderAnswer: `text` is appended to the
+        # streamed text, so it is only sent when nothing was streamed.
+        emit = StreamEmitter(native)
         result = await self.stream(request, emit)
         if result is None:
             result = ProviderResponse()
         if isinstance(result, str):
-            if not emit.streamed:
-                emit.text(result)
             result = ProviderResponse(text=result)
         if not isinstance(result, ProviderResponse):
             raise TypeError(
                 f"{type(self).__name__}.stream must return str, ProviderResponse or None, "
                 f"not {type(result).__name__}"
             )
-        text = result.text or "".join(emit.streamed)
-        if result.text and not emit.streamed:
-            emit.text(result.text)
-        stop = result.stop_reason or ("tool_use" if result.tool_calls else "end_turn")
-        return {
-            "text": text,
-            "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": json.dumps(c.input)} for c in result.tool_calls
-            ],
-            "stop_reason": stop,
-            "usage": dict(result.usage),
-            "model": self.model,
+        answer: Dict[str, Any] = {
+            "tool_calls": [{"id": c.id, "name": c.name, "input": c.input} for c in result.tool_calls],
         }
+        if result.text and not emit.streamed:
+            answer["text"] = result.text
+        if result.stop_reason:
+            answer["stop_reason"] = result.stop_reason
+        if result.usage:
+            answer["usage"] = dict(result.usage)
+        return answer
 
 
 #: What a ``provider=`` argument accepts.

@@ -170,8 +170,13 @@ def schema_from_function(func: Callable[..., Any]) -> Tuple[Dict[str, Any], str,
 
 
 def _to_result(value: Any) -> Dict[str, Any]:
+    """The engine's tool answer: ``{"content", "is_error", "response"?}`` (no ``response``: the
+    content)."""
     if isinstance(value, ToolResult):
-        return {"content": value.content, "is_error": value.is_error, "response": value.response}
+        result: Dict[str, Any] = {"content": value.content, "is_error": value.is_error}
+        if value.response is not None:
+            result["response"] = value.response
+        return result
     if value is None:
         return {"content": "", "is_error": False}
     if isinstance(value, str):
@@ -227,14 +232,16 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, read_only={self.read_only})"
 
-    async def _robota_call(self, input: Any, context: Dict[str, Any]) -> Dict[str, Any]:
+    async def _robota_call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        # request: {"tool", "input", "tool_use_id", "cwd"} (robota::api::host::HostTool)
+        input = request.get("input")
         try:
             if not isinstance(input, dict):
                 raise TypeError(f"the tool input must be a JSON object, got {type(input).__name__}")
             kwargs = dict(input)
             if self._context_param:
                 kwargs[self._context_param] = ToolContext(
-                    tool_use_id=str(context.get("tool_use_id", "")), cwd=str(context.get("cwd", ""))
+                    tool_use_id=str(request.get("tool_use_id", "")), cwd=str(request.get("cwd", ""))
                 )
             if self._is_async:
                 value = await self.func(**kwargs)

@@ -100,6 +100,20 @@ pub enum HostProviderEvent {
     ToolCall(HostToolCall),
     /// Token usage so far (replaces earlier usage).
     Usage(Usage),
+    /// A failed attempt the host retries itself after `delay_ms` (reported to the engine's
+    /// listeners like an HTTP provider's retry); what was streamed before it is discarded, as
+    /// the next attempt streams again.
+    Retry {
+        /// The attempt that failed (1-based).
+        attempt: u32,
+        /// The most attempts that will be made.
+        max_attempts: u32,
+        /// How long the host waits before the next attempt, in milliseconds.
+        #[serde(default)]
+        delay_ms: u64,
+        /// Why the attempt failed.
+        error: HostProviderError,
+    },
 }
 
 /// A tool call from a host provider.
@@ -327,8 +341,9 @@ impl PermissionHandler for HostPermissionHandler {
 
 // ---- hooks ----
 
-/// Where a host hook runs: `{event, matcher?, timeout_ms?}` (`event` as in settings, e.g.
-/// `PreToolUse`; `matcher` in Claude Code syntax, default all).
+/// Where a host hook runs: `{event, matcher?, timeout_ms?, name?}` (`event` as in settings, e.g.
+/// `PreToolUse`; `matcher` in Claude Code syntax, default all; `name` labels the hook in hook
+/// events and messages, default `host`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostHookSpec {
@@ -340,6 +355,9 @@ pub struct HostHookSpec {
     /// The timeout in milliseconds (the event's default when absent).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The hook's label in hook events and messages (default `host`).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 impl HostHookSpec {
@@ -354,7 +372,10 @@ impl HostHookSpec {
         let mut registration = HookCallbackRegistration::new(
             self.event,
             self.matcher.clone(),
-            Arc::new(HostHookCallback { function }),
+            Arc::new(HostHookCallback {
+                name: self.name.clone().unwrap_or_else(|| "host".into()),
+                function,
+            }),
         );
         registration.timeout = self.timeout_ms.map(Duration::from_millis);
         registration
@@ -363,6 +384,7 @@ impl HostHookSpec {
 
 /// A [`HookCallback`] answered by the host.
 pub struct HostHookCallback {
+    name: String,
     function: Arc<dyn HostFunction>,
 }
 
@@ -379,7 +401,7 @@ pub fn hook_result_from_answer(answer: Result<Value, String>) -> HookCallbackRes
 #[async_trait]
 impl HookCallback for HostHookCallback {
     fn name(&self) -> &str {
-        "host"
+        &self.name
     }
 
     async fn call(&self, input: &HookInput) -> HookCallbackResult {
@@ -553,6 +575,8 @@ impl HostProvider {
 #[derive(Default)]
 struct Assembly {
     response: ProviderResponse,
+    /// The provider's name, for retried errors.
+    provider: String,
 }
 
 impl Assembly {
@@ -574,6 +598,20 @@ impl Assembly {
             }
             HostProviderEvent::ToolCall(call) => self.tool_call(call, on_event),
             HostProviderEvent::Usage(usage) => self.response.usage = usage,
+            HostProviderEvent::Retry {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error,
+            } => {
+                self.response = ProviderResponse::default();
+                on_event(StreamEvent::Retry {
+                    attempt,
+                    max_attempts,
+                    delay: Duration::from_millis(delay_ms),
+                    error: ProviderError::new(error.kind, self.provider.clone(), error.message),
+                });
+            }
         }
     }
 
@@ -641,7 +679,10 @@ impl Provider for HostProvider {
             stream: Some(HostStream { sender }),
         });
         tokio::pin!(call);
-        let mut assembly = Assembly::default();
+        let mut assembly = Assembly {
+            provider: self.info.name.clone(),
+            ..Assembly::default()
+        };
         let answer = loop {
             tokio::select! {
                 biased;

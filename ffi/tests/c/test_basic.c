@@ -1,57 +1,9 @@
 /* test_basic.c: the C ABI from C. Built with -std=c11 -Wall -Wextra -Werror -pedantic and run
  * by ffi/tests/c_abi.rs. Exits 0 when every check passes; prints each failure. */
-#define _POSIX_C_SOURCE 200809L
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#include "common.h"
 
-#include "robota.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                        \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
-
-/* Checks a call's status and, on failure, that the error carries the same code and a message. */
-#define EXPECT_STATUS(expected, call)                                                     \
-  do {                                                                                    \
-    robota_error *e_ = NULL;                                                              \
-    robota_status s_ = (call);                                                            \
-    if (s_ != (expected)) {                                                               \
-      fprintf(stderr, "%s:%d: %s returned %d (expected %d): %s\n", __FILE__, __LINE__,    \
-              #call, (int)s_, (int)(expected), robota_error_message(e_));                 \
-      failures++;                                                                         \
-    }                                                                                     \
-    robota_error_free(e_);                                                                \
-  } while (0)
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-/* Creates a provider or aborts the test. */
-static robota_provider *make_provider(robota_runtime *rt, const char *json) {
-  robota_provider *p = NULL;
-  robota_error *err = NULL;
-  robota_status s = robota_provider_new_json(rt, json, strlen(json), &p, &err);
-  if (s != ROBOTA_STATUS_OK) {
-    fprintf(stderr, "provider: %d %s\n", (int)s, robota_error_message(err));
-    exit(2);
-  }
-  return p;
-}
-
-static robota_session *make_session(robota_provider *p, const char *options) {
+/* A session from JSON options (robota_session_new_json) or aborts the test. */
+static robota_session *make_session_json(robota_provider *p, const char *options) {
   robota_session *s = NULL;
   robota_error *err = NULL;
   robota_status st = robota_session_new_json(p, options, strlen(options), &s, &err);
@@ -129,7 +81,7 @@ static void test_full_turn_callback(void) {
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_runtime_new(2, &rt, &e_));
   robota_provider *p =
       make_provider(rt, "{\"type\":\"scripted\",\"turns\":[{\"text\":[\"Hel\",\"lo\"]}]}");
-  robota_session *s = make_session(p, OPTIONS);
+  robota_session *s = make_session_json(p, OPTIONS);
   /* Handles may be freed before what was made from them. */
   robota_provider_free(p);
   robota_runtime_free(rt);
@@ -165,7 +117,7 @@ static void test_full_turn_callback(void) {
 
 static void test_pull_api(void) {
   robota_provider *p = make_provider(NULL, "{\"type\":\"scripted\",\"turns\":[{\"text\":\"pulled\"}]}");
-  robota_session *s = make_session(
+  robota_session *s = make_session_json(
       p, "{\"system_prompt\": \"t\", \"load_project_context\": false, \"pull_events\": true}");
   robota_provider_free(p);
   uint64_t extra = 0;
@@ -252,7 +204,7 @@ static void test_invalid_inputs(void) {
   EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
                 robota_session_new_json(p, "{\"permission_mode\":\"sometimes\"}", 31, &s, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_session_new_json(p, bad_utf8, 3, &s, &e_));
-  s = make_session(p, OPTIONS);
+  s = make_session_json(p, OPTIONS);
   robota_provider_free(p);
 
   EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8, robota_session_submit(s, bad_utf8, 3, &e_));
@@ -297,7 +249,7 @@ static const char *SLOW =
 
 static void test_abort_from_callback(void) {
   robota_provider *p = make_provider(NULL, SLOW);
-  robota_session *s = make_session(p, OPTIONS);
+  robota_session *s = make_session_json(p, OPTIONS);
   robota_provider_free(p);
   counter c;
   counter_init(&c);
@@ -316,7 +268,7 @@ static void test_abort_from_callback(void) {
 
 static void test_free_with_work_in_flight(void) {
   robota_provider *p = make_provider(NULL, SLOW);
-  robota_session *s = make_session(p, OPTIONS);
+  robota_session *s = make_session_json(p, OPTIONS);
   robota_provider_free(p);
   counter c;
   counter_init(&c);
