@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use robota::engine::{ExecutionEvent, HistoryMutation};
 use robota::message::{ContentBlock, Conversation, Message, MessageState, Usage};
 use robota::provider::{ProviderRequest, ProviderResponse, ProviderToolCall, StopReason};
-use robota::session::log::{LogOptions, SessionEvent, SessionLog};
+use robota::session::log::{LogOptions, SessionLog, SessionLogEvent};
 use robota::session::store::{ResumeSource, SessionRecord, SessionStore};
 use robota::session::usage::{PriceTable, UsageTotals};
 use robota::tools::ToolOutput;
@@ -53,7 +53,7 @@ fn log_turn(
 ) -> Result<UsageTotals, BoxError> {
     let execution_id = format!("exec-{n}");
     let filler = "The quick brown fox jumps over the lazy dog. ".repeat(4);
-    log.append(&SessionEvent::PreRun {
+    log.append(&SessionLogEvent::PreRun {
         execution_id: Some(execution_id.clone()),
         input: format!("turn {n}: {filler}"),
         provider: Some("anthropic".into()),
@@ -166,7 +166,7 @@ fn log_turn(
             )?;
         }
     }
-    log.append(&SessionEvent::TurnEnd {
+    log.append(&SessionLogEvent::TurnEnd {
         execution_id: Some(execution_id),
         stop_reason: "completed".into(),
         rounds: 2,
@@ -187,7 +187,7 @@ fn build(store: &SessionStore, id: &str, messages: usize) -> Result<Built, BoxEr
     let log = store.open_log(id, LogOptions::default())?;
     let mut record = SessionRecord::new(id, "/project");
     record.model = Some("claude-sonnet-4-6".into());
-    log.append(&SessionEvent::SessionInit {
+    log.append(&SessionLogEvent::SessionInit {
         session_id: id.into(),
         cwd: "/project".into(),
         provider: Some("anthropic".into()),
@@ -384,7 +384,7 @@ fn bench(runs: usize) -> Result<(), BoxError> {
     let count = 100_000;
     let started = Instant::now();
     for i in 0..count {
-        log.append(&SessionEvent::Error {
+        log.append(&SessionLogEvent::Error {
             message: format!("e{i}"),
             kind: None,
             execution_id: None,

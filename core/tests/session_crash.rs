@@ -29,7 +29,7 @@ use rand::Rng;
 use robota::engine::{Engine, EngineConfig, EngineEvent, RunOptions};
 use robota::message::{ContentBlock, Conversation, HistoryEntry, Message, MessageState, Role};
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use robota::session::log::{LogOptions, SessionEvent};
+use robota::session::log::{LogOptions, SessionLogEvent};
 use robota::session::store::{ResumeSource, SessionRecord, SessionStore, StoreError};
 use robota::session::usage::{PriceTable, UsageTotals};
 use robota::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
@@ -130,7 +130,7 @@ async fn child_loop(project: &Path) {
         }
         Err(error) => panic!("resume failed: {error}"),
     };
-    log.append(&SessionEvent::SessionInit {
+    log.append(&SessionLogEvent::SessionInit {
         session_id: SESSION.into(),
         cwd: record.cwd.clone(),
         provider: Some("scripted".into()),
@@ -144,7 +144,7 @@ async fn child_loop(project: &Path) {
     })
     .unwrap();
     if source == "new" {
-        log.append(&SessionEvent::HistoryReplace {
+        log.append(&SessionLogEvent::HistoryReplace {
             reason: "seed".into(),
             entries: record.history.clone(),
             usage: None,
@@ -175,7 +175,7 @@ async fn child_loop(project: &Path) {
             ..EngineConfig::default()
         };
         let engine = Engine::new(provider, tools, config);
-        log.append(&SessionEvent::PreRun {
+        log.append(&SessionLogEvent::PreRun {
             execution_id: None,
             input: format!("turn {n}"),
             provider: Some("scripted".into()),
@@ -200,7 +200,7 @@ async fn child_loop(project: &Path) {
         assert_eq!(outcome.response, format!("answer {n}"));
         let mut turn = UsageTotals::new();
         turn.record_call(&prices, "claude-haiku-4-5", &outcome.usage);
-        log.append(&SessionEvent::TurnEnd {
+        log.append(&SessionLogEvent::TurnEnd {
             execution_id: Some(outcome.execution_id),
             stop_reason: outcome.stop_reason.as_str().into(),
             rounds: outcome.rounds,

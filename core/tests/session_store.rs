@@ -14,7 +14,9 @@ use robota::engine::{Engine, EngineConfig, EngineEvent, ExecutionEvent, RunOptio
 use robota::message::{ContentBlock, Conversation, HistoryEntry, Message, Role, Usage};
 use robota::provider::replay::ReplayProvider;
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use robota::session::log::{replay_log, LogError, LogOptions, SessionEvent, SessionLog, REDACTED};
+use robota::session::log::{
+    replay_log, LogError, LogOptions, SessionLog, SessionLogEvent, REDACTED,
+};
 use robota::session::store::{
     validate_session_id, ResumeSource, SessionRecord, SessionStore, StoreError, MAX_SESSION_ID_LEN,
 };
@@ -82,7 +84,7 @@ impl Driver {
         let mut record = SessionRecord::new(id, "/project");
         record.model = Some("claude-sonnet-4-6".into());
         record.provider = Some("scripted".into());
-        log.append(&SessionEvent::SessionInit {
+        log.append(&SessionLogEvent::SessionInit {
             session_id: id.into(),
             cwd: "/project".into(),
             provider: record.provider.clone(),
@@ -118,7 +120,7 @@ impl Driver {
         tools.register(Arc::new(EchoTool));
         let engine = Engine::new(provider, tools, EngineConfig::default());
         self.log
-            .append(&SessionEvent::PreRun {
+            .append(&SessionLogEvent::PreRun {
                 execution_id: None,
                 input: format!("turn {n}"),
                 provider: Some("scripted".into()),
@@ -151,7 +153,7 @@ impl Driver {
     fn end_turn(&mut self, save: bool) {
         let (execution_id, rounds, turn) = self.pending_turn.take().expect("a run before end_turn");
         self.log
-            .append(&SessionEvent::TurnEnd {
+            .append(&SessionLogEvent::TurnEnd {
                 execution_id: Some(execution_id),
                 stop_reason: "completed".into(),
                 rounds,
@@ -543,7 +545,7 @@ fn listing_reads_only_the_summary_and_is_newest_first() {
     std::fs::write(store.snapshot_path("broken").unwrap(), "{\"version\":1,").unwrap();
     // A session that crashed before its first snapshot: only a log.
     let log = store.open_log("logonly", LogOptions::default()).unwrap();
-    log.append(&SessionEvent::SessionInit {
+    log.append(&SessionLogEvent::SessionInit {
         session_id: "logonly".into(),
         cwd: "/q".into(),
         provider: None,
@@ -835,7 +837,7 @@ fn log_lines_have_ts_seq_and_type_and_deltas_are_coalesced() {
     log.text_delta("lo ").unwrap();
     log.text_delta("world!").unwrap(); // 12 bytes: written
     log.text_delta("tail").unwrap();
-    log.append(&SessionEvent::SessionShutdown {
+    log.append(&SessionLogEvent::SessionShutdown {
         reason: "other".into(),
     })
     .unwrap();
@@ -860,7 +862,7 @@ fn log_lines_have_ts_seq_and_type_and_deltas_are_coalesced() {
     drop(log);
     let log = SessionLog::open(&path, LogOptions::default()).unwrap();
     assert_eq!(log.position().seq, 3);
-    log.append(&SessionEvent::Error {
+    log.append(&SessionLogEvent::Error {
         message: "x".into(),
         kind: None,
         execution_id: None,
@@ -885,7 +887,7 @@ fn log_write_errors_are_returned_and_reported_once_per_outage() {
     log.set_error_callback(move |error: &LogError| sink.lock().unwrap().push(error.to_string()));
     for _ in 0..3 {
         let error = log
-            .append(&SessionEvent::SessionShutdown {
+            .append(&SessionLogEvent::SessionShutdown {
                 reason: "other".into(),
             })
             .unwrap_err();

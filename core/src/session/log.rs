@@ -1,7 +1,7 @@
 //! The append-only session log: `.robota/logs/{id}.jsonl`, one JSON object per line,
 //! `{"ts": …, "seq": …, "type": …, …}`.
 //!
-//! It records what the session did ([`SessionEvent`]: `session_init`, `pre_run`, `text_delta`,
+//! It records what the session did ([`SessionLogEvent`]: `session_init`, `pre_run`, `text_delta`,
 //! `assistant`, `turn_end`, `error`, `session_shutdown`, history appends and replacements) and
 //! every [`ExecutionEvent`] of the engine (provider requests and responses, tool batches, tool
 //! requests and results, committed messages, `history_mutation`). Two consumers rely on it:
@@ -163,7 +163,7 @@ pub type LogErrorCallback = Arc<dyn Fn(&LogError) + Send + Sync>;
 /// the snake_case tag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum SessionEvent {
+pub enum SessionLogEvent {
     /// The session was created or resumed.
     SessionInit {
         /// Session id.
@@ -284,20 +284,20 @@ pub enum SessionEvent {
     },
 }
 
-impl SessionEvent {
+impl SessionLogEvent {
     /// The snake_case event name (the `type` field of its JSON).
     pub fn kind(&self) -> &'static str {
         match self {
-            SessionEvent::SessionInit { .. } => "session_init",
-            SessionEvent::PreRun { .. } => "pre_run",
-            SessionEvent::TextDelta { .. } => "text_delta",
-            SessionEvent::Assistant { .. } => "assistant",
-            SessionEvent::TurnEnd { .. } => "turn_end",
-            SessionEvent::Error { .. } => "error",
-            SessionEvent::HistoryAppend { .. } => "history_append",
-            SessionEvent::HistoryReplace { .. } => "history_replace",
-            SessionEvent::SessionRenamed { .. } => "session_renamed",
-            SessionEvent::SessionShutdown { .. } => "session_shutdown",
+            SessionLogEvent::SessionInit { .. } => "session_init",
+            SessionLogEvent::PreRun { .. } => "pre_run",
+            SessionLogEvent::TextDelta { .. } => "text_delta",
+            SessionLogEvent::Assistant { .. } => "assistant",
+            SessionLogEvent::TurnEnd { .. } => "turn_end",
+            SessionLogEvent::Error { .. } => "error",
+            SessionLogEvent::HistoryAppend { .. } => "history_append",
+            SessionLogEvent::HistoryReplace { .. } => "history_replace",
+            SessionLogEvent::SessionRenamed { .. } => "session_renamed",
+            SessionLogEvent::SessionShutdown { .. } => "session_shutdown",
         }
     }
 }
@@ -426,14 +426,14 @@ impl SessionLog {
     }
 
     /// Appends a session event.
-    pub fn append(&self, event: &SessionEvent) -> Result<(), LogError> {
+    pub fn append(&self, event: &SessionLogEvent) -> Result<(), LogError> {
         let kind = event.kind();
         match event {
-            SessionEvent::SessionInit { tool_schemas, .. }
+            SessionLogEvent::SessionInit { tool_schemas, .. }
                 if tool_schemas.iter().any(contains_sensitive) =>
             {
                 let mut event = event.clone();
-                if let SessionEvent::SessionInit { tool_schemas, .. } = &mut event {
+                if let SessionLogEvent::SessionInit { tool_schemas, .. } = &mut event {
                     tool_schemas.iter_mut().for_each(scrub_sensitive);
                 }
                 self.write(kind, &event)
@@ -606,7 +606,7 @@ impl State {
         }
         let text = std::mem::take(&mut self.pending_text);
         self.pending_since = None;
-        self.write_line(path, "text_delta", &SessionEvent::TextDelta { text })
+        self.write_line(path, "text_delta", &SessionLogEvent::TextDelta { text })
     }
 
     /// Serializes `event` (a JSON object with a `type` field) into one line prefixed with `ts`

@@ -9,7 +9,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
-use super::log::{LogOptions, SessionEvent as LogEvent, SessionLog};
+use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent};
 use super::store::{SessionRecord, SessionStore};
 use super::usage::UsageTotals;
 use crate::engine::ExecutionEventCallback;

@@ -73,7 +73,7 @@ use super::enforcer::{EnforcerOptions, PermissionEnforcer};
 use super::error::SessionError;
 use super::events::{EventSink, SessionEvent, SessionWarning};
 use super::hook_condition::PermissionRuleCondition;
-use super::log::SessionEvent as LogEvent;
+use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
 use super::persist::{load_resumed, Persistence, Restored};

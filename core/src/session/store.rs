@@ -35,7 +35,7 @@
 //! **How a session uses it** (the order matters; it is what makes resume exact):
 //!
 //! 1. Start: [`SessionStore::resume`] (or a new [`SessionRecord`]), then
-//!    [`SessionStore::open_log`] and a `session_init` event ([`SessionEvent::SessionInit`]).
+//!    [`SessionStore::open_log`] and a `session_init` event ([`SessionLogEvent::SessionInit`]).
 //! 2. Each turn: `pre_run`; run the engine with [`SessionLog::execution_callback`] as
 //!    `on_execution_event` (and text deltas to [`SessionLog::text_delta`]); then `turn_end` with
 //!    the turn's [`UsageTotals`].
@@ -63,7 +63,7 @@ use serde_json::{Map, Value};
 
 use super::log::{
     create_private_dir, read_first_init, replay_into, replay_log_counting, IncompleteTurn,
-    LogError, LogOptions, LogPosition, SessionEvent, SessionLog, LOG_EXTENSION,
+    LogError, LogOptions, LogPosition, SessionLog, SessionLogEvent, LOG_EXTENSION,
 };
 use super::usage::UsageTotals;
 use crate::message::{
@@ -1048,7 +1048,7 @@ impl SessionStore {
         record.updated_at = now;
         record.version = SESSION_RECORD_VERSION;
         let log = self.open_log(&new_id, LogOptions::default())?;
-        log.append(&SessionEvent::SessionInit {
+        log.append(&SessionLogEvent::SessionInit {
             session_id: new_id.clone(),
             cwd: record.cwd.clone(),
             provider: record.provider.clone(),
@@ -1060,7 +1060,7 @@ impl SessionStore {
             system_prompt: record.system_prompt.clone(),
             tool_schemas: record.tool_schemas.clone(),
         })?;
-        log.append(&SessionEvent::HistoryReplace {
+        log.append(&SessionLogEvent::HistoryReplace {
             reason: "fork".into(),
             entries: record.history.clone(),
             usage: Some(record.usage.clone()),
