@@ -15,7 +15,7 @@ use robota::framework::commands::{
 };
 use robota::framework::interactive::{
     InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
-    InteractiveSessionOptions, SubmitStatus, Subscription, ToolResultKind,
+    InteractiveSessionOptions, PromptResult, SubmitStatus, Subscription, ToolResultKind,
 };
 use robota::permissions::PermissionMode;
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
@@ -651,4 +651,98 @@ mod over_mock_llm {
         assert!(body.contains("again"), "{body}");
         mock.shutdown().await;
     }
+}
+
+/// Tracked submits resolve to how their own prompt ended: complete, interrupted, cancelled while
+/// queued (by `cancel_queue`, by `abort`, by shutdown), or an error the session reported.
+#[tokio::test]
+async fn tracked_prompts_resolve_to_their_own_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chunks: Vec<String> = (0..50).map(|i| format!("c{i} ")).collect();
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(["one", " done"]).with_delay_ms(50),
+            ScriptedTurn::text("two"),
+            ScriptedTurn::chunks(chunks).with_delay_ms(50),
+        ],
+    ));
+    let sub = session.subscribe_pull();
+
+    // complete, then a queued prompt that completes after it
+    let first = session.submit_tracked("first", None).await.expect("first");
+    assert_eq!(first.status(), SubmitStatus::Started);
+    let second = session
+        .submit_tracked("second", None)
+        .await
+        .expect("second");
+    assert_eq!(second.status(), SubmitStatus::Queued);
+    match tokio::time::timeout(WAIT, first.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "one done"),
+        other => panic!("first: {other:?}"),
+    }
+    match tokio::time::timeout(WAIT, second.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "two"),
+        other => panic!("second: {other:?}"),
+    }
+
+    // (the events of those two runs)
+    until(&sub, "complete").await;
+    until(&sub, "complete").await;
+
+    // interrupted by abort; the queued one is cancelled; cancel_queue cancels too
+    let running = session.submit_tracked("third", None).await.expect("third");
+    let queued = session
+        .submit_tracked("fourth", None)
+        .await
+        .expect("fourth");
+    assert_eq!(session.cancel_queue().as_deref(), Some("fourth"));
+    assert_eq!(
+        tokio::time::timeout(WAIT, queued.result())
+            .await
+            .expect("in time"),
+        PromptResult::Cancelled
+    );
+    let queued = session.submit_tracked("fifth", None).await.expect("fifth");
+    until(&sub, "text_delta").await;
+    session.abort();
+    match tokio::time::timeout(WAIT, running.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Interrupted { outcome } => {
+            assert!(outcome.is_some_and(|o| o.interrupted && o.response.starts_with("c0")))
+        }
+        other => panic!("third: {other:?}"),
+    }
+    assert_eq!(
+        tokio::time::timeout(WAIT, queued.result())
+            .await
+            .expect("in time"),
+        PromptResult::Cancelled
+    );
+
+    // an error the session reports (the script has no more turns) ends the prompt with it
+    session.wait_idle().await;
+    let failing = session.submit_tracked("sixth", None).await.expect("sixth");
+    match tokio::time::timeout(WAIT, failing.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Complete { outcome } => {
+            assert!(outcome.error.is_some(), "{outcome:?}")
+        }
+        PromptResult::Error { message } => assert!(!message.is_empty()),
+        other => panic!("sixth: {other:?}"),
+    }
+
+    // the serialized form carries a `status` tag
+    let value = serde_json::to_value(PromptResult::Cancelled).expect("json");
+    assert_eq!(value, json!({"status": "cancelled"}));
 }

@@ -103,8 +103,57 @@ pub enum SubmitStatus {
     Queued,
 }
 
+/// How one submitted prompt ended: what a [`PromptTicket`] resolves to. Serialized with a
+/// `status` tag (`complete`, `interrupted`, `error`, `cancelled`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum PromptResult {
+    /// The run finished (the same outcome as the `complete` event).
+    Complete {
+        /// The run's outcome.
+        outcome: RunOutcome,
+    },
+    /// The run was aborted (the same outcome as the `interrupted` event).
+    Interrupted {
+        /// What streamed until then; `None` when the abort came before the run started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<RunOutcome>,
+    },
+    /// The run could not start or failed (a hook rejected the prompt, the budget is spent, …);
+    /// the same message as the `error` event.
+    Error {
+        /// What went wrong and how to fix it.
+        message: String,
+    },
+    /// The prompt never ran: it was dropped from the queue (`cancel_queue`, `abort`) or the
+    /// session shut down first.
+    Cancelled,
+}
+
+/// A submitted prompt: whether it started or waits, and (awaited with
+/// [`result`](PromptTicket::result)) how it ended. Dropping the ticket changes nothing about the
+/// prompt.
+#[derive(Debug)]
+pub struct PromptTicket {
+    status: SubmitStatus,
+    done: tokio::sync::oneshot::Receiver<PromptResult>,
+}
+
+impl PromptTicket {
+    /// Whether the prompt started at once or was queued.
+    pub fn status(&self) -> SubmitStatus {
+        self.status
+    }
+
+    /// Waits until the prompt has ended and returns how. Resolves exactly once for every
+    /// accepted prompt: `Cancelled` when it was dropped before it ran.
+    pub async fn result(self) -> PromptResult {
+        self.done.await.unwrap_or(PromptResult::Cancelled)
+    }
+}
+
 /// A prompt waiting to run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Prompt {
     /// The prompt as typed (what the history keeps).
     text: String,
@@ -112,6 +161,8 @@ struct Prompt {
     context: Option<String>,
     /// What the user typed / the host shows.
     display: String,
+    /// Told how the prompt ended (tracked submits); dropping it unsent means `Cancelled`.
+    done: Option<tokio::sync::oneshot::Sender<PromptResult>>,
 }
 
 #[derive(Default)]
@@ -276,6 +327,30 @@ impl InteractiveSession {
         raw_input: Option<&str>,
     ) -> Result<SubmitStatus, InteractiveError> {
         let _ = raw_input;
+        self.enqueue(input, display_input, None)
+    }
+
+    /// Like [`submit`](Self::submit), and returns a [`PromptTicket`] that resolves to how this
+    /// prompt ended (complete, interrupted, error, or cancelled before it ran) — so a host can
+    /// await its own prompt without matching events to prompts. Must be called within a tokio
+    /// runtime.
+    pub async fn submit_tracked(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+    ) -> Result<PromptTicket, InteractiveError> {
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let status = self.enqueue(input, display_input, Some(tx))?;
+        Ok(PromptTicket { status, done })
+    }
+
+    /// Resolves `@file` references and starts or queues the prompt.
+    fn enqueue(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+        done: Option<tokio::sync::oneshot::Sender<PromptResult>>,
+    ) -> Result<SubmitStatus, InteractiveError> {
         let session = &self.inner.session;
         let options = FileRefOptions::default();
         let resolved = match resolve_file_references(input, session.cwd(), &[], &options) {
@@ -298,6 +373,7 @@ impl InteractiveSession {
             text: resolved.original,
             context,
             display: display_input.unwrap_or(input).to_string(),
+            done,
         };
         {
             let mut state = self.inner.lock();
@@ -514,7 +590,7 @@ impl Inner {
     /// Runs `prompt`, then the queued prompt, until the queue is empty.
     async fn drive(self: Arc<Self>, first: Prompt) {
         let mut next = Some(first);
-        while let Some(prompt) = next {
+        while let Some(mut prompt) = next {
             let cancel = CancellationToken::new();
             {
                 let mut state = self.lock();
@@ -525,23 +601,37 @@ impl Inner {
             }
             let result = self.run_one(&prompt, &cancel).await;
             let compaction = self.lock().pending_compaction.take();
-            match result {
+            let ended = match result {
                 Ok(outcome) if outcome.interrupted || cancel.is_cancelled() => {
-                    self.hub.emit(InteractiveEventKind::Interrupted {
+                    PromptResult::Interrupted {
                         outcome: Some(outcome),
-                    })
+                    }
                 }
                 Ok(outcome) => {
                     self.append_summaries(&outcome);
-                    self.hub.emit(InteractiveEventKind::Complete { outcome });
+                    PromptResult::Complete { outcome }
                 }
                 // Aborted before the run started: there is no outcome to report.
-                Err(_) if cancel.is_cancelled() => self
-                    .hub
-                    .emit(InteractiveEventKind::Interrupted { outcome: None }),
-                Err(error) => self.hub.emit(InteractiveEventKind::Error {
+                Err(_) if cancel.is_cancelled() => PromptResult::Interrupted { outcome: None },
+                Err(error) => PromptResult::Error {
                     message: error.to_string(),
-                }),
+                },
+            };
+            self.hub.emit(match &ended {
+                PromptResult::Complete { outcome } => InteractiveEventKind::Complete {
+                    outcome: outcome.clone(),
+                },
+                PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted {
+                    outcome: outcome.clone(),
+                },
+                PromptResult::Error { message } => InteractiveEventKind::Error {
+                    message: message.clone(),
+                },
+                PromptResult::Cancelled => InteractiveEventKind::Interrupted { outcome: None },
+            });
+            if let Some(done) = prompt.done.take() {
+                // The host may have dropped its ticket; nothing then waits for the result.
+                let _ = done.send(ended);
             }
             if let Some(instructions) = compaction {
                 // The session emits the `compaction` event itself on success.
