@@ -655,6 +655,30 @@ robota_status robota_session_submit(const struct robota_session *s,
                                     size_t len,
                                     struct robota_error **out_err);
 
+// Submits a prompt like `robota_session_submit` and reports how *this* prompt ended: returns
+// as soon as the prompt is accepted, then calls `callback` exactly once on an engine thread
+// with the result as JSON — `{"status": "complete", "outcome": {...}}`, `{"status":
+// "interrupted", "outcome"?: {...}}`, `{"status": "error", "message": "..."}` or `{"status":
+// "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
+// session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
+// away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
+// one, else 0. Errors are returned directly (and `callback` is then not called):
+// `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_QUEUE_FULL`,
+// `ROBOTA_STATUS_INVALID_STATE` (shut down), `ROBOTA_STATUS_SESSION`.
+//
+// Threading: any thread, including from an event callback.
+//
+// # Safety
+// `s` is a live session; `prompt` is valid for `len` bytes; `user_data` stays valid until the
+// callback ran; `out_queued` is NULL or valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_submit_tracked(const struct robota_session *s,
+                                            const char *prompt,
+                                            size_t len,
+                                            robota_result_callback callback,
+                                            void *user_data,
+                                            int32_t *out_queued,
+                                            struct robota_error **out_err);
+
 // Aborts the running prompt and drops the queued one; `interrupted` is emitted once the run
 // has stopped. Does not wait. Callable from any thread, including from an event callback.
 //

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use engine::api::{ApiError, HostCommand};
 use engine::framework::interactive::{
-    InteractiveError, InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
+    InteractiveError, InteractiveEvent, InteractiveSession, InteractiveSessionOptions,
+    SubmitStatus, Subscription,
 };
 use engine::hooks::SessionEndReason;
 use serde_json::Value;
@@ -416,6 +417,59 @@ pub unsafe extern "C" fn robota_session_submit(
         // thread.
         futures::executor::block_on(shared.session.submit(prompt, None, None))
             .map_err(session_error)?;
+        Ok(())
+    })
+}
+
+/// Submits a prompt like `robota_session_submit` and reports how *this* prompt ended: returns
+/// as soon as the prompt is accepted, then calls `callback` exactly once on an engine thread
+/// with the result as JSON — `{"status": "complete", "outcome": {...}}`, `{"status":
+/// "interrupted", "outcome"?: {...}}`, `{"status": "error", "message": "..."}` or `{"status":
+/// "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
+/// session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
+/// away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
+/// one, else 0. Errors are returned directly (and `callback` is then not called):
+/// `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_QUEUE_FULL`,
+/// `ROBOTA_STATUS_INVALID_STATE` (shut down), `ROBOTA_STATUS_SESSION`.
+///
+/// Threading: any thread, including from an event callback.
+///
+/// # Safety
+/// `s` is a live session; `prompt` is valid for `len` bytes; `user_data` stays valid until the
+/// callback ran; `out_queued` is NULL or valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_submit_tracked(
+    s: *const robota_session,
+    prompt: *const c_char,
+    len: usize,
+    callback: robota_result_callback,
+    user_data: *mut c_void,
+    out_queued: *mut i32,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        if prompt.is_null() {
+            return Err(FfiError::null("prompt"));
+        }
+        let prompt = str_arg(prompt, len, "prompt")?;
+        if callback.is_none() {
+            return Err(FfiError::null("callback"));
+        }
+        let _guard = shared.runtime.handle().enter();
+        // As in `robota_session_submit`: accepting a prompt does not wait on other tasks.
+        let ticket = futures::executor::block_on(shared.session.submit_tracked(prompt, None))
+            .map_err(session_error)?;
+        // Made only once the prompt is accepted: an unused callback reports itself cancelled
+        // when dropped, and a refused prompt must not call it at all.
+        let done = ResultCallback::new(callback, user_data)?;
+        if !out_queued.is_null() {
+            *out_queued = i32::from(ticket.status() == SubmitStatus::Queued);
+        }
+        shared.runtime.handle().spawn(async move {
+            let result = ticket.result().await;
+            done.finish(encode(&result));
+        });
         Ok(())
     })
 }

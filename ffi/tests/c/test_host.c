@@ -760,6 +760,65 @@ static void test_cancel_queue(robota_runtime *rt) {
   robota_session_free(s);
 }
 
+/* ---- tracked submits: each prompt's own result ---- */
+static void test_submit_tracked(robota_runtime *rt) {
+  robota_provider *p = make_provider(
+      rt,
+      "{\"type\":\"scripted\",\"turns\":[{\"text\":[\"a\",\"b\",\"c\",\"d\"],"
+      "\"delay_ms_per_chunk\":30},{\"text\":\"two\"},{\"text\":[\"x\",\"y\",\"z\",\"w\"],"
+      "\"delay_ms_per_chunk\":300}]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  result_slot r1, r2, r3, r4, unused;
+  result_init(&r1);
+  result_init(&r2);
+  result_init(&r3);
+  result_init(&r4);
+  result_init(&unused);
+  int32_t queued = -1;
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "first", 5, on_result, &r1, &queued, &e_));
+  CHECK(queued == 0);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "second", 6, on_result, &r2, &queued, &e_));
+  CHECK(queued == 1);
+  EXPECT_STATUS(ROBOTA_STATUS_QUEUE_FULL,
+                robota_session_submit_tracked(s, "third", 5, on_result, &unused, NULL, &e_));
+  CHECK(wait_for(&r1.done, 1, 20000));
+  CHECK(wait_for(&r2.done, 1, 20000));
+  CHECK(atomic_load(&r1.status) == ROBOTA_STATUS_OK && atomic_load(&r2.status) == ROBOTA_STATUS_OK);
+  CHECK(contains(r1.json, "\"status\":\"complete\"") && contains(r1.json, "abcd"));
+  CHECK(contains(r2.json, "\"status\":\"complete\"") && contains(r2.json, "\"two\""));
+
+  /* A queued prompt dropped by cancel_queue is cancelled; the running one, aborted, is
+   * interrupted. */
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "third", 5, on_result, &r3, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "fourth", 6, on_result, &r4, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, NULL, &e_));
+  CHECK(wait_for(&r4.done, 1, 20000));
+  CHECK(contains(r4.json, "\"status\":\"cancelled\""));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_abort(s, &e_));
+  CHECK(wait_for(&r3.done, 1, 20000));
+  CHECK(contains(r3.json, "\"status\":\"interrupted\""));
+  CHECK(atomic_load(&unused.done) == 0);
+
+  /* Invalid inputs: reported directly, the callback is never called. */
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_submit_tracked(NULL, "x", 1, on_result, &unused, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_submit_tracked(s, NULL, 1, on_result, &unused, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_submit_tracked(s, "x", 1, NULL, &unused, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
+                robota_session_submit_tracked(s, "\xff", 1, on_result, &unused, NULL, &e_));
+  CHECK(atomic_load(&unused.done) == 0);
+  robota_session_free(s);
+}
+
 /* ---- query ---- */
 static void test_query(robota_runtime *rt) {
   robota_provider *p = make_provider(
@@ -1133,6 +1192,7 @@ int main(void) {
   test_abort_from_callback(rt);
   test_free_in_flight(rt);
   test_cancel_queue(rt);
+  test_submit_tracked(rt);
   test_malformed_answers(rt);
   test_query(rt);
   test_replay(rt);
