@@ -10,6 +10,23 @@
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
+ * A submitted prompt (the engine's `PromptTicket`): whether it started or waits, and how it
+ * ended.
+ */
+export declare class NativePromptTicket {
+  /** `"started"` or `"queued"`. */
+  get status(): 'started' | 'queued'
+  /**
+   * Resolves once the prompt has ended and its events have been handed to the listener:
+   * `{"seq", "result"}` as JSON, `result` being how the prompt ended (`status`: `complete`,
+   * `interrupted`, `error`, `cancelled`) and `seq` the last event handed over by then. While
+   * pending it keeps Node alive, which is how a running prompt keeps a script from exiting
+   * early. Only the first call resolves; later ones reject.
+   */
+  result(): Promise<string>
+}
+
+/**
  * A reusable query over one session (the engine's `Query`). Use `createQuery` from
  * `@robota/native`.
  */
@@ -46,14 +63,12 @@ export declare class NativeSession {
    */
   constructor(optionsJson: string, host: (request: string) => Promise<string>, onEvents: (batch: string) => void)
   /**
-   * Submits a prompt: `"started"` or `"queued"` once accepted. Synchronous, so prompts are
-   * accepted in call order (acceptance never waits: the prompt runs on a background task).
+   * Submits a prompt; its ticket tells whether it started or waits and resolves to how it
+   * ended. Synchronous, so prompts are accepted in call order (acceptance never waits: the
+   * prompt runs on a background task).
    */
-  submit(input: string, displayInput?: string | undefined | null): string
-  /**
-   * Resolves when no prompt is running or queued. While pending it keeps Node alive, which
-   * is how a running prompt keeps a script from exiting early.
-   */
+  submit(input: string, displayInput?: string | undefined | null): NativePromptTicket
+  /** Resolves when no prompt is running or queued. */
   waitIdle(): Promise<void>
   /** Aborts the running prompt and drops the queued one. */
   abort(): void

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.NativePromptTicket = nativeBinding.NativePromptTicket
 module.exports.NativeQuery = nativeBinding.NativeQuery
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.engineVersion = nativeBinding.engineVersion

@@ -15,10 +15,11 @@ use napi::bindgen_prelude::{block_on, within_runtime_if_available, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
+use tokio::sync::{oneshot, Notify};
 
 use robota::api::ApiError;
 use robota::framework::interactive::{
-    InteractiveSession, InteractiveSessionOptions, SubmitStatus, Subscription,
+    InteractiveSession, InteractiveSessionOptions, PromptTicket, SubmitStatus, Subscription,
 };
 use robota::hooks::SessionEndReason;
 
@@ -35,26 +36,101 @@ const MAX_BATCH: usize = 1024;
 pub(crate) type EventFunction =
     ThreadsafeFunction<String, Unknown<'static>, String, Status, false, true, EVENT_QUEUE>;
 
+/// Flush requests to the delivery task. Each is answered with the `seq` of the last event handed
+/// to JavaScript once every event queued before the request has been handed over, so a prompt's
+/// Promise can settle after its events have reached the listeners.
+#[derive(Default)]
+pub(crate) struct Flush {
+    state: Mutex<FlushState>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct FlushState {
+    /// Set when the delivery task has stopped: nothing will be handed over any more.
+    closed: bool,
+    waiters: Vec<oneshot::Sender<u64>>,
+}
+
+impl Flush {
+    /// Waits until every event queued so far has been handed to JavaScript; the `seq` of the
+    /// last one handed over (0 when delivery has stopped or nothing was ever delivered).
+    pub(crate) async fn delivered(&self) -> u64 {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            if state.closed {
+                return 0;
+            }
+            state.waiters.push(tx);
+        }
+        self.wake.notify_one();
+        rx.await.unwrap_or(0)
+    }
+
+    fn take(&self) -> Vec<oneshot::Sender<u64>> {
+        std::mem::take(
+            &mut self
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .waiters,
+        )
+    }
+
+    fn close(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.closed = true;
+        state.waiters.clear();
+    }
+}
+
 /// Starts delivering `subscription`'s events to `function` until `stopped` is set or the
-/// subscription is closed.
+/// subscription is closed, answering `flush` requests on the way.
 pub(crate) fn spawn_event_delivery(
     subscription: Arc<Subscription>,
     function: EventFunction,
     stopped: Arc<AtomicBool>,
+    flush: Arc<Flush>,
 ) {
     napi::bindgen_prelude::spawn(async move {
-        // `aborted`: the JavaScript environment (a terminated worker, say) is gone.
-        while !stopped.load(Ordering::Acquire) && !function.aborted() {
-            let Some(first) = subscription.next_event(Duration::from_secs(1)).await else {
-                continue;
-            };
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match subscription.try_next_event() {
-                    Some(event) => batch.push(event),
-                    None => break,
+        deliver_events(&subscription, &function, &stopped, &flush).await;
+        flush.close();
+    });
+}
+
+async fn deliver_events(
+    subscription: &Subscription,
+    function: &EventFunction,
+    stopped: &AtomicBool,
+    flush: &Flush,
+) {
+    let mut delivered = 0;
+    let mut waiting = Vec::new();
+    // `aborted`: the JavaScript environment (a terminated worker, say) is gone.
+    while !stopped.load(Ordering::Acquire) && !function.aborted() {
+        let mut batch = Vec::new();
+        if waiting.is_empty() {
+            tokio::select! {
+                event = subscription.next_event(Duration::from_secs(1)) => batch.extend(event),
+                () = flush.wake.notified() => {}
+            }
+        }
+        // Taken before draining: every event queued before a request is in this batch or an
+        // earlier one.
+        waiting.extend(flush.take());
+        let mut drained = false;
+        while batch.len() < MAX_BATCH {
+            match subscription.try_next_event() {
+                Some(event) => batch.push(event),
+                None => {
+                    drained = true;
+                    break;
                 }
             }
+        }
+        if let Some(last) = batch.last() {
+            let seq = last.seq;
             let Ok(json) = serde_json::to_string(&batch) else {
                 continue;
             };
@@ -68,8 +144,54 @@ pub(crate) fn spawn_event_delivery(
                     _ => return,
                 }
             }
+            delivered = seq;
         }
-    });
+        if drained {
+            for waiter in waiting.drain(..) {
+                let _ = waiter.send(delivered);
+            }
+        }
+    }
+}
+
+/// A submitted prompt (the engine's `PromptTicket`): whether it started or waits, and how it
+/// ended.
+#[napi]
+pub struct NativePromptTicket {
+    status: &'static str,
+    ticket: Mutex<Option<PromptTicket>>,
+    flush: Arc<Flush>,
+}
+
+#[napi]
+impl NativePromptTicket {
+    /// `"started"` or `"queued"`.
+    #[napi(getter, ts_return_type = "'started' | 'queued'")]
+    pub fn status(&self) -> String {
+        self.status.into()
+    }
+
+    /// Resolves once the prompt has ended and its events have been handed to the listener:
+    /// `{"seq", "result"}` as JSON, `result` being how the prompt ended (`status`: `complete`,
+    /// `interrupted`, `error`, `cancelled`) and `seq` the last event handed over by then. While
+    /// pending it keeps Node alive, which is how a running prompt keeps a script from exiting
+    /// early. Only the first call resolves; later ones reject.
+    #[napi]
+    pub async fn result(&self) -> napi::Result<String> {
+        let ticket = self
+            .ticket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                api_error(ApiError::invalid_argument(
+                    "the prompt's result was already taken",
+                ))
+            })?;
+        let result = ticket.result().await;
+        let seq = self.flush.delivered().await;
+        to_json(&serde_json::json!({ "seq": seq, "result": result }))
+    }
 }
 
 /// An interactive session (the engine's `InteractiveSession`). Use the `InteractiveSession`
@@ -80,6 +202,7 @@ pub struct NativeSession {
     session: Arc<InteractiveSession>,
     subscription: Arc<Subscription>,
     stopped: Arc<AtomicBool>,
+    flush: Arc<Flush>,
     bridge: Mutex<Option<Arc<HostBridge>>>,
 }
 
@@ -113,31 +236,49 @@ impl NativeSession {
         .map_err(api_error)?;
         let subscription = Arc::new(session.subscribe_pull());
         let stopped = Arc::new(AtomicBool::new(false));
-        spawn_event_delivery(Arc::clone(&subscription), on_events, Arc::clone(&stopped));
+        let flush = Arc::new(Flush::default());
+        spawn_event_delivery(
+            Arc::clone(&subscription),
+            on_events,
+            Arc::clone(&stopped),
+            Arc::clone(&flush),
+        );
         Ok(NativeSession {
             session,
             subscription,
             stopped,
+            flush,
             bridge: Mutex::new(Some(bridge)),
         })
     }
 
-    /// Submits a prompt: `"started"` or `"queued"` once accepted. Synchronous, so prompts are
-    /// accepted in call order (acceptance never waits: the prompt runs on a background task).
+    /// Submits a prompt; its ticket tells whether it started or waits and resolves to how it
+    /// ended. Synchronous, so prompts are accepted in call order (acceptance never waits: the
+    /// prompt runs on a background task).
     #[napi]
-    pub fn submit(&self, input: String, display_input: Option<String>) -> napi::Result<String> {
+    pub fn submit(
+        &self,
+        input: String,
+        display_input: Option<String>,
+    ) -> napi::Result<NativePromptTicket> {
         let session = Arc::clone(&self.session);
-        let status =
-            block_on(async move { session.submit(&input, display_input.as_deref(), None).await })
-                .map_err(|e| api_error(e.into()))?;
-        Ok(match status {
-            SubmitStatus::Started => "started".into(),
-            SubmitStatus::Queued => "queued".into(),
+        let ticket = block_on(async move {
+            session
+                .submit_tracked(&input, display_input.as_deref())
+                .await
+        })
+        .map_err(|e| api_error(e.into()))?;
+        Ok(NativePromptTicket {
+            status: match ticket.status() {
+                SubmitStatus::Started => "started",
+                SubmitStatus::Queued => "queued",
+            },
+            ticket: Mutex::new(Some(ticket)),
+            flush: Arc::clone(&self.flush),
         })
     }
 
-    /// Resolves when no prompt is running or queued. While pending it keeps Node alive, which
-    /// is how a running prompt keeps a script from exiting early.
+    /// Resolves when no prompt is running or queued.
     #[napi]
     pub async fn wait_idle(&self) -> napi::Result<()> {
         self.session.wait_idle().await;

@@ -416,6 +416,40 @@ describe('control', () => {
     await assert.rejects(session.submit('late'), (e: unknown) => e instanceof RobotaError && e.code === 'shut_down');
   });
 
+  test('signals and abort(): each prompt settles with its own result', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([
+        { text: ['one ', 'two ', 'three'], delay_ms_per_chunk: 300 },
+        { text: 'after' },
+        { text: ['x', 'y', 'z'], delay_ms_per_chunk: 2_000 },
+      ]),
+    });
+    const ends: string[] = [];
+    session.on('complete', () => ends.push('complete'));
+    session.on('interrupted', () => ends.push('interrupted'));
+    // An aborted signal of the queued prompt drops it and leaves the running one alone.
+    const queuedController = new AbortController();
+    const running = session.submit('first');
+    const queued = session.submit('second', { signal: queuedController.signal });
+    queuedController.abort();
+    assert.deepEqual(await within(5_000, queued, 'dropped prompt'), { status: 'cancelled' });
+    const first = await within(10_000, running, 'running prompt');
+    assert.equal(first.status === 'complete' && first.outcome.response, 'one two three');
+    // The terminal event reached the listeners before the Promise settled.
+    assert.deepEqual(ends, ['complete']);
+    assert.equal((await within(10_000, session.submit('next'), 'next prompt')).status, 'complete');
+    // abort(): the running prompt is interrupted, the queued one cancelled.
+    const slow = session.submit('slow');
+    const waiting = session.submit('waiting');
+    session.once('text_delta', () => session.abort());
+    const [interrupted, cancelled] = await within(10_000, Promise.all([slow, waiting]), 'aborted prompts');
+    assert.equal(interrupted.status, 'interrupted');
+    assert.deepEqual(cancelled, { status: 'cancelled' });
+    assert.deepEqual(ends, ['complete', 'complete', 'interrupted']);
+    await session.shutdown();
+  });
+
   test('a rejected @file prompt fails alone and leaves the running prompt alone', async () => {
     const session = new InteractiveSession({
       ...hermetic(),

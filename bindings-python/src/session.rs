@@ -1,8 +1,6 @@
 //! `NativeSession`: an [`InteractiveSession`] for Python, with `submit` awaitables that resolve
 //! when *that* prompt's run ends, and `NativeEvents`, a pull subscription read in batches.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,11 +9,10 @@ use pyo3::types::{PyDict, PyList};
 use robota::api::{ApiError, SessionConfig};
 use robota::framework::interactive::{
     InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
-    InteractiveSessionOptions, SubmitStatus, Subscription,
+    InteractiveSessionOptions, PromptResult, SubmitStatus, Subscription,
 };
 use robota::hooks::SessionEndReason;
 use serde_json::{json, Value};
-use tokio::sync::{oneshot, Mutex as AsyncMutex};
 
 use crate::bridge::LoopSlot;
 use crate::convert::{from_py, ser_to_py, to_py, Json};
@@ -26,103 +23,51 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
 
-/// One accepted prompt waiting for its run to end: resolved with its terminal event.
-type Waiter = oneshot::Sender<Value>;
-
-/// Matches the `complete` / `interrupted` / `error` events that end every accepted prompt to
-/// the `submit` calls, in acceptance order.
-#[derive(Default)]
-struct Tracker {
-    waiters: VecDeque<Waiter>,
-    /// `error` events emitted for prompts that were rejected (not accepted), to be skipped.
-    skip_errors: Vec<String>,
-}
-
-struct Shared {
-    session: Arc<InteractiveSession>,
-    tracker: AsyncMutex<Tracker>,
-    tracker_subscription: Arc<Subscription>,
-    closed: AtomicBool,
-}
-
-impl Shared {
-    /// Resolves the queued prompt's waiter (at the back) as cancelled.
-    fn cancel_back(tracker: &mut Tracker) {
-        if let Some(tx) = tracker.waiters.pop_back() {
-            let _ = tx.send(json!({"type": "cancelled"}));
-        }
-    }
-
-    async fn abort(&self) {
-        let mut tracker = self.tracker.lock().await;
-        if self.session.cancel_queue().is_some() {
-            Self::cancel_back(&mut tracker);
-        }
-        self.session.abort();
-    }
-
-    async fn cancel_queue(&self) -> Option<String> {
-        let mut tracker = self.tracker.lock().await;
-        let dropped = self.session.cancel_queue();
-        if dropped.is_some() {
-            Self::cancel_back(&mut tracker);
-        }
-        dropped
-    }
-
-    async fn on_event(&self, event: InteractiveEvent) {
-        let terminal = match &event.kind {
-            InteractiveEventKind::Complete { .. } | InteractiveEventKind::Interrupted { .. } => {
-                true
-            }
-            InteractiveEventKind::Error { message } => {
-                // Reported after a run's `complete`, for the same prompt: not a terminal event.
-                !message.starts_with("Compaction failed:")
-            }
-            _ => false,
-        };
-        if !terminal {
-            return;
-        }
-        let mut tracker = self.tracker.lock().await;
-        if let InteractiveEventKind::Error { message } = &event.kind {
-            if let Some(i) = tracker.skip_errors.iter().position(|m| m == message) {
-                tracker.skip_errors.remove(i);
-                return;
-            }
-        }
-        if let Some(tx) = tracker.waiters.pop_front() {
-            let value = serde_json::to_value(&event).unwrap_or(Value::Null);
-            let _ = tx.send(value);
-        }
-    }
-}
-
 /// Aborts the run when a `submit` awaitable is cancelled (Ctrl-C, `task.cancel()`, timeout).
-struct AbortOnDrop {
-    shared: Option<Arc<Shared>>,
-}
+struct AbortOnDrop(Option<Arc<InteractiveSession>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
-        if let Some(shared) = self.shared.take() {
-            runtime().spawn(async move { shared.abort().await });
+        if let Some(session) = self.0.take() {
+            session.abort();
         }
     }
+}
+
+/// The `seq` of the last event (other than `text_delta`, which may be merged into an earlier
+/// one) queued on `watch` so far, or 0. Called once a prompt has ended, it is at or after the
+/// event that ended it: the Python side waits until its listeners have had that far.
+fn last_seq(watch: &Subscription) -> u64 {
+    let mut seq = 0;
+    while let Some(event) = watch.try_next_event() {
+        if !matches!(event.kind, InteractiveEventKind::TextDelta { .. }) {
+            seq = seq.max(event.seq);
+        }
+    }
+    seq
+}
+
+/// How a prompt ended, as the event that reported it (`{"type": "cancelled"}` when it never ran).
+fn final_event(session: &InteractiveSession, result: PromptResult, seq: u64) -> Value {
+    let kind = match result {
+        PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
+        PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
+        PromptResult::Error { message } => InteractiveEventKind::Error { message },
+        PromptResult::Cancelled => return json!({"type": "cancelled"}),
+    };
+    let event = InteractiveEvent {
+        session_id: session.get_session_id(),
+        seq,
+        kind,
+    };
+    serde_json::to_value(&event).unwrap_or(Value::Null)
 }
 
 /// The native half of `robota.InteractiveSession` (use that class; this one is internal).
 #[pyclass(frozen, module = "robota._native")]
 pub struct NativeSession {
-    shared: Arc<Shared>,
+    session: Arc<InteractiveSession>,
     slot: Arc<LoopSlot>,
-}
-
-impl Drop for NativeSession {
-    fn drop(&mut self) {
-        self.shared.closed.store(true, Ordering::SeqCst);
-        self.shared.tracker_subscription.unsubscribe();
-    }
 }
 
 fn interactive_error(e: InteractiveError) -> PyErr {
@@ -170,26 +115,7 @@ impl NativeSession {
         let session = py
             .detach(|| InteractiveSession::new(interactive))
             .map_err(interactive_error)?;
-        let subscription = Arc::new(session.subscribe_pull());
-        let shared = Arc::new(Shared {
-            session,
-            tracker: AsyncMutex::new(Tracker::default()),
-            tracker_subscription: Arc::clone(&subscription),
-            closed: AtomicBool::new(false),
-        });
-        let weak = Arc::downgrade(&shared);
-        runtime().spawn(async move {
-            loop {
-                let event = subscription.next_event(Duration::from_secs(3600)).await;
-                let Some(shared) = weak.upgrade() else { return };
-                match event {
-                    Some(event) => shared.on_event(event).await,
-                    None if shared.closed.load(Ordering::SeqCst) => return,
-                    None => {}
-                }
-            }
-        });
-        Ok(NativeSession { shared, slot })
+        Ok(NativeSession { session, slot })
     }
 
     /// Submits a prompt; the awaitable resolves with `{"status": "started"|"queued", "event":
@@ -203,60 +129,46 @@ impl NativeSession {
         raw_input: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
-            let rx = {
-                let mut tracker = shared.tracker.lock().await;
-                match shared
-                    .session
-                    .submit(&input, display_input.as_deref(), raw_input.as_deref())
-                    .await
-                {
-                    Ok(status) => {
-                        let (tx, rx) = oneshot::channel();
-                        tracker.waiters.push_back(tx);
-                        (status, rx)
-                    }
-                    Err(InteractiveError::FileReferences(message)) => {
-                        tracker.skip_errors.push(message.clone());
-                        return Err(interactive_error(InteractiveError::FileReferences(message)));
-                    }
-                    Err(e) => return Err(interactive_error(e)),
-                }
-            };
-            let (status, rx) = rx;
-            let mut guard = AbortOnDrop {
-                shared: Some(Arc::clone(&shared)),
-            };
-            let event = rx.await;
-            guard.shared = None;
-            let event = event.unwrap_or_else(|_| json!({"type": "cancelled"}));
-            let status = match status {
+            // `raw_input` is accepted for compatibility; the engine does not use it.
+            let _ = raw_input;
+            // Subscribed before the prompt, so its events (and the one that ends it) queue here.
+            let watch = session.subscribe_pull();
+            let ticket = session
+                .submit_tracked(&input, display_input.as_deref())
+                .await
+                .map_err(interactive_error)?;
+            let status = match ticket.status() {
                 SubmitStatus::Started => "started",
                 SubmitStatus::Queued => "queued",
             };
+            let mut guard = AbortOnDrop(Some(Arc::clone(&session)));
+            let result = ticket.result().await;
+            guard.0 = None;
+            let event = final_event(&session, result, last_seq(&watch));
             Ok(Json(json!({"status": status, "event": event})))
         })
     }
 
     /// Aborts the running prompt and drops the queued one.
     fn abort(&self, py: Python<'_>) {
-        let shared = Arc::clone(&self.shared);
-        py.detach(|| runtime().block_on(async move { shared.abort().await }));
+        let session = Arc::clone(&self.session);
+        py.detach(|| session.abort());
     }
 
     /// Drops the queued prompt; returns it (as displayed), or `None`.
     fn cancel_queue(&self, py: Python<'_>) -> Option<String> {
-        let shared = Arc::clone(&self.shared);
-        py.detach(|| runtime().block_on(async move { shared.cancel_queue().await }))
+        let session = Arc::clone(&self.session);
+        py.detach(|| session.cancel_queue())
     }
 
     /// Waits until no prompt is running or queued.
     fn wait_idle<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
-            shared.session.wait_idle().await;
+            session.wait_idle().await;
             Ok(())
         })
     }
@@ -269,10 +181,9 @@ impl NativeSession {
         args: String,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
-            let result = shared
-                .session
+            let result = session
                 .execute_command(&name, &args)
                 .await
                 .map_err(interactive_error)?;
@@ -284,7 +195,7 @@ impl NativeSession {
 
     /// The commands users can run (list of dicts).
     fn list_commands<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.list_commands())
+        ser_to_py(py, &self.session.list_commands())
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
@@ -300,15 +211,9 @@ impl NativeSession {
             Some(text) => serde_json::from_value::<SessionEndReason>(Value::String(text.into()))
                 .map_err(|e| invalid_argument(format!("unknown shutdown reason `{text}`: {e}")))?,
         };
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
-            {
-                let mut tracker = shared.tracker.lock().await;
-                if shared.session.cancel_queue().is_some() {
-                    Shared::cancel_back(&mut tracker);
-                }
-            }
-            shared.session.shutdown(reason).await;
+            session.shutdown(reason).await;
             Ok(())
         })
     }
@@ -321,10 +226,9 @@ impl NativeSession {
         instructions: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
-        let shared = Arc::clone(&self.shared);
+        let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
-            let summary = shared
-                .session
+            let summary = session
                 .compact(instructions)
                 .await
                 .map_err(interactive_error)?;
@@ -336,64 +240,64 @@ impl NativeSession {
 
     /// True while a prompt runs (or one is queued to run next).
     fn is_executing(&self) -> bool {
-        self.shared.session.is_executing()
+        self.session.is_executing()
     }
 
     /// The queued prompt as displayed, or `None`.
     fn get_pending_prompt(&self) -> Option<String> {
-        self.shared.session.get_pending_prompt()
+        self.session.get_pending_prompt()
     }
 
     /// The chat messages (list of dicts).
     fn get_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.get_messages())
+        ser_to_py(py, &self.session.get_messages())
     }
 
     /// The full history: messages and event entries (list of dicts).
     fn get_full_history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.get_full_history())
+        ser_to_py(py, &self.session.get_full_history())
     }
 
     /// How full the context window is (dict).
     fn get_context_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.get_context_state())
+        ser_to_py(py, &self.session.get_context_state())
     }
 
     /// The answer text of the current prompt so far.
     fn get_streaming_text(&self) -> String {
-        self.shared.session.get_streaming_text()
+        self.session.get_streaming_text()
     }
 
     /// The tool calls of the current prompt (list of dicts).
     fn get_active_tools<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.get_active_tools())
+        ser_to_py(py, &self.session.get_active_tools())
     }
 
     /// The session's name.
     fn get_name(&self) -> Option<String> {
-        self.shared.session.get_name()
+        self.session.get_name()
     }
 
     /// Names the session (`None` clears the name).
     #[pyo3(signature = (name))]
     fn set_name(&self, name: Option<String>) {
-        self.shared.session.set_name(name);
+        self.session.set_name(name);
     }
 
     /// The session id.
     fn get_session_id(&self) -> String {
-        self.shared.session.get_session_id()
+        self.session.get_session_id()
     }
 
     /// The permission mode.
     fn get_permission_mode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.shared.session.session().permission_mode())
+        ser_to_py(py, &self.session.session().permission_mode())
     }
 
     /// A new pull subscription; events emitted from now on are queued for it.
     fn subscribe(&self) -> NativeEvents {
         NativeEvents {
-            subscription: Arc::new(self.shared.session.subscribe_pull()),
+            subscription: Arc::new(self.session.subscribe_pull()),
         }
     }
 }

@@ -567,6 +567,30 @@ async def test_session_start_and_end_hooks(opts: Dict[str, Any]) -> None:
     assert fired == ["SessionStart", "Stop", "SessionEnd"]
 
 
+async def test_abort_cancels_the_queued_submit_and_listeners_saw_the_final_event(opts: Dict[str, Any]) -> None:
+    provider = ScriptedProvider([{"text": ["slow ", "answer"], "delay_ms_per_chunk": 100}, {"text": "x"}])
+    async with InteractiveSession(provider=provider, **opts) as session:
+        seen: List[robota.Event] = []
+        session.on("*", seen.append)
+        running = asyncio.create_task(session.submit("a"))
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(session.submit("b"))
+        await asyncio.sleep(0.02)
+        session.abort()
+        dropped, aborted = await asyncio.wait_for(asyncio.gather(queued, running), 10)
+        assert (dropped.status, dropped.queued, dropped.event) == ("cancelled", True, None)
+        assert aborted.status == "interrupted" and aborted.event is not None
+        assert aborted.event.type == "interrupted" and aborted.event.session_id == session.session_id
+        # Listeners had the event that ended the prompt before `submit` returned.
+        assert any(e.type == "interrupted" and e.seq <= aborted.event.seq for e in seen)
+
+        before = len(seen)
+        done = await asyncio.wait_for(session.submit("c"), 10)
+        assert (done.status, done.response) == ("complete", "x") and done.event is not None
+        assert done.event.type == "complete" and done.event.to_dict()["outcome"] == done.outcome
+        assert [e.seq for e in seen[before:] if e.type == "complete"] == [done.event.seq]
+
+
 async def test_hook_dict_output_rejects_a_prompt(opts: Dict[str, Any]) -> None:
     def gate(hook_input: Dict[str, Any]) -> Dict[str, Any]:
         return {"decision": "block", "reason": "prompts about X are not allowed"}

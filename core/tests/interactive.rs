@@ -746,3 +746,62 @@ async fn tracked_prompts_resolve_to_their_own_result() {
     let value = serde_json::to_value(PromptResult::Cancelled).expect("json");
     assert_eq!(value, json!({"status": "cancelled"}));
 }
+
+/// `cancel_prompt` cancels exactly one prompt: a queued one without touching the running one,
+/// the running one without dropping the queued one, and nothing once it ended.
+#[tokio::test]
+async fn cancel_prompt_cancels_only_that_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let slow: Vec<String> = (0..40).map(|i| format!("s{i} ")).collect();
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(["a", "b", "c"]).with_delay_ms(60),
+            ScriptedTurn::chunks(slow).with_delay_ms(50),
+            ScriptedTurn::text("after"),
+        ],
+    ));
+    let sub = session.subscribe_pull();
+    let running = session.submit_tracked("one", None).await.expect("one");
+    let queued = session.submit_tracked("two", None).await.expect("two");
+    assert_ne!(running.id(), queued.id());
+    assert!(session.cancel_prompt(queued.id()));
+    assert_eq!(session.get_pending_prompt(), None);
+    let queued_id = queued.id();
+    assert_eq!(queued.result().await, PromptResult::Cancelled);
+    let running_id = running.id();
+    match tokio::time::timeout(WAIT, running.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "abc"),
+        other => panic!("one: {other:?}"),
+    }
+    assert!(!session.cancel_prompt(running_id), "already ended");
+    assert!(!session.cancel_prompt(queued_id), "already cancelled");
+    until(&sub, "complete").await;
+
+    let running = session.submit_tracked("three", None).await.expect("three");
+    let queued = session.submit_tracked("four", None).await.expect("four");
+    until(&sub, "text_delta").await;
+    assert!(session.cancel_prompt(running.id()));
+    let end = tokio::time::timeout(WAIT, running.end())
+        .await
+        .expect("in time");
+    assert!(
+        matches!(end.result, PromptResult::Interrupted { .. }),
+        "{end:?}"
+    );
+    assert!(end.event_seq.is_some());
+    match tokio::time::timeout(WAIT, queued.result())
+        .await
+        .expect("in time")
+    {
+        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "after"),
+        other => panic!("four: {other:?}"),
+    }
+    // The ending event's seq is the one subscribers saw.
+    let events = until(&sub, "interrupted").await;
+    let interrupted = events.last().expect("interrupted event");
+    assert_eq!(Some(interrupted.seq), end.event_seq);
+}

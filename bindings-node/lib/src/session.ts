@@ -3,7 +3,8 @@
  *
  * Events arrive in order through one weak threadsafe function (it never keeps Node alive) in
  * batches; each is emitted under its `type` (`session.on('text_delta', ev => …)`) and under
- * `event`. `submit()` resolves when its prompt has ended; while a prompt runs, a pending native
+ * `event`. `submit()` resolves when its prompt has ended (the engine's prompt ticket says how),
+ * after the prompt's events have reached the listeners; while a prompt runs, its pending native
  * call keeps the process alive, so a script that is done with its session exits by itself.
  */
 
@@ -35,9 +36,10 @@ export interface SubmitOptions {
 /** Why a session ended (`SessionEnd` hook `reason`). */
 export type ShutdownReason = 'other' | 'clear' | 'logout' | 'prompt_input_exit';
 
-interface PendingPrompt {
-  settle(result: PromptResult): void;
-  cleanup(): void;
+/** A caller waiting until the events up to `seq` have been emitted. */
+interface EventWaiter {
+  seq: number;
+  resolve(): void;
 }
 
 type NativeSession = InstanceType<typeof nativeAddon.NativeSession>;
@@ -59,10 +61,12 @@ type NativeSession = InstanceType<typeof nativeAddon.NativeSession>;
  */
 export class InteractiveSession extends EventEmitter<SessionEventMap> {
   readonly #native: NativeSession;
-  readonly #pending: PendingPrompt[] = [];
   readonly #iterators = new Set<(event: RobotaEvent | null) => void>();
-  readonly #rejected: string[] = [];
-  #keepAlive: Promise<void> | null = null;
+  /** Prompts accepted and not yet ended, as far as this thread knows. */
+  readonly #unfinished = new Set<Promise<unknown>>();
+  readonly #eventWaiters: EventWaiter[] = [];
+  /** The `seq` of the last event emitted. */
+  #emittedSeq = 0;
   #closed = false;
 
   /** Creates the session. Throws a {@link RobotaError} (`invalid_argument`, `invalid_json`,
@@ -92,17 +96,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
       return;
     }
     for (const event of events) {
-      if (event.type === 'complete') {
-        this.#settleFirst({ status: 'complete', outcome: event.outcome });
-      } else if (event.type === 'interrupted') {
-        this.#settleFirst(
-          event.outcome === undefined ? { status: 'interrupted' } : { status: 'interrupted', outcome: event.outcome },
-        );
-      } else if (event.type === 'error') {
-        const rejected = this.#rejected.indexOf(event.message);
-        if (rejected >= 0) this.#rejected.splice(rejected, 1);
-        else this.#settleFirst({ status: 'error', message: event.message });
-      }
+      this.#emittedSeq = Math.max(this.#emittedSeq, event.seq);
       for (const push of this.#iterators) push(event);
       try {
         if (event.type !== 'error' || this.listenerCount('error') > 0) {
@@ -117,53 +111,42 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
         });
       }
     }
+    this.#wakeEventWaiters();
   }
 
-  #settleFirst(result: PromptResult): void {
-    const first = this.#pending.shift();
-    if (first !== undefined) {
-      first.cleanup();
-      first.settle(result);
-    }
-  }
-
-  #settleLast(result: PromptResult): void {
-    const last = this.#pending.pop();
-    if (last !== undefined) {
-      last.cleanup();
-      last.settle(result);
-    }
-  }
-
-  /** Keeps Node alive while prompts are pending: a pending native `waitIdle()` holds a
-   * reference; once idle, the terminal event may still be on its way, so wait briefly. */
-  #ensureKeepAlive(): void {
-    if (this.#keepAlive !== null) return;
-    this.#keepAlive = (async () => {
-      let idleRounds = 0;
-      while (this.#pending.length > 0 && !this.#closed) {
-        try {
-          await this.#native.waitIdle();
-        } catch {
-          // Only an environment being torn down makes waitIdle fail: nothing to keep alive.
-          this.#closed = true;
-          return;
-        }
-        if (this.#pending.length === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 2));
-        idleRounds = this.#native.isExecuting() ? 0 : idleRounds + 1;
-        if (idleRounds > 2500) {
-          // Idle for ~5 s and still no terminal event: the prompt was dropped; do not hang.
-          while (this.#pending.length > 0) this.#settleFirst({ status: 'cancelled' });
-        }
+  #wakeEventWaiters(): void {
+    for (let i = this.#eventWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.#eventWaiters[i]!;
+      if (waiter.seq <= this.#emittedSeq || this.#closed) {
+        this.#eventWaiters.splice(i, 1);
+        waiter.resolve();
       }
-    })().finally(() => {
-      this.#keepAlive = null;
-      // A prompt submitted while this loop was finishing found it still set.
-      if (this.#pending.length > 0 && !this.#closed) this.#ensureKeepAlive();
+    }
+  }
+
+  /** Resolves once the events up to `seq` have been emitted. The native side has handed them
+   * over already; they arrive through another queue, so wait for them (keeping Node alive), and
+   * give up only when delivery makes no progress for ~2 s (the environment is going away). */
+  async #eventsEmitted(seq: number): Promise<void> {
+    if (seq <= this.#emittedSeq || this.#closed) return;
+    await new Promise<void>((resolve) => {
+      let last = this.#emittedSeq;
+      let stalled = 0;
+      const timer = setInterval(() => {
+        stalled = this.#emittedSeq === last ? stalled + 1 : 0;
+        last = this.#emittedSeq;
+        if (stalled >= 40) finish();
+      }, 50);
+      const waiter: EventWaiter = { seq, resolve: () => finish() };
+      const finish = (): void => {
+        clearInterval(timer);
+        const index = this.#eventWaiters.indexOf(waiter);
+        if (index >= 0) this.#eventWaiters.splice(index, 1);
+        resolve();
+      };
+      this.#eventWaiters.push(waiter);
     });
   }
-
 
   /**
    * Submits a prompt and resolves when it has ended: `complete`, `interrupted`, `error`, or
@@ -179,38 +162,38 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     if (signal?.aborted === true) {
       return { status: 'cancelled' };
     }
-    let settle!: (result: PromptResult) => void;
-    const done = new Promise<PromptResult>((resolve) => {
-      settle = resolve;
-    });
-    let onAbort: (() => void) | undefined;
-    const entry: PendingPrompt = {
-      settle,
-      cleanup: () => {
-        if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
-      },
-    };
-    // Synchronous: accepted in call order, and registered before any event can arrive.
+    // Synchronous: accepted in call order.
+    let ticket: InstanceType<typeof nativeAddon.NativePromptTicket>;
     try {
-      this.#native.submit(prompt, displayInput);
+      ticket = this.#native.submit(prompt, displayInput);
     } catch (error) {
-      const robotaError = toRobotaError(error);
-      // A rejected prompt (an `@file` that cannot be attached) also emits an `error` event; it
-      // must not settle the prompt that is running.
-      if (robotaError.code === 'invalid_argument') this.#rejected.push(robotaError.message);
-      throw robotaError;
+      throw toRobotaError(error);
     }
-    this.#pending.push(entry);
+    // A queued prompt waits for the ones accepted before it (at most the running one).
+    const ahead = ticket.status === 'queued' ? [...this.#unfinished] : [];
+    const ended = ticket.result();
+    this.#unfinished.add(ended);
+    let onAbort: (() => void) | undefined;
     if (signal !== undefined) {
       onAbort = () => {
-        const index = this.#pending.indexOf(entry);
-        if (index === 0) this.abort();
-        else if (index > 0) this.cancelQueue();
+        if (ahead.some((prompt) => this.#unfinished.has(prompt))) this.cancelQueue();
+        else this.abort();
       };
       signal.addEventListener('abort', onAbort, { once: true });
     }
-    this.#ensureKeepAlive();
-    return done;
+    let json: string;
+    try {
+      json = await ended;
+    } catch (error) {
+      throw toRobotaError(error);
+    } finally {
+      this.#unfinished.delete(ended);
+      if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
+    }
+    const { seq, result } = JSON.parse(json) as { seq: number; result: PromptResult };
+    // Its events (the terminal one included) reach the listeners before the Promise settles.
+    await this.#eventsEmitted(seq);
+    return result;
   }
 
   /** Aborts the running prompt (its `submit()` resolves `interrupted`) and drops the queued
@@ -222,9 +205,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** Drops the queued prompt, if any; returns it as displayed. */
   cancelQueue(): string | null {
-    const dropped = this.#native.cancelQueue() ?? null;
-    if (dropped !== null) this.#settleLast({ status: 'cancelled' });
-    return dropped;
+    return this.#native.cancelQueue() ?? null;
   }
 
   /** Resolves when no prompt is running or queued. */
@@ -251,7 +232,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     this.cancelQueue();
     await nativeAsync(() => this.#native.shutdown(reason));
     this.#closed = true;
-    while (this.#pending.length > 0) this.#settleFirst({ status: 'interrupted' });
+    this.#wakeEventWaiters();
     for (const push of this.#iterators) push(null);
     this.#iterators.clear();
   }

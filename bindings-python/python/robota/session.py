@@ -54,7 +54,10 @@ class TurnResult:
     #: The run's outcome (``usage``, ``stop_reason``, ``tools_executed``, ``rounds``, …) when
     #: there is one.
     outcome: Optional[Dict[str, Any]]
-    #: The event that ended the prompt (``None`` for ``cancelled``).
+    #: The event that ended the prompt (``None`` for ``cancelled``), built from how the engine
+    #: reports the prompt ended. Its ``seq`` is where the event stream was when the prompt had
+    #: ended (that event's, or a later one's when more followed at once); ``on()`` listeners
+    #: have had every event up to it when ``submit`` returns.
     event: Optional[Event]
 
     @property

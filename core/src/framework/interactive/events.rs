@@ -276,11 +276,13 @@ impl EventHub {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn emit(&self, kind: InteractiveEventKind) {
+    /// Sends `kind` to every subscriber; returns the `seq` it got.
+    pub(crate) fn emit(&self, kind: InteractiveEventKind) -> u64 {
         let mut state = self.lock();
+        let seq = state.next_seq;
         let event = InteractiveEvent {
             session_id: state.session_id.clone(),
-            seq: state.next_seq,
+            seq,
             kind,
         };
         state.next_seq += 1;
@@ -290,6 +292,7 @@ impl EventHub {
         for channel in &state.subscribers {
             channel.push(event.clone());
         }
+        seq
     }
 
     pub(crate) fn subscribe(self: &Arc<Self>) -> Subscription {

@@ -136,7 +136,19 @@ pub enum PromptResult {
 #[derive(Debug)]
 pub struct PromptTicket {
     status: SubmitStatus,
-    done: tokio::sync::oneshot::Receiver<PromptResult>,
+    id: u64,
+    done: tokio::sync::oneshot::Receiver<PromptEnd>,
+}
+
+/// How a prompt ended and which event said so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptEnd {
+    /// How it ended.
+    pub result: PromptResult,
+    /// The `seq` of the `complete` / `interrupted` / `error` event that ended it (every
+    /// subscriber gets that event before the ticket resolves); `None` for a prompt cancelled
+    /// before it ran (no event is emitted for it).
+    pub event_seq: Option<u64>,
 }
 
 impl PromptTicket {
@@ -145,10 +157,25 @@ impl PromptTicket {
         self.status
     }
 
+    /// The prompt's id within its session, for
+    /// [`InteractiveSession::cancel_prompt`].
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
     /// Waits until the prompt has ended and returns how. Resolves exactly once for every
     /// accepted prompt: `Cancelled` when it was dropped before it ran.
     pub async fn result(self) -> PromptResult {
-        self.done.await.unwrap_or(PromptResult::Cancelled)
+        self.end().await.result
+    }
+
+    /// Like [`result`](Self::result), with the `seq` of the event that ended the prompt (so a
+    /// host can tell when its listeners have seen it).
+    pub async fn end(self) -> PromptEnd {
+        self.done.await.unwrap_or(PromptEnd {
+            result: PromptResult::Cancelled,
+            event_seq: None,
+        })
     }
 }
 
@@ -162,7 +189,9 @@ struct Prompt {
     /// What the user typed / the host shows.
     display: String,
     /// Told how the prompt ended (tracked submits); dropping it unsent means `Cancelled`.
-    done: Option<tokio::sync::oneshot::Sender<PromptResult>>,
+    done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+    /// Its id within the session (see [`PromptTicket::id`]).
+    id: u64,
 }
 
 #[derive(Default)]
@@ -181,6 +210,10 @@ struct State {
     /// Cancellation tokens of the subagents running now, by id (`abort` cancels them).
     subagents: Vec<(u64, CancellationToken)>,
     next_subagent: u64,
+    /// The id of the prompt being run (see [`PromptTicket::id`]).
+    running_prompt: Option<u64>,
+    /// The id the next accepted prompt gets.
+    next_prompt: u64,
 }
 
 /// Where agent definitions are read from, when a command module requested the agent executor.
@@ -272,7 +305,9 @@ impl InteractiveSession {
             match inner {
                 Some(inner) => inner.on_session_event(event),
                 // Events from construction (settings warnings) reach early subscribers anyway.
-                None => early_hub.emit(translate(event)),
+                None => {
+                    early_hub.emit(translate(event));
+                }
             }
         }));
 
@@ -328,6 +363,7 @@ impl InteractiveSession {
     ) -> Result<SubmitStatus, InteractiveError> {
         let _ = raw_input;
         self.enqueue(input, display_input, None)
+            .map(|(status, _)| status)
     }
 
     /// Like [`submit`](Self::submit), and returns a [`PromptTicket`] that resolves to how this
@@ -340,8 +376,8 @@ impl InteractiveSession {
         display_input: Option<&str>,
     ) -> Result<PromptTicket, InteractiveError> {
         let (tx, done) = tokio::sync::oneshot::channel();
-        let status = self.enqueue(input, display_input, Some(tx))?;
-        Ok(PromptTicket { status, done })
+        let (status, id) = self.enqueue(input, display_input, Some(tx))?;
+        Ok(PromptTicket { status, id, done })
     }
 
     /// Resolves `@file` references and starts or queues the prompt.
@@ -349,8 +385,8 @@ impl InteractiveSession {
         &self,
         input: &str,
         display_input: Option<&str>,
-        done: Option<tokio::sync::oneshot::Sender<PromptResult>>,
-    ) -> Result<SubmitStatus, InteractiveError> {
+        done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+    ) -> Result<(SubmitStatus, u64), InteractiveError> {
         let session = &self.inner.session;
         let options = FileRefOptions::default();
         let resolved = match resolve_file_references(input, session.cwd(), &[], &options) {
@@ -369,29 +405,34 @@ impl InteractiveSession {
             .map(str::trim)
             .filter(|c| !c.is_empty())
             .map(str::to_string);
-        let prompt = Prompt {
+        let mut prompt = Prompt {
             text: resolved.original,
             context,
             display: display_input.unwrap_or(input).to_string(),
             done,
+            id: 0,
         };
         {
             let mut state = self.inner.lock();
             if state.shut_down {
                 return Err(InteractiveError::ShutDown);
             }
+            if state.executing && state.pending.is_some() {
+                return Err(InteractiveError::QueueFull);
+            }
+            state.next_prompt += 1;
+            prompt.id = state.next_prompt;
+            let id = prompt.id;
             if state.executing {
-                if state.pending.is_some() {
-                    return Err(InteractiveError::QueueFull);
-                }
                 state.pending = Some(prompt);
-                return Ok(SubmitStatus::Queued);
+                return Ok((SubmitStatus::Queued, id));
             }
             state.executing = true;
         }
+        let id = prompt.id;
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move { inner.drive(prompt).await });
-        Ok(SubmitStatus::Started)
+        Ok((SubmitStatus::Started, id))
     }
 
     /// Aborts the running prompt (a pending permission request is cancelled, running tools are
@@ -400,6 +441,29 @@ impl InteractiveSession {
         let mut state = self.inner.lock();
         state.pending = None;
         state.pending_compaction = None;
+        self.stop_running(state);
+    }
+
+    /// Cancels one prompt by its [`PromptTicket::id`]: a queued one is dropped (its ticket
+    /// resolves `Cancelled`), the running one is aborted like [`abort`](Self::abort) but the
+    /// queued prompt behind it is kept. Returns false when the prompt already ended (or never
+    /// existed). For hosts that cancel per prompt (an `AbortSignal` passed to one `submit`).
+    pub fn cancel_prompt(&self, id: u64) -> bool {
+        let mut state = self.inner.lock();
+        if state.pending.as_ref().is_some_and(|p| p.id == id) {
+            state.pending = None;
+            return true;
+        }
+        if state.running_prompt == Some(id) {
+            state.pending_compaction = None;
+            self.stop_running(state);
+            return true;
+        }
+        false
+    }
+
+    /// Cancels the running prompt, its subagents and the session's run.
+    fn stop_running(&self, state: std::sync::MutexGuard<'_, State>) {
         if let Some(cancel) = &state.cancel {
             cancel.cancel();
         }
@@ -595,6 +659,7 @@ impl Inner {
             {
                 let mut state = self.lock();
                 state.cancel = Some(cancel.clone());
+                state.running_prompt = Some(prompt.id);
                 state.streaming_text.clear();
                 state.tools.clear();
                 state.denied.clear();
@@ -617,7 +682,7 @@ impl Inner {
                     message: error.to_string(),
                 },
             };
-            self.hub.emit(match &ended {
+            let event_seq = self.hub.emit(match &ended {
                 PromptResult::Complete { outcome } => InteractiveEventKind::Complete {
                     outcome: outcome.clone(),
                 },
@@ -631,7 +696,10 @@ impl Inner {
             });
             if let Some(done) = prompt.done.take() {
                 // The host may have dropped its ticket; nothing then waits for the result.
-                let _ = done.send(ended);
+                let _ = done.send(PromptEnd {
+                    result: ended,
+                    event_seq: Some(event_seq),
+                });
             }
             if let Some(instructions) = compaction {
                 // The session emits the `compaction` event itself on success.
@@ -643,6 +711,7 @@ impl Inner {
             }
             let mut state = self.lock();
             state.cancel = None;
+            state.running_prompt = None;
             next = state.pending.take();
             if next.is_none() {
                 state.executing = false;
