@@ -662,7 +662,9 @@ robota_status robota_session_submit(const struct robota_session *s,
 // "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
 // session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
 // away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
-// one, else 0. Errors are returned directly (and `callback` is then not called):
+// one, else 0; `*out_prompt_id` (may be NULL) to the prompt's id for
+// `robota_session_cancel_prompt`. Errors are returned directly (and `callback` is then not
+// called):
 // `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_QUEUE_FULL`,
 // `ROBOTA_STATUS_INVALID_STATE` (shut down), `ROBOTA_STATUS_SESSION`.
 //
@@ -670,14 +672,31 @@ robota_status robota_session_submit(const struct robota_session *s,
 //
 // # Safety
 // `s` is a live session; `prompt` is valid for `len` bytes; `user_data` stays valid until the
-// callback ran; `out_queued` is NULL or valid for writes; `out_err` is NULL or valid.
+// callback ran; `out_queued` and `out_prompt_id` are NULL or valid for writes; `out_err` is
+// NULL or valid.
 robota_status robota_session_submit_tracked(const struct robota_session *s,
                                             const char *prompt,
                                             size_t len,
                                             robota_result_callback callback,
                                             void *user_data,
                                             int32_t *out_queued,
+                                            uint64_t *out_prompt_id,
                                             struct robota_error **out_err);
+
+// Cancels exactly one prompt, by the id `robota_session_submit_tracked` gave: a queued prompt
+// is dropped (its result is `cancelled`), the running one is aborted (`interrupted`) while
+// the queued prompt behind it is kept. `*out_cancelled` (may be NULL) is 1 when the prompt
+// was found, 0 when it had already ended. Does not wait.
+//
+// Threading: any thread, including from a callback.
+//
+// # Safety
+// `s` is a live session; `out_cancelled` is NULL or valid for writes; `out_err` is NULL or
+// valid.
+robota_status robota_session_cancel_prompt(const struct robota_session *s,
+                                           uint64_t prompt_id,
+                                           int32_t *out_cancelled,
+                                           struct robota_error **out_err);
 
 // Aborts the running prompt and drops the queued one; `interrupted` is emitted once the run
 // has stopped. Does not wait. Callable from any thread, including from an event callback.

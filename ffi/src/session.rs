@@ -428,7 +428,9 @@ pub unsafe extern "C" fn robota_session_submit(
 /// "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
 /// session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
 /// away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
-/// one, else 0. Errors are returned directly (and `callback` is then not called):
+/// one, else 0; `*out_prompt_id` (may be NULL) to the prompt's id for
+/// `robota_session_cancel_prompt`. Errors are returned directly (and `callback` is then not
+/// called):
 /// `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_QUEUE_FULL`,
 /// `ROBOTA_STATUS_INVALID_STATE` (shut down), `ROBOTA_STATUS_SESSION`.
 ///
@@ -436,7 +438,8 @@ pub unsafe extern "C" fn robota_session_submit(
 ///
 /// # Safety
 /// `s` is a live session; `prompt` is valid for `len` bytes; `user_data` stays valid until the
-/// callback ran; `out_queued` is NULL or valid for writes; `out_err` is NULL or valid.
+/// callback ran; `out_queued` and `out_prompt_id` are NULL or valid for writes; `out_err` is
+/// NULL or valid.
 #[no_mangle]
 pub unsafe extern "C" fn robota_session_submit_tracked(
     s: *const robota_session,
@@ -445,6 +448,7 @@ pub unsafe extern "C" fn robota_session_submit_tracked(
     callback: robota_result_callback,
     user_data: *mut c_void,
     out_queued: *mut i32,
+    out_prompt_id: *mut u64,
     out_err: *mut *mut robota_error,
 ) -> robota_status {
     ffi_boundary!(out_err, {
@@ -466,10 +470,41 @@ pub unsafe extern "C" fn robota_session_submit_tracked(
         if !out_queued.is_null() {
             *out_queued = i32::from(ticket.status() == SubmitStatus::Queued);
         }
+        if !out_prompt_id.is_null() {
+            *out_prompt_id = ticket.id();
+        }
         shared.runtime.handle().spawn(async move {
             let result = ticket.result().await;
             done.finish(encode(&result));
         });
+        Ok(())
+    })
+}
+
+/// Cancels exactly one prompt, by the id `robota_session_submit_tracked` gave: a queued prompt
+/// is dropped (its result is `cancelled`), the running one is aborted (`interrupted`) while
+/// the queued prompt behind it is kept. `*out_cancelled` (may be NULL) is 1 when the prompt
+/// was found, 0 when it had already ended. Does not wait.
+///
+/// Threading: any thread, including from a callback.
+///
+/// # Safety
+/// `s` is a live session; `out_cancelled` is NULL or valid for writes; `out_err` is NULL or
+/// valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_cancel_prompt(
+    s: *const robota_session,
+    prompt_id: u64,
+    out_cancelled: *mut i32,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        shared.runtime.check_fork()?;
+        let cancelled = shared.session.cancel_prompt(prompt_id);
+        if !out_cancelled.is_null() {
+            *out_cancelled = i32::from(cancelled);
+        }
         Ok(())
     })
 }

@@ -766,6 +766,7 @@ static void test_submit_tracked(robota_runtime *rt) {
       rt,
       "{\"type\":\"scripted\",\"turns\":[{\"text\":[\"a\",\"b\",\"c\",\"d\"],"
       "\"delay_ms_per_chunk\":30},{\"text\":\"two\"},{\"text\":[\"x\",\"y\",\"z\",\"w\"],"
+      "\"delay_ms_per_chunk\":300},{\"text\":[\"p\",\"q\",\"r\",\"s\"],"
       "\"delay_ms_per_chunk\":300}]}");
   robota_session_options *o = make_options(BASE_OPTIONS);
   robota_session *s = make_session(p, o);
@@ -779,13 +780,13 @@ static void test_submit_tracked(robota_runtime *rt) {
   result_init(&unused);
   int32_t queued = -1;
   EXPECT_STATUS(ROBOTA_STATUS_OK,
-                robota_session_submit_tracked(s, "first", 5, on_result, &r1, &queued, &e_));
+                robota_session_submit_tracked(s, "first", 5, on_result, &r1, &queued, NULL, &e_));
   CHECK(queued == 0);
   EXPECT_STATUS(ROBOTA_STATUS_OK,
-                robota_session_submit_tracked(s, "second", 6, on_result, &r2, &queued, &e_));
+                robota_session_submit_tracked(s, "second", 6, on_result, &r2, &queued, NULL, &e_));
   CHECK(queued == 1);
   EXPECT_STATUS(ROBOTA_STATUS_QUEUE_FULL,
-                robota_session_submit_tracked(s, "third", 5, on_result, &unused, NULL, &e_));
+                robota_session_submit_tracked(s, "third", 5, on_result, &unused, NULL, NULL, &e_));
   CHECK(wait_for(&r1.done, 1, 20000));
   CHECK(wait_for(&r2.done, 1, 20000));
   CHECK(atomic_load(&r1.status) == ROBOTA_STATUS_OK && atomic_load(&r2.status) == ROBOTA_STATUS_OK);
@@ -795,9 +796,9 @@ static void test_submit_tracked(robota_runtime *rt) {
   /* A queued prompt dropped by cancel_queue is cancelled; the running one, aborted, is
    * interrupted. */
   EXPECT_STATUS(ROBOTA_STATUS_OK,
-                robota_session_submit_tracked(s, "third", 5, on_result, &r3, NULL, &e_));
+                robota_session_submit_tracked(s, "third", 5, on_result, &r3, NULL, NULL, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_OK,
-                robota_session_submit_tracked(s, "fourth", 6, on_result, &r4, NULL, &e_));
+                robota_session_submit_tracked(s, "fourth", 6, on_result, &r4, NULL, NULL, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_queue(s, NULL, &e_));
   CHECK(wait_for(&r4.done, 1, 20000));
   CHECK(contains(r4.json, "\"status\":\"cancelled\""));
@@ -805,16 +806,42 @@ static void test_submit_tracked(robota_runtime *rt) {
   CHECK(wait_for(&r3.done, 1, 20000));
   CHECK(contains(r3.json, "\"status\":\"interrupted\""));
   CHECK(atomic_load(&unused.done) == 0);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 20000, &e_));
+
+  /* cancel_prompt: exactly one prompt, by id. */
+  result_slot r5, r6;
+  result_init(&r5);
+  result_init(&r6);
+  uint64_t id5 = 0, id6 = 0;
+  int32_t found = -1;
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "fifth", 5, on_result, &r5, NULL, &id5, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "sixth", 5, on_result, &r6, NULL, &id6, &e_));
+  CHECK(id5 != 0 && id6 != 0 && id5 != id6);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_prompt(s, id6, &found, &e_));
+  CHECK(found == 1);
+  CHECK(wait_for(&r6.done, 1, 20000));
+  CHECK(contains(r6.json, "\"status\":\"cancelled\""));
+  CHECK(atomic_load(&r5.done) == 0); /* the running one goes on */
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_prompt(s, id5, &found, &e_));
+  CHECK(found == 1);
+  CHECK(wait_for(&r5.done, 1, 20000));
+  CHECK(contains(r5.json, "\"status\":\"interrupted\""));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_prompt(s, id5, &found, &e_));
+  CHECK(found == 0);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_cancel_prompt(s, 999999, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_cancel_prompt(NULL, id5, &found, &e_));
 
   /* Invalid inputs: reported directly, the callback is never called. */
   EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
-                robota_session_submit_tracked(NULL, "x", 1, on_result, &unused, NULL, &e_));
+                robota_session_submit_tracked(NULL, "x", 1, on_result, &unused, NULL, NULL, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
-                robota_session_submit_tracked(s, NULL, 1, on_result, &unused, NULL, &e_));
+                robota_session_submit_tracked(s, NULL, 1, on_result, &unused, NULL, NULL, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
-                robota_session_submit_tracked(s, "x", 1, NULL, &unused, NULL, &e_));
+                robota_session_submit_tracked(s, "x", 1, NULL, &unused, NULL, NULL, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_INVALID_UTF8,
-                robota_session_submit_tracked(s, "\xff", 1, on_result, &unused, NULL, &e_));
+                robota_session_submit_tracked(s, "\xff", 1, on_result, &unused, NULL, NULL, &e_));
   CHECK(atomic_load(&unused.done) == 0);
   robota_session_free(s);
 }
