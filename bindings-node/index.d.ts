@@ -17,11 +17,17 @@ export declare class NativePromptTicket {
   /** `"started"` or `"queued"`. */
   get status(): 'started' | 'queued'
   /**
-   * Resolves once the prompt has ended and its events have been handed to the listener:
-   * `{"seq", "result"}` as JSON, `result` being how the prompt ended (`status`: `complete`,
-   * `interrupted`, `error`, `cancelled`) and `seq` the last event handed over by then. While
-   * pending it keeps Node alive, which is how a running prompt keeps a script from exiting
-   * early. Only the first call resolves; later ones reject.
+   * Cancels exactly this prompt: dropped when it still waits (`cancelled`), aborted when it
+   * runs (`interrupted`; the prompt queued behind it is kept). False once it has ended.
+   */
+  cancel(): boolean
+  /**
+   * Resolves once the prompt has ended: `{"seq", "result"}` as JSON, `result` being how the
+   * prompt ended (`status`: `complete`, `interrupted`, `error`, `cancelled`) and `seq` the
+   * `seq` of the event that ended it (already queued for the listener), 0 when there was
+   * none or event delivery has stopped. While pending it keeps Node alive, which is how a
+   * running prompt keeps a script from exiting early. Only the first call resolves; later
+   * ones reject.
    */
   result(): Promise<string>
 }

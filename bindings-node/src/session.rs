@@ -8,14 +8,13 @@
 //! ever dropped), so the engine never waits for JavaScript.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use napi::bindgen_prelude::{block_on, within_runtime_if_available, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use napi_derive::napi;
-use tokio::sync::{oneshot, Notify};
 
 use robota::api::ApiError;
 use robota::framework::interactive::{
@@ -36,66 +35,17 @@ const MAX_BATCH: usize = 1024;
 pub(crate) type EventFunction =
     ThreadsafeFunction<String, Unknown<'static>, String, Status, false, true, EVENT_QUEUE>;
 
-/// Flush requests to the delivery task. Each is answered with the `seq` of the last event handed
-/// to JavaScript once every event queued before the request has been handed over, so a prompt's
-/// Promise can settle after its events have reached the listeners.
-#[derive(Default)]
-pub(crate) struct Flush {
-    state: Mutex<FlushState>,
-    wake: Notify,
-}
-
-#[derive(Default)]
-struct FlushState {
-    /// Set when the delivery task has stopped: nothing will be handed over any more.
-    closed: bool,
-    waiters: Vec<oneshot::Sender<u64>>,
-}
-
-impl Flush {
-    /// Waits until every event queued so far has been handed to JavaScript; the `seq` of the
-    /// last one handed over (0 when delivery has stopped or nothing was ever delivered).
-    pub(crate) async fn delivered(&self) -> u64 {
-        let (tx, rx) = oneshot::channel();
-        {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.closed {
-                return 0;
-            }
-            state.waiters.push(tx);
-        }
-        self.wake.notify_one();
-        rx.await.unwrap_or(0)
-    }
-
-    fn take(&self) -> Vec<oneshot::Sender<u64>> {
-        std::mem::take(
-            &mut self
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .waiters,
-        )
-    }
-
-    fn close(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.closed = true;
-        state.waiters.clear();
-    }
-}
-
 /// Starts delivering `subscription`'s events to `function` until `stopped` is set or the
-/// subscription is closed, answering `flush` requests on the way.
+/// subscription is closed; sets `ended` once delivery has stopped for good.
 pub(crate) fn spawn_event_delivery(
     subscription: Arc<Subscription>,
     function: EventFunction,
     stopped: Arc<AtomicBool>,
-    flush: Arc<Flush>,
+    ended: Arc<AtomicBool>,
 ) {
     napi::bindgen_prelude::spawn(async move {
-        deliver_events(&subscription, &function, &stopped, &flush).await;
-        flush.close();
+        deliver_events(&subscription, &function, &stopped).await;
+        ended.store(true, Ordering::Release);
     });
 }
 
@@ -103,52 +53,31 @@ async fn deliver_events(
     subscription: &Subscription,
     function: &EventFunction,
     stopped: &AtomicBool,
-    flush: &Flush,
 ) {
-    let mut delivered = 0;
-    let mut waiting = Vec::new();
     // `aborted`: the JavaScript environment (a terminated worker, say) is gone.
     while !stopped.load(Ordering::Acquire) && !function.aborted() {
         let mut batch = Vec::new();
-        if waiting.is_empty() {
-            tokio::select! {
-                event = subscription.next_event(Duration::from_secs(1)) => batch.extend(event),
-                () = flush.wake.notified() => {}
-            }
-        }
-        // Taken before draining: every event queued before a request is in this batch or an
-        // earlier one.
-        waiting.extend(flush.take());
-        let mut drained = false;
+        batch.extend(subscription.next_event(Duration::from_secs(1)).await);
         while batch.len() < MAX_BATCH {
             match subscription.try_next_event() {
                 Some(event) => batch.push(event),
-                None => {
-                    drained = true;
-                    break;
-                }
+                None => break,
             }
         }
-        if let Some(last) = batch.last() {
-            let seq = last.seq;
-            let Ok(json) = serde_json::to_string(&batch) else {
-                continue;
-            };
-            loop {
-                match function.call(json.clone(), ThreadsafeFunctionCallMode::NonBlocking) {
-                    Status::Ok => break,
-                    Status::QueueFull if !stopped.load(Ordering::Acquire) => {
-                        tokio::time::sleep(Duration::from_micros(200)).await;
-                    }
-                    // Closing (environment teardown) or stopped: nobody is listening any more.
-                    _ => return,
-                }
-            }
-            delivered = seq;
+        if batch.is_empty() {
+            continue;
         }
-        if drained {
-            for waiter in waiting.drain(..) {
-                let _ = waiter.send(delivered);
+        let Ok(json) = serde_json::to_string(&batch) else {
+            continue;
+        };
+        loop {
+            match function.call(json.clone(), ThreadsafeFunctionCallMode::NonBlocking) {
+                Status::Ok => break,
+                Status::QueueFull if !stopped.load(Ordering::Acquire) => {
+                    tokio::time::sleep(Duration::from_micros(200)).await;
+                }
+                // Closing (environment teardown) or stopped: nobody is listening any more.
+                _ => return,
             }
         }
     }
@@ -159,8 +88,12 @@ async fn deliver_events(
 #[napi]
 pub struct NativePromptTicket {
     status: &'static str,
+    id: u64,
     ticket: Mutex<Option<PromptTicket>>,
-    flush: Arc<Flush>,
+    /// Weak: a ticket kept by JavaScript does not keep the session alive.
+    session: Weak<InteractiveSession>,
+    /// Set once the session's event delivery has stopped.
+    delivery_ended: Arc<AtomicBool>,
 }
 
 #[napi]
@@ -171,11 +104,21 @@ impl NativePromptTicket {
         self.status.into()
     }
 
-    /// Resolves once the prompt has ended and its events have been handed to the listener:
-    /// `{"seq", "result"}` as JSON, `result` being how the prompt ended (`status`: `complete`,
-    /// `interrupted`, `error`, `cancelled`) and `seq` the last event handed over by then. While
-    /// pending it keeps Node alive, which is how a running prompt keeps a script from exiting
-    /// early. Only the first call resolves; later ones reject.
+    /// Cancels exactly this prompt: dropped when it still waits (`cancelled`), aborted when it
+    /// runs (`interrupted`; the prompt queued behind it is kept). False once it has ended.
+    #[napi]
+    pub fn cancel(&self) -> bool {
+        self.session
+            .upgrade()
+            .is_some_and(|session| session.cancel_prompt(self.id))
+    }
+
+    /// Resolves once the prompt has ended: `{"seq", "result"}` as JSON, `result` being how the
+    /// prompt ended (`status`: `complete`, `interrupted`, `error`, `cancelled`) and `seq` the
+    /// `seq` of the event that ended it (already queued for the listener), 0 when there was
+    /// none or event delivery has stopped. While pending it keeps Node alive, which is how a
+    /// running prompt keeps a script from exiting early. Only the first call resolves; later
+    /// ones reject.
     #[napi]
     pub async fn result(&self) -> napi::Result<String> {
         let ticket = self
@@ -188,9 +131,12 @@ impl NativePromptTicket {
                     "the prompt's result was already taken",
                 ))
             })?;
-        let result = ticket.result().await;
-        let seq = self.flush.delivered().await;
-        to_json(&serde_json::json!({ "seq": seq, "result": result }))
+        let end = ticket.end().await;
+        let seq = match end.event_seq {
+            Some(seq) if !self.delivery_ended.load(Ordering::Acquire) => seq,
+            _ => 0,
+        };
+        to_json(&serde_json::json!({ "seq": seq, "result": end.result }))
     }
 }
 
@@ -202,7 +148,7 @@ pub struct NativeSession {
     session: Arc<InteractiveSession>,
     subscription: Arc<Subscription>,
     stopped: Arc<AtomicBool>,
-    flush: Arc<Flush>,
+    delivery_ended: Arc<AtomicBool>,
     bridge: Mutex<Option<Arc<HostBridge>>>,
 }
 
@@ -236,18 +182,18 @@ impl NativeSession {
         .map_err(api_error)?;
         let subscription = Arc::new(session.subscribe_pull());
         let stopped = Arc::new(AtomicBool::new(false));
-        let flush = Arc::new(Flush::default());
+        let delivery_ended = Arc::new(AtomicBool::new(false));
         spawn_event_delivery(
             Arc::clone(&subscription),
             on_events,
             Arc::clone(&stopped),
-            Arc::clone(&flush),
+            Arc::clone(&delivery_ended),
         );
         Ok(NativeSession {
             session,
             subscription,
             stopped,
-            flush,
+            delivery_ended,
             bridge: Mutex::new(Some(bridge)),
         })
     }
@@ -273,8 +219,10 @@ impl NativeSession {
                 SubmitStatus::Started => "started",
                 SubmitStatus::Queued => "queued",
             },
+            id: ticket.id(),
             ticket: Mutex::new(Some(ticket)),
-            flush: Arc::clone(&self.flush),
+            session: Arc::downgrade(&self.session),
+            delivery_ended: Arc::clone(&self.delivery_ended),
         })
     }
 

@@ -450,6 +450,44 @@ describe('control', () => {
     await session.shutdown();
   });
 
+  test('a signal cancels exactly its own prompt, queued or running', async () => {
+    const session = new InteractiveSession({
+      ...hermetic(),
+      provider: scripted([
+        { text: ['one ', 'two ', 'three'], delay_ms_per_chunk: 300 },
+        { text: ['x', 'y', 'z'], delay_ms_per_chunk: 2_000 },
+        { text: 'kept' },
+      ]),
+    });
+    const ends: string[] = [];
+    session.on('complete', () => ends.push('complete'));
+    session.on('interrupted', () => ends.push('interrupted'));
+    // The queued prompt's signal drops only it: the running one completes.
+    const runningController = new AbortController();
+    const queuedController = new AbortController();
+    const running = session.submit('first', { signal: runningController.signal });
+    const queued = session.submit('second', { signal: queuedController.signal });
+    queuedController.abort();
+    assert.deepEqual(await within(5_000, queued, 'dropped prompt'), { status: 'cancelled' });
+    assert.equal(session.getPendingPrompt(), null);
+    const first = await within(10_000, running, 'running prompt');
+    assert.equal(first.status === 'complete' && first.outcome.response, 'one two three');
+    runningController.abort(); // after the end: a no-op
+    assert.deepEqual(ends, ['complete']);
+    // The running prompt's signal interrupts only it: the queued one still runs.
+    const slowController = new AbortController();
+    const waitingController = new AbortController();
+    const slow = session.submit('slow', { signal: slowController.signal });
+    const waiting = session.submit('waiting', { signal: waitingController.signal });
+    session.once('text_delta', () => slowController.abort());
+    const interrupted = await within(10_000, slow, 'interrupted prompt');
+    assert.equal(interrupted.status, 'interrupted');
+    const kept = await within(10_000, waiting, 'kept prompt');
+    assert.equal(kept.status === 'complete' && kept.outcome.response, 'kept');
+    assert.deepEqual(ends, ['complete', 'interrupted', 'complete']);
+    await session.shutdown();
+  });
+
   test('a rejected @file prompt fails alone and leaves the running prompt alone', async () => {
     const session = new InteractiveSession({
       ...hermetic(),

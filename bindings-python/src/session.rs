@@ -1,7 +1,7 @@
 //! `NativeSession`: an [`InteractiveSession`] for Python, with `submit` awaitables that resolve
 //! when *that* prompt's run ends, and `NativeEvents`, a pull subscription read in batches.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -9,7 +9,7 @@ use pyo3::types::{PyDict, PyList};
 use robota::api::{ApiError, SessionConfig};
 use robota::framework::interactive::{
     InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
-    InteractiveSessionOptions, PromptResult, SubmitStatus, Subscription,
+    InteractiveSessionOptions, PromptEnd, PromptResult, SubmitStatus, Subscription,
 };
 use robota::hooks::SessionEndReason;
 use serde_json::{json, Value};
@@ -23,32 +23,53 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     pyo3_async_runtimes::tokio::get_runtime()
 }
 
-/// Aborts the run when a `submit` awaitable is cancelled (Ctrl-C, `task.cancel()`, timeout).
-struct AbortOnDrop(Option<Arc<InteractiveSession>>);
+/// Cancels *its* prompt when a `submit` awaitable is cancelled (Ctrl-C, `task.cancel()`,
+/// timeout): a queued prompt is dropped, a running one aborted; the other prompt is kept.
+struct CancelOnDrop(Option<(Arc<InteractiveSession>, u64)>);
 
-impl Drop for AbortOnDrop {
+impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(session) = self.0.take() {
-            session.abort();
+        if let Some((session, id)) = self.0.take() {
+            session.cancel_prompt(id);
         }
     }
 }
 
-/// The `seq` of the last event (other than `text_delta`, which may be merged into an earlier
-/// one) queued on `watch` so far, or 0. Called once a prompt has ended, it is at or after the
-/// event that ended it: the Python side waits until its listeners have had that far.
-fn last_seq(watch: &Subscription) -> u64 {
-    let mut seq = 0;
-    while let Some(event) = watch.try_next_event() {
-        if !matches!(event.kind, InteractiveEventKind::TextDelta { .. }) {
-            seq = seq.max(event.seq);
+/// The same, at once: a done-callback on the `submit` future, run on the event loop before the
+/// cancelled task resumes, so the prompt is cancelled when `await` raises `CancelledError`
+/// (dropping the Rust future, and with it [`CancelOnDrop`], happens later on a tokio thread).
+#[pyclass(frozen)]
+struct CancelPromptOnCancel {
+    session: Arc<InteractiveSession>,
+    /// The prompt's id once its ticket is known, until it ended.
+    id: Arc<Mutex<Option<u64>>>,
+}
+
+#[pymethods]
+impl CancelPromptOnCancel {
+    fn __call__(&self, py: Python<'_>, future: &Bound<'_, PyAny>) {
+        let cancelled = future
+            .call_method0("cancelled")
+            .and_then(|c| c.is_truthy())
+            .unwrap_or(false);
+        let id = self
+            .id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let (true, Some(id)) = (cancelled, id) {
+            let session = Arc::clone(&self.session);
+            py.detach(|| session.cancel_prompt(id));
         }
     }
-    seq
 }
 
 /// How a prompt ended, as the event that reported it (`{"type": "cancelled"}` when it never ran).
-fn final_event(session: &InteractiveSession, result: PromptResult, seq: u64) -> Value {
+/// `seq` is that event's ([`PromptEnd::event_seq`]).
+fn final_event(session: &InteractiveSession, end: PromptEnd) -> Value {
+    let PromptEnd { result, event_seq } = end;
+    // Only a prompt that never ran has no event; 0 (no wait on the Python side) otherwise.
+    let seq = event_seq.unwrap_or(0);
     let kind = match result {
         PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
         PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
@@ -119,7 +140,8 @@ impl NativeSession {
     }
 
     /// Submits a prompt; the awaitable resolves with `{"status": "started"|"queued", "event":
-    /// <the complete/interrupted/error event, or {"type": "cancelled"}>}` when its run ends.
+    /// <the complete/interrupted/error event, with its `seq`, or {"type": "cancelled"}>}` when
+    /// its run ends. Cancelling the awaitable cancels this prompt only.
     #[pyo3(signature = (input, display_input=None, raw_input=None))]
     fn submit<'py>(
         &self,
@@ -130,11 +152,14 @@ impl NativeSession {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
         let session = Arc::clone(&self.session);
-        crate::aio::awaitable(py, async move {
+        let id = Arc::new(Mutex::new(None));
+        let on_cancel = CancelPromptOnCancel {
+            session: Arc::clone(&session),
+            id: Arc::clone(&id),
+        };
+        let future = crate::aio::awaitable(py, async move {
             // `raw_input` is accepted for compatibility; the engine does not use it.
             let _ = raw_input;
-            // Subscribed before the prompt, so its events (and the one that ends it) queue here.
-            let watch = session.subscribe_pull();
             let ticket = session
                 .submit_tracked(&input, display_input.as_deref())
                 .await
@@ -143,12 +168,16 @@ impl NativeSession {
                 SubmitStatus::Started => "started",
                 SubmitStatus::Queued => "queued",
             };
-            let mut guard = AbortOnDrop(Some(Arc::clone(&session)));
-            let result = ticket.result().await;
+            *id.lock().unwrap_or_else(PoisonError::into_inner) = Some(ticket.id());
+            let mut guard = CancelOnDrop(Some((Arc::clone(&session), ticket.id())));
+            let end = ticket.end().await;
             guard.0 = None;
-            let event = final_event(&session, result, last_seq(&watch));
+            id.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let event = final_event(&session, end);
             Ok(Json(json!({"status": status, "event": event})))
-        })
+        })?;
+        future.call_method1("add_done_callback", (on_cancel,))?;
+        Ok(future)
     }
 
     /// Aborts the running prompt and drops the queued one.

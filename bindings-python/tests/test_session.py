@@ -320,6 +320,51 @@ async def test_abort_during_tool_and_cancelled_submit(opts: Dict[str, Any]) -> N
         assert not session.is_executing()
 
 
+async def test_cancelling_a_submit_cancels_only_that_prompt(opts: Dict[str, Any]) -> None:
+    slow = {"text": [f"s{i} " for i in range(40)], "delay_ms_per_chunk": 50}
+    # Cancelling the queued prompt's awaitable drops it; the running one completes normally.
+    provider = ScriptedProvider([{"text": ["a", "b", "c"], "delay_ms_per_chunk": 60}, {"text": "unused"}])
+    async with InteractiveSession(provider=provider, **opts) as session:
+        seen: List[robota.Event] = []
+        session.on("*", seen.append)
+        running = asyncio.create_task(session.submit("one"))
+        await asyncio.sleep(0.05)
+        queued = asyncio.create_task(session.submit("two"))
+        await asyncio.sleep(0.02)
+        assert session.get_pending_prompt() == "two"
+        queued.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await queued
+        assert session.get_pending_prompt() is None
+        done = await asyncio.wait_for(running, 10)
+        assert (done.status, done.queued, done.response) == ("complete", False, "abc")
+        assert done.event is not None and [e.seq for e in seen if e.type == "complete"] == [done.event.seq]
+        assert not session.is_executing()
+        assert [m["role"] for m in session.get_messages()] == ["user", "assistant"]  # "two" never ran
+
+    # Cancelling the running prompt's awaitable interrupts it; the queued one still runs.
+    provider = ScriptedProvider([slow, {"text": "after"}])
+    async with InteractiveSession(provider=provider, **opts) as session:
+        seen = []
+        session.on("*", seen.append)
+        started = asyncio.Event()
+        session.on("text_delta", lambda _: started.set())
+        running = asyncio.create_task(session.submit("three"))
+        await asyncio.wait_for(started.wait(), 10)
+        queued = asyncio.create_task(session.submit("four"))
+        await asyncio.sleep(0.02)
+        assert session.get_pending_prompt() == "four"
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        after = await asyncio.wait_for(queued, 10)
+        assert (after.status, after.queued, after.response) == ("complete", True, "after")
+        assert after.event is not None
+        types = [e.type for e in seen if e.type in ("interrupted", "complete")]
+        assert types == ["interrupted", "complete"]
+        assert [e.seq for e in seen if e.type == "complete"] == [after.event.seq]
+
+
 async def test_queueing_queue_full_and_cancel_queue(opts: Dict[str, Any]) -> None:
     provider = ScriptedProvider(
         [{"text": ["first ", "answer"], "delay_ms_per_chunk": 100}, {"text": "second answer"}, {"text": "third"}]
@@ -582,7 +627,7 @@ async def test_abort_cancels_the_queued_submit_and_listeners_saw_the_final_event
         assert aborted.status == "interrupted" and aborted.event is not None
         assert aborted.event.type == "interrupted" and aborted.event.session_id == session.session_id
         # Listeners had the event that ended the prompt before `submit` returned.
-        assert any(e.type == "interrupted" and e.seq <= aborted.event.seq for e in seen)
+        assert [e.seq for e in seen if e.type == "interrupted"] == [aborted.event.seq]
 
         before = len(seen)
         done = await asyncio.wait_for(session.submit("c"), 10)

@@ -29,7 +29,7 @@ import type {
 export interface SubmitOptions {
   /** What `getPendingPrompt()` shows while the prompt waits (default: the prompt). */
   displayInput?: string;
-  /** Aborting it aborts this prompt (or drops it from the queue). */
+  /** Aborting it aborts this prompt (or drops it from the queue); other prompts are left alone. */
   signal?: AbortSignal;
 }
 
@@ -62,8 +62,6 @@ type NativeSession = InstanceType<typeof nativeAddon.NativeSession>;
 export class InteractiveSession extends EventEmitter<SessionEventMap> {
   readonly #native: NativeSession;
   readonly #iterators = new Set<(event: RobotaEvent | null) => void>();
-  /** Prompts accepted and not yet ended, as far as this thread knows. */
-  readonly #unfinished = new Set<Promise<unknown>>();
   readonly #eventWaiters: EventWaiter[] = [];
   /** The `seq` of the last event emitted. */
   #emittedSeq = 0;
@@ -124,9 +122,10 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     }
   }
 
-  /** Resolves once the events up to `seq` have been emitted. The native side has handed them
-   * over already; they arrive through another queue, so wait for them (keeping Node alive), and
-   * give up only when delivery makes no progress for ~2 s (the environment is going away). */
+  /** Resolves once the events up to `seq` (the event that ended a prompt) have been emitted.
+   * The engine has queued them for delivery already; they arrive through another queue, so wait
+   * for them (keeping Node alive), and give up only when delivery makes no progress for ~2 s
+   * (the environment is going away). */
   async #eventsEmitted(seq: number): Promise<void> {
     if (seq <= this.#emittedSeq || this.#closed) return;
     await new Promise<void>((resolve) => {
@@ -152,7 +151,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * Submits a prompt and resolves when it has ended: `complete`, `interrupted`, `error`, or
    * `cancelled` when it was dropped from the queue. While a prompt runs one more may be queued;
    * a third is refused with a `queue_full` {@link RobotaError}. An aborted `signal` aborts the
-   * prompt (or drops it from the queue).
+   * prompt (or drops it from the queue) and leaves any other prompt alone.
    */
   async submit(prompt: string, options: SubmitOptions = {}): Promise<PromptResult> {
     if (typeof prompt !== 'string') {
@@ -169,15 +168,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     } catch (error) {
       throw toRobotaError(error);
     }
-    // A queued prompt waits for the ones accepted before it (at most the running one).
-    const ahead = ticket.status === 'queued' ? [...this.#unfinished] : [];
     const ended = ticket.result();
-    this.#unfinished.add(ended);
     let onAbort: (() => void) | undefined;
     if (signal !== undefined) {
+      // Cancels exactly this prompt: dropped while it waits, interrupted while it runs (the
+      // prompt queued behind it is kept); nothing once it has ended.
       onAbort = () => {
-        if (ahead.some((prompt) => this.#unfinished.has(prompt))) this.cancelQueue();
-        else this.abort();
+        ticket.cancel();
       };
       signal.addEventListener('abort', onAbort, { once: true });
     }
@@ -187,7 +184,6 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     } catch (error) {
       throw toRobotaError(error);
     } finally {
-      this.#unfinished.delete(ended);
       if (onAbort !== undefined) signal?.removeEventListener('abort', onAbort);
     }
     const { seq, result } = JSON.parse(json) as { seq: number; result: PromptResult };

@@ -54,10 +54,9 @@ class TurnResult:
     #: The run's outcome (``usage``, ``stop_reason``, ``tools_executed``, ``rounds``, …) when
     #: there is one.
     outcome: Optional[Dict[str, Any]]
-    #: The event that ended the prompt (``None`` for ``cancelled``), built from how the engine
-    #: reports the prompt ended. Its ``seq`` is where the event stream was when the prompt had
-    #: ended (that event's, or a later one's when more followed at once); ``on()`` listeners
-    #: have had every event up to it when ``submit`` returns.
+    #: The event that ended the prompt (``None`` for ``cancelled``), as subscribers got it,
+    #: ``seq`` included; ``on()`` listeners have had every event up to it when ``submit``
+    #: returns.
     event: Optional[Event]
 
     @property
@@ -311,7 +310,8 @@ class InteractiveSession:
     ) -> TurnResult:
         """Submits a prompt and waits until its run ends. While another prompt runs, this one
         is queued (one at most; a second raises :class:`robota.QueueFullError`). Cancelling the
-        awaiting task (Ctrl-C, ``task.cancel()``, a timeout) aborts the run."""
+        awaiting task (Ctrl-C, ``task.cancel()``, a timeout) cancels this prompt only: a queued
+        one is dropped, a running one aborted (the prompt queued behind it still runs)."""
         self._check_open()
         if not isinstance(input, str):
             raise TypeError(f"input must be a str, not {type(input).__name__}")
