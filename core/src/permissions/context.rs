@@ -71,6 +71,32 @@ pub struct PermissionContext {
     /// and `.robota/` entries and the `sensitive_paths` stay protected.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub isolated_roots: Vec<PathBuf>,
+    /// Whether Bash commands run inside the OS sandbox, and what that lets the rules relax
+    /// (Claude Code's `sandbox` settings). Off by default.
+    #[serde(default)]
+    pub sandbox: BashSandbox,
+}
+
+/// What the permission rules need to know about the OS sandbox Bash commands run in.
+///
+/// `active` is the sandbox's real state (enabled *and* working on this machine), not merely the
+/// setting: a sandbox that is configured but unavailable relaxes nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct BashSandbox {
+    /// Bash commands run inside a working OS sandbox.
+    pub active: bool,
+    /// `autoAllowBashIfSandboxed`: a command that runs sandboxed and would only need approval
+    /// because nothing approves it is approved. Deny and ask rules, protected and critical paths
+    /// and commands robota cannot analyse still decide as without the sandbox.
+    pub auto_allow: bool,
+    /// `excludedCommands`: command patterns (Bash rule syntax, e.g. `docker:*`) that run outside
+    /// the sandbox.
+    pub excluded_commands: Vec<String>,
+    /// `allowUnsandboxedCommands`: whether a call may ask to run outside the sandbox with
+    /// `dangerouslyDisableSandbox: true` (it then needs approval like any unsandboxed command).
+    pub allow_unsandboxed: bool,
 }
 
 fn default_case_insensitive() -> bool {
@@ -96,6 +122,7 @@ impl PermissionContext {
             tool_classes: BTreeMap::new(),
             case_insensitive_paths: default_case_insensitive(),
             isolated_roots: Vec::new(),
+            sandbox: BashSandbox::default(),
         }
     }
 
@@ -150,6 +177,12 @@ impl PermissionContext {
     /// Adds an isolated checkout root (see [`PermissionContext::isolated_roots`]).
     pub fn with_isolated_root(mut self, dir: impl Into<PathBuf>) -> Self {
         self.isolated_roots.push(dir.into());
+        self
+    }
+
+    /// Sets the Bash sandbox state.
+    pub fn with_sandbox(mut self, sandbox: BashSandbox) -> Self {
+        self.sandbox = sandbox;
         self
     }
 
@@ -217,6 +250,11 @@ pub enum DecisionBasis {
     Unanalyzable,
     /// `dontAsk` mode turned an "ask" into a denial.
     DontAsk,
+    /// The command deletes or rewrites a critical location (`/`, the home directory, a system
+    /// directory, the working directory or one of its parents): always asked, in every mode.
+    CriticalPath,
+    /// The command runs inside the OS sandbox and `autoAllowBashIfSandboxed` approves it.
+    Sandbox,
     /// Nothing approves the call, so it needs approval.
     NeedsApproval,
 }

@@ -108,7 +108,8 @@ mod shell;
 mod tools;
 
 pub use context::{
-    Decision, DecisionBasis, MatchedRule, PermissionContext, PermissionDecision, ToolClass,
+    BashSandbox, Decision, DecisionBasis, MatchedRule, PermissionContext, PermissionDecision,
+    ToolClass,
 };
 pub use evaluate::{evaluate_permission, evaluate_permission_with, paths_to_resolve, read_denied};
 pub use mode::{PermissionMode, UnknownModeError};
