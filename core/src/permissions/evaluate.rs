@@ -8,17 +8,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::commands;
 use super::context::{Decision, DecisionBasis, PermissionContext, PermissionDecision, ToolClass};
 use super::domain::url_host;
 use super::glob::wildcard_match;
 use super::mode::PermissionMode;
 use super::path::{
-    absolutize, is_within, normalize, sensitive_reason_below, sensitive_text_reason, AnchorDirs,
-    CheckedPath, PathResolver,
+    absolutize, is_within, normalize, sensitive_reason_below, AnchorDirs, CheckedPath, PathResolver,
 };
 use super::rule::{PermissionRule, RuleList, Spec};
-use super::shell::{self, Analysis, SimpleCommand, WordPaths};
 use super::tools::{self, Family};
 
 /// Decides whether `tool_name` may run with `input`, resolving symlinks through
@@ -90,16 +87,7 @@ pub fn paths_to_resolve(
         }
         Family::Bash => {
             let command = tools::string_field(input, &["command"]).unwrap_or("");
-            if let Ok(a) = shell::analyze(command, &cwd, home) {
-                for r in &a.redirects {
-                    out.extend(r.target.paths(&r.cwd, home).paths);
-                }
-                for c in &a.commands {
-                    for w in commands::mutated_targets(&c.argv).unwrap_or_default() {
-                        out.extend(w.paths(&c.cwd, home).paths);
-                    }
-                }
-            }
+            out = super::bash::bash_paths(command, &cwd, home);
         }
         _ => {}
     }
@@ -157,11 +145,11 @@ fn read_tool_paths(tool: &str, input: &Value, cwd: &Path, home: Option<&Path>) -
     out
 }
 
-struct Evaluator<'a> {
-    ctx: &'a PermissionContext,
-    resolver: &'a dyn PathResolver,
-    tool: &'a str,
-    input: &'a Value,
+pub(super) struct Evaluator<'a> {
+    pub(super) ctx: &'a PermissionContext,
+    pub(super) resolver: &'a dyn PathResolver,
+    pub(super) tool: &'a str,
+    pub(super) input: &'a Value,
 }
 
 fn describe(rule: &PermissionRule) -> String {
@@ -174,7 +162,7 @@ fn describe(rule: &PermissionRule) -> String {
     )
 }
 
-fn decide(
+pub(super) fn decide(
     decision: Decision,
     basis: DecisionBasis,
     reason: impl Into<String>,
@@ -182,7 +170,7 @@ fn decide(
     PermissionDecision::new(decision, basis, reason)
 }
 
-fn by_rule(rule: &PermissionRule, what: &str) -> PermissionDecision {
+pub(super) fn by_rule(rule: &PermissionRule, what: &str) -> PermissionDecision {
     let (decision, verb) = match rule.list() {
         RuleList::Deny => (Decision::Deny, "denies"),
         RuleList::Ask => (Decision::Ask, "requires approval for"),
@@ -196,27 +184,12 @@ fn by_rule(rule: &PermissionRule, what: &str) -> PermissionDecision {
     .with_rule(rule)
 }
 
-/// Collapses runs of shell whitespace, as rule patterns are.
-fn collapse(s: &str) -> String {
-    s.split([' ', '\t', '\n', '\r'])
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Where a Bash command writes, for the write checks.
-struct WriteTarget {
-    shown: String,
-    paths: WordPaths,
-    /// A redirection (needs Edit permission itself) rather than a file argument of a command
-    /// (approved together with the command).
-    redirect: bool,
-    /// The target is a glob.
-    glob: bool,
-}
-
 impl Evaluator<'_> {
-    fn rules(&self, list: RuleList, tool: &str) -> impl Iterator<Item = &PermissionRule> {
+    pub(super) fn rules(
+        &self,
+        list: RuleList,
+        tool: &str,
+    ) -> impl Iterator<Item = &PermissionRule> {
         let tool = tool.to_string();
         self.ctx
             .rules
@@ -224,7 +197,7 @@ impl Evaluator<'_> {
             .filter(move |r| r.applies_to_tool(&tool))
     }
 
-    fn anchors<'b>(&'b self, rule: &'b PermissionRule, cwd: &'b Path) -> AnchorDirs<'b> {
+    pub(super) fn anchors<'b>(&'b self, rule: &'b PermissionRule, cwd: &'b Path) -> AnchorDirs<'b> {
         AnchorDirs {
             cwd,
             home: self.ctx.home_path(),
@@ -232,11 +205,11 @@ impl Evaluator<'_> {
         }
     }
 
-    fn ci(&self) -> bool {
+    pub(super) fn ci(&self) -> bool {
         self.ctx.case_insensitive_paths
     }
 
-    fn checked(&self, raw: &str) -> CheckedPath {
+    pub(super) fn checked(&self, raw: &str) -> CheckedPath {
         CheckedPath::new(
             &absolutize(raw, &self.ctx.cwd_path(), self.ctx.home_path()),
             self.resolver,
@@ -244,13 +217,13 @@ impl Evaluator<'_> {
     }
 
     /// `Tool(param:value)` against this call's input.
-    fn param_matches(&self, name: &str, value: &str) -> bool {
+    pub(super) fn param_matches(&self, name: &str, value: &str) -> bool {
         tools::scalar_param(self.input, name).is_some_and(|actual| wildcard_match(value, &actual))
     }
 
     /// The first rule of `list` for `tool` whose path pattern matches `path`. Allow needs the
     /// link and its target to match; deny and ask need either.
-    fn path_rule(
+    pub(super) fn path_rule(
         &self,
         list: RuleList,
         tool: &str,
@@ -277,7 +250,7 @@ impl Evaluator<'_> {
 
     /// Deny or ask rules for writing `path` as `tool`: the tool's (Edit-family) rules, and Read
     /// rules too, since a Read deny also blocks edits of the same path.
-    fn write_rule(
+    pub(super) fn write_rule(
         &self,
         list: RuleList,
         tool: &str,
@@ -294,12 +267,12 @@ impl Evaluator<'_> {
         })
     }
 
-    fn inside_workspace(&self, path: &CheckedPath) -> bool {
+    pub(super) fn inside_workspace(&self, path: &CheckedPath) -> bool {
         let dirs = self.ctx.workspace_dirs();
         path.all(|p| dirs.iter().any(|d| is_within(p, d, self.ci())))
     }
 
-    fn sensitive(&self, path: &CheckedPath) -> Option<String> {
+    pub(super) fn sensitive(&self, path: &CheckedPath) -> Option<String> {
         path.both().find_map(|p| {
             let root = self
                 .ctx
@@ -313,7 +286,7 @@ impl Evaluator<'_> {
 
     /// A rule of `list` for this tool that matches regardless of input (`All`, matching params,
     /// and — for deny/ask — specifiers that cannot be evaluated).
-    fn generic_rule(&self, list: RuleList) -> Option<&PermissionRule> {
+    pub(super) fn generic_rule(&self, list: RuleList) -> Option<&PermissionRule> {
         self.rules(list, self.tool).find(|rule| match &rule.spec {
             Spec::All => true,
             Spec::Param { name, value } => self.param_matches(name, value),
@@ -325,7 +298,7 @@ impl Evaluator<'_> {
     /// An `Edit` rule for the directory of `path`: `/dir/**` (anchored at the project: the first
     /// workspace root, else the cwd — meant for the project's settings files) inside the
     /// project, `//abs/dir/**` outside it.
-    fn suggest_edit(&self, path: &Path) -> Option<String> {
+    pub(super) fn suggest_edit(&self, path: &Path) -> Option<String> {
         // Device and process files are not something to "always allow".
         if path.starts_with("/dev") || path.starts_with("/proc") {
             return None;
@@ -617,443 +590,9 @@ impl Evaluator<'_> {
         )
         .with_suggestions(vec![self.tool.to_string()])
     }
-
-    // ---- Bash -------------------------------------------------------------------------------
-
-    fn bash(&self) -> PermissionDecision {
-        let command = tools::string_field(self.input, &["command"]).unwrap_or("");
-        let whole = collapse(command);
-        if whole.is_empty() {
-            if let Some(rule) = self.generic_rule(RuleList::Deny) {
-                return by_rule(rule, "every command");
-            }
-            return decide(
-                Decision::Ask,
-                DecisionBasis::NeedsApproval,
-                "the command is empty",
-            );
-        }
-        match shell::analyze(command, &self.ctx.cwd_path(), self.ctx.home_path()) {
-            Err(shell::ParseFailure(problem)) => self.bash_unparsed(&whole, &problem),
-            Ok(analysis) => self.bash_analyzed(&whole, &analysis),
-        }
-    }
-
-    /// A Bash deny/ask rule matching the whole command text or any part's forms.
-    fn bash_rule(
-        &self,
-        list: RuleList,
-        whole: &str,
-        analysis: Option<&Analysis>,
-    ) -> Option<(&PermissionRule, String)> {
-        for rule in self.rules(list, "Bash") {
-            match &rule.spec {
-                Spec::All | Spec::Unevaluable => return Some((rule, "every command".into())),
-                Spec::Param { name, value } if self.param_matches(name, value) => {
-                    return Some((rule, format!("commands with `{name}: {value}`")))
-                }
-                Spec::Command(p) => {
-                    if p.matches(whole, true) {
-                        return Some((rule, format!("`{whole}`")));
-                    }
-                    for c in analysis.map(|a| a.commands.as_slice()).unwrap_or_default() {
-                        if c.deny_texts.iter().any(|t| p.matches(t, true)) {
-                            return Some((
-                                rule,
-                                format!("`{}` (part of the command)", c.display()),
-                            ));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-
-    fn bash_unparsed(&self, whole: &str, problem: &str) -> PermissionDecision {
-        if let Some((rule, what)) = self.bash_rule(RuleList::Deny, whole, None) {
-            return by_rule(rule, &what);
-        }
-        if self.ctx.mode == PermissionMode::Plan {
-            return plan_denies(
-                "the command cannot be analysed, so it cannot be shown to be read-only",
-            );
-        }
-        if let Some((rule, what)) = self.bash_rule(RuleList::Ask, whole, None) {
-            return by_rule(rule, &what);
-        }
-        if !self.scoped_bash_rules() {
-            if let Some(rule) = self
-                .rules(RuleList::Allow, "Bash")
-                .find(|r| matches!(r.spec, Spec::All))
-            {
-                return by_rule(rule, "every command");
-            }
-        }
-        decide(
-            Decision::Ask,
-            DecisionBasis::Unanalyzable,
-            format!(
-                "robota cannot parse this command ({problem}), so it cannot check it against \
-                 the rules; commands that cannot be checked are never approved automatically"
-            ),
-        )
-    }
-
-    fn write_targets(&self, analysis: &Analysis) -> Vec<WriteTarget> {
-        let home = self.ctx.home_path();
-        let mut out = Vec::new();
-        for r in analysis.redirects.iter().filter(|r| r.write) {
-            out.push(WriteTarget {
-                shown: r.target.text.clone(),
-                paths: r.target.paths(&r.cwd, home),
-                redirect: true,
-                glob: r.target.glob,
-            });
-        }
-        for c in &analysis.commands {
-            for w in commands::mutated_targets(&c.argv).unwrap_or_default() {
-                out.push(WriteTarget {
-                    shown: w.text.clone(),
-                    paths: w.paths(&c.cwd, home),
-                    redirect: false,
-                    glob: w.glob,
-                });
-            }
-        }
-        out
-    }
-
-    /// Checked paths for a write target; a glob target is represented by a `*` entry in its
-    /// directory, which `dir/**`-style rules match and single-file rules do not.
-    fn target_paths(&self, t: &WriteTarget) -> Vec<CheckedPath> {
-        t.paths
-            .paths
-            .iter()
-            .map(|p| {
-                let p = if t.paths.glob_below {
-                    p.join("*")
-                } else {
-                    p.clone()
-                };
-                CheckedPath::new(&p, self.resolver)
-            })
-            .collect()
-    }
-
-    fn bash_analyzed(&self, whole: &str, analysis: &Analysis) -> PermissionDecision {
-        let mode = self.ctx.mode;
-        let writes = self.write_targets(analysis);
-
-        // 1. Deny: any part, any write, any read.
-        if let Some((rule, what)) = self.bash_rule(RuleList::Deny, whole, Some(analysis)) {
-            return by_rule(rule, &what);
-        }
-        for t in &writes {
-            for p in self.target_paths(t) {
-                if let Some(rule) = self.write_rule(RuleList::Deny, "Write", &p, false) {
-                    return by_rule(rule, &format!("writing `{}`", t.shown));
-                }
-            }
-        }
-        let home = self.ctx.home_path();
-        for r in analysis.redirects.iter().filter(|r| !r.write) {
-            for p in r.target.paths(&r.cwd, home).paths {
-                let p = CheckedPath::new(&p, self.resolver);
-                if let Some(rule) = self.path_rule(RuleList::Deny, "Read", &p, false) {
-                    return by_rule(rule, &format!("reading `{}`", r.target.text));
-                }
-            }
-        }
-
-        // 2. Plan mode runs only what is provably read-only.
-        if mode == PermissionMode::Plan {
-            let read_only = analysis.opaque.is_empty()
-                && writes.is_empty()
-                && analysis
-                    .commands
-                    .iter()
-                    .all(|c| c.allow_texts.is_empty() || self.read_only_command(c));
-            if !read_only {
-                return plan_denies(&format!(
-                    "`{whole}` may change things (only read-only commands such as `ls`, `cat`, \
-                     `grep` or `git status` run in plan mode)"
-                ));
-            }
-        }
-
-        // 3. Ask rules.
-        if let Some((rule, what)) = self.bash_rule(RuleList::Ask, whole, Some(analysis)) {
-            return by_rule(rule, &what);
-        }
-        for t in &writes {
-            for p in self.target_paths(t) {
-                if let Some(rule) = self.write_rule(RuleList::Ask, "Write", &p, false) {
-                    return by_rule(rule, &format!("writing `{}`", t.shown));
-                }
-            }
-        }
-
-        // 4. Sensitive paths, in every mode. Where a target's location is unknown (after
-        // `cd "$X"`), or a glob may reach dot-files (`shopt -s dotglob`), its text is checked for
-        // protected names instead.
-        for t in writes
-            .iter()
-            .filter(|t| t.paths.unknown || (t.glob && analysis.dotglob_possible))
-        {
-            if let Some(why) = sensitive_text_reason(&t.shown, analysis.dotglob_possible) {
-                return decide(
-                    Decision::Ask,
-                    DecisionBasis::SensitivePath,
-                    format!(
-                        "the command writes `{}`, which is protected ({why}); that always needs \
-                         approval, in every mode",
-                        t.shown
-                    ),
-                );
-            }
-        }
-        for t in &writes {
-            for p in self.target_paths(t) {
-                if let Some(why) = self.sensitive(&p) {
-                    return decide(
-                        Decision::Ask,
-                        DecisionBasis::SensitivePath,
-                        format!(
-                            "the command writes `{}`, which is protected ({why}); that always \
-                             needs approval, in every mode",
-                            t.shown
-                        ),
-                    );
-                }
-            }
-        }
-
-        // 5. Parts robota cannot see into.
-        let bare_allow = self
-            .rules(RuleList::Allow, "Bash")
-            .find(|r| matches!(r.spec, Spec::All));
-        if !analysis.opaque.is_empty() {
-            let scoped = self.scoped_bash_rules();
-            let unseen = analysis.opaque.join(", ");
-            // Only an explicit `Bash` / `Bash(*)` allow approves what cannot be seen — and only
-            // when no narrower deny or ask rule could be hiding in it. bypassPermissions does
-            // not: it must still protect sensitive paths, which a hidden part could write.
-            if !scoped {
-                if let Some(rule) = bare_allow {
-                    return by_rule(rule, "every command");
-                }
-            }
-            return decide(
-                Decision::Ask,
-                DecisionBasis::Unanalyzable,
-                format!(
-                    "the command contains {unseen}, which robota cannot see into, so it is never \
-                     approved automatically{}",
-                    if scoped {
-                        " (a deny or ask rule might match the hidden part)"
-                    } else {
-                        ""
-                    }
-                ),
-            );
-        }
-
-        // 6. bypassPermissions.
-        if mode == PermissionMode::BypassPermissions {
-            return bypass_allows();
-        }
-
-        // 7. Every part must be approved.
-        let mut used_rule: Option<&PermissionRule> = None;
-        let mut notes: Vec<String> = Vec::new();
-        let mut missing: Vec<String> = Vec::new();
-        let mut suggestions: Vec<String> = Vec::new();
-        let mut by_mode = false;
-        for c in &analysis.commands {
-            if c.allow_texts.is_empty() {
-                continue;
-            }
-            let display = c.display();
-            if let Some(rule) = self.rules(RuleList::Allow, "Bash").find(|r| match &r.spec {
-                Spec::All => true,
-                Spec::Command(p) => c.allow_texts.iter().any(|t| p.matches(t, false)),
-                _ => false,
-            }) {
-                used_rule.get_or_insert(rule);
-                notes.push(format!("`{display}` by `{}`", rule.text()));
-                continue;
-            }
-            if self.read_only_command(c) {
-                notes.push(format!("`{display}` is read-only"));
-                continue;
-            }
-            if mode == PermissionMode::AcceptEdits && self.accept_edits_command(c) {
-                by_mode = true;
-                notes.push(format!(
-                    "`{display}` edits inside the workspace (acceptEdits)"
-                ));
-                continue;
-            }
-            missing.push(format!("`{display}`"));
-            if let Some(s) = suggest_command(c) {
-                if !suggestions.contains(&s) {
-                    suggestions.push(s);
-                }
-            }
-        }
-        for t in writes.iter().filter(|t| t.redirect) {
-            let paths = self.target_paths(t);
-            let known = !t.paths.unknown && !paths.is_empty();
-            if known
-                && mode == PermissionMode::AcceptEdits
-                && paths.iter().all(|p| self.inside_workspace(p))
-            {
-                by_mode = true;
-                notes.push(format!(
-                    "writing `{}` inside the workspace (acceptEdits)",
-                    t.shown
-                ));
-                continue;
-            }
-            if known {
-                let rules: Option<Vec<&PermissionRule>> = paths
-                    .iter()
-                    .map(|p| self.path_rule(RuleList::Allow, "Write", p, false))
-                    .collect();
-                if let Some(rule) = rules.and_then(|r| r.into_iter().next()) {
-                    used_rule.get_or_insert(rule);
-                    notes.push(format!("writing `{}` by `{}`", t.shown, rule.text()));
-                    continue;
-                }
-            }
-            missing.push(format!("writing `{}`", t.shown));
-            // A rule only helps when the target has one possible location.
-            if let (true, [only]) = (known, paths.as_slice()) {
-                if let Some(s) = self.suggest_edit(&only.lexical) {
-                    if !suggestions.contains(&s) {
-                        suggestions.push(s);
-                    }
-                }
-            }
-        }
-        if missing.is_empty() {
-            if analysis.commands.is_empty() {
-                return decide(
-                    Decision::Allow,
-                    DecisionBasis::ReadOnly,
-                    "the command runs nothing",
-                );
-            }
-            let basis = if used_rule.is_some() {
-                DecisionBasis::Rule
-            } else if by_mode {
-                DecisionBasis::Mode
-            } else {
-                DecisionBasis::ReadOnly
-            };
-            let mut d = decide(
-                Decision::Allow,
-                basis,
-                format!(
-                    "every part of the command is approved: {}",
-                    notes.join(", ")
-                ),
-            );
-            if let Some(rule) = used_rule {
-                d = d.with_rule(rule);
-            }
-            return d;
-        }
-        decide(
-            Decision::Ask,
-            DecisionBasis::NeedsApproval,
-            format!(
-                "nothing approves {}{}",
-                missing.join(", "),
-                if notes.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (approved: {})", notes.join(", "))
-                }
-            ),
-        )
-        .with_suggestions(suggestions)
-    }
-
-    /// Whether a narrower-than-bare Bash deny or ask rule exists (one that a hidden part of a
-    /// command could match).
-    fn scoped_bash_rules(&self) -> bool {
-        self.ctx
-            .rules
-            .rules()
-            .iter()
-            .any(|r| r.list() != RuleList::Allow && r.applies_to_tool("Bash") && !r.is_bare())
-    }
-
-    /// In the built-in read-only set, and reads nothing a Read deny rule protects.
-    fn read_only_command(&self, c: &SimpleCommand) -> bool {
-        if c.blocked || !commands::is_read_only(&c.argv) {
-            return false;
-        }
-        let has_read_denies = self
-            .ctx
-            .rules
-            .list(RuleList::Deny)
-            .any(|r| r.applies_to_tool("Read") && !r.is_bare());
-        if !has_read_denies {
-            return true;
-        }
-        let home = self.ctx.home_path();
-        c.argv[1..]
-            .iter()
-            .filter(|w| !(w.is_static() && w.text.starts_with('-')))
-            .all(|w| {
-                let paths = w.paths(&c.cwd, home);
-                !paths.unknown
-                    && paths.paths.iter().all(|p| {
-                        let p = if paths.glob_below {
-                            p.join("*")
-                        } else {
-                            p.clone()
-                        };
-                        self.path_rule(
-                            RuleList::Deny,
-                            "Read",
-                            &CheckedPath::new(&p, self.resolver),
-                            false,
-                        )
-                        .is_none()
-                    })
-            })
-    }
-
-    /// `mkdir`/`touch`/`mv`/`cp` whose every target is known and inside the workspace.
-    fn accept_edits_command(&self, c: &SimpleCommand) -> bool {
-        if c.blocked || !commands::is_accept_edits_command(&c.argv) {
-            return false;
-        }
-        let home = self.ctx.home_path();
-        commands::mutated_targets(&c.argv).is_some_and(|targets| {
-            targets.iter().all(|w| {
-                let paths = w.paths(&c.cwd, home);
-                !paths.unknown
-                    && !paths.paths.is_empty()
-                    && paths.paths.iter().all(|p| {
-                        let p = if paths.glob_below {
-                            p.join("*")
-                        } else {
-                            p.clone()
-                        };
-                        self.inside_workspace(&CheckedPath::new(&p, self.resolver))
-                    })
-            })
-        })
-    }
 }
 
-fn plan_denies(what: &str) -> PermissionDecision {
+pub(super) fn plan_denies(what: &str) -> PermissionDecision {
     decide(
         Decision::Deny,
         DecisionBasis::Mode,
@@ -1061,73 +600,12 @@ fn plan_denies(what: &str) -> PermissionDecision {
     )
 }
 
-fn bypass_allows() -> PermissionDecision {
+pub(super) fn bypass_allows() -> PermissionDecision {
     decide(
         Decision::Allow,
         DecisionBasis::Mode,
         "bypassPermissions mode approves calls that no deny or ask rule catches",
     )
-}
-
-/// What "allow always" would add for a command: `Bash(npm test:*)` for a command with a
-/// subcommand, the exact command otherwise (never a blanket `Bash(rm:*)`).
-fn suggest_command(c: &SimpleCommand) -> Option<String> {
-    let text = c.allow_texts.first()?;
-    if text.contains('\n') || text.len() > 200 {
-        return None;
-    }
-    if c.blocked {
-        return Some(format!("Bash({text})"));
-    }
-    let first = c
-        .argv
-        .first()
-        .filter(|w| w.is_static() && w.requoted() == w.text)?;
-    // "Always allow" for a program that runs whatever it is handed (`sh`, `eval`, `python`…)
-    // would approve any code; offer nothing rather than a trap.
-    const RUNS_ANYTHING: &[&str] = &[
-        "sh",
-        "bash",
-        "zsh",
-        "dash",
-        "ksh",
-        "fish",
-        "eval",
-        "exec",
-        "source",
-        ".",
-        "sudo",
-        "doas",
-        "su",
-        "python",
-        "python3",
-        "node",
-        "perl",
-        "ruby",
-        "php",
-        "osascript",
-        "xargs",
-        "env",
-    ];
-    let name = first.text.rsplit('/').next().unwrap_or(&first.text);
-    if RUNS_ANYTHING.contains(&name) {
-        return None;
-    }
-    let subcommand_like = |w: &shell::ShellWord| {
-        w.is_static()
-            && w.text.len() <= 30
-            && w.text.starts_with(|ch: char| ch.is_ascii_lowercase())
-            && w.text
-                .chars()
-                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' || ch == '_')
-    };
-    Some(match c.argv.get(1) {
-        None => format!("Bash({})", first.requoted()),
-        Some(second) if subcommand_like(second) => {
-            format!("Bash({} {}:*)", first.requoted(), second.text)
-        }
-        Some(_) => format!("Bash({text})"),
-    })
 }
 
 #[cfg(test)]

@@ -96,17 +96,21 @@
 //!   cwd), `Edit(//abs/dir/**)` outside it; `WebFetch(domain:host)`; an unknown tool's name. None
 //!   for sensitive paths, ask rules or unanalysable commands.
 
+mod bash;
 mod commands;
 mod context;
 mod domain;
 mod evaluate;
+mod getopt;
 mod glob;
 mod mode;
 mod path;
 mod rule;
 mod shell;
 mod tools;
+mod wrappers;
 
+pub use bash::bash_runs_sandboxed;
 pub use context::{
     BashSandbox, Decision, DecisionBasis, MatchedRule, PermissionContext, PermissionDecision,
     ToolClass,

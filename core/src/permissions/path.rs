@@ -19,6 +19,13 @@ pub trait PathResolver {
     /// itself or is unknown. `path` is absolute and may still contain `..` segments, because `..`
     /// after a symlink climbs from the link's *target*, not from the link.
     fn resolve(&self, path: &Path) -> Option<PathBuf>;
+
+    /// Whether `path` is a directory: `Some(true)`/`Some(false)` when known, `None` when the
+    /// resolver cannot tell (the evaluator then assumes it may be one). Used to decide whether a
+    /// command reading `path` could reach files a `Read` deny rule protects below it.
+    fn is_dir(&self, _path: &Path) -> Option<bool> {
+        None
+    }
 }
 
 /// A map of symbolic links (`link path → target`, both absolute) resolves paths by walking their
@@ -140,8 +147,11 @@ pub(crate) enum Anchor {
     /// `/path`: the directory the rule's settings file belongs to (its source's base dir), or cwd
     /// when the source has none.
     SourceDir,
-    /// `./path`, or a bare relative pattern containing a `/`: the cwd.
+    /// `./path`: the cwd.
     Cwd,
+    /// A bare relative pattern containing a `/` (`src/**`, `secrets/*.key`): for allow rules the
+    /// cwd; deny and ask rules match it at any depth below the cwd, as Claude Code's do.
+    CwdRelative,
     /// A bare pattern without `/` (e.g. `*.env`, `.env`): like a `.gitignore` line, any depth
     /// below the cwd.
     CwdAnyDepth,
@@ -177,7 +187,7 @@ impl PathPattern {
         } else if let Some(rest) = spec.strip_prefix("./") {
             (Anchor::Cwd, rest)
         } else if spec.trim_end_matches('/').contains('/') {
-            (Anchor::Cwd, spec)
+            (Anchor::CwdRelative, spec)
         } else {
             (Anchor::CwdAnyDepth, spec)
         };
@@ -228,7 +238,7 @@ impl PathPattern {
                 None => return false,
             },
             Anchor::SourceDir => normalize(anchors.source_dir.unwrap_or(anchors.cwd)),
-            Anchor::Cwd | Anchor::CwdAnyDepth => normalize(anchors.cwd),
+            Anchor::Cwd | Anchor::CwdRelative | Anchor::CwdAnyDepth => normalize(anchors.cwd),
         };
         let fold = |s: &str| {
             if case_insensitive {
@@ -246,7 +256,10 @@ impl PathPattern {
             .iter()
             .map(String::as_str)
             .collect();
-        let pattern: Vec<String> = self.segments.iter().map(|s| fold(s)).collect();
+        let mut pattern: Vec<String> = self.segments.iter().map(|s| fold(s)).collect();
+        if self.anchor == Anchor::CwdRelative && !strict {
+            pattern.insert(0, "**".to_string());
+        }
         if pattern.is_empty() {
             // The anchor directory itself: covers everything below it.
             return true;
@@ -259,6 +272,68 @@ impl PathPattern {
                 .last()
                 .is_some_and(|last| last == "**" || !last.contains(['*', '?', '[']));
         covers_contents && (1..rest.len()).any(|k| segments_match(&pattern, &rest[..k]))
+    }
+}
+
+impl PathPattern {
+    /// Whether some path at or below the directory `dir` could match (deny/ask semantics): for a
+    /// recursive read of `dir`, or a glob in it, that may reach a protected file.
+    pub fn may_match_below(
+        &self,
+        dir: &Path,
+        anchors: &AnchorDirs<'_>,
+        case_insensitive: bool,
+    ) -> bool {
+        let base = match self.anchor {
+            Anchor::Root => PathBuf::from("/"),
+            Anchor::Home => match anchors.home {
+                Some(home) => normalize(home),
+                None => return false,
+            },
+            Anchor::SourceDir => normalize(anchors.source_dir.unwrap_or(anchors.cwd)),
+            Anchor::Cwd | Anchor::CwdRelative | Anchor::CwdAnyDepth => normalize(anchors.cwd),
+        };
+        let fold = |s: &str| {
+            if case_insensitive {
+                s.to_lowercase()
+            } else {
+                s.to_string()
+            }
+        };
+        let base_parts: Vec<String> = segments_of(&base).iter().map(|s| fold(s)).collect();
+        let dir_parts: Vec<String> = segments_of(dir).iter().map(|s| fold(s)).collect();
+        let shared = base_parts
+            .iter()
+            .zip(&dir_parts)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if shared < base_parts.len() {
+            // `dir` is the anchor's ancestor (it contains everything the pattern can match) or
+            // lies elsewhere.
+            return shared == dir_parts.len();
+        }
+        let rest: Vec<String> = dir_parts[base_parts.len()..].to_vec();
+        let mut pattern: Vec<String> = self.segments.iter().map(|s| fold(s)).collect();
+        if self.anchor == Anchor::CwdRelative {
+            pattern.insert(0, "**".to_string());
+        }
+        prefix_may_match(&pattern, &rest)
+    }
+}
+
+/// Whether `pattern` can match `rest` followed by any further segments (or an ancestor of it,
+/// which covers it).
+fn prefix_may_match(pattern: &[String], rest: &[String]) -> bool {
+    match (pattern.first(), rest.first()) {
+        (None, _) => true,
+        (Some(_), None) => true,
+        (Some(p), Some(r)) => {
+            if p == "**" {
+                prefix_may_match(&pattern[1..], rest) || prefix_may_match(pattern, &rest[1..])
+            } else {
+                segment_match(p, r) && prefix_may_match(&pattern[1..], &rest[1..])
+            }
+        }
     }
 }
 
@@ -294,14 +369,32 @@ pub(crate) fn is_within(path: &Path, dir: &Path, case_insensitive: bool) -> bool
     }
 }
 
-/// Directory names whose contents are always sensitive to write: repository internals, agent
-/// configuration (settings and hooks live there), and SSH keys.
-const SENSITIVE_DIRS: &[&str] = &[".git", ".claude", ".robota", ".ssh"];
+/// Directory names whose contents are always sensitive to write (Claude Code's protected
+/// directories and more): repository internals and hooks, agent configuration (settings and
+/// hooks live there), editor and IDE configuration (tasks and launch files run programs), git
+/// hook managers, the Cargo configuration (build scripts, runners), dev-container definitions,
+/// and keys.
+pub(crate) const SENSITIVE_DIRS: &[&str] = &[
+    ".git",
+    ".claude",
+    ".robota",
+    ".ssh",
+    ".gnupg",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".cargo",
+    ".devcontainer",
+    ".aws",
+    ".kube",
+    ".docker",
+];
 
 /// File names that are always sensitive to write, wherever they are: shell start-up files (they
-/// run on every new shell), git configuration, and project MCP/direnv files (they can start
+/// run on every new shell), git configuration and submodules, package-manager configuration
+/// (registries, scripts), pre-commit hooks, and project MCP/direnv files (they can start
 /// programs).
-const SENSITIVE_FILES: &[&str] = &[
+pub(crate) const SENSITIVE_FILES: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
@@ -311,11 +404,109 @@ const SENSITIVE_FILES: &[&str] = &[
     ".zprofile",
     ".zshenv",
     ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".inputrc",
     ".gitconfig",
     ".git-credentials",
+    ".gitmodules",
+    ".lfsconfig",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmrc",
+    ".pypirc",
+    ".netrc",
+    ".pre-commit-config.yaml",
+    ".pre-commit-hooks.yaml",
     ".mcp.json",
     ".envrc",
 ];
+
+/// Why deleting or rewriting `path` wholesale is critical, if it is: the file-system root, a
+/// top-level directory or one directly inside a system directory, the home directory or one of
+/// its ancestors, or one of `anchors` (the working directory and workspace roots) or their
+/// ancestors. Claude Code always asks for these.
+pub(crate) fn critical_reason(
+    path: &Path,
+    home: Option<&Path>,
+    anchors: &[PathBuf],
+    case_insensitive: bool,
+) -> Option<String> {
+    const SYSTEM: &[&str] = &[
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "opt",
+        "proc",
+        "root",
+        "run",
+        "sbin",
+        "srv",
+        "sys",
+        "usr",
+        "var",
+        "home",
+        "mnt",
+        "media",
+        "snap",
+        "nix",
+        "tmp",
+        "private",
+        "System",
+        "Library",
+        "Applications",
+        "Users",
+        "Volumes",
+        "cores",
+    ];
+    let segments = segments_of(path);
+    if segments.is_empty() {
+        return Some("it is the root of the file system".into());
+    }
+    if segments.len() == 1 {
+        return Some(format!("`/{}` is a top-level directory", segments[0]));
+    }
+    let same = |a: &Path, b: &Path| {
+        if case_insensitive {
+            segments_of(a)
+                .iter()
+                .map(|s| s.to_lowercase())
+                .eq(segments_of(b).iter().map(|s| s.to_lowercase()))
+        } else {
+            normalize(a) == normalize(b)
+        }
+    };
+    if let Some(home) = home {
+        if is_within(&normalize(home), path, case_insensitive) {
+            return Some(if same(path, home) {
+                "it is the home directory".into()
+            } else {
+                "it contains the home directory".into()
+            });
+        }
+    }
+    for anchor in anchors {
+        if is_within(&normalize(anchor), path, case_insensitive) {
+            return Some(if same(path, anchor) {
+                format!("it is the working directory `{}`", anchor.display())
+            } else {
+                format!("it contains the working directory `{}`", anchor.display())
+            });
+        }
+    }
+    if segments.len() == 2 && SYSTEM.contains(&segments[0].as_str()) {
+        return Some(format!("`{}` is a system directory", path.display()));
+    }
+    None
+}
 
 /// Why writing `path` is sensitive, if it is. Names are compared case-insensitively always, since
 /// on a case-insensitive file system `.GIT/config` *is* `.git/config`.
@@ -441,6 +632,11 @@ mod tests {
         assert!(!m("/docs/**", "/w/p/docs/a.md"));
         assert!(m("./src/**", "/w/p/src/a/b.rs"));
         assert!(m("src/**", "/w/p/src/a/b.rs"));
+        // Deny and ask rules match bare relative patterns at any depth; allow rules do not.
+        assert!(!m("src/**", "/w/p/pkg/src/a.rs"));
+        assert!(loose("src/**", "/w/p/pkg/src/a.rs"));
+        assert!(loose("secrets/**", "/w/p/a/secrets/key"));
+        assert!(!loose("./secrets/**", "/w/p/a/secrets/key"));
         assert!(m(".env", "/w/p/.env"));
         assert!(m(".env", "/w/p/sub/.env"));
         assert!(!m("./.env", "/w/p/sub/.env"));
@@ -451,6 +647,45 @@ mod tests {
         // A matching directory covers its contents.
         assert!(m("./secrets", "/w/p/secrets/key"));
         assert!(!m("./src/**", "/etc/passwd"));
+    }
+
+    #[test]
+    fn may_match_below_a_directory() {
+        let cwd = Path::new("/w/p");
+        let home = Path::new("/home/u");
+        let d = dirs(cwd, home, None);
+        let below = |pat: &str, dir: &str| {
+            PathPattern::parse(pat)
+                .unwrap()
+                .may_match_below(Path::new(dir), &d, false)
+        };
+        assert!(below("./.env", "/w/p"));
+        assert!(below("./.env", "/w"));
+        assert!(below("./.env", "/"));
+        assert!(!below("./.env", "/w/p/src"));
+        assert!(below(".env", "/w/p/src"));
+        assert!(below("secrets/**", "/w/p/a"));
+        assert!(!below("./secrets/**", "/w/p/a"));
+        assert!(below("./secrets/**", "/w/p/secrets/x"));
+        assert!(!below("~/.ssh/**", "/w/p"));
+    }
+
+    #[test]
+    fn critical_paths() {
+        let home = Some(Path::new("/home/u"));
+        let anchors = [PathBuf::from("/w/p")];
+        let c = |p: &str| critical_reason(Path::new(p), home, &anchors, false).is_some();
+        assert!(c("/"));
+        assert!(c("/usr"));
+        assert!(c("/usr/lib"));
+        assert!(c("/etc/ssh"));
+        assert!(c("/home/u"));
+        assert!(c("/home"));
+        assert!(c("/w/p"));
+        assert!(c("/w"));
+        assert!(!c("/w/p/build"));
+        assert!(!c("/home/u/project/x"));
+        assert!(!c("/usr/lib/x/y"));
     }
 
     #[test]

@@ -130,7 +130,8 @@ pub(crate) struct CommandPattern {
 }
 
 impl CommandPattern {
-    fn parse(spec: &str) -> CommandPattern {
+    /// Parses a Bash command pattern (the text inside `Bash(…)`).
+    pub(crate) fn parse(spec: &str) -> CommandPattern {
         // Whitespace in a rule is a word separator, like in the shell: `git  status` and
         // `git\tstatus` mean `git status`. (Non-breaking spaces are not shell whitespace and stay.)
         let collapsed = spec
@@ -149,6 +150,12 @@ impl CommandPattern {
             body,
             trailing_args,
         }
+    }
+
+    /// The length of the pattern's fixed text before its first `*` (the whole body when it has
+    /// none): how much of a command the rule spells out.
+    pub fn fixed_prefix_len(&self) -> usize {
+        self.body.find('*').unwrap_or(self.body.len())
     }
 
     /// Matches one normalised command text. `fold_case` compares lower-cased (used for deny and

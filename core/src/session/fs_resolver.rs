@@ -24,6 +24,15 @@ impl PathResolver for FsPathResolver {
         let resolved = resolve_on_disk(path)?;
         (resolved != lexical(path)).then_some(resolved)
     }
+
+    fn is_dir(&self, path: &Path) -> Option<bool> {
+        // A missing path is not a directory (yet); unreadable metadata stays unknown.
+        match std::fs::metadata(path) {
+            Ok(meta) => Some(meta.is_dir()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+            Err(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
