@@ -13,6 +13,8 @@ pub(crate) struct DomainPattern {
     labels: Vec<String>,
     /// `*.example.com`: one or more extra labels in front, never the apex itself.
     any_subdomain: bool,
+    /// `domain:*`: every host (Claude Code accepts it as a wildcard).
+    every_host: bool,
 }
 
 impl DomainPattern {
@@ -45,19 +47,19 @@ impl DomainPattern {
                 format!("`domain:{text}`: `{label}` is not a valid host name label")
             })?);
         }
-        if labels.iter().all(|l| l == "*") {
-            return Err(format!(
-                "`domain:{text}` matches every host; use a bare `WebFetch` rule for that"
-            ));
-        }
+        let every_host = labels.iter().all(|l| l == "*");
         Ok(DomainPattern {
             labels,
             any_subdomain,
+            every_host,
         })
     }
 
     /// Whether `host` (as returned by [`url_host`]) matches.
     pub fn matches(&self, host: &str) -> bool {
+        if self.every_host {
+            return !host.is_empty();
+        }
         let host_labels: Vec<&str> = host.split('.').collect();
         let n = self.labels.len();
         let fits = if self.any_subdomain {

@@ -456,11 +456,15 @@ fn parse_spec(
 }
 
 /// Recognises `param:value`. For built-in tools only their known scalar parameters count (so
-/// `Bash(npm run test:*)` stays a command pattern); naming the primary field is an error.
+/// `Bash(npm run test:*)` stays a command pattern); naming the primary field is an error, and so
+/// is a rule that looks like a parameter rule but could never match: spaces around the `:`
+/// (`timeout : 30` compares against " 30"), or — for Bash and file rules — a parameter the tool
+/// does not have (a misspelt deny rule must not quietly protect nothing).
 fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)>, String> {
-    let Some((name, value)) = spec.split_once(':') else {
+    let Some((raw_name, raw_value)) = spec.split_once(':') else {
         return Ok(None);
     };
+    let name = raw_name.trim();
     let identifier = !name.is_empty()
         && name
             .chars()
@@ -469,20 +473,50 @@ fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)
     if !identifier {
         return Ok(None);
     }
+    let spaced = raw_name != name || raw_value.starts_with(char::is_whitespace);
     if let Some(primary) = tools::primary_field(tool) {
         if name == primary || name == tools::camel(primary) {
             return Err(format!(
-                "`{name}:` is `{tool}`'s main input; write `{tool}({value})` instead of a \
-                 parameter rule"
+                "`{name}:` is `{tool}`'s main input; write `{tool}({})` instead of a \
+                 parameter rule",
+                raw_value.trim()
             ));
         }
     }
-    match tools::known_params(tool) {
-        Some(known) => Ok(known
+    let known = tools::known_params(tool);
+    let is_known = known.is_none_or(|k| k.iter().any(|k| *k == name || tools::camel(k) == name));
+    if is_known {
+        if spaced {
+            return Err(format!(
+                "a parameter rule is written without spaces around `:`: \
+                 `{tool}({name}:{})`; as written it would never match",
+                raw_value.trim()
+            ));
+        }
+        return Ok(Some((name, raw_value)));
+    }
+    let known_list = || {
+        known
+            .unwrap_or_default()
             .iter()
-            .any(|k| *k == name || tools::camel(k) == name)
-            .then_some((name, value))),
-        None => Ok(Some((name, value))),
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match tools::family(tool) {
+        // `git:*` is the legacy prefix form of a command pattern.
+        Family::Bash if !spaced && raw_value.trim() != "*" => Err(format!(
+            "`{name}` is not a parameter of `Bash` (its parameters are {}); to match commands \
+             starting with `{name}`, write `Bash({name} {}:*)` or `Bash({name}:*)`",
+            known_list(),
+            raw_value.trim_end_matches('*').trim()
+        )),
+        Family::Read | Family::Edit if name.len() > 1 && !spaced => Err(format!(
+            "`{name}` is not a parameter of `{tool}` (its parameters are {}); to match a file \
+             whose name contains `:`, anchor the path: `{tool}(./{spec})`",
+            known_list()
+        )),
+        _ => Ok(None),
     }
 }
 
@@ -491,6 +525,8 @@ fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: Vec<PermissionRule>,
+    /// Entries skipped on purpose (`// comment` strings), reported by [`RuleSet::warnings`].
+    skipped: Vec<String>,
 }
 
 impl RuleSet {
@@ -509,7 +545,17 @@ impl RuleSet {
     ) -> Result<(), Vec<RuleParseError>> {
         let mut parsed = Vec::new();
         let mut errors = Vec::new();
+        let mut skipped = Vec::new();
         for (index, text) in rules.into_iter().enumerate() {
+            // Settings files shared between tools often carry `// …` strings as comments in
+            // their lists; Claude Code ignores them, and so does robota — with a note.
+            if text.as_ref().trim_start().starts_with("//") {
+                skipped.push(format!(
+                    "permissions.{list}[{index}] of {source} is a comment (`{}`) and was skipped",
+                    text.as_ref().trim()
+                ));
+                continue;
+            }
             match PermissionRule::parse(text.as_ref(), list, index, source.clone()) {
                 Ok(rule) => parsed.push(rule),
                 Err(e) => errors.push(e),
@@ -519,6 +565,7 @@ impl RuleSet {
             return Err(errors);
         }
         self.rules.extend(parsed);
+        self.skipped.extend(skipped);
         Ok(())
     }
 
@@ -570,16 +617,17 @@ impl RuleSet {
     /// Notes on rules that parse but may not do what their author expects, one line each, with
     /// the rule's source. Surface these at startup; they are never dropped silently.
     pub fn warnings(&self) -> Vec<String> {
-        self.rules
+        self.skipped
             .iter()
-            .filter_map(|r| {
+            .cloned()
+            .chain(self.rules.iter().filter_map(|r| {
                 r.warning().map(|w| {
                     format!(
                         "permission rule `{}` in permissions.{}[{}] of {}: {w}",
                         r.text, r.list, r.index, r.source
                     )
                 })
-            })
+            }))
             .collect()
     }
 
