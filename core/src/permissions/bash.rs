@@ -239,14 +239,14 @@ impl Evaluator<'_> {
             .collect()
     }
 
-    /// Non-bare deny rules that apply to reading (`Read(…)`) or writing (`Edit(…)`, and `Read`
-    /// denies, which block edits too).
-    fn path_deny_rules(&self, write: bool) -> Vec<&PermissionRule> {
+    /// The path rules of `list` that apply to reading (`Read(…)`) or writing (`Edit(…)`, and
+    /// `Read` denies, which block edits too).
+    fn path_rules(&self, list: RuleList, write: bool) -> Vec<&PermissionRule> {
         let mut rules: Vec<&PermissionRule> = self
-            .rules(RuleList::Deny, if write { "Write" } else { "Read" })
+            .rules(list, if write { "Write" } else { "Read" })
             .filter(|r| matches!(r.spec, Spec::Path(_) | Spec::All))
             .collect();
-        if write {
+        if write && list == RuleList::Deny {
             rules.extend(
                 self.rules(RuleList::Deny, "Read")
                     .filter(|r| r.exact_tool() == Some("Read") && matches!(r.spec, Spec::Path(_))),
@@ -335,8 +335,8 @@ impl Evaluator<'_> {
 
     /// Deny rules against everything the command reads: the read-only commands' known reads,
     /// and for every other command each word that could name a file.
-    fn read_deny(&self, analysis: &Analysis) -> DenyCheck<'_> {
-        let rules = self.path_deny_rules(false);
+    fn read_check(&self, analysis: &Analysis, list: RuleList) -> DenyCheck<'_> {
+        let rules = self.path_rules(list, false);
         if rules.is_empty() {
             return DenyCheck::Clear;
         }
@@ -351,7 +351,7 @@ impl Evaluator<'_> {
                         reads.push((w, &c.cwd, Some(found.recursive)));
                     }
                     if found.cwd {
-                        reads.push((ShellWord::literal("."), &c.cwd, Some(true)));
+                        reads.push((ShellWord::literal("."), &c.cwd, Some(found.recursive)));
                     }
                 }
                 ReadOnly::No(_) => {
@@ -374,9 +374,9 @@ impl Evaluator<'_> {
         possible.unwrap_or(DenyCheck::Clear)
     }
 
-    /// Deny rules against every file the command writes.
-    fn write_deny(&self, writes: &[WriteTarget]) -> DenyCheck<'_> {
-        let rules = self.path_deny_rules(true);
+    /// Deny (or ask) rules against every file the command writes.
+    fn write_check(&self, writes: &[WriteTarget], list: RuleList) -> DenyCheck<'_> {
+        let rules = self.path_rules(list, true);
         let mut possible: Option<DenyCheck<'_>> = None;
         for t in writes {
             if t.paths.unknown {
@@ -394,7 +394,7 @@ impl Evaluator<'_> {
                 continue;
             }
             for p in self.target_paths(t) {
-                if let Some(rule) = self.write_rule(RuleList::Deny, "Write", &p, false) {
+                if let Some(rule) = self.write_rule(list, "Write", &p, false) {
                     return DenyCheck::Denied(rule, format!("writing `{}`", t.shown));
                 }
             }
@@ -436,11 +436,11 @@ impl Evaluator<'_> {
         if let Some((rule, what)) = self.bash_rule(RuleList::Deny, whole, Some(analysis)) {
             return by_rule(rule, &what);
         }
-        let write_deny = self.write_deny(&writes);
+        let write_deny = self.write_check(&writes, RuleList::Deny);
         if let DenyCheck::Denied(rule, what) = &write_deny {
             return by_rule(rule, what);
         }
-        let read_deny = self.read_deny(analysis);
+        let read_deny = self.read_check(analysis, RuleList::Deny);
         if let DenyCheck::Denied(rule, what) = &read_deny {
             return by_rule(rule, what);
         }
@@ -467,16 +467,16 @@ impl Evaluator<'_> {
         if let Some((rule, what)) = self.bash_rule(RuleList::Ask, whole, Some(analysis)) {
             return by_rule(rule, &what);
         }
-        for t in &writes {
-            for p in self.target_paths(t) {
-                if let Some(rule) = self.write_rule(RuleList::Ask, "Write", &p, false) {
-                    return by_rule(rule, &format!("writing `{}`", t.shown));
-                }
+        let write_ask = self.write_check(&writes, RuleList::Ask);
+        let read_ask = self.read_check(analysis, RuleList::Ask);
+        for check in [&write_ask, &read_ask] {
+            if let DenyCheck::Denied(rule, what) = check {
+                return by_rule(rule, what);
             }
         }
 
-        // 4. What a deny rule may cover.
-        for check in [write_deny, read_deny] {
+        // 4. What a deny or ask rule may cover.
+        for check in [write_deny, read_deny, write_ask, read_ask] {
             if let DenyCheck::Possible(rule, what) = check {
                 return decide(
                     Decision::Ask,
@@ -631,6 +631,26 @@ impl Evaluator<'_> {
                 }
             }
         }
+        for r in analysis.redirects.iter().filter(|r| !r.write) {
+            let wp = r.target.paths(&r.cwd, self.ctx.home_path());
+            let inside = !wp.unknown
+                && !wp.paths.is_empty()
+                && self
+                    .word_paths(&wp)
+                    .iter()
+                    .all(|p| self.inside_workspace(p));
+            if !inside {
+                missing.push(format!(
+                    "reading `{}` {}",
+                    r.target.raw,
+                    if wp.unknown {
+                        "(its location is only known when it runs)"
+                    } else {
+                        "outside the working directories"
+                    }
+                ));
+            }
+        }
         for target in &analysis.network {
             missing.push(format!("opening a network connection through `{target}`"));
         }
@@ -694,6 +714,11 @@ impl Evaluator<'_> {
     /// The first allow rule that approves part `c`: its pattern matches one of the part's texts
     /// and its fixed prefix names the program that really runs.
     fn allow_rule_for(&self, c: &SimpleCommand) -> Option<&PermissionRule> {
+        // A rule for `git …` was written for the session's repository; in another one (after
+        // `cd`), git runs that repository's configured programs (fsmonitor, diff drivers).
+        if self.git_elsewhere(c) {
+            return None;
+        }
         self.rules(RuleList::Allow, "Bash").find(|r| match &r.spec {
             Spec::All => true,
             Spec::Command(p) => c
@@ -726,19 +751,26 @@ impl Evaluator<'_> {
         self.reads_inside(c, &reads)
     }
 
+    /// `git` run somewhere other than the session's working directory (after a `cd`).
+    fn git_elsewhere(&self, c: &SimpleCommand) -> bool {
+        let is_git = c
+            .argv
+            .first()
+            .is_some_and(|w| w.is_static() && w.text.rsplit('/').next() == Some("git"));
+        let session_cwd = self.ctx.cwd_path();
+        is_git && (c.cwd.unknown || c.cwd.dirs.iter().any(|d| *d != session_cwd))
+    }
+
     fn reads_inside(&self, c: &SimpleCommand, reads: &Reads) -> Result<(), Option<String>> {
         let home = self.ctx.home_path();
-        if reads.git {
+        if reads.git && self.git_elsewhere(c) {
             // Repository configuration can run programs (fsmonitor, diff drivers, pagers): only
             // the session's own repository, found from its working directory, is trusted.
-            let session_cwd = self.ctx.cwd_path();
-            if c.cwd.unknown || c.cwd.dirs.iter().any(|d| *d != session_cwd) {
-                return Err(Some(
-                    "`git` outside the session's working directory runs that repository's \
-                     configured programs"
-                        .into(),
-                ));
-            }
+            return Err(Some(
+                "`git` outside the session's working directory runs that repository's \
+                 configured programs"
+                    .into(),
+            ));
         }
         let check = |w: &ShellWord| -> Result<(), Option<String>> {
             let wp = w.paths(&c.cwd, home);

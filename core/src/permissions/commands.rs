@@ -187,12 +187,13 @@ const READ_ONLY: &[ReadOnlySpec] = &[
     },
     ReadOnlySpec {
         name: "rg",
-        // No `--pre`, `--pre-glob`, `--hostname-bin`, `-z`/`--search-zip` (they run programs).
+        // No `--pre`, `--pre-glob`, `--hostname-bin`, `-z`/`--search-zip` (they run programs), no
+        // `-L`/`--follow` (follows links out of the tree).
         opts: spec(
             &[
                 ('A', R), ('B', R), ('C', R), ('c', F), ('d', R), ('e', R), ('E', R), ('f', R),
                 ('F', F), ('g', R), ('H', F), ('h', F), ('i', F), ('I', F), ('j', R), ('l', F),
-                ('L', F), ('m', R), ('M', R), ('n', F), ('N', F), ('o', F), ('p', F), ('P', F),
+                ('m', R), ('M', R), ('n', F), ('N', F), ('o', F), ('p', F), ('P', F),
                 ('q', F), ('r', R), ('s', F), ('S', F), ('t', R), ('T', R), ('u', F), ('U', F),
                 ('v', F), ('V', F), ('w', F), ('x', F), ('0', F),
             ],
@@ -203,7 +204,7 @@ const READ_ONLY: &[ReadOnlySpec] = &[
                 ("glob-case-insensitive", F), ("with-filename", F), ("no-filename", F),
                 ("ignore-case", F), ("no-ignore", F), ("no-ignore-vcs", F), ("no-ignore-dot", F),
                 ("no-ignore-parent", F), ("no-ignore-global", F), ("no-ignore-exclude", F),
-                ("no-ignore-files", F), ("hidden", F), ("no-hidden", F), ("follow", F), ("L", F),
+                ("no-ignore-files", F), ("hidden", F), ("no-hidden", F), 
                 ("threads", R), ("files-with-matches", F), ("files-without-match", F),
                 ("files", F), ("max-count", R), ("max-columns", R), ("max-columns-preview", F),
                 ("max-filesize", R), ("line-number", F), ("no-line-number", F), ("column", F),
@@ -309,10 +310,11 @@ const READ_ONLY: &[ReadOnlySpec] = &[
     },
     ReadOnlySpec {
         name: "tree",
-        // No `-o` (writes), `-R` (writes index files with -H), `--fromfile`, `-H`.
+        // No `-o` (writes), `-R` (writes index files with -H), `--fromfile`, `-H`, `-l` (follows
+        // links out of the tree).
         opts: spec(
             &[
-                ('a', F), ('d', F), ('l', F), ('f', F), ('x', F), ('L', R), ('P', R), ('I', R),
+                ('a', F), ('d', F), ('f', F), ('x', F), ('L', R), ('P', R), ('I', R),
                 ('i', F), ('q', F), ('N', F), ('Q', F), ('p', F), ('u', F), ('g', F), ('s', F),
                 ('h', F), ('D', F), ('F', F), ('v', F), ('t', F), ('c', F), ('U', F), ('r', F),
                 ('n', F), ('C', F), ('A', F), ('S', F), ('J', F), ('X', F),
@@ -335,7 +337,7 @@ const READ_ONLY: &[ReadOnlySpec] = &[
         opts: spec(
             &[
                 ('a', F), ('b', F), ('B', F), ('c', F), ('C', R), ('d', F), ('e', F), ('E', F),
-                ('i', F), ('I', R), ('n', F), ('N', F), ('p', F), ('q', F), ('r', F), ('s', F),
+                ('i', F), ('I', R), ('n', F), ('N', F), ('p', F), ('q', F), ('s', F),
                 ('t', F), ('T', F), ('u', F), ('U', R), ('w', F), ('W', R), ('x', R), ('y', F),
                 ('Z', F),
             ],
@@ -344,7 +346,7 @@ const READ_ONLY: &[ReadOnlySpec] = &[
                 ("minimal", F), ("ed", F), ("ignore-tab-expansion", F), ("ignore-case", F),
                 ("ignore-matching-lines", R), ("rcs", F), ("new-file", F),
                 ("unidirectional-new-file", F), ("show-c-function", F), ("show-function-line", R),
-                ("brief", F), ("recursive", F), ("report-identical-files", F), ("expand-tabs", F),
+                ("brief", F), ("report-identical-files", F), ("expand-tabs", F),
                 ("initial-tab", F), ("unified", O), ("ignore-all-space", F),
                 ("ignore-trailing-space", F), ("width", R), ("exclude", R), ("side-by-side", F),
                 ("color", O), ("palette", R), ("label", R), ("left-column", F),
@@ -357,7 +359,8 @@ const READ_ONLY: &[ReadOnlySpec] = &[
         ),
         operands: Operands::Paths,
         path_opts: &["from-file", "to-file"],
-        recursion: Recursion::With(&["r", "recursive"]),
+        // No `-r`: it follows links out of the tree.
+        recursion: Recursion::Never,
         default_cwd: false,
         max_operands: None,
     },
@@ -618,7 +621,7 @@ const GREP_SPEC_GREP: ReadOnlySpec = ReadOnlySpec {
             ('A', R), ('a', F), ('B', R), ('b', F), ('C', R), ('c', F), ('D', R), ('d', R),
             ('E', F), ('e', R), ('F', F), ('f', R), ('G', F), ('H', F), ('h', F), ('I', F),
             ('i', F), ('L', F), ('l', F), ('m', R), ('n', F), ('o', F), ('P', F), ('q', F),
-            ('R', F), ('r', F), ('s', F), ('T', F), ('U', F), ('u', F), ('V', F), ('v', F),
+            ('r', F), ('s', F), ('T', F), ('U', F), ('u', F), ('V', F), ('v', F),
             ('w', F), ('x', F), ('y', F), ('Z', F), ('z', F),
         ],
         &[
@@ -631,13 +634,13 @@ const GREP_SPEC_GREP: ReadOnlySpec = ReadOnlySpec {
             ("files-with-matches", F), ("label", R), ("line-buffered", F), ("line-number", F),
             ("no-messages", F), ("null", F), ("null-data", F), ("only-matching", F),
             ("perl-regexp", F), ("quiet", F), ("silent", F), ("recursive", F),
-            ("dereference-recursive", F), ("initial-tab", F), ("binary", F), ("invert-match", F),
+            ("initial-tab", F), ("binary", F), ("invert-match", F),
             ("word-regexp", F), ("line-regexp", F), ("max-count", R),
         ],
     ),
     operands: Operands::PatternThenPaths,
     path_opts: &["f", "file"],
-    recursion: Recursion::With(&["r", "R", "recursive", "dereference-recursive"]),
+    recursion: Recursion::With(&["r", "recursive"]),
     default_cwd: true,
     max_operands: None,
 };
@@ -854,7 +857,6 @@ fn find_read_only(args: &[ShellWord]) -> ReadOnly {
         ("-depth", 0),
         ("-d", 0),
         ("-daystart", 0),
-        ("-follow", 0),
         ("-mount", 0),
         ("-xdev", 0),
         ("-noleaf", 0),
@@ -879,7 +881,8 @@ fn find_read_only(args: &[ShellWord]) -> ReadOnly {
             break;
         }
         match w.text.as_str() {
-            "-H" | "-L" | "-P" => i += 1,
+            // Not `-L`: it follows links out of the tree.
+            "-H" | "-P" => i += 1,
             t if t.starts_with("-O") => i += 1,
             _ => break,
         }
@@ -1105,10 +1108,29 @@ fn git_read_only(args: &[ShellWord]) -> ReadOnly {
     if sub == "branch" && !parsed.operands.is_empty() && !parsed.has("list") && !parsed.has("l") {
         return ReadOnly::No("`git branch NAME` creates a branch".into());
     }
+    // Commands that print file contents read the whole work tree (a Read deny rule may cover a
+    // tracked file); the others print names and metadata only.
+    let shows_contents = match sub {
+        "diff" | "show" | "blame" => true,
+        "log" => [
+            "p",
+            "u",
+            "U",
+            "patch",
+            "word-diff",
+            "color-words",
+            "cc",
+            "dd",
+            "remerge-diff",
+        ]
+        .iter()
+        .any(|o| parsed.has(o)),
+        _ => false,
+    };
     let mut reads = Reads {
         git: true,
-        cwd: true,
-        recursive: true,
+        cwd: shows_contents,
+        recursive: shows_contents,
         ..Reads::default()
     };
     if no_index {
@@ -1218,7 +1240,7 @@ const SED: OptSpec = spec(
 /// cp ln install touch mkdir chmod chown chgrp truncate tee sed -i dd find -delete`.
 const MUTATORS: &[&str] = &[
     "rm", "rmdir", "unlink", "shred", "mv", "cp", "ln", "install", "touch", "mkdir", "chmod",
-    "chown", "chgrp", "truncate", "tee", "sed", "gsed", "dd", "find",
+    "chown", "chgrp", "truncate", "tee", "sed", "gsed", "dd", "find", "git",
 ];
 
 /// The files a command changes, or `None` when it is not one of the commands that change the
@@ -1311,6 +1333,7 @@ pub(crate) fn mutated_targets(argv: &[ShellWord]) -> Option<Targets> {
             None => failed(args, false),
         },
         "sed" | "gsed" => return sed_targets(args),
+        "git" => return git_config_targets(args),
         "dd" => {
             let words = args
                 .iter()
@@ -1387,6 +1410,80 @@ pub(crate) fn mutated_targets(argv: &[ShellWord]) -> Option<Targets> {
         }
         // install, truncate, tee: every word that could be a file.
         _ => conservative(args, false),
+    })
+}
+
+/// `git config` writing a setting: the configuration file it changes (`.git/config`,
+/// `~/.gitconfig`, `--file F`). Settings such as `core.fsmonitor` or `core.hooksPath` make git
+/// run programs, so the file counts as the protected path it is. `None` for other git commands
+/// and for reads (`--get`, `--list`, one operand).
+fn git_config_targets(args: &[ShellWord]) -> Option<Targets> {
+    let sub_index = args.iter().position(|w| !w.text.starts_with('-'))?;
+    if args[..sub_index].iter().any(|w| !w.is_static()) || args[sub_index].text != "config" {
+        return None;
+    }
+    let rest = &args[sub_index + 1..];
+    const READS: &[&str] = &[
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--get-urlmatch",
+        "--get-color",
+        "--get-colorbool",
+        "--list",
+        "-l",
+        "get",
+        "list",
+        "--show-origin",
+        "--show-scope",
+    ];
+    let operands: Vec<&ShellWord> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
+    let writes_flag = rest.iter().any(|w| {
+        matches!(
+            w.text.as_str(),
+            "--add"
+                | "--unset"
+                | "--unset-all"
+                | "--replace-all"
+                | "--rename-section"
+                | "--remove-section"
+                | "--edit"
+                | "-e"
+                | "set"
+                | "unset"
+                | "edit"
+                | "rename-section"
+                | "remove-section"
+        )
+    });
+    let reads = rest.iter().any(|w| READS.contains(&w.text.as_str()));
+    if !writes_flag && (reads || operands.len() <= 1) && rest.iter().all(ShellWord::is_static) {
+        return None;
+    }
+    let file = rest
+        .windows(2)
+        .find(|p| matches!(p[0].text.as_str(), "--file" | "-f"))
+        .map(|p| p[1].clone())
+        .or_else(|| {
+            rest.iter()
+                .find_map(|w| w.text.strip_prefix("--file=").map(ShellWord::literal))
+        });
+    let target = if let Some(f) = file {
+        f
+    } else if rest.iter().any(|w| w.text == "--global") {
+        ShellWord {
+            tilde: true,
+            ..ShellWord::literal("~/.gitconfig")
+        }
+    } else if rest.iter().any(|w| w.text == "--system") {
+        ShellWord::literal("/etc/gitconfig")
+    } else {
+        ShellWord::literal(".git/config")
+    };
+    Some(Targets {
+        words: vec![target],
+        unknown: rest.iter().any(|w| !w.is_static()),
+        ..Targets::default()
     })
 }
 

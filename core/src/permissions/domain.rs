@@ -128,8 +128,15 @@ mod tests {
         assert!(DomainPattern::parse("").is_err());
         assert!(DomainPattern::parse("https://x.com").is_err());
         assert!(DomainPattern::parse("x.com:443").is_err());
-        assert!(DomainPattern::parse("*").is_err());
         assert!(DomainPattern::parse("a..b").is_err());
+    }
+
+    #[test]
+    fn star_matches_every_host() {
+        let every = DomainPattern::parse("*").unwrap();
+        assert!(every.matches("example.com"));
+        assert!(every.matches("a.b.example.com"));
+        assert!(every.matches("localhost"));
     }
 
     #[test]

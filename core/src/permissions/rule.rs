@@ -412,6 +412,15 @@ fn parse_spec(
     };
     let family = tools::family(exact);
     if family == Family::WebFetch {
+        if let Some((key, value)) = spec.split_once(':') {
+            if key.trim() == "domain" && (key != "domain" || value.starts_with(char::is_whitespace))
+            {
+                return Err(format!(
+                    "write `WebFetch(domain:{})` without spaces around `:`",
+                    value.trim()
+                ));
+            }
+        }
         if let Some(domain) = spec.strip_prefix("domain:") {
             return Ok((Spec::Domain(DomainPattern::parse(domain)?), None));
         }
@@ -504,8 +513,9 @@ fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)
             .join(", ")
     };
     match tools::family(tool) {
-        // `git:*` is the legacy prefix form of a command pattern.
-        Family::Bash if !spaced && raw_value.trim() != "*" => Err(format!(
+        // `git:*` is the legacy prefix form, and `git:* push` a literal `:` plus a wildcard:
+        // command patterns. A plain `name:value` is a parameter rule with a misspelt name.
+        Family::Bash if !spaced && !raw_value.contains('*') => Err(format!(
             "`{name}` is not a parameter of `Bash` (its parameters are {}); to match commands \
              starting with `{name}`, write `Bash({name} {}:*)` or `Bash({name}:*)`",
             known_list(),
@@ -516,8 +526,45 @@ fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)
              whose name contains `:`, anchor the path: `{tool}(./{spec})`",
             known_list()
         )),
-        _ => Ok(None),
+        // Elsewhere a `:` may belong to the value (`plugin:agent`, `site:example.com`); only a
+        // near-miss of a real parameter name is taken for a typo.
+        _ => match known
+            .unwrap_or_default()
+            .iter()
+            .find(|k| edit_distance(k, name) <= 2 && name.len() > 2)
+        {
+            Some(k) => Err(format!(
+                "`{name}` is not a parameter of `{tool}`; did you mean `{tool}({k}:{})`?",
+                raw_value.trim()
+            )),
+            None => Ok(None),
+        },
     }
+}
+
+/// Levenshtein distance with adjacent transpositions, for "did you mean" hints.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// The rules a session evaluates against, in the order they were added (allow, ask and deny mixed;

@@ -604,7 +604,10 @@ impl Walker<'_> {
             match &p.piece {
                 WordPiece::Text(s) => {
                     if !quoted {
-                        if s.contains(['*', '?', '[']) || has_extglob(s) {
+                        // A `[` opens a bracket expression when a `]` follows anywhere later in
+                        // the word (quoted parts included).
+                        let rest = raw.get(p.start_index..).unwrap_or("");
+                        if has_glob(s) || has_glob(rest) && s.contains('[') || has_extglob(s) {
                             out.glob = true;
                         }
                         if has_brace_expansion(s) {
@@ -1435,6 +1438,11 @@ fn subscript_safe(text: &str) -> bool {
 fn has_brace_expansion(s: &str) -> bool {
     s.find('{')
         .is_some_and(|open| s[open..].contains('}') && (s.contains(',') || s.contains("..")))
+}
+
+/// Unquoted `*`, `?`, or a `[…]` bracket expression (a lone `[`, as in `[ -d x ]`, is not one).
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?']) || s.find('[').is_some_and(|open| s[open + 1..].contains(']'))
 }
 
 /// Extended glob patterns `?(…)`, `*(…)`, `+(…)`, `@(…)`, `!(…)`.
