@@ -999,3 +999,138 @@ pub(super) fn bash_paths(command: &str, cwd: &Path, home: Option<&Path>) -> Vec<
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{evaluate_permission, BashSandbox, PermissionContext, PermissionMode};
+    use super::*;
+    use crate::permissions::{RuleSet, RuleSource};
+    use serde_json::json;
+
+    fn ctx(allow: &[&str]) -> PermissionContext {
+        let rules = RuleSet::from_lists(
+            allow.iter().copied(),
+            std::iter::empty(),
+            std::iter::empty(),
+            &RuleSource::new("test"),
+        )
+        .unwrap();
+        PermissionContext::new("/w")
+            .with_home("/home/u")
+            .with_rules(rules)
+            .with_case_insensitive_paths(false)
+    }
+
+    fn decision(c: &PermissionContext, command: &str) -> Decision {
+        evaluate_permission("Bash", &json!({ "command": command }), c).decision
+    }
+
+    #[test]
+    fn allow_rules_must_name_the_program_that_runs() {
+        let c = ctx(&["Bash(timeout:*)", "Bash(sudo:*)", "Bash(npx:*)", "Bash(strace:*)"]);
+        for cmd in [
+            "timeout 5 rm -rf x",
+            "sudo rm -rf x",
+            "npx rimraf x",
+            "strace -f rm x",
+        ] {
+            assert_eq!(decision(&c, cmd), Decision::Ask, "{cmd}");
+        }
+        let c = ctx(&[
+            "Bash(timeout 5 make:*)",
+            "Bash(npx prettier:*)",
+            "Bash(make:*)",
+            "Bash(sudo apt update)",
+        ]);
+        for cmd in [
+            "timeout 5 make test",
+            "timeout 9 make",
+            "npx prettier --write src",
+            "sudo apt update",
+        ] {
+            assert_eq!(decision(&c, cmd), Decision::Allow, "{cmd}");
+        }
+        // The rule's text has to match: it does not spell `--yes`.
+        assert_eq!(decision(&c, "npx --yes prettier x"), Decision::Ask);
+        let c = ctx(&["Bash(npx --yes prettier:*)"]);
+        assert_eq!(decision(&c, "npx --yes prettier x"), Decision::Allow);
+        let c = ctx(&["Bash(npx --yes:*)"]);
+        assert_eq!(decision(&c, "npx --yes rimraf x"), Decision::Ask);
+        assert_eq!(decision(&c, "npx eslint x"), Decision::Ask);
+    }
+
+    #[test]
+    fn sandbox_auto_allow_approves_only_what_merely_needs_approval() {
+        let sandbox = BashSandbox {
+            active: true,
+            auto_allow: true,
+            excluded_commands: vec!["docker:*".into()],
+            allow_unsandboxed: true,
+        };
+        let c = ctx(&[]).with_sandbox(sandbox.clone());
+        let d = evaluate_permission("Bash", &json!({"command": "npm test"}), &c);
+        assert_eq!(d.decision, Decision::Allow);
+        assert_eq!(d.basis, DecisionBasis::Sandbox);
+        // Excluded commands and calls that leave the sandbox are not approved by it.
+        assert_eq!(decision(&c, "docker ps"), Decision::Ask);
+        let d = evaluate_permission(
+            "Bash",
+            &json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
+            &c,
+        );
+        assert_eq!(d.decision, Decision::Ask);
+        // Protected paths, critical paths and unanalysable commands still ask.
+        assert_eq!(decision(&c, "echo x > .git/config"), Decision::Ask);
+        assert_eq!(decision(&c, "rm -rf ~"), Decision::Ask);
+        assert_eq!(decision(&c, "eval \"$X\""), Decision::Ask);
+        // Without allowUnsandboxedCommands, leaving the sandbox is denied.
+        let strict = ctx(&[]).with_sandbox(BashSandbox {
+            allow_unsandboxed: false,
+            ..sandbox
+        });
+        let d = evaluate_permission(
+            "Bash",
+            &json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
+            &strict,
+        );
+        assert_eq!(d.decision, Decision::Deny, "{}", d.reason);
+        assert!(d.reason.contains("allowUnsandboxedCommands"));
+    }
+
+    #[test]
+    fn runs_sandboxed() {
+        let sandbox = BashSandbox {
+            active: true,
+            auto_allow: true,
+            excluded_commands: vec!["docker:*".into(), "git push".into()],
+            allow_unsandboxed: true,
+        };
+        assert!(bash_runs_sandboxed("npm test", false, &sandbox));
+        assert!(!bash_runs_sandboxed("npm test", true, &sandbox));
+        assert!(!bash_runs_sandboxed("ls && docker ps", false, &sandbox));
+        assert!(!bash_runs_sandboxed("git push", false, &sandbox));
+        assert!(bash_runs_sandboxed("git push origin", false, &sandbox));
+        assert!(!bash_runs_sandboxed("npm test", false, &BashSandbox::default()));
+        let strict = BashSandbox {
+            allow_unsandboxed: false,
+            ..sandbox
+        };
+        assert!(bash_runs_sandboxed("npm test", true, &strict));
+    }
+
+    #[test]
+    fn bypass_still_asks_for_critical_and_unknown_targets() {
+        let c = ctx(&[]).with_mode(PermissionMode::BypassPermissions);
+        for cmd in [
+            "rm -rf ~",
+            "rm -rf \"$DIR\"/*",
+            "rm -rf /usr",
+            "rm -rf ..",
+            "echo x > \"$F\"",
+            "x='a[$(touch p)]'; echo $((x))",
+        ] {
+            assert_eq!(decision(&c, cmd), Decision::Ask, "{cmd}");
+        }
+        assert_eq!(decision(&c, "rm -rf build"), Decision::Allow);
+    }
+}

@@ -483,6 +483,11 @@ fn param_form<'a>(tool: &str, spec: &'a str) -> Result<Option<(&'a str, &'a str)
         return Ok(None);
     }
     let spaced = raw_name != name || raw_value.starts_with(char::is_whitespace);
+    // `Bash(timeout:*)` is the prefix form of a command pattern (`timeout …`) even though
+    // `timeout` is also a parameter: "any value of a parameter" would match every call.
+    if tools::family(tool) == Family::Bash && !spaced && raw_value == "*" {
+        return Ok(None);
+    }
     if let Some(primary) = tools::primary_field(tool) {
         if name == primary || name == tools::camel(primary) {
             return Err(format!(

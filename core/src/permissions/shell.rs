@@ -876,13 +876,25 @@ impl Walker<'_> {
         };
         add_deny(with_assignments(join(&words, |w| w.text.clone())));
         add_deny(with_assignments(join(&words, |w| w.raw.clone())));
-        let runner = words
+        let inner_base = words
             .get(inner_start)
             .filter(|w| w.is_static())
-            .map(|w| w.text.rsplit('/').next().unwrap_or(&w.text))
-            .is_some_and(|n| wrappers::RUNNERS.contains(&n));
+            .map(|w| w.text.rsplit('/').next().unwrap_or(&w.text));
+        let runner = inner_base.is_some_and(|n| wrappers::RUNNERS.contains(&n));
+        // `npx prettier …`: the package is the program that runs; a rule has to name it.
+        let package_end = inner_base
+            .filter(|n| wrappers::PACKAGE_RUNNERS.contains(n))
+            .and_then(|_| {
+                argv.iter()
+                    .skip(1)
+                    .position(|w| !(w.is_static() && w.text.starts_with('-')))
+                    .map(|i| i + 2)
+            });
+        let runner = runner
+            || (package_end.is_none()
+                && inner_base.is_some_and(|n| wrappers::PACKAGE_RUNNERS.contains(&n)));
         let mut layers = starts.clone();
-        if runner {
+        if runner || package_end.is_some() {
             // A runner robota does not parse: the command it runs may start at any later word.
             layers.extend(inner_start + 1..words.len());
         }
@@ -930,13 +942,18 @@ impl Walker<'_> {
             |w: &ShellWord| w.raw.clone(),
         ] {
             let inner = join(&argv, render);
-            let inner_name_len = argv.first().map(|w| render(w).len()).unwrap_or(0);
+            let inner_name_len = match package_end {
+                Some(end) => join(&argv[..end.min(argv.len())], render).len(),
+                None => argv.first().map(|w| render(w).len()).unwrap_or(0),
+            };
             if deny_only_at.is_none() {
                 let text = glue(inner.clone());
                 let cover = if runner {
                     text.len()
-                } else if allow_prefix.is_empty() {
+                } else if allow_prefix.is_empty() && package_end.is_none() {
                     0
+                } else if allow_prefix.is_empty() {
+                    inner_name_len
                 } else {
                     allow_prefix.len() + 1 + inner_name_len
                 };

@@ -98,12 +98,11 @@ pub(crate) const RUNNERS: &[&str] = &[
     "doppler",
     "env-cmd",
     "cross-env",
-    "npx",
-    "bunx",
-    "pnpx",
-    "uvx",
-    "pipx",
 ];
+
+/// Package runners: the first operand names the package that runs (`npx prettier`), so an allow
+/// rule has to name the package too (`Bash(npx prettier:*)`, never `Bash(npx:*)` alone).
+pub(crate) const PACKAGE_RUNNERS: &[&str] = &["npx", "bunx", "pnpx", "uvx"];
 
 const fn posix(short: &'static [(char, Arg)], long: &'static [(&'static str, Arg)]) -> OptSpec {
     OptSpec {
