@@ -1027,7 +1027,12 @@ mod tests {
 
     #[test]
     fn allow_rules_must_name_the_program_that_runs() {
-        let c = ctx(&["Bash(timeout:*)", "Bash(sudo:*)", "Bash(npx:*)", "Bash(strace:*)"]);
+        let c = ctx(&[
+            "Bash(timeout:*)",
+            "Bash(sudo:*)",
+            "Bash(npx:*)",
+            "Bash(strace:*)",
+        ]);
         for cmd in [
             "timeout 5 rm -rf x",
             "sudo rm -rf x",
@@ -1110,7 +1115,11 @@ mod tests {
         assert!(!bash_runs_sandboxed("ls && docker ps", false, &sandbox));
         assert!(!bash_runs_sandboxed("git push", false, &sandbox));
         assert!(bash_runs_sandboxed("git push origin", false, &sandbox));
-        assert!(!bash_runs_sandboxed("npm test", false, &BashSandbox::default()));
+        assert!(!bash_runs_sandboxed(
+            "npm test",
+            false,
+            &BashSandbox::default()
+        ));
         let strict = BashSandbox {
             allow_unsandboxed: false,
             ..sandbox

@@ -774,6 +774,15 @@ impl Walker<'_> {
         if assignments.iter().any(|(n, _)| n == "CDPATH") {
             self.cdpath_set = true;
         }
+        if let Some((name, _)) = assignments
+            .iter()
+            .find(|(n, _)| CODE_VARIABLES.contains(&n.as_str()))
+        {
+            // `PS4='$(cmd)'; set -x` runs cmd on the next command.
+            self.opaque(format!(
+                "an assignment to `{name}`, whose value bash runs as code later"
+            ));
+        }
         if words.is_empty() {
             // Bare assignments (`X=1`) run nothing, but an unsafe one (`PATH=/tmp/evil`) changes
             // what later commands run, so it must be approved like a command.
@@ -1087,6 +1096,22 @@ impl Walker<'_> {
             Some("hash") if argv.iter().any(|w| w.text.starts_with("-p")) => {
                 self.opaque("`hash -p`, which changes where a name's program is found")
             }
+            // They expand a word list (`-W`, with its `$(…)`) or register a command (`-C`) to
+            // run later.
+            Some("compgen" | "complete") if argv.len() > 1 => {
+                self.opaque("`compgen`/`complete`, which run or expand commands given as text")
+            }
+            Some("mapfile" | "readarray")
+                if argv.iter().any(|w| {
+                    !w.is_static()
+                        || w.text.starts_with("-C")
+                        || (w.text.starts_with('-')
+                            && !w.text.starts_with("--")
+                            && w.text.contains('C'))
+                }) =>
+            {
+                self.opaque("`mapfile -C`, which runs a callback command")
+            }
             Some(b) if ARITHMETIC_BUILTINS.contains(&b) => self.arithmetic_builtin(b, &argv),
             _ => {}
         }
@@ -1195,6 +1220,17 @@ impl Walker<'_> {
                 let integer = args
                     .iter()
                     .any(|w| w.text.starts_with('-') && w.text[1..].contains('i'));
+                let nameref = matches!(name, "declare" | "typeset" | "local")
+                    && args
+                        .iter()
+                        .any(|w| w.text.starts_with('-') && w.text[1..].contains('n'));
+                if nameref {
+                    self.opaque(format!(
+                        "`{name} -n`, a name reference through which a harmless-looking \
+                         assignment changes another variable"
+                    ));
+                    return;
+                }
                 for w in args.iter().filter(|w| !w.text.starts_with(['-', '+'])) {
                     let (target, value) = match w.text.split_once('=') {
                         Some((n, v)) => (n, Some(v)),
@@ -1533,6 +1569,17 @@ fn is_safe_assignment(name: &str, value: &ShellWord) -> bool {
 /// later command if the variable is exported (`PATH`, `LD_PRELOAD`, `NODE_OPTIONS`, `IFS`…).
 /// Lower-case names are shell-local by convention and drive no program loading — except zsh's
 /// arrays tied to `PATH`-like variables — so they, and the safe variables, need no approval.
+/// Variables whose value bash runs or expands as code later in the same shell.
+const CODE_VARIABLES: &[&str] = &[
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "BASH_ENV",
+    "ENV",
+];
+
 fn is_safe_bare_assignment(name: &str, value: &ShellWord) -> bool {
     const TIED: &[&str] = &[
         "path",
@@ -1768,6 +1815,46 @@ mod tests {
         );
         let a = run("ls >&out; ls &>> log; ls >&2");
         assert_eq!(a.redirects.len(), 2);
+    }
+
+    #[test]
+    fn hidden_code_in_builtins_is_opaque() {
+        for cmd in [
+            "x='a[$(touch p)]'; echo $((x))",
+            "echo ${s:x}",
+            "echo ${!x}",
+            "echo ${x@P}",
+            "echo ${a[i]}",
+            "a[i]=1",
+            "[[ $x -eq 1 ]]",
+            "(( x ))",
+            "for ((i=x; i<2; i++)); do :; done",
+            "let y=x",
+            "declare -i y=x",
+            "declare -n r=PATH",
+            "printf -v 'a[$(touch p)]' x",
+            "read 'a[$(touch p)]' <<< x",
+            "test -v 'a[$(touch p)]'",
+            "[ \"$a\" \"$b\" ]",
+            "compgen -W '$(touch p)'",
+            "mapfile -C 'touch p' -c 1 a < f",
+            "PS4='$(touch p)'; set -x; ls",
+            "cat <<EOF\n$((x))\nEOF",
+        ] {
+            assert!(!run(cmd).opaque.is_empty(), "{cmd}");
+        }
+        for cmd in [
+            "echo $((1 + 2))",
+            "echo ${x:-default} ${#x} $HOME ${HOME}",
+            "[[ $x == y ]]",
+            "[[ 1 -eq 2 ]]",
+            "[ -d src ] && echo dir",
+            "a[3]=1",
+            "cat <<EOF\n$HOME ${USER}\nEOF",
+        ] {
+            let a = run(cmd);
+            assert!(a.opaque.is_empty(), "{cmd}: {:?}", a.opaque);
+        }
     }
 
     #[test]
