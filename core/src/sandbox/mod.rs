@@ -329,7 +329,9 @@ impl Sandbox {
             .clone()
             .map_err(|reason| SandboxError::Unavailable { reason })?;
         let proxy_port = self.proxy_port()?;
-        let mut cmd = platform_command(&backend, self.policy(), program, args, cwd, proxy_port)?;
+        let adjusted = self.policy().for_cwd(cwd);
+        let policy = adjusted.as_ref().unwrap_or(self.policy());
+        let mut cmd = platform_command(&backend, policy, program, args, cwd, proxy_port)?;
         cmd.current_dir(cwd);
         for (key, value) in self.environment(proxy_port) {
             cmd.env(key, value);

@@ -127,15 +127,8 @@ impl SandboxPolicy {
         }
         let mut protected_paths = Vec::new();
         for root in &writable_roots {
-            if Some(root) == inputs.temp_dir.as_ref() {
-                continue;
-            }
-            for name in PROTECTED_NAMES {
-                if let Some(path) = existing(&root.join(name)) {
-                    if path.starts_with(root) {
-                        push_unique(&mut protected_paths, path);
-                    }
-                }
+            if Some(root) != inputs.temp_dir.as_ref() {
+                push_protected_names(&mut protected_paths, root);
             }
         }
         for path in inputs
@@ -173,12 +166,37 @@ impl SandboxPolicy {
         }
     }
 
+    /// The policy for a command whose working directory is `cwd`: when `cwd` lies inside a
+    /// protected path of a writable root (a subagent's worktree under `.robota/worktrees/`), it
+    /// becomes a writable root of its own, with its own protected names; otherwise unchanged.
+    pub fn for_cwd(&self, cwd: &Path) -> Option<SandboxPolicy> {
+        let cwd = existing(cwd)?;
+        let inside_root = self.writable_roots.iter().any(|root| cwd.starts_with(root));
+        if !inside_root || self.is_writable(&cwd) {
+            return None;
+        }
+        let mut policy = self.clone();
+        push_protected_names(&mut policy.protected_paths, &cwd);
+        policy.writable_roots.push(cwd);
+        Some(policy)
+    }
+
     /// Whether `path` (canonical) is inside a writable root.
     pub fn is_writable(&self, path: &Path) -> bool {
         self.writable_roots
             .iter()
             .any(|root| path.starts_with(root))
             && !self.protected_paths.iter().any(|p| path.starts_with(p))
+    }
+}
+
+fn push_protected_names(protected: &mut Vec<PathBuf>, root: &Path) {
+    for name in PROTECTED_NAMES {
+        if let Some(path) = existing(&root.join(name)) {
+            if path.starts_with(root) {
+                push_unique(protected, path);
+            }
+        }
     }
 }
 
