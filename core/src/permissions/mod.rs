@@ -104,6 +104,7 @@ mod glob;
 mod mode;
 mod path;
 mod rule;
+mod sandbox;
 mod shell;
 mod tools;
 
