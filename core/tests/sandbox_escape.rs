@@ -353,3 +353,43 @@ async fn allow_list_goes_through_the_proxy_only() {
         assert!(status.guarantees.network_allow_list_enforced);
     }
 }
+
+#[tokio::test]
+async fn bwrap_masks_read_denied_paths() {
+    if !backends().contains(&BackendChoice::Bwrap) {
+        return;
+    }
+    let fx = fixture();
+    std::fs::write(fx.outside.join("secret.txt"), "TOP-SECRET").expect("write");
+    std::fs::create_dir_all(fx.outside.join("keys/public")).expect("mkdir");
+    std::fs::write(fx.outside.join("keys/id"), "PRIVATE-KEY").expect("write");
+    std::fs::write(fx.outside.join("keys/public/id.pub"), "PUBLIC-KEY").expect("write");
+    let mut settings = SandboxSettings::default();
+    settings.enabled = Some(true);
+    settings.backend = BackendChoice::Bwrap;
+    settings.filesystem.deny_read = vec![fx.outside.join("secret.txt"), fx.outside.join("keys")];
+    settings.filesystem.allow_read = vec![fx.outside.join("keys/public")];
+    let inputs = PolicyInputs {
+        cwd: fx.workspace.clone(),
+        ..PolicyInputs::default()
+    };
+    let sb = Sandbox::new(settings, None, false, inputs);
+    assert!(sb.status().guarantees.read_deny_enforced);
+    let r = run(
+        &sb,
+        &fx.workspace,
+        &format!(
+            "cat {o}/secret.txt; cat {o}/keys/id; ls {o}/keys; cat {o}/keys/public/id.pub",
+            o = fx.outside.display()
+        ),
+    )
+    .await;
+    assert!(!r.stdout.contains("TOP-SECRET"), "{}", r.stdout);
+    assert!(!r.stdout.contains("PRIVATE-KEY"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("PUBLIC-KEY"),
+        "allowRead inside denyRead: {} {}",
+        r.stdout,
+        r.stderr
+    );
+}

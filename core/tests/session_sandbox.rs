@@ -278,3 +278,20 @@ async fn hook_commands_run_sandboxed_with_sandbox_hooks() {
         assert_eq!(target.exists(), !sandboxed, "sandbox.hooks: {sandboxed}");
     }
 }
+
+#[tokio::test]
+async fn read_deny_rules_with_concrete_paths_become_read_denied_paths() {
+    let project = Project::new();
+    project.write("secret.env", "TOKEN=1");
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"deny": ["Read(./secret.env)", "Read(**/*.pem)"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [text_turn("ok")]})).await;
+    let events = Events::default();
+    let session = session(
+        options(&project, &mock, &events).with_permission_mode(PermissionMode::BypassPermissions),
+    );
+    let status = session.sandbox_status();
+    assert_eq!(status.read_denied, vec![project.path("secret.env")]);
+}

@@ -74,6 +74,8 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, options: &BwrapOptions<'_>) -> 
     }
     mounts.sort_by_key(|(path, kind)| (path.components().count(), *kind));
     mounts.dedup();
+    // Masks are made read-only only after everything below them (allowRead) is mounted.
+    let mut remount_ro: Vec<&std::ffi::OsStr> = Vec::new();
     for (path, kind) in mounts {
         // `/dev` and `/proc` are fresh mounts; binding the host's over them would undo that.
         if path.starts_with("/dev") || path.starts_with("/proc") || path == Path::new("/") {
@@ -85,7 +87,7 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, options: &BwrapOptions<'_>) -> 
             Mount::ReadOnly => push(&mut args, &["--ro-bind"], &[path, path]),
             Mount::MaskDir => {
                 push(&mut args, &["--tmpfs"], &[path]);
-                push(&mut args, &["--remount-ro"], &[path]);
+                remount_ro.push(path);
             }
             Mount::MaskFile => push(&mut args, &["--ro-bind", "/dev/null"], &[path]),
             Mount::Reveal => {
@@ -97,6 +99,9 @@ pub(crate) fn bwrap_args(policy: &SandboxPolicy, options: &BwrapOptions<'_>) -> 
                 push(&mut args, &[flag], &[path, path]);
             }
         }
+    }
+    for path in remount_ro {
+        push(&mut args, &["--remount-ro"], &[path]);
     }
     if options.unshare_net {
         args.push("--unshare-net".into());

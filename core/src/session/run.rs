@@ -96,7 +96,9 @@ use crate::hooks::{
 use crate::message::{
     Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
 };
-use crate::permissions::{BashSandbox, PermissionContext, PermissionMode, ToolClass};
+use crate::permissions::{
+    BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
+};
 use crate::provider::{Provider, ProviderRequest};
 use crate::sandbox::{PolicyInputs, Sandbox, SandboxStatus};
 use crate::tools::builtins::Builtins;
@@ -245,6 +247,11 @@ impl Session {
             options.permission_mode.or(restored_mode),
         )?;
 
+        let mut sandbox_settings = sandbox_settings;
+        sandbox_settings
+            .filesystem
+            .deny_read
+            .extend(read_denied_paths(&rules, &cwd, home.as_deref()));
         let sandbox = Arc::new(Sandbox::new(
             sandbox_settings,
             options.sandbox,
@@ -1391,6 +1398,31 @@ impl Session {
 }
 
 /// The serde name of a unit enum value (`completed`, `interrupted`, …).
+/// Concrete paths of `Read(...)` deny rules (`//abs`, `~/…`, `/…` from the settings file's
+/// directory, `./…` from the cwd, without wildcards), which the sandbox also keeps unreadable
+/// where its backend can (bubblewrap masks them). Patterns stay the permission rules' job.
+fn read_denied_paths(rules: &RuleSet, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    rules
+        .list(RuleList::Deny)
+        .filter_map(|rule| {
+            let inner = rule.text().strip_prefix("Read(")?.strip_suffix(')')?.trim();
+            if inner.is_empty() || inner.contains(['*', '?', '[', '{']) {
+                return None;
+            }
+            let base = rule.source().base_dir.as_deref().unwrap_or(cwd);
+            if let Some(rest) = inner.strip_prefix("//") {
+                Some(PathBuf::from(format!("/{rest}")))
+            } else if let Some(rest) = inner.strip_prefix("~/") {
+                home.map(|h| h.join(rest))
+            } else if let Some(rest) = inner.strip_prefix('/') {
+                Some(base.join(rest))
+            } else {
+                inner.strip_prefix("./").map(|rest| cwd.join(rest))
+            }
+        })
+        .collect()
+}
+
 /// What the permission rules need to know about the sandbox's current state.
 fn bash_sandbox(sandbox: &Sandbox) -> BashSandbox {
     let settings = sandbox.settings();
