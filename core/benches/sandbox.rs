@@ -7,7 +7,8 @@
 //! overhead over unsandboxed. Per-command setup (ruleset, BPF program, bwrap argv) is included;
 //! the one-time probe and temp dir are not (they happen once per session).
 //!
-//! Run: `cargo bench -p robota --bench sandbox` (`ROBOTA_BENCH_RUNS` sets the runs, default 200).
+//! Run: `cargo bench -p robota --bench sandbox` (`ROBOTA_BENCH_RUNS` sets the runs, default 200;
+//! `ROBOTA_BENCH_PRINT_ARGV=1` also prints the bubblewrap command line).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -103,6 +104,19 @@ async fn main() {
     let cwd = dir.path();
     std::fs::create_dir_all(cwd.join(".git/hooks")).expect("mkdir");
     println!("runs per case: {}; command: /bin/sh -c true", runs());
+    if std::env::var_os("ROBOTA_BENCH_PRINT_ARGV").is_some() {
+        if let Some(sb) = sandbox(BackendChoice::Bwrap, cwd, &[]) {
+            let cmd = sb
+                .command(Path::new("/bin/sh"), &["-c".into(), "true".into()], cwd)
+                .expect("command");
+            let std_cmd = cmd.as_std();
+            println!(
+                "{:?} {:?}",
+                std_cmd.get_program(),
+                std_cmd.get_args().collect::<Vec<_>>()
+            );
+        }
+    }
     let base = measure("unsandboxed", None, cwd, None).await;
     for backend in [BackendChoice::Landlock, BackendChoice::Bwrap] {
         for (network, domains) in [
@@ -112,6 +126,18 @@ async fn main() {
             if let Some(sandbox) = sandbox(backend, cwd, domains) {
                 let label = format!("{} ({network})", backend.as_str());
                 measure(&label, Some(&sandbox), cwd, Some(base)).await;
+                let started = Instant::now();
+                let n = 200u32;
+                for _ in 0..n {
+                    let args = ["-c".into(), "true".into()];
+                    let cmd = sandbox.command(Path::new("/bin/sh"), &args, cwd);
+                    assert!(cmd.is_ok());
+                }
+                println!(
+                    "{:<34} {:.3} ms per command (ruleset, BPF program, argv; no process)",
+                    "  of which setup",
+                    started.elapsed().as_secs_f64() * 1e3 / f64::from(n)
+                );
             }
         }
     }

@@ -24,7 +24,7 @@
 //! | writes only in the writable roots (symlinks, `/proc`, children included) | yes | yes | yes (untested here) |
 //! | protected paths inside the roots read-only | **no** (Landlock cannot carve exceptions out of a granted directory) | yes, for paths that exist when the command starts | yes |
 //! | `denyRead` | **no** | yes, for paths that exist | yes |
-//! | network off | yes: TCP by Landlock (ABI ≥ 4), UDP/raw/other families by seccomp; on ABI < 4 seccomp refuses internet sockets | yes: empty network namespace | yes |
+//! | network off | yes: TCP by Landlock (ABI ≥ 4), UDP/raw/other families by seccomp; on ABI < 4 seccomp refuses internet sockets | yes: the same Landlock + seccomp rules (ABI ≥ 4), else an empty network namespace | yes |
 //! | allow-list (proxy only) | yes on ABI ≥ 4 (TCP connect only to the proxy's port) | yes on ABI ≥ 4 (same, Landlock inside bwrap's setup) | yes |
 //! | Unix sockets refused unless allowed | yes (seccomp `socket(AF_UNIX)`; abstract sockets also scoped on ABI ≥ 6) | yes (seccomp) | yes |
 //! | signals/ptrace to outside processes | refused on ABI ≥ 6 (Landlock scopes; ptrace always) | refused (PID namespace) | refused |
@@ -464,7 +464,7 @@ fn probe_backend(settings: &SandboxSettings, policy: &SandboxPolicy) -> Result<B
         let abi = linux::landlock_abi();
         let bwrap = || -> Result<Backend, String> {
             let path = bwrap::locate(settings.bwrap_path.as_deref())?;
-            bwrap::probe(&path, policy.network == NetworkPolicy::None)?;
+            bwrap::probe(&path, policy.network == NetworkPolicy::None && abi < 4)?;
             Ok(Backend::Bwrap { path, abi })
         };
         let landlock = || -> Result<Backend, String> {
@@ -573,7 +573,11 @@ fn platform_command(
                 (cmd, setup)
             }
             Backend::Bwrap { path, abi } => {
-                let landlock = if restrict_network && !network_off && *abi >= 4 {
+                // Network limits come from Landlock when the kernel has TCP rules (a new network
+                // namespace costs several milliseconds per command); an empty network namespace
+                // on older kernels.
+                let landlock_network = restrict_network && *abi >= 4;
+                let landlock = if landlock_network {
                     linux::landlock_ruleset(&linux::LandlockRequest {
                         policy,
                         filesystem: false,
@@ -593,7 +597,7 @@ fn platform_command(
                     policy,
                     &bwrap::BwrapOptions {
                         cwd,
-                        unshare_net: network_off,
+                        unshare_net: network_off && !landlock_network,
                         seccomp_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&memfd)),
                     },
                 );
