@@ -9,7 +9,7 @@
 mod session_common;
 
 use robota::permissions::PermissionMode;
-use robota::session::{Session, SessionOptions};
+use robota::session::{PermissionResponse, Session, SessionOptions};
 use serde_json::{json, Value};
 use session_common::*;
 
@@ -206,7 +206,7 @@ async fn fail_if_unavailable_refuses_instead_of_running_unsandboxed() {
 }
 
 #[tokio::test]
-async fn excluded_commands_and_disable_requests_run_outside() {
+async fn excluded_commands_run_outside_and_disable_requests_need_approval() {
     let project = Project::new();
     project.settings(
         ".claude/settings.json",
@@ -214,13 +214,13 @@ async fn excluded_commands_and_disable_requests_run_outside() {
     );
     let out = outside();
     let excluded = out.root.join("excluded.txt");
-    let disabled = out.root.join("disabled.txt");
+    let refused = out.root.join("refused.txt");
     let compound = out.root.join("compound.txt");
-    run_bash(
+    let (_session, mock) = run_bash(
         &project,
         &[
             json!({"command": format!("touch {}", excluded.display())}),
-            json!({"command": format!("echo x > {}", disabled.display()), "dangerouslyDisableSandbox": true}),
+            json!({"command": format!("echo x > {}", refused.display()), "dangerouslyDisableSandbox": true}),
             json!({"command": format!("touch x && echo x > {}", compound.display())}),
         ],
         |o| o.with_permission_mode(PermissionMode::BypassPermissions),
@@ -228,27 +228,56 @@ async fn excluded_commands_and_disable_requests_run_outside() {
     .await;
     assert!(excluded.exists(), "an excluded command runs unsandboxed");
     assert!(
-        disabled.exists(),
-        "dangerouslyDisableSandbox runs unsandboxed"
+        !refused.exists(),
+        "leaving the sandbox is never approved by bypassPermissions alone"
+    );
+    assert!(
+        results(&mock)[1].contains("dangerouslyDisableSandbox"),
+        "{}",
+        results(&mock)[1]
     );
     assert!(
         !compound.exists(),
         "a compound command with a non-excluded part stays sandboxed"
     );
 
-    // With allowUnsandboxedCommands off the request is ignored.
+    // Approved by the user, the request runs outside the sandbox.
+    let approved = out.root.join("approved.txt");
+    let handler = Handler::default();
+    run_bash(
+        &project,
+        &[json!({"command": format!("echo x > {}", approved.display()), "dangerouslyDisableSandbox": true})],
+        |o| {
+            o.with_permission_mode(PermissionMode::BypassPermissions)
+                .with_permission_handler(handler.answering(vec![PermissionResponse::AllowOnce]))
+        },
+    )
+    .await;
+    assert_eq!(handler.count(), 1);
+    assert!(approved.exists(), "an approved request runs unsandboxed");
+
+    // With allowUnsandboxedCommands off the request is ignored: it runs sandboxed.
     let project = Project::new();
     project.settings(
         ".claude/settings.json",
         json!({"sandbox": {"allowUnsandboxedCommands": false}}),
     );
-    let target = out.root.join("refused.txt");
+    let target = out.root.join("ignored.txt");
+    let handler = Handler::default();
     run_bash(
         &project,
         &[json!({"command": format!("echo x > {}", target.display()), "dangerouslyDisableSandbox": true})],
-        |o| o.with_permission_mode(PermissionMode::BypassPermissions),
+        |o| {
+            o.with_permission_mode(PermissionMode::BypassPermissions)
+                .with_permission_handler(handler.answering(vec![PermissionResponse::AllowOnce]))
+        },
     )
     .await;
+    assert_eq!(
+        handler.count(),
+        0,
+        "nothing to approve: the call stays sandboxed"
+    );
     assert!(!target.exists());
 }
 

@@ -461,7 +461,8 @@ impl PermissionEnforcer {
         tool: &str,
         input: &Value,
     ) -> PermissionDecision {
-        evaluate_permission_with(tool, input, context, self.inner.resolver.as_ref())
+        let decision = evaluate_permission_with(tool, input, context, self.inner.resolver.as_ref());
+        sandbox_escape_needs_approval(context, tool, input, decision)
     }
 
     fn cwd(&self) -> PathBuf {
@@ -1313,4 +1314,44 @@ fn settings_base_dir(file: &std::path::Path) -> PathBuf {
         .and_then(std::path::Path::parent)
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default()
+}
+
+/// A Bash call that asks to leave an active OS sandbox (`dangerouslyDisableSandbox: true`) is
+/// never approved by the mode alone — not even in `bypassPermissions`, where the sandbox is the
+/// only fence and a model could otherwise step out of it at will. An allow rule that matches the
+/// command, a hook's or the user's approval still let it run; `dontAsk` refuses it.
+fn sandbox_escape_needs_approval(
+    context: &PermissionContext,
+    tool: &str,
+    input: &Value,
+    decision: PermissionDecision,
+) -> PermissionDecision {
+    if tool != "Bash"
+        || decision.decision != Decision::Allow
+        || decision.basis == DecisionBasis::Rule
+    {
+        return decision;
+    }
+    let requested = input
+        .get("dangerouslyDisableSandbox")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+    let sandbox = &context.sandbox;
+    if !requested
+        || sandbox.runs_sandboxed(command, true)
+        || !sandbox.runs_sandboxed(command, false)
+    {
+        // Not a request, ignored (allowUnsandboxedCommands off), or the command runs
+        // unsandboxed anyway (sandbox inactive, excluded command).
+        return decision;
+    }
+    let reason = "This Bash call asks to run outside the OS sandbox \
+                  (`dangerouslyDisableSandbox: true`), which always needs approval.";
+    if context.mode == PermissionMode::DontAsk {
+        let mut denied = PermissionDecision::new(Decision::Deny, DecisionBasis::DontAsk, reason);
+        denied.reason = format!("{reason} dontAsk mode refuses calls that need approval.");
+        return denied;
+    }
+    PermissionDecision::new(Decision::Ask, DecisionBasis::NeedsApproval, reason)
 }
