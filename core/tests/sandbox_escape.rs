@@ -393,3 +393,85 @@ async fn bwrap_masks_read_denied_paths() {
         r.stderr
     );
 }
+
+/// Live processes (pid, command line) whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("proc").flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .map(|s| {
+                s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or(true);
+        let pid = entry.file_name().to_string_lossy().parse::<i32>().ok();
+        if let (Some(pid), true, false) = (pid, text.contains(marker), zombie) {
+            found.push((pid, text));
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_timed_out_sandboxed_bash_call_leaves_no_process_behind() {
+    use robota::tools::builtins::{BashTool, BuiltinToolsConfig, Builtins};
+    use robota::tools::{Tool, ToolContext};
+    use std::sync::Arc;
+    for backend in backends() {
+        let fx = fixture();
+        let sb = Arc::new(sandbox(&fx, backend, SandboxNetworkSettings::default()));
+        let builtins = Builtins::new(BuiltinToolsConfig {
+            session_dir: Some(fx.workspace.join("../session")),
+            shell: Some("/bin/sh".into()),
+            kill_grace: Duration::from_millis(200),
+            sandbox: Some(Arc::clone(&sb)),
+            ..BuiltinToolsConfig::default()
+        });
+        // Unique sleep lengths mark this test's processes.
+        let marker = format!("sleep 37.{}{}", std::process::id(), backend.as_str().len());
+        let command =
+            format!("({marker} &) ; setsid {marker} & nohup {marker} >/dev/null 2>&1 & {marker}");
+        let output = BashTool::new(&builtins)
+            .execute(
+                serde_json::json!({"command": command, "timeout": 700}),
+                ToolContext {
+                    tool_use_id: "toolu_1".into(),
+                    cwd: fx.workspace.clone(),
+                    cancel: tokio_util::sync::CancellationToken::new(),
+                },
+            )
+            .await;
+        assert!(
+            output.content.contains("timed out"),
+            "{backend:?}: {}",
+            output.content
+        );
+        assert_eq!(output.response["sandboxed"], true);
+        // bwrap: the PID namespace ends with the command, so even a `setsid` escapee is gone.
+        // Landlock has no PID namespace: a `setsid` child leaves the process group (as without
+        // the sandbox), still confined by Landlock.
+        let allowed = if backend == BackendChoice::Bwrap {
+            0
+        } else {
+            1
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut left = processes_with(&marker);
+        while left.len() > allowed && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            left = processes_with(&marker);
+        }
+        for (pid, _) in &left {
+            // SAFETY: kill(2) on a pid this test started; no memory is involved.
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        assert!(left.len() <= allowed, "{backend:?}: left behind {left:?}");
+    }
+}
