@@ -171,14 +171,19 @@ async fn other_modes_are_unsandboxed_by_default_and_follow_a_switch_to_bypass() 
 async fn fail_if_unavailable_refuses_instead_of_running_unsandboxed() {
     for fail in [true, false] {
         let project = Project::new();
+        let hook_file = project.path("hook-ran.txt");
         project.settings(
             ".claude/settings.json",
-            json!({"sandbox": {
-                "enabled": true,
-                "backend": "bwrap",
-                "bwrapPath": "/nonexistent/bwrap",
-                "failIfUnavailable": fail,
-            }}),
+            json!({
+                "sandbox": {
+                    "enabled": true,
+                    "backend": "bwrap",
+                    "bwrapPath": "/nonexistent/bwrap",
+                    "failIfUnavailable": fail,
+                    "hooks": true,
+                },
+                "hooks": {"PreToolUse": [group(Some("Bash"), vec![command(format!("touch {}", hook_file.display()))])]},
+            }),
         );
         let (session, mock) = run_bash(&project, &[json!({"command": "touch ran.txt"})], |o| {
             o.with_permission_mode(PermissionMode::BypassPermissions)
@@ -199,8 +204,13 @@ async fn fail_if_unavailable_refuses_instead_of_running_unsandboxed() {
         if fail {
             assert!(!project.path("ran.txt").exists());
             assert!(result.contains("failIfUnavailable"), "{result}");
+            assert!(
+                !hook_file.exists(),
+                "a sandboxed hook must not run unsandboxed"
+            );
         } else {
             assert!(project.path("ran.txt").exists(), "{result}");
+            assert!(hook_file.exists());
         }
     }
 }

@@ -675,12 +675,13 @@ impl HookRunner {
         }
     }
 
-    /// The sandbox command hooks run in, while it is active.
+    /// The sandbox command hooks run in: while it is active, and also while it is enabled but
+    /// unavailable with `failIfUnavailable` (starting the hook then fails with the reason
+    /// instead of running it unsandboxed).
     fn active_sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
-        self.options
-            .sandbox
-            .as_deref()
-            .filter(|sandbox| sandbox.is_active())
+        self.options.sandbox.as_deref().filter(|sandbox| {
+            sandbox.is_active() || (sandbox.is_enabled() && sandbox.settings().fail_if_unavailable)
+        })
     }
 
     fn spawn_background(

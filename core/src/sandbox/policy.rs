@@ -182,11 +182,24 @@ impl SandboxPolicy {
     }
 
     /// Whether `path` (canonical) is inside a writable root.
+    /// The most specific rule wins, as with bubblewrap's mounts: a writable root inside a
+    /// protected path (a worktree under `.robota/`) is writable again.
     pub fn is_writable(&self, path: &Path) -> bool {
-        self.writable_roots
-            .iter()
-            .any(|root| path.starts_with(root))
-            && !self.protected_paths.iter().any(|p| path.starts_with(p))
+        let deepest = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .filter(|p| path.starts_with(p))
+                .map(|p| p.components().count())
+                .max()
+        };
+        match (
+            deepest(&self.writable_roots),
+            deepest(&self.protected_paths),
+        ) {
+            (Some(root), Some(protected)) => root > protected,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
     }
 }
 
@@ -213,6 +226,32 @@ fn push_unique(list: &mut Vec<PathBuf>, path: PathBuf) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cwd_inside_a_protected_path_becomes_its_own_root() {
+        let dir = std::env::temp_dir().join(format!("robota-policy-{}", std::process::id()));
+        let worktree = dir.join(".robota/worktrees/a");
+        std::fs::create_dir_all(worktree.join(".git/hooks")).expect("mkdir");
+        let inputs = PolicyInputs {
+            cwd: dir.clone(),
+            ..PolicyInputs::default()
+        };
+        let policy = SandboxPolicy::build(&inputs, &SandboxSettings::default());
+        let root = dir.canonicalize().expect("canonical");
+        let worktree = worktree.canonicalize().expect("canonical");
+        assert!(policy.protected_paths.contains(&root.join(".robota")));
+        assert!(!policy.is_writable(&worktree));
+        assert_eq!(policy.for_cwd(&root), None, "the cwd is already writable");
+        let adjusted = policy.for_cwd(&worktree).expect("adjusted policy");
+        assert!(adjusted.is_writable(&worktree.join("src")));
+        assert!(!adjusted.is_writable(&worktree.join(".git/hooks/pre-commit")));
+        assert_eq!(
+            policy.for_cwd(Path::new("/")),
+            None,
+            "outside every root: unchanged"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn network_from_domains() {
