@@ -96,7 +96,8 @@ pub struct SandboxSettings {
     /// outside the sandbox.
     pub excluded_commands: Vec<String>,
     /// `allowUnsandboxedCommands` (default true): a call may ask to run outside the sandbox with
-    /// `dangerouslyDisableSandbox: true` (it then needs approval like any unsandboxed command).
+    /// `dangerouslyDisableSandbox: true`; it then needs approval in every mode (`bypassPermissions`
+    /// included). Off: the request is ignored and the command runs sandboxed.
     pub allow_unsandboxed_commands: bool,
     /// `network`.
     pub network: SandboxNetworkSettings,
