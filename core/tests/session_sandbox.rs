@@ -319,12 +319,16 @@ async fn hook_commands_run_sandboxed_with_sandbox_hooks() {
 }
 
 #[tokio::test]
-async fn read_deny_rules_with_concrete_paths_become_read_denied_paths() {
+async fn concrete_read_deny_and_edit_allow_rules_shape_the_sandbox() {
     let project = Project::new();
+    let out = outside();
     project.write("secret.env", "TOKEN=1");
     project.settings(
         ".claude/settings.json",
-        json!({"permissions": {"deny": ["Read(./secret.env)", "Read(**/*.pem)"]}}),
+        json!({"permissions": {
+            "deny": ["Read(./secret.env)", "Read(**/*.pem)"],
+            "allow": [format!("Edit(/{}/**)", out.root.display()), "Edit(src/**)".to_string()],
+        }}),
     );
     let mock = Mock::start(json!({"turns": [text_turn("ok")]})).await;
     let events = Events::default();
@@ -333,4 +337,5 @@ async fn read_deny_rules_with_concrete_paths_become_read_denied_paths() {
     );
     let status = session.sandbox_status();
     assert_eq!(status.read_denied, vec![project.path("secret.env")]);
+    assert!(status.writable_roots.contains(&out.root), "{status:?}");
 }

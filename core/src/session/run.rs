@@ -248,10 +248,27 @@ impl Session {
         )?;
 
         let mut sandbox_settings = sandbox_settings;
+        let home_dir = home.as_deref();
         sandbox_settings
             .filesystem
             .deny_read
-            .extend(read_denied_paths(&rules, &cwd, home.as_deref()));
+            .extend(concrete_rule_paths(
+                &rules,
+                RuleList::Deny,
+                "Read",
+                &cwd,
+                home_dir,
+            ));
+        sandbox_settings
+            .filesystem
+            .allow_write
+            .extend(concrete_rule_paths(
+                &rules,
+                RuleList::Allow,
+                "Edit",
+                &cwd,
+                home_dir,
+            ));
         let sandbox = Arc::new(Sandbox::new(
             sandbox_settings,
             options.sandbox,
@@ -1398,14 +1415,28 @@ impl Session {
 }
 
 /// The serde name of a unit enum value (`completed`, `interrupted`, …).
-/// Concrete paths of `Read(...)` deny rules (`//abs`, `~/…`, `/…` from the settings file's
-/// directory, `./…` from the cwd, without wildcards), which the sandbox also keeps unreadable
-/// where its backend can (bubblewrap masks them). Patterns stay the permission rules' job.
-fn read_denied_paths(rules: &RuleSet, cwd: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+/// Concrete paths of the `tool(...)` rules in `list`: `//abs`, `~/…`, `/…` (from the settings
+/// file's directory) and `./…` (from the cwd), with a trailing `/**` meaning the directory;
+/// patterns with other wildcards, and relative ones (which match at any depth), are left to the
+/// permission rules. The sandbox uses them as Claude Code does: `Edit(...)` allow rules are
+/// writable, `Read(...)` deny rules unreadable (where the backend can mask them).
+fn concrete_rule_paths(
+    rules: &RuleSet,
+    list: RuleList,
+    tool: &str,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
     rules
-        .list(RuleList::Deny)
+        .list(list)
         .filter_map(|rule| {
-            let inner = rule.text().strip_prefix("Read(")?.strip_suffix(')')?.trim();
+            let inner = rule
+                .text()
+                .strip_prefix(tool)?
+                .strip_prefix('(')?
+                .strip_suffix(')')?
+                .trim();
+            let inner = inner.strip_suffix("/**").unwrap_or(inner);
             if inner.is_empty() || inner.contains(['*', '?', '[', '{']) {
                 return None;
             }
