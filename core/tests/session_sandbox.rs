@@ -156,6 +156,12 @@ async fn other_modes_are_unsandboxed_by_default_and_follow_a_switch_to_bypass() 
         .reason
         .unwrap_or_default()
         .contains("bypassPermissions"));
+    // Asking for the policy while the sandbox is off must not spoil turning it on later.
+    assert!(session
+        .sandbox()
+        .policy()
+        .writable_roots
+        .contains(&project.root));
     session
         .set_permission_mode(PermissionMode::BypassPermissions)
         .expect("bypass");

@@ -255,15 +255,12 @@ impl Sandbox {
         &self.prepared().policy
     }
 
+    /// The temp dir, policy and probed backend, made on first use. Callers on hot paths only
+    /// get here while the sandbox is enabled.
     fn prepared(&self) -> &Prepared {
+        // Prepared in full even while the sandbox is off (a host asked for the policy), so that
+        // turning it on later (a switch to bypassPermissions) finds a working backend.
         self.prepared.get_or_init(|| {
-            if !self.is_enabled() {
-                return Prepared {
-                    policy: SandboxPolicy::build(&self.inputs, &self.settings),
-                    _temp: None,
-                    backend: Err("the sandbox is off".into()),
-                };
-            }
             let temp = create_temp_dir();
             let mut inputs = self.inputs.clone();
             inputs.temp_dir = temp.as_ref().ok().map(|t| t.0.clone());
