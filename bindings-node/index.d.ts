@@ -100,6 +100,8 @@ export declare class NativeSession {
   getFullHistory(): string
   /** The context window state as JSON. */
   getContextState(): string
+  /** The OS sandbox's status as JSON. */
+  sandboxStatus(): string
   /** The current prompt's answer so far. */
   getStreamingText(): string
   /** The current prompt's tool calls as JSON. */

@@ -312,6 +312,12 @@ impl NativeSession {
         to_json(&self.session.get_context_state())
     }
 
+    /// The OS sandbox's status as JSON.
+    #[napi]
+    pub fn sandbox_status(&self) -> napi::Result<String> {
+        to_json(&self.session.sandbox_status())
+    }
+
     /// The current prompt's answer so far.
     #[napi]
     pub fn get_streaming_text(&self) -> String {

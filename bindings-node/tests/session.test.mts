@@ -659,3 +659,39 @@ describe('query and rules', () => {
     assert.throws(() => evaluatePermission('Bash', {}, { nope: 1 } as never), (e: unknown) => e instanceof RobotaError && e.code === 'invalid_json');
   });
 });
+
+describe('OS sandbox', () => {
+  test('sandboxStatus() is typed; bypassPermissions sandboxes Bash by default', async () => {
+    const outside = path.join(tempDir(), 'outside.txt');
+    const options = hermetic();
+    const session = new InteractiveSession({
+      ...options,
+      permissionMode: 'bypassPermissions',
+      provider: scripted([toolCall('Bash', { command: `echo x > ${outside}` }), { text: 'done' }]),
+    });
+    const status = session.sandboxStatus();
+    assert.equal(status.enabled, true);
+    assert.equal(status.active, true, status.reason);
+    assert.ok(status.backend === 'bwrap' || status.backend === 'landlock');
+    assert.equal(status.network.mode, 'none');
+    assert.equal(status.guarantees.writes_confined, true);
+    assert.ok(status.writable_roots.some((root) => root.length > 0));
+    const result = await session.submit('write outside');
+    assert.equal(result.status, 'complete');
+    const { existsSync } = await import('node:fs');
+    assert.equal(existsSync(outside), false, 'the sandboxed Bash call wrote outside the workspace');
+    await session.shutdown();
+
+    const off = new InteractiveSession({
+      ...hermetic(),
+      permissionMode: 'bypassPermissions',
+      sandbox: false,
+      provider: scripted([{ text: 'ok' }]),
+    });
+    const offStatus = off.sandboxStatus();
+    assert.equal(offStatus.enabled, false);
+    assert.equal(offStatus.active, false);
+    assert.match(offStatus.reason ?? '', /turned off/);
+    await off.shutdown();
+  });
+});

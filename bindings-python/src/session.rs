@@ -292,6 +292,11 @@ impl NativeSession {
         ser_to_py(py, &self.session.get_context_state())
     }
 
+    /// The OS sandbox's status (dict).
+    fn sandbox_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.sandbox_status())
+    }
+
     /// The answer text of the current prompt so far.
     fn get_streaming_text(&self) -> String {
         self.session.get_streaming_text()

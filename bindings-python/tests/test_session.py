@@ -665,3 +665,34 @@ async def test_rejected_prompt_while_another_runs_does_not_end_it(opts: Dict[str
             await session.submit("and @./missing.txt")
         result = await asyncio.wait_for(running, 10)
         assert (result.status, result.response) == ("complete", "slow answer")
+
+
+async def test_sandbox_status_is_typed_and_follows_the_mode(tmp_path: Path) -> None:
+    options = dict(hermetic(tmp_path), builtin_tools=True)
+    outside = tmp_path / "outside.txt"
+    provider = ScriptedProvider(
+        [
+            {"tool_calls": [tool_call("Bash", {"command": f"echo x > {outside}"})]},
+            "done",
+        ]
+    )
+    async with InteractiveSession(
+        provider=provider, permission_mode="bypassPermissions", **options
+    ) as session:
+        status = session.sandbox_status()
+        assert isinstance(status, robota.SandboxStatus)
+        assert status.enabled and status.active, status.reason
+        assert status.backend in ("bwrap", "landlock")
+        assert status.guarantees.writes_confined
+        assert status.network.mode == "none"
+        assert str(Path(options["cwd"]).resolve()) in status.writable_roots
+        result = await session.submit("write outside")
+        assert result.status == "complete"
+    assert not outside.exists(), "the sandboxed Bash call wrote outside the workspace"
+
+    async with InteractiveSession(
+        provider=ScriptedProvider(["ok"]), permission_mode="bypassPermissions", sandbox=False, **options
+    ) as session:
+        status = session.sandbox_status()
+        assert not status.enabled and not status.active
+        assert status.reason is not None and "turned off" in status.reason

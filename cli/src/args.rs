@@ -53,6 +53,13 @@ pub struct Cli {
     /// How permission prompts are answered: `none` denies with an explanation, `stdin` asks.
     #[arg(long, value_enum, default_value_t = PermissionPrompt::None)]
     pub permission_prompt: PermissionPrompt,
+    /// Run Bash commands in the OS sandbox (writes only in the workspace, no network), whatever
+    /// the settings say.
+    #[arg(long, conflicts_with = "no_sandbox")]
+    pub sandbox: bool,
+    /// Run Bash commands without the OS sandbox (by default it is on in bypassPermissions).
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Print tool calls, warnings and the session id to stderr.
     #[arg(short, long)]
     pub verbose: bool,

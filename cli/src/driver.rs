@@ -113,6 +113,9 @@ pub fn open_session(
                 })?;
         options = options.with_permission_mode(mode);
     }
+    if cli.sandbox || cli.no_sandbox {
+        options = options.with_sandbox(cli.sandbox);
+    }
     if let Some(handler) = permission_handler {
         options = options.with_permission_handler(handler);
     }

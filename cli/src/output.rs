@@ -94,6 +94,24 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     })?;
     let session = opened.session.clone();
     let subscription = session.subscribe_pull();
+    let sandbox = session.sandbox_status();
+    if verbose {
+        eprintln!("{}", sandbox_line(&sandbox));
+    }
+    if format == OutputFormat::StreamJson {
+        let init = json!({
+            "type": "system",
+            "subtype": "init",
+            "session_id": session.get_session_id(),
+            "cwd": session.session().cwd(),
+            "permission_mode": session.session().permission_mode(),
+            "tools": session.session().tool_names(),
+            "sandbox": sandbox,
+        });
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{init}");
+        let _ = stdout.flush();
+    }
 
     // Ctrl-C aborts the turn; the run then ends interrupted (exit 130).
     let aborter = session.clone();
@@ -175,6 +193,33 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         return Ok(EXIT_RUN_ERROR);
     }
     Ok(0)
+}
+
+/// One line about the OS sandbox for `--verbose`.
+pub(crate) fn sandbox_line(status: &robota::sandbox::SandboxStatus) -> String {
+    use robota::sandbox::NetworkPolicy;
+    if !status.active {
+        let state = if status.enabled { "unavailable" } else { "off" };
+        return format!(
+            "sandbox: {state} ({})",
+            status.reason.as_deref().unwrap_or("no reason given")
+        );
+    }
+    let roots: Vec<String> = status
+        .writable_roots
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let network = match &status.network {
+        NetworkPolicy::None => "none".to_string(),
+        NetworkPolicy::AllowList { domains } => format!("only {}", domains.join(", ")),
+        NetworkPolicy::All => "all".to_string(),
+    };
+    format!(
+        "sandbox: active ({}); writable: {}; network: {network}",
+        status.backend.as_deref().unwrap_or("?"),
+        roots.join(", ")
+    )
 }
 
 /// An outcome with nothing in it (an abort before the run started).

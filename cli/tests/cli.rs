@@ -417,6 +417,12 @@ async fn stream_json_events_carry_one_session_id_and_increasing_seq() {
         .collect();
     let (result, events) = lines.split_last().expect("a result line");
     assert_eq!(result["type"], "result");
+    // The first line is the `system`/`init` line (session facts, sandbox status), not an event.
+    let (init, events) = events.split_first().expect("an init line");
+    assert_eq!(init["type"], "system");
+    assert_eq!(init["subtype"], "init");
+    assert_eq!(init["session_id"], result["session_id"]);
+    assert!(init["sandbox"]["enabled"].is_boolean(), "{init}");
     assert!(events.len() >= 4, "{lines:?}");
     let session_id = result["session_id"].as_str().expect("session id");
     let mut last_seq = 0;
@@ -468,4 +474,47 @@ async fn interactive_clear_asks_then_clears_the_conversation() {
         !after.contains("PINEAPPLE"),
         "the history was cleared: {after}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(target_os = "linux")]
+async fn bypass_permissions_runs_bash_in_the_sandbox_unless_no_sandbox() {
+    let outside = tempfile::tempdir().expect("temp dir");
+    let target = outside.path().join("escaped.txt");
+    for (flag, unsandboxed) in [(None, false), (Some("--no-sandbox"), true)] {
+        let mock = mock(json!([
+            {"tool_calls": [{"id": "t1", "name": "Bash", "input": {"command": format!("echo x > {}", target.display())}}]},
+            {"text": "done"}
+        ]))
+        .await;
+        let project = Project::new();
+        project.use_mock(&mock);
+        let mut args = vec![
+            "-p",
+            "write",
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ];
+        args.extend(flag);
+        let output = project.run(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let first: Value = stdout(&output)
+            .lines()
+            .next()
+            .and_then(|line| serde_json::from_str(line).ok())
+            .expect("an init line");
+        assert_eq!(first["subtype"], "init");
+        assert_eq!(first["sandbox"]["active"], !unsandboxed, "{first}");
+        assert_eq!(target.exists(), unsandboxed, "flag {flag:?}");
+        let line = if unsandboxed {
+            "sandbox: off"
+        } else {
+            "sandbox: active"
+        };
+        assert!(stderr(&output).contains(line), "{}", stderr(&output));
+        let _ = std::fs::remove_file(&target);
+    }
 }

@@ -12,5 +12,6 @@ pub mod hooks;
 pub mod message;
 pub mod permissions;
 pub mod provider;
+pub mod sandbox;
 pub mod session;
 pub mod tools;

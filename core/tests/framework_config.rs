@@ -877,3 +877,86 @@ fn override_layer_errors_name_the_overrides() {
     );
     assert!(message.contains("`model`"), "{message}");
 }
+
+#[test]
+fn sandbox_settings_merge_across_layers_and_warn_on_unknown_keys() {
+    let tree = Tree::new();
+    let user = tree.write(
+        UserClaude,
+        json!({"sandbox": {
+            "enabled": true,
+            "excludedCommands": ["docker:*"],
+            "network": {"allowedDomains": ["github.com"], "allowLocalBinding": true},
+            "filesystem": {"allowWrite": ["~/.cache/x"], "denyRead": ["~/.ssh"]},
+        }}),
+    );
+    let project = tree.write(
+        ProjectClaude,
+        json!({"sandbox": {
+            "failIfUnavailable": true,
+            "excludedCommands": ["git push *"],
+            "backend": "landlock",
+            "hooks": true,
+            "network": {"allowedDomains": ["*.npmjs.org"], "httpProxyPort": 8080},
+            "filesystem": {"allowWrite": ["build", "//opt/out"], "madeUp": 1},
+            "typoKey": 1,
+        }}),
+    );
+    let loaded = tree.load();
+    let sandbox = &loaded.settings.sandbox;
+    assert_eq!(sandbox.enabled, Some(true));
+    assert!(sandbox.fail_if_unavailable);
+    assert!(sandbox.auto_allow_bash_if_sandboxed, "default true");
+    assert!(sandbox.allow_unsandboxed_commands, "default true");
+    assert!(sandbox.hooks);
+    assert_eq!(sandbox.backend, robota::sandbox::BackendChoice::Landlock);
+    assert_eq!(sandbox.excluded_commands, vec!["docker:*", "git push *"]);
+    assert_eq!(
+        sandbox.network.allowed_domains,
+        vec!["github.com", "*.npmjs.org"]
+    );
+    assert!(sandbox.network.allow_local_binding);
+    assert_eq!(
+        sandbox.filesystem.allow_write,
+        vec![
+            tree.home.join(".cache/x"),
+            tree.project.join("build"),
+            PathBuf::from("/opt/out")
+        ]
+    );
+    assert_eq!(sandbox.filesystem.deny_read, vec![tree.home.join(".ssh")]);
+    let warned: Vec<(String, Option<PathBuf>, SettingsWarningKind)> = loaded
+        .warnings
+        .iter()
+        .map(|w| (w.json_path.clone(), w.source.path.clone(), w.kind))
+        .collect();
+    for key in ["sandbox.typoKey", "sandbox.filesystem.madeUp"] {
+        assert!(
+            warned.contains(&(
+                key.into(),
+                Some(project.clone()),
+                SettingsWarningKind::UnknownKey
+            )),
+            "{key}: {warned:?}"
+        );
+    }
+    assert!(warned.contains(&(
+        "sandbox.network.httpProxyPort".into(),
+        Some(project.clone()),
+        SettingsWarningKind::IgnoredKey
+    )));
+    assert!(!warned
+        .iter()
+        .any(|(_, path, _)| path.as_ref() == Some(&user)));
+
+    // Wrong types are errors naming the file.
+    tree.write(ProjectClaude, json!({"sandbox": {"enabled": "yes"}}));
+    let err = tree.load_err().to_string();
+    assert!(
+        err.contains("sandbox.enabled") && err.contains("settings.json"),
+        "{err}"
+    );
+    tree.write(ProjectClaude, json!({"sandbox": {"backend": "docker"}}));
+    let err = tree.load_err().to_string();
+    assert!(err.contains("sandbox.backend"), "{err}");
+}

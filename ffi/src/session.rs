@@ -1016,6 +1016,30 @@ pub unsafe extern "C" fn robota_session_get_context_state(
     })
 }
 
+/// The OS sandbox Bash commands run in, as a JSON object: `{"enabled", "active", "backend"?,
+/// "requested_backend", "reason"?, "platform", "landlock_abi"?, "writable_roots",
+/// "protected_paths", "read_denied", "network": {"mode": "none"|"allow_list"|"all",
+/// "domains"?}, "guarantees": {"writes_confined", "protected_paths_read_only",
+/// "read_deny_enforced", "network_blocked", "network_allow_list_enforced",
+/// "unix_sockets_blocked", "signals_confined", "process_isolation"}, ...}`. `active` is true only
+/// when the sandbox is enabled *and* works on this machine; `reason` says why not otherwise.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_sandbox_status(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.sandbox_status())
+    })
+}
+
 /// The session's id. Ownership: `*out` is owned; free with `robota_string_free`.
 /// Threading: any thread.
 ///

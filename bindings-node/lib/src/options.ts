@@ -48,6 +48,10 @@ export interface CommonOptions {
   autoCompact?: boolean;
   /** The model's context window in tokens, when the provider does not know it. */
   contextWindow?: number;
+  /** `true`/`false`: turn the OS sandbox for Bash on or off, above the settings'
+   * `sandbox.enabled`. Absent: the settings decide; without a setting the sandbox is on in
+   * `bypassPermissions` sessions and off in the other modes. */
+  sandbox?: boolean;
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -95,6 +99,7 @@ const SESSION_KEYS: Record<string, string> = {
   maxBudgetUsd: 'max_budget_usd',
   autoCompact: 'auto_compact',
   contextWindow: 'context_window',
+  sandbox: 'sandbox',
 };
 
 const EXTENSION_KEYS = new Set([

@@ -21,6 +21,7 @@ import type {
   Message,
   PromptResult,
   RobotaEvent,
+  SandboxStatus,
   SessionEventMap,
   ToolState,
 } from './types.js';
@@ -296,6 +297,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   /** How full the context window is. */
   getContextState(): ContextState {
     return JSON.parse(native(() => this.#native.getContextState())) as ContextState;
+  }
+
+  /** The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),
+   * backend, why not when unavailable, writable roots, network policy and which guarantees
+   * hold. */
+  sandboxStatus(): SandboxStatus {
+    return JSON.parse(native(() => this.#native.sandboxStatus())) as SandboxStatus;
   }
 
   /** The current prompt's answer so far. */

@@ -68,6 +68,67 @@ export interface ToolState {
 }
 
 /** How full the context window is. */
+/** Which protections hold for sandboxed commands with the active backend on this machine. */
+export interface SandboxGuarantees {
+  /** Writes outside the writable roots fail (symlinks, `/proc`, child processes included). */
+  writes_confined: boolean;
+  /** `.git/hooks`, `.claude`, settings and hook files inside the roots stay read-only. */
+  protected_paths_read_only: boolean;
+  /** `sandbox.filesystem.denyRead` paths cannot be read. */
+  read_deny_enforced: boolean;
+  /** With network off, no TCP, UDP or raw connection leaves the sandbox. */
+  network_blocked: boolean;
+  /** With `allowedDomains`, only the proxy (so only those domains) is reachable. */
+  network_allow_list_enforced: boolean;
+  /** Unix sockets cannot be created (unless the settings allow them). */
+  unix_sockets_blocked: boolean;
+  /** Processes outside the sandbox cannot be signalled. */
+  signals_confined: boolean;
+  /** The command sees only its own processes (a PID namespace). */
+  process_isolation: boolean;
+}
+
+/** Network access of sandboxed commands. */
+export type SandboxNetwork =
+  | { mode: 'none' }
+  | { mode: 'allow_list'; domains: string[] }
+  | { mode: 'all' };
+
+/** The OS sandbox Bash commands run in (`session.sandboxStatus()`). */
+export interface SandboxStatus {
+  /** Switched on (settings, session option, or the bypassPermissions default). */
+  enabled: boolean;
+  /** Enabled *and* working here: Bash commands run inside it. */
+  active: boolean;
+  /** `landlock`, `bwrap` or `seatbelt` when one works. */
+  backend?: 'landlock' | 'bwrap' | 'seatbelt';
+  /** `auto`, `landlock` or `bwrap`. */
+  requested_backend: string;
+  /** Why the sandbox is off or unavailable. */
+  reason?: string;
+  /** The operating system (`linux`, `macos`, …). */
+  platform: string;
+  /** The kernel's Landlock ABI (Linux; 0 when unsupported). */
+  landlock_abi?: number;
+  fail_if_unavailable: boolean;
+  auto_allow_bash: boolean;
+  allow_unsandboxed_commands: boolean;
+  excluded_commands: string[];
+  /** Command hooks run sandboxed too. */
+  hooks: boolean;
+  writable_roots: string[];
+  protected_paths: string[];
+  read_denied: string[];
+  /** `TMPDIR` of sandboxed commands. */
+  temp_dir?: string;
+  network: SandboxNetwork;
+  allow_local_binding: boolean;
+  allow_unix_sockets: boolean;
+  /** Port of the allow-list proxy on 127.0.0.1, once started. */
+  proxy_port?: number;
+  guarantees: SandboxGuarantees;
+}
+
 export interface ContextState {
   /** Tokens in use. */
   used_tokens: number;

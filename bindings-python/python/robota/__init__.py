@@ -72,6 +72,7 @@ from .providers import (
     ToolCall,
 )
 from .query import Query, QueryResult, create_query, run_query
+from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
 from .session import EventStream, InteractiveSession, TurnResult
 from .tools import Tool, ToolContext, ToolResult, tool
 
@@ -84,6 +85,9 @@ __all__ = [
     "InteractiveSession",
     "TurnResult",
     "EventStream",
+    "SandboxStatus",
+    "SandboxGuarantees",
+    "SandboxNetwork",
     # query
     "create_query",
     "run_query",

@@ -27,6 +27,7 @@ from .events import Event, event_from_dict
 from .hooks import HooksLike, hooks_to_native
 from .permissions import PermissionHandler, permission_adapter
 from .providers import ProviderLike, provider_to_native
+from .sandbox import SandboxStatus
 from .tools import Tool
 
 __all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener"]
@@ -254,6 +255,7 @@ class InteractiveSession:
         max_budget_usd: Optional[float] = None,
         auto_compact: Optional[bool] = None,
         context_window: Optional[int] = None,
+        sandbox: Optional[bool] = None,
         event_buffer: Optional[int] = None,
     ) -> None:
         if persistence is not None and session_store is not None:
@@ -285,6 +287,7 @@ class InteractiveSession:
             max_budget_usd=max_budget_usd,
             auto_compact=auto_compact,
             context_window=context_window,
+            sandbox=sandbox,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -439,6 +442,12 @@ class InteractiveSession:
     def get_context_state(self) -> Dict[str, Any]:
         """How full the context window is (``used_tokens``, ``max_tokens``, ``ratio``)."""
         return dict(self._native.get_context_state())
+
+    def sandbox_status(self) -> SandboxStatus:
+        """The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),
+        backend, why not when unavailable, writable roots, network policy and which guarantees
+        hold."""
+        return SandboxStatus._from_dict(self._native.sandbox_status())
 
     def get_streaming_text(self) -> str:
         """The answer text of the current prompt so far."""

@@ -21,3 +21,7 @@ pub use host::{
 };
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{PersistenceConfig, SessionConfig};
+
+/// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
+/// Python): see [`crate::sandbox::SandboxStatus`].
+pub use crate::sandbox::{NetworkPolicy, SandboxGuarantees, SandboxStatus};

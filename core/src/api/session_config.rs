@@ -78,6 +78,10 @@ pub struct SessionConfig {
     pub auto_compact: Option<bool>,
     /// The model's context window in tokens, when the provider does not know it.
     pub context_window: Option<u64>,
+    /// `true`/`false`: turn the OS sandbox for Bash on or off, above the settings'
+    /// `sandbox.enabled`. Absent: the settings decide; without a setting the sandbox is on in
+    /// `bypassPermissions` sessions and off in the other modes.
+    pub sandbox: Option<bool>,
 }
 
 impl SessionConfig {
@@ -177,6 +181,7 @@ impl SessionConfig {
         if let Some(window) = self.context_window {
             options.engine.context_window = Some(window);
         }
+        options.sandbox = self.sandbox;
         Ok(options)
     }
 }

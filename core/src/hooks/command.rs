@@ -15,6 +15,7 @@
 //! - After the hook exits, its output pipes are drained for a short grace period only: a
 //!   background grandchild (`server &`) holding them open must not hold the session.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,6 +42,8 @@ pub(crate) struct CommandContext<'a> {
     pub shell: Option<&'a Path>,
     pub kill_grace: Duration,
     pub output_limit: usize,
+    /// The OS sandbox to run the hook in (`sandbox.hooks`), when it is active.
+    pub sandbox: Option<&'a crate::sandbox::Sandbox>,
 }
 
 /// The POSIX shell command hooks run with.
@@ -86,33 +89,50 @@ fn expand_project_dir(word: &str, project_dir: &str) -> String {
 }
 
 fn build_command(hook: &CommandHook, ctx: &CommandContext<'_>) -> Result<Command, HookFailure> {
-    let mut cmd = if let Some(args) = &hook.args {
+    let (program, args): (PathBuf, Vec<OsString>) = if let Some(args) = &hook.args {
         let project_dir = ctx
             .env
             .iter()
             .rev()
             .find(|(k, _)| k == "CLAUDE_PROJECT_DIR")
             .map_or("", |(_, v)| v.as_str());
-        let mut cmd = Command::new(expand_project_dir(&hook.command, project_dir));
-        cmd.args(args.iter().map(|a| expand_project_dir(a, project_dir)));
-        cmd
+        (
+            PathBuf::from(expand_project_dir(&hook.command, project_dir)),
+            args.iter()
+                .map(|a| expand_project_dir(a, project_dir).into())
+                .collect(),
+        )
     } else {
         match hook.shell.unwrap_or(HookShell::Bash) {
-            HookShell::Bash => {
-                let mut cmd = Command::new(resolve_posix_shell(ctx.shell));
-                cmd.arg("-c").arg(&hook.command);
-                cmd
-            }
+            HookShell::Bash => (
+                resolve_posix_shell(ctx.shell),
+                vec!["-c".into(), hook.command.clone().into()],
+            ),
             HookShell::Powershell => {
                 let program = find_in_path("pwsh")
                     .or_else(|| find_in_path("powershell"))
                     .ok_or_else(|| HookFailure::Spawn {
                         message: "shell \"powershell\" requested but neither pwsh nor powershell is on PATH".into(),
                     })?;
-                let mut cmd = Command::new(program);
-                cmd.args(["-NoProfile", "-NonInteractive", "-Command", &hook.command]);
-                cmd
+                let args = ["-NoProfile", "-NonInteractive", "-Command", &hook.command];
+                (program, args.iter().map(OsString::from).collect())
             }
+        }
+    };
+    // A sandboxed hook starts in a new session set up by the sandbox itself.
+    let sandboxed = ctx.sandbox.is_some();
+    let mut cmd = match ctx.sandbox {
+        Some(sandbox) => {
+            sandbox
+                .command(&program, &args, ctx.cwd)
+                .map_err(|e| HookFailure::Spawn {
+                    message: format!("{e} (the hook was not run; `sandbox.hooks` is on)"),
+                })?
+        }
+        None => {
+            let mut cmd = Command::new(&program);
+            cmd.args(&args);
+            cmd
         }
     };
     cmd.current_dir(ctx.cwd)
@@ -124,7 +144,7 @@ fn build_command(hook: &CommandHook, ctx: &CommandContext<'_>) -> Result<Command
         cmd.env(key, value);
     }
     #[cfg(unix)]
-    {
+    if !sandboxed {
         // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it is the
         // only call made between fork and exec.
         unsafe {

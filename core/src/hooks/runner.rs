@@ -120,6 +120,9 @@ pub struct HookRunnerOptions {
     /// Base budget shared by all SessionEnd hooks. Defaults to
     /// `CLAUDE_CODE_SESSIONEND_HOOKS_TIMEOUT_MS` when set, else 1.5 s.
     pub session_end_budget: Duration,
+    /// The OS sandbox command hooks run in (`sandbox.hooks`); `None`: unsandboxed. Used only
+    /// while the sandbox is active.
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl std::fmt::Debug for HookRunnerOptions {
@@ -138,6 +141,7 @@ impl std::fmt::Debug for HookRunnerOptions {
             .field("kill_grace", &self.kill_grace)
             .field("output_limit", &self.output_limit)
             .field("session_end_budget", &self.session_end_budget)
+            .field("sandbox", &self.sandbox.is_some())
             .finish()
     }
 }
@@ -161,6 +165,7 @@ impl HookRunnerOptions {
             kill_grace: Duration::from_secs(2),
             output_limit: 1024 * 1024,
             session_end_budget,
+            sandbox: None,
         }
     }
 
@@ -666,7 +671,17 @@ impl HookRunner {
             shell: self.options.shell.as_deref(),
             kill_grace: self.options.kill_grace,
             output_limit: self.options.output_limit,
+            sandbox: self.active_sandbox(),
         }
+    }
+
+    /// The sandbox command hooks run in: while it is active, and also while it is enabled but
+    /// unavailable with `failIfUnavailable` (starting the hook then fails with the reason
+    /// instead of running it unsandboxed).
+    fn active_sandbox(&self) -> Option<&crate::sandbox::Sandbox> {
+        self.options.sandbox.as_deref().filter(|sandbox| {
+            sandbox.is_active() || (sandbox.is_enabled() && sandbox.settings().fail_if_unavailable)
+        })
     }
 
     fn spawn_background(
@@ -683,6 +698,7 @@ impl HookRunner {
         let cwd = self.hook_cwd(input);
         let env = self.command_env();
         let shell = self.options.shell.clone();
+        let sandbox = self.active_sandbox().and(self.options.sandbox.clone());
         let kill_grace = self.options.kill_grace;
         let output_limit = self.options.output_limit;
         let input_json = input_json.to_string();
@@ -697,6 +713,7 @@ impl HookRunner {
                 shell: shell.as_deref(),
                 kill_grace,
                 output_limit,
+                sandbox: sandbox.as_deref(),
             };
             let raw = command::run(&command, &input_json, &ctx, timeout, &cancel).await;
             let report = interpret(summary, raw, started);

@@ -18,7 +18,7 @@ use super::context::{Decision, DecisionBasis, PermissionDecision};
 use super::evaluate::{by_rule, bypass_allows, decide, plan_denies, Evaluator};
 use super::mode::PermissionMode;
 use super::path::{critical_reason, sensitive_text_reason, CheckedPath};
-use super::rule::{CommandPattern, PermissionRule, RuleList, Spec};
+use super::rule::{PermissionRule, RuleList, Spec};
 use super::shell::{self, Analysis, ShellWord, SimpleCommand, WordPaths};
 use super::tools;
 
@@ -43,40 +43,6 @@ enum DenyCheck<'a> {
     /// directory read recursively): ask.
     Possible(&'a PermissionRule, String),
     Clear,
-}
-
-/// Whether a Bash call runs inside the OS sandbox: the sandbox is active, the call did not ask
-/// to leave it (`dangerouslyDisableSandbox`, honoured only when `allowUnsandboxedCommands`), and
-/// no part of the command matches `excludedCommands`.
-pub fn bash_runs_sandboxed(
-    command: &str,
-    disable_requested: bool,
-    sandbox: &super::BashSandbox,
-) -> bool {
-    if !sandbox.active || (disable_requested && sandbox.allow_unsandboxed) {
-        return false;
-    }
-    if sandbox.excluded_commands.is_empty() {
-        return true;
-    }
-    let patterns: Vec<CommandPattern> = sandbox
-        .excluded_commands
-        .iter()
-        .map(|p| CommandPattern::parse(p))
-        .collect();
-    let whole = collapse(command);
-    if patterns.iter().any(|p| p.matches(&whole, false)) {
-        return false;
-    }
-    match shell::analyze(command, Path::new("/"), None) {
-        Ok(analysis) => !analysis.commands.iter().any(|c| {
-            c.deny_texts
-                .iter()
-                .any(|t| patterns.iter().any(|p| p.matches(t, false)))
-        }),
-        // A command that does not parse cannot be shown to be excluded; it stays inside.
-        Err(_) => true,
-    }
 }
 
 /// Collapses runs of shell whitespace, as rule patterns are.
@@ -106,21 +72,27 @@ impl Evaluator<'_> {
             .get("dangerouslyDisableSandbox")
             .and_then(|v| v.as_bool())
             .unwrap_or(false);
-        if disable_sandbox && self.ctx.sandbox.active && !self.ctx.sandbox.allow_unsandboxed {
+        let sandbox = &self.ctx.sandbox;
+        let sandboxed = sandbox.runs_sandboxed(command, disable_sandbox);
+        let decision = match shell::analyze(command, &self.ctx.cwd_path(), self.ctx.home_path()) {
+            Err(shell::ParseFailure(problem)) => self.bash_unparsed(&whole, &problem),
+            Ok(analysis) => self.bash_analyzed(&whole, &analysis, sandboxed),
+        };
+        // Leaving an active sandbox (`dangerouslyDisableSandbox: true`, honoured with
+        // `allowUnsandboxedCommands`) is never approved by the mode alone — not even in
+        // bypassPermissions, where the sandbox is the only fence. A rule matching the command,
+        // a hook or the user may still approve it.
+        let escapes = disable_sandbox && !sandboxed && sandbox.runs_sandboxed(command, false);
+        if escapes && decision.decision == Decision::Allow && decision.basis != DecisionBasis::Rule
+        {
             return decide(
-                Decision::Deny,
-                DecisionBasis::Mode,
-                "the call asks to run outside the sandbox (`dangerouslyDisableSandbox`), which \
-                 `sandbox.allowUnsandboxedCommands: false` forbids; run it inside the sandbox",
+                Decision::Ask,
+                DecisionBasis::NeedsApproval,
+                "the call asks to run outside the OS sandbox (`dangerouslyDisableSandbox: \
+                 true`), which always needs approval",
             );
         }
-        match shell::analyze(command, &self.ctx.cwd_path(), self.ctx.home_path()) {
-            Err(shell::ParseFailure(problem)) => self.bash_unparsed(&whole, &problem),
-            Ok(analysis) => {
-                let sandboxed = bash_runs_sandboxed(command, disable_sandbox, &self.ctx.sandbox);
-                self.bash_analyzed(&whole, &analysis, sandboxed)
-            }
-        }
+        decision
     }
 
     /// A Bash deny/ask rule matching the whole command text or any part's forms.
@@ -1088,7 +1060,18 @@ mod tests {
         assert_eq!(decision(&c, "echo x > .git/config"), Decision::Ask);
         assert_eq!(decision(&c, "rm -rf ~"), Decision::Ask);
         assert_eq!(decision(&c, "eval \"$X\""), Decision::Ask);
-        // Without allowUnsandboxedCommands, leaving the sandbox is denied.
+        // Leaving the sandbox is never approved by the mode, bypassPermissions included.
+        let bypass = ctx(&[])
+            .with_sandbox(sandbox.clone())
+            .with_mode(PermissionMode::BypassPermissions);
+        let d = evaluate_permission(
+            "Bash",
+            &json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
+            &bypass,
+        );
+        assert_eq!(d.decision, Decision::Ask, "{}", d.reason);
+        assert!(d.reason.contains("dangerouslyDisableSandbox"));
+        // Without allowUnsandboxedCommands the request is ignored: it runs sandboxed.
         let strict = ctx(&[]).with_sandbox(BashSandbox {
             allow_unsandboxed: false,
             ..sandbox
@@ -1098,33 +1081,8 @@ mod tests {
             &json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
             &strict,
         );
-        assert_eq!(d.decision, Decision::Deny, "{}", d.reason);
-        assert!(d.reason.contains("allowUnsandboxedCommands"));
-    }
-
-    #[test]
-    fn runs_sandboxed() {
-        let sandbox = BashSandbox {
-            active: true,
-            auto_allow: true,
-            excluded_commands: vec!["docker:*".into(), "git push".into()],
-            allow_unsandboxed: true,
-        };
-        assert!(bash_runs_sandboxed("npm test", false, &sandbox));
-        assert!(!bash_runs_sandboxed("npm test", true, &sandbox));
-        assert!(!bash_runs_sandboxed("ls && docker ps", false, &sandbox));
-        assert!(!bash_runs_sandboxed("git push", false, &sandbox));
-        assert!(bash_runs_sandboxed("git push origin", false, &sandbox));
-        assert!(!bash_runs_sandboxed(
-            "npm test",
-            false,
-            &BashSandbox::default()
-        ));
-        let strict = BashSandbox {
-            allow_unsandboxed: false,
-            ..sandbox
-        };
-        assert!(bash_runs_sandboxed("npm test", true, &strict));
+        assert_eq!(d.decision, Decision::Allow, "{}", d.reason);
+        assert_eq!(d.basis, DecisionBasis::Sandbox);
     }
 
     #[test]

@@ -106,9 +106,10 @@
 //! - **The sandbox.** When Bash runs inside the OS sandbox ([`BashSandbox::active`]) and
 //!   `autoAllowBashIfSandboxed` is on, a command that would only ask because nothing approves it is
 //!   approved ([`DecisionBasis::Sandbox`]); deny and ask rules, protected and critical paths and
-//!   unanalysable commands still decide as without it. `dangerouslyDisableSandbox: true` is denied
-//!   when `allowUnsandboxedCommands` is off; [`bash_runs_sandboxed`] says whether a call runs
-//!   inside.
+//!   unanalysable commands still decide as without it. A call asking to leave the sandbox
+//!   (`dangerouslyDisableSandbox: true`, honoured only with `allowUnsandboxedCommands`) is never
+//!   approved by a mode, `bypassPermissions` included; [`BashSandbox::runs_sandboxed`] says
+//!   whether a call runs inside (the Bash tool asks the same question).
 //! - **Paths.** Tool paths are made absolute (cwd, `~`), `..` resolved after symlinks (a map of
 //!   links is walked component by component). Rule anchors: `//abs`, `~/home`, `/…` = the rule
 //!   source's `base_dir` (the project root for project settings; cwd when absent), `./…` = cwd, a
@@ -155,11 +156,11 @@ mod glob;
 mod mode;
 mod path;
 mod rule;
+mod sandbox;
 mod shell;
 mod tools;
 mod wrappers;
 
-pub use bash::bash_runs_sandboxed;
 pub use context::{
     BashSandbox, Decision, DecisionBasis, MatchedRule, PermissionContext, PermissionDecision,
     ToolClass,

@@ -130,8 +130,7 @@ pub(crate) struct CommandPattern {
 }
 
 impl CommandPattern {
-    /// Parses a Bash command pattern (the text inside `Bash(…)`).
-    pub(crate) fn parse(spec: &str) -> CommandPattern {
+    fn parse(spec: &str) -> CommandPattern {
         // Whitespace in a rule is a word separator, like in the shell: `git  status` and
         // `git\tstatus` mean `git status`. (Non-breaking spaces are not shell whitespace and stay.)
         let collapsed = spec

@@ -22,6 +22,7 @@ use crate::framework::config::{
 };
 use crate::hooks::{HandlerKind, HookConfigError, HooksConfig, Severity};
 use crate::permissions::{PermissionMode, RuleList, RuleSet, RuleSource};
+use crate::sandbox::SandboxSettings;
 
 /// The settings of a session, interpreted.
 pub(crate) struct Assembly {
@@ -41,6 +42,8 @@ pub(crate) struct Assembly {
     pub(crate) language: Option<String>,
     /// The settings' `taskContext.enabled`.
     pub(crate) task_context_enabled: bool,
+    /// The settings' `sandbox` object.
+    pub(crate) sandbox: SandboxSettings,
 }
 
 pub(crate) fn assemble(
@@ -86,6 +89,10 @@ pub(crate) fn assemble(
     let task_context_enabled = loaded
         .as_ref()
         .is_none_or(|l| l.settings.task_context_enabled);
+    let sandbox = loaded
+        .as_ref()
+        .map(|l| l.settings.sandbox.clone())
+        .unwrap_or_default();
 
     if let Some(loaded) = &loaded {
         for warning in &loaded.warnings {
@@ -166,6 +173,7 @@ pub(crate) fn assemble(
         compaction,
         language,
         task_context_enabled,
+        sandbox,
     })
 }
 

@@ -276,6 +276,12 @@ impl PermissionEnforcer {
         self.update_context(|context| context.mode = mode);
     }
 
+    /// Updates what the rules know about the OS sandbox (after a mode change turned it on or
+    /// off).
+    pub fn set_bash_sandbox(&self, sandbox: crate::permissions::BashSandbox) {
+        self.update_context(|context| context.sandbox = sandbox);
+    }
+
     /// A snapshot of the evaluation context (mode, rules — including those added during the
     /// session — directories).
     pub fn context(&self) -> PermissionContext {

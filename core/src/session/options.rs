@@ -183,6 +183,10 @@ pub struct SessionOptions {
     /// "Compact Instructions" sections of the project's instruction files are used (if the
     /// project context was loaded).
     pub compact_instructions: Option<String>,
+    /// Turns the OS sandbox for Bash on (`Some(true)`) or off (`Some(false)`), above the
+    /// settings' `sandbox.enabled`. `None`: the settings decide; without a setting the sandbox is
+    /// on in `bypassPermissions` sessions and off in the other modes.
+    pub sandbox: Option<bool>,
 }
 
 impl SessionOptions {
@@ -214,6 +218,7 @@ impl SessionOptions {
             prices: PriceTable::builtin(),
             auto_compact: true,
             compact_instructions: None,
+            sandbox: None,
         }
     }
 
@@ -257,6 +262,13 @@ impl SessionOptions {
     /// Uses these tools instead of the built-ins.
     pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Turns the OS sandbox for Bash on or off, above the settings (see
+    /// [`SessionOptions::sandbox`]).
+    pub fn with_sandbox(mut self, enabled: bool) -> Self {
+        self.sandbox = Some(enabled);
         self
     }
 

@@ -96,8 +96,11 @@ use crate::hooks::{
 use crate::message::{
     Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
 };
-use crate::permissions::{PermissionContext, PermissionMode, ToolClass};
+use crate::permissions::{
+    BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
+};
 use crate::provider::{Provider, ProviderRequest};
+use crate::sandbox::{PolicyInputs, Sandbox, SandboxStatus};
 use crate::tools::builtins::Builtins;
 use crate::tools::ToolRegistry;
 
@@ -109,6 +112,8 @@ pub const STOP_HOOK_MESSAGE_METADATA: &str = "stop_hook";
 /// behind an `Arc` and call [`abort`](Self::abort) or read the history from other threads while a
 /// run is in progress.
 pub struct Session {
+    /// The OS sandbox Bash (and, with `sandbox.hooks`, command hooks) run in.
+    sandbox: Arc<Sandbox>,
     id: String,
     cwd: PathBuf,
     engine: Engine,
@@ -235,16 +240,58 @@ impl Session {
             compaction,
             language,
             task_context_enabled,
+            sandbox: sandbox_settings,
         } = assemble(
             &cwd,
             options.settings,
             options.permission_mode.or(restored_mode),
         )?;
 
+        let mut sandbox_settings = sandbox_settings;
+        let home_dir = home.as_deref();
+        sandbox_settings
+            .filesystem
+            .deny_read
+            .extend(concrete_rule_paths(
+                &rules,
+                RuleList::Deny,
+                "Read",
+                &cwd,
+                home_dir,
+            ));
+        sandbox_settings
+            .filesystem
+            .allow_write
+            .extend(concrete_rule_paths(
+                &rules,
+                RuleList::Allow,
+                "Edit",
+                &cwd,
+                home_dir,
+            ));
+        let sandbox = Arc::new(Sandbox::new(
+            sandbox_settings,
+            options.sandbox,
+            mode == PermissionMode::BypassPermissions,
+            PolicyInputs {
+                cwd: cwd.clone(),
+                extra_roots: additional_directories.clone(),
+                temp_dir: None,
+                sensitive_paths: sensitive_paths.clone(),
+            },
+        ));
+        let mut warnings = warnings;
+        if let Some(warning) = sandbox_warning(&sandbox) {
+            warnings.push(warning);
+        }
+
         let mut tools = match options.tools {
             Some(tools) => tools,
             None => {
                 let mut config = options.builtin_tools;
+                if config.sandbox.is_none() {
+                    config.sandbox = Some(Arc::clone(&sandbox));
+                }
                 config
                     .additional_roots
                     .extend(additional_directories.iter().cloned());
@@ -268,6 +315,7 @@ impl Session {
         context.home = home.clone();
         context.additional_directories = additional_directories;
         context.sensitive_paths = sensitive_paths;
+        context.sandbox = bash_sandbox(&sandbox);
         // Paths the model gives may be spelled through the canonical cwd (`/private/tmp/…` for
         // `/tmp/…` on macOS); both spellings are the workspace.
         if let Ok(canonical) = std::fs::canonicalize(&cwd) {
@@ -290,6 +338,9 @@ impl Session {
             .with_provider(Arc::clone(&options.provider))
             .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home.clone())));
         runner_options.provider_for_model = None;
+        if sandbox.settings().hooks {
+            runner_options.sandbox = Some(Arc::clone(&sandbox));
+        }
         runner_options.agent_executor = Some(Arc::new(ReadOnlyInvestigator::new(
             &tools,
             context.clone(),
@@ -418,6 +469,7 @@ impl Session {
         });
 
         Ok(Session {
+            sandbox,
             id,
             cwd,
             engine,
@@ -482,7 +534,22 @@ impl Session {
             return Err(SessionError::BypassPermissionsDisabled);
         }
         self.enforcer.set_permission_mode(mode);
+        // Without an explicit setting the sandbox follows the mode (on in bypassPermissions).
+        self.sandbox
+            .on_permission_mode(mode == PermissionMode::BypassPermissions);
+        self.enforcer.set_bash_sandbox(bash_sandbox(&self.sandbox));
         Ok(())
+    }
+
+    /// The OS sandbox's state: on or off, working or why not, backend, writable roots, network
+    /// policy and which guarantees hold.
+    pub fn sandbox_status(&self) -> SandboxStatus {
+        self.sandbox.status()
+    }
+
+    /// The session's OS sandbox.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     /// The allow rules added during this session (answers "allow for the session" and "allow
@@ -1348,6 +1415,80 @@ impl Session {
 }
 
 /// The serde name of a unit enum value (`completed`, `interrupted`, …).
+/// Concrete paths of the `tool(...)` rules in `list`: `//abs`, `~/…`, `/…` (from the settings
+/// file's directory) and `./…` (from the cwd), with a trailing `/**` meaning the directory;
+/// patterns with other wildcards, and relative ones (which match at any depth), are left to the
+/// permission rules. The sandbox uses them as Claude Code does: `Edit(...)` allow rules are
+/// writable, `Read(...)` deny rules unreadable (where the backend can mask them).
+fn concrete_rule_paths(
+    rules: &RuleSet,
+    list: RuleList,
+    tool: &str,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    rules
+        .list(list)
+        .filter_map(|rule| {
+            let inner = rule
+                .text()
+                .strip_prefix(tool)?
+                .strip_prefix('(')?
+                .strip_suffix(')')?
+                .trim();
+            let inner = inner.strip_suffix("/**").unwrap_or(inner);
+            if inner.is_empty() || inner.contains(['*', '?', '[', '{']) {
+                return None;
+            }
+            let base = rule.source().base_dir.as_deref().unwrap_or(cwd);
+            if let Some(rest) = inner.strip_prefix("//") {
+                Some(PathBuf::from(format!("/{rest}")))
+            } else if let Some(rest) = inner.strip_prefix("~/") {
+                home.map(|h| h.join(rest))
+            } else if let Some(rest) = inner.strip_prefix('/') {
+                Some(base.join(rest))
+            } else {
+                inner.strip_prefix("./").map(|rest| cwd.join(rest))
+            }
+        })
+        .collect()
+}
+
+/// What the permission rules need to know about the sandbox's current state.
+fn bash_sandbox(sandbox: &Sandbox) -> BashSandbox {
+    let settings = sandbox.settings();
+    BashSandbox {
+        active: sandbox.is_active(),
+        auto_allow: settings.auto_allow_bash_if_sandboxed,
+        excluded_commands: settings.excluded_commands.clone(),
+        allow_unsandboxed: settings.allow_unsandboxed_commands,
+    }
+}
+
+/// A warning when the sandbox is enabled but cannot work here (commands then run unsandboxed,
+/// or are refused with `failIfUnavailable`).
+fn sandbox_warning(sandbox: &Sandbox) -> Option<SessionWarning> {
+    if !sandbox.is_enabled() || sandbox.is_active() {
+        return None;
+    }
+    let status = sandbox.status();
+    let consequence = if status.fail_if_unavailable {
+        "Bash commands will be refused (`sandbox.failIfUnavailable` is true)"
+    } else {
+        "Bash commands will run unsandboxed (set `sandbox.failIfUnavailable: true` to refuse them \
+         instead)"
+    };
+    Some(SessionWarning {
+        file: None,
+        json_path: "sandbox".into(),
+        kind: "sandbox".into(),
+        message: format!(
+            "the OS sandbox is enabled but unavailable: {}; {consequence}",
+            status.reason.unwrap_or_default()
+        ),
+    })
+}
+
 fn wire_name<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value)
         .ok()

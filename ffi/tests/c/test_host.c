@@ -1205,6 +1205,41 @@ static void test_invalid_inputs(robota_runtime *rt) {
   CHECK(wait_for(&h.finalized, 1, 5000) && atomic_load(&h.finalized) == 1);
 }
 
+/* The sandbox status: on by default in bypassPermissions (and working on the test machines),
+ * off with the `sandbox: false` option, with the reason. */
+static void test_sandbox_status(robota_runtime *rt) {
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(
+      "{\"system_prompt\": \"test\", \"load_project_context\": false, "
+      "\"permission_mode\": \"bypassPermissions\"}");
+  robota_session *s = make_session(p, o);
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_sandbox_status(s, &json, &e_));
+  CHECK(json != NULL && contains(json, "\"enabled\":true"));
+  CHECK(json != NULL && contains(json, "\"active\":true"));
+  CHECK(json != NULL && contains(json, "\"writes_confined\":true"));
+  CHECK(json != NULL && contains(json, "\"network\":{\"mode\":\"none\"}"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_sandbox_status(NULL, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_sandbox_status(s, NULL, &e_));
+  robota_session_free(s);
+  robota_session_options_free(o);
+
+  o = make_options(
+      "{\"system_prompt\": \"test\", \"load_project_context\": false, "
+      "\"permission_mode\": \"bypassPermissions\", \"sandbox\": false}");
+  s = make_session(p, o);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_sandbox_status(s, &json, &e_));
+  CHECK(json != NULL && contains(json, "\"enabled\":false"));
+  CHECK(json != NULL && contains(json, "\"active\":false"));
+  CHECK(json != NULL && contains(json, "turned off"));
+  robota_string_free(json);
+  robota_session_free(s);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+}
+
 int main(void) {
   robota_runtime *rt = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_runtime_new(2, &rt, &e_));
@@ -1226,6 +1261,7 @@ int main(void) {
   test_mock_llm(rt);
   test_fork(rt);
   test_invalid_inputs(rt);
+  test_sandbox_status(rt);
   /* Wait for the engine's threads so leak checkers see everything released. */
   robota_runtime_shutdown(rt, 5000);
   if (failures) {

@@ -1,6 +1,6 @@
 //! Deep merge of settings layers into one JSON value (Claude Code semantics): objects merge key by
-//! key, permission lists and per-event hook arrays concatenate, everything else is replaced by the
-//! later layer.
+//! key, permission lists, per-event hook arrays and the `sandbox` lists concatenate, everything
+//! else is replaced by the later layer.
 
 use serde_json::{Map, Value};
 
@@ -50,7 +50,23 @@ fn concatenates(path: &JsonPath) -> bool {
             list.as_str(),
             "allow" | "ask" | "deny" | "additionalDirectories"
         ),
-        [Segment::Key(section), Segment::Key(_event)] => section == "hooks",
+        [Segment::Key(section), Segment::Key(_event)] if section == "hooks" => true,
+        // The sandbox lists accumulate too, so a deny or an exclusion in any file survives.
+        [Segment::Key(section), Segment::Key(list)] if section == "sandbox" => {
+            list == "excludedCommands"
+        }
+        [Segment::Key(section), Segment::Key(group), Segment::Key(list)]
+            if section == "sandbox" =>
+        {
+            matches!(
+                (group.as_str(), list.as_str()),
+                ("network", "allowedDomains" | "allowUnixSockets")
+                    | (
+                        "filesystem",
+                        "allowWrite" | "denyWrite" | "denyRead" | "allowRead"
+                    )
+            )
+        }
         _ => false,
     }
 }

@@ -53,6 +53,7 @@ mod error;
 mod json_path;
 mod merge;
 mod resolve;
+mod sandbox;
 mod validate;
 
 pub use error::{SettingsError, SettingsWarning, SettingsWarningKind};
@@ -502,6 +503,8 @@ pub struct Settings {
     pub disable_all_hooks: bool,
     /// `taskContext.enabled` (default true): whether `.agents/tasks/*.md` is loaded.
     pub task_context_enabled: bool,
+    /// `sandbox`: the OS sandbox for Bash (lists concatenated across layers, paths expanded).
+    pub sandbox: crate::sandbox::SandboxSettings,
 }
 
 impl Settings {

@@ -92,6 +92,11 @@ pub(crate) fn resolve_settings(
         .and_then(|task| task.get("enabled"))
         .and_then(Value::as_bool)
         .unwrap_or(true);
+    let sandbox = super::sandbox::sandbox_settings(
+        top,
+        resolver.options.home.as_deref(),
+        &resolver.options.project_dir,
+    );
 
     Ok(Settings {
         env,
@@ -104,6 +109,7 @@ pub(crate) fn resolve_settings(
         permissions,
         disable_all_hooks,
         task_context_enabled,
+        sandbox,
     })
 }
 
@@ -402,7 +408,7 @@ fn string_items(value: Option<&Value>) -> impl Iterator<Item = &str> {
 
 /// `~` and `~/…` use the home directory; relative paths are taken from the project directory
 /// (the directory the session works in), whichever layer lists them.
-fn expand_directory(original: &str, home: Option<&Path>, project_dir: &Path) -> PathBuf {
+pub(super) fn expand_directory(original: &str, home: Option<&Path>, project_dir: &Path) -> PathBuf {
     if let Some(home) = home {
         if original == "~" {
             return home.to_owned();

@@ -38,7 +38,6 @@ const IGNORED_KEYS: &[&str] = &[
     "outputStyle",
     "plansDirectory",
     "respectGitignore",
-    "sandbox",
     "spinnerTipsEnabled",
     "statusLine",
     "theme",
@@ -90,6 +89,7 @@ pub(crate) fn validate_layer(
                 validator.object(value, &path, "an object mapping hook event names to lists")?;
             }
             "disableAllHooks" => validator.boolean(value, &path)?,
+            "sandbox" => validator.sandbox(value, &path)?,
             "autoCompactThreshold" => validator.threshold(value, &path)?,
             "taskContext" => {
                 let map = validator.object(value, &path, "an object like {\"enabled\": true}")?;
@@ -171,6 +171,91 @@ impl LayerValidator<'_> {
         }
     }
 
+    fn string_list(&self, value: &Value, path: &JsonPath) -> Result<(), SettingsError> {
+        let items = value
+            .as_array()
+            .ok_or_else(|| self.invalid(path, "an array of strings", value))?;
+        for (index, item) in items.iter().enumerate() {
+            self.non_empty_string(item, &path.index(index))?;
+        }
+        Ok(())
+    }
+
+    /// `sandbox`: wrong types are errors; unknown keys are warnings (never fatal), Claude Code
+    /// keys robota does not use are reported as ignored.
+    fn sandbox(&mut self, value: &Value, path: &JsonPath) -> Result<(), SettingsError> {
+        let map = self.object(value, path, "an object like {\"enabled\": true}")?;
+        for (key, value) in map {
+            let field = path.key(key);
+            match key.as_str() {
+                "enabled"
+                | "failIfUnavailable"
+                | "autoAllowBashIfSandboxed"
+                | "allowUnsandboxedCommands"
+                | "hooks" => self.boolean(value, &field)?,
+                "excludedCommands" => self.string_list(value, &field)?,
+                "backend" => {
+                    if value
+                        .as_str()
+                        .and_then(crate::sandbox::BackendChoice::parse)
+                        .is_none()
+                    {
+                        return Err(self.invalid(
+                            &field,
+                            "\"auto\", \"landlock\" or \"bwrap\"",
+                            value,
+                        ));
+                    }
+                }
+                "bwrapPath" => self.non_empty_string(value, &field)?,
+                "network" => {
+                    let network =
+                        self.object(value, &field, "an object like {\"allowedDomains\": []}")?;
+                    for (key, value) in network {
+                        let item = field.key(key);
+                        match key.as_str() {
+                            "allowedDomains" | "allowUnixSockets" => {
+                                self.string_list(value, &item)?
+                            }
+                            "allowLocalBinding" | "allowAllUnixSockets" => {
+                                self.boolean(value, &item)?
+                            }
+                            "httpProxyPort" | "socksProxyPort" => self.warn(
+                                SettingsWarningKind::IgnoredKey,
+                                &item,
+                                "robota runs its own allow-list proxy; this value is ignored"
+                                    .to_owned(),
+                            ),
+                            _ => self.unknown(&item),
+                        }
+                    }
+                }
+                "filesystem" => {
+                    let filesystem =
+                        self.object(value, &field, "an object like {\"allowWrite\": []}")?;
+                    for (key, value) in filesystem {
+                        let item = field.key(key);
+                        match key.as_str() {
+                            "allowWrite" | "denyWrite" | "denyRead" | "allowRead" => {
+                                self.string_list(value, &item)?
+                            }
+                            _ => self.unknown(&item),
+                        }
+                    }
+                }
+                "ignoreViolations"
+                | "enableWeakerNestedSandbox"
+                | "enableWeakerNetworkIsolation" => self.warn(
+                    SettingsWarningKind::IgnoredKey,
+                    &field,
+                    "recognised sandbox setting that robota does not use; it is ignored".to_owned(),
+                ),
+                _ => self.unknown(&field),
+            }
+        }
+        Ok(())
+    }
+
     fn env(&self, value: &Value, path: &JsonPath) -> Result<(), SettingsError> {
         let map = self.object(value, path, "an object of environment variables")?;
         for (name, value) in map {
@@ -222,12 +307,7 @@ impl LayerValidator<'_> {
             let field = path.key(key);
             match key.as_str() {
                 "allow" | "ask" | "deny" | "additionalDirectories" => {
-                    let items = value
-                        .as_array()
-                        .ok_or_else(|| self.invalid(&field, "an array of strings", value))?;
-                    for (index, item) in items.iter().enumerate() {
-                        self.non_empty_string(item, &field.index(index))?;
-                    }
+                    self.string_list(value, &field)?;
                 }
                 "defaultMode" => {
                     let Some(mode) = value.as_str() else {

@@ -560,6 +560,12 @@ impl InteractiveSession {
         self.inner.session.context_state()
     }
 
+    /// The OS sandbox Bash runs in: enabled, active, backend, why not when unavailable,
+    /// writable roots, network policy, and which guarantees hold.
+    pub fn sandbox_status(&self) -> crate::sandbox::SandboxStatus {
+        self.inner.session.sandbox_status()
+    }
+
     /// The answer text of the current prompt so far.
     pub fn get_streaming_text(&self) -> String {
         self.inner.lock().streaming_text.clone()

@@ -17,7 +17,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget;
 use super::process;
-use super::workspace::SessionDir;
 
 /// Where a background task stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -251,13 +250,13 @@ impl BackgroundTasks {
     /// Starts `command` in the background; its output goes to two files in the session directory.
     pub(crate) fn start(
         &self,
-        shell: &Path,
+        shared: &super::Shared,
         command: &str,
         cwd: &Path,
-        env: &BTreeMap<String, String>,
-        session_dir: &SessionDir,
-        grace: Duration,
+        sandbox: Option<&crate::sandbox::Sandbox>,
     ) -> Result<BackgroundTaskInfo, String> {
+        let (shell, env, grace) = (&shared.shell, &shared.env, shared.kill_grace);
+        let session_dir = shared.workspace.session_dir();
         let number = {
             let mut registry = self.lock();
             registry.next_id += 1;
@@ -277,8 +276,9 @@ impl BackgroundTasks {
             env,
             open(&stdout_path)?,
             open(&stderr_path)?,
+            sandbox,
         )
-        .map_err(|err| format!("could not start {}: {err}", shell.display()))?;
+        .map_err(|err| err.describe(shell))?;
         let pid = child.id();
         let (status_tx, status_rx) = watch::channel(BackgroundTaskStatus::Running);
         let stop = CancellationToken::new();

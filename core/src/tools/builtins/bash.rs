@@ -12,6 +12,7 @@ use super::budget;
 use super::process::{self, GroupGuard};
 use super::schema::{Field, Input, InputSchema, Kind};
 use super::{Builtins, Shared};
+use crate::sandbox::{Placement, Sandbox};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
 /// Default timeout, as in Claude Code.
@@ -51,6 +52,14 @@ const SCHEMA: InputSchema = InputSchema {
             description: "Set to true to run this command in the background. Returns at once \
                           with a task id and the files its output is written to.",
         },
+        Field {
+            name: "dangerouslyDisableSandbox",
+            aliases: &["dangerously_disable_sandbox"],
+            kind: Kind::Boolean,
+            required: false,
+            description: "Set to true to run this command outside the OS sandbox (only when it \
+                          failed because of the sandbox; the user is asked to approve it).",
+        },
     ],
 };
 
@@ -83,6 +92,11 @@ background task and returns at once with its id and output files; Read those fil
             shell = shared.shell.display(),
             limit = shared.limit.max_bytes,
         );
+        let mut description = description;
+        if let Some(note) = shared.sandbox.as_ref().and_then(|s| s.tool_note()) {
+            description.push('\n');
+            description.push_str(&note);
+        }
         BashTool {
             shared,
             description,
@@ -122,12 +136,18 @@ impl Tool for BashTool {
                 context.cwd.display()
             ));
         }
+        let disable_sandbox = input.bool("dangerouslyDisableSandbox") == Some(true);
+        let sandbox = match self.placement(&command, disable_sandbox) {
+            Ok(sandbox) => sandbox,
+            Err(message) => return ToolOutput::error(message),
+        };
         if input.bool("run_in_background") == Some(true) {
-            return self.start_background(&command, &context);
+            return self.start_background(&command, &context, sandbox);
         }
         let requested = input.int("timeout").map(|t| t as u64);
         let timeout_ms = requested.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
-        self.run(&command, timeout_ms, requested, &context).await
+        self.run(&command, timeout_ms, requested, &context, sandbox)
+            .await
     }
 }
 
@@ -139,16 +159,33 @@ enum Ending {
 }
 
 impl BashTool {
-    fn start_background(&self, command: &str, context: &ToolContext) -> ToolOutput {
+    /// The sandbox `command` runs in (`Ok(None)`: unsandboxed), or why it may not run at all.
+    fn placement(
+        &self,
+        command: &str,
+        disable_requested: bool,
+    ) -> Result<Option<&Sandbox>, String> {
+        let Some(sandbox) = self.shared.sandbox.as_deref() else {
+            return Ok(None);
+        };
+        match sandbox.placement(command, disable_requested) {
+            Placement::Sandboxed => Ok(Some(sandbox)),
+            Placement::Unsandboxed => Ok(None),
+            Placement::Refused { message } => Err(message),
+        }
+    }
+
+    fn start_background(
+        &self,
+        command: &str,
+        context: &ToolContext,
+        sandbox: Option<&Sandbox>,
+    ) -> ToolOutput {
         let shared = &self.shared;
-        match shared.background.start(
-            &shared.shell,
-            command,
-            &context.cwd,
-            &shared.env,
-            shared.workspace.session_dir(),
-            shared.kill_grace,
-        ) {
+        match shared
+            .background
+            .start(shared, command, &context.cwd, sandbox)
+        {
             Ok(info) => {
                 ToolOutput::with_response(
                     format!(
@@ -165,6 +202,7 @@ impl BashTool {
                         "stdout_file": info.stdout_path,
                         "stderr_file": info.stderr_path,
                         "interrupted": false,
+                        "sandboxed": sandbox.is_some(),
                     }),
                 )
             }
@@ -180,6 +218,7 @@ impl BashTool {
         timeout_ms: u64,
         requested_ms: Option<u64>,
         context: &ToolContext,
+        sandbox: Option<&Sandbox>,
     ) -> ToolOutput {
         let shared = &self.shared;
         let session_dir = shared.workspace.session_dir();
@@ -210,14 +249,12 @@ impl BashTool {
             &shared.env,
             stdout_file,
             stderr_file,
+            sandbox,
         ) {
             Ok(child) => child,
             Err(err) => {
                 remove_quietly(&[&stdout_path, &stderr_path]);
-                return ToolOutput::error(format!(
-                    "Could not start {}: {err}. Configure another shell for the session.",
-                    shared.shell.display()
-                ));
+                return ToolOutput::error(err.describe(&shared.shell));
             }
         };
         let pgid = child.id();
@@ -303,6 +340,20 @@ impl BashTool {
         if let Some(note) = &note {
             content.push_str(note);
         }
+        let sandbox_note = sandbox.and_then(|sandbox| {
+            let mut evidence = stderr.clone();
+            if stdout.contains("robota sandbox: network access") {
+                evidence.push('\n');
+                evidence.push_str(&stdout);
+            }
+            sandbox.explain_failure(&evidence)
+        });
+        if let Some(sandbox_note) = &sandbox_note {
+            if !content.is_empty() && !content.ends_with('\n') {
+                content.push('\n');
+            }
+            content.push_str(sandbox_note);
+        }
         if content.is_empty() {
             content.push_str("(no output)");
         }
@@ -319,6 +370,8 @@ impl BashTool {
             "duration_ms": elapsed.as_millis() as u64,
             "stdout_file": stdout_spilled.then_some(&stdout_path),
             "stderr_file": stderr_spilled.then_some(&stderr_path),
+            "sandboxed": sandbox.is_some(),
+            "sandbox_note": sandbox_note,
         });
         ToolOutput {
             content,

@@ -103,6 +103,7 @@ pub use web_search::{
 };
 pub use write::WriteTool;
 
+use crate::sandbox::Sandbox;
 use crate::tools::{Tool, ToolOutput, ToolRegistry};
 use workspace::Workspace;
 
@@ -130,6 +131,9 @@ pub struct BuiltinToolsConfig {
     /// Extra environment for Bash commands and background tasks (settings.json `env`), added to
     /// the inherited environment; an entry here overrides an inherited variable of the same name.
     pub env: BTreeMap<String, String>,
+    /// The OS sandbox Bash commands and background tasks run in (a session sets its own);
+    /// `None`: unsandboxed.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Default for BuiltinToolsConfig {
@@ -143,6 +147,7 @@ impl Default for BuiltinToolsConfig {
             web_fetch: WebFetchConfig::default(),
             search_provider: None,
             env: BTreeMap::new(),
+            sandbox: None,
         }
     }
 }
@@ -161,6 +166,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
                 &self.search_provider.as_ref().map(|p| p.name().to_string()),
             )
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("sandbox", &self.sandbox.is_some())
             .finish()
     }
 }
@@ -176,6 +182,7 @@ pub(crate) struct Shared {
     search: Option<Arc<dyn SearchProvider>>,
     http: OnceLock<Result<reqwest::Client, String>>,
     env: BTreeMap<String, String>,
+    sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Shared {
@@ -229,6 +236,7 @@ impl Builtins {
                 }),
                 http: OnceLock::new(),
                 env: config.env,
+                sandbox: config.sandbox,
             }),
         }
     }
@@ -267,6 +275,11 @@ impl Builtins {
     /// The shell Bash runs commands with.
     pub fn shell(&self) -> &std::path::Path {
         &self.shared.shell
+    }
+
+    /// The OS sandbox Bash commands run in, if one is configured.
+    pub fn sandbox(&self) -> Option<&Arc<Sandbox>> {
+        self.shared.sandbox.as_ref()
     }
 }
 

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
+use crate::sandbox::{Sandbox, SandboxError};
+
 /// Environment that keeps tools from waiting on a terminal that is not there.
 pub(crate) const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("GIT_TERMINAL_PROMPT", "0"),
@@ -58,6 +60,9 @@ pub(crate) fn resolve_shell(configured: Option<&Path>) -> PathBuf {
 /// stdout/stderr going to the given files, and `env` (settings.json `env`) added to the
 /// inherited environment after the non-interactive defaults, so an explicit setting wins.
 ///
+/// With `sandbox`, the shell runs confined by the OS sandbox, which starts it in a new session
+/// (its own process group, whose id is the shell's pid, as without the sandbox).
+///
 /// Output goes to files rather than pipes because a backgrounded grandchild (`server &`) would
 /// keep a pipe open and make the call wait for it; files also hold arbitrarily large output
 /// without memory, and already are the spill files when the output is too long to show.
@@ -68,11 +73,21 @@ pub(crate) fn spawn_shell(
     env: &BTreeMap<String, String>,
     stdout: File,
     stderr: File,
-) -> std::io::Result<Child> {
-    let mut cmd = Command::new(shell);
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    sandbox: Option<&Sandbox>,
+) -> Result<Child, SpawnError> {
+    let mut cmd = match sandbox {
+        Some(sandbox) => sandbox
+            .command(shell, &["-c".into(), command.into()], cwd)
+            .map_err(SpawnError::Sandbox)?,
+        None => {
+            let mut cmd = Command::new(shell);
+            cmd.arg("-c").arg(command);
+            #[cfg(unix)]
+            cmd.process_group(0);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
@@ -81,9 +96,37 @@ pub(crate) fn spawn_shell(
         cmd.env(key, value);
     }
     cmd.envs(env);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    cmd.spawn()
+    if let Some(temp) = sandbox.and_then(|s| s.policy().temp_dir.clone()) {
+        // The sandbox's private temp dir wins over an inherited or configured TMPDIR, which
+        // would not be writable inside.
+        cmd.env("TMPDIR", temp);
+    }
+    cmd.spawn().map_err(SpawnError::Io)
+}
+
+/// Why a shell could not be started.
+#[derive(Debug)]
+pub(crate) enum SpawnError {
+    /// The OS sandbox could not be set up for it.
+    Sandbox(SandboxError),
+    /// The process could not be started.
+    Io(std::io::Error),
+}
+
+impl SpawnError {
+    /// A sentence for the model and the user, naming `shell`.
+    pub(crate) fn describe(&self, shell: &Path) -> String {
+        match self {
+            SpawnError::Sandbox(err) => format!(
+                "{err}. The command was not run; fix the sandbox or turn it off \
+                 (`sandbox.enabled: false`)."
+            ),
+            SpawnError::Io(err) => format!(
+                "Could not start {}: {err}. Configure another shell for the session.",
+                shell.display()
+            ),
+        }
+    }
 }
 
 /// Sends `signal` to every process of group `pgid`. Refuses pgid 0 and 1, which would address
