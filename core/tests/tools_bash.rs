@@ -148,6 +148,35 @@ async fn environment_is_non_interactive_and_stdin_is_closed() {
 }
 
 #[tokio::test]
+async fn cdpath_never_reaches_the_shell() {
+    // The permission engine resolves `cd name` relative to the working directory; a CDPATH in
+    // the configured environment must not send the shell somewhere else.
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(dir.path().join("elsewhere/target")).unwrap();
+    std::fs::create_dir(&cwd).unwrap();
+    let mut env_vars = std::collections::BTreeMap::new();
+    env_vars.insert(
+        "CDPATH".to_string(),
+        dir.path().join("elsewhere").display().to_string(),
+    );
+    let builtins = Builtins::new(BuiltinToolsConfig {
+        session_dir: Some(dir.path().join("session")),
+        shell: Some("/bin/sh".into()),
+        env: env_vars,
+        ..BuiltinToolsConfig::default()
+    });
+    let out = BashTool::new(&builtins)
+        .execute(
+            json!({"command": "echo \"[$CDPATH]\"; cd target && pwd"}),
+            context(&cwd),
+        )
+        .await;
+    assert!(out.content.starts_with("[]\n"), "{}", out.content);
+    assert!(!out.content.contains("elsewhere"), "{}", out.content);
+}
+
+#[tokio::test]
 async fn timeout_kills_the_whole_tree_and_returns_partial_output() {
     let env = env();
     let started = Instant::now();

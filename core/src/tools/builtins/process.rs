@@ -96,6 +96,9 @@ pub(crate) fn spawn_shell(
         cmd.env(key, value);
     }
     cmd.envs(env);
+    // With `CDPATH` set, `cd src` may land anywhere on it; the permission engine resolves `cd`
+    // without it, so the shell must too. (A command that sets it itself is analysed as such.)
+    cmd.env_remove("CDPATH");
     if let Some(temp) = sandbox.and_then(|s| s.policy().temp_dir.clone()) {
         // The sandbox's private temp dir wins over an inherited or configured TMPDIR, which
         // would not be writable inside.
