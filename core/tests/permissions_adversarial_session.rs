@@ -226,6 +226,9 @@ async fn run_mode(template: &World, mode: PermissionMode, failures: &mut Vec<Str
     let mut options = SessionOptions::new(&world.project, provider.clone())
         .with_settings(SessionSettings::with_home(&world.home))
         .with_permission_mode(mode)
+        // The permission engine alone must stop every attack: the OS sandbox (on by default in
+        // bypassPermissions) is a second fence, tested on its own in `session_sandbox.rs`.
+        .with_sandbox(false)
         .with_project_context(false);
     options
         .builtin_tools
