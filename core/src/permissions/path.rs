@@ -230,25 +230,11 @@ impl PathPattern {
         case_insensitive: bool,
         strict: bool,
     ) -> bool {
-        let base = match self.anchor {
-            Anchor::Root => PathBuf::from("/"),
-            Anchor::Home => match anchors.home {
-                Some(home) => normalize(home),
-                // No home directory known: a `~/` rule cannot be placed, so it matches nothing.
-                None => return false,
-            },
-            Anchor::SourceDir => normalize(anchors.source_dir.unwrap_or(anchors.cwd)),
-            Anchor::Cwd | Anchor::CwdRelative | Anchor::CwdAnyDepth => normalize(anchors.cwd),
+        // No home directory known: a `~/` rule cannot be placed, so it matches nothing.
+        let Some((base_parts, mut pattern)) = self.resolved(anchors, case_insensitive) else {
+            return false;
         };
-        let fold = |s: &str| {
-            if case_insensitive {
-                s.to_lowercase()
-            } else {
-                s.to_string()
-            }
-        };
-        let base_parts: Vec<String> = segments_of(&base).iter().map(|s| fold(s)).collect();
-        let path_parts: Vec<String> = segments_of(path).iter().map(|s| fold(s)).collect();
+        let path_parts = folded_segments(path, case_insensitive);
         if path_parts.len() < base_parts.len() || path_parts[..base_parts.len()] != base_parts[..] {
             return false;
         }
@@ -256,9 +242,9 @@ impl PathPattern {
             .iter()
             .map(String::as_str)
             .collect();
-        let mut pattern: Vec<String> = self.segments.iter().map(|s| fold(s)).collect();
-        if self.anchor == Anchor::CwdRelative && !strict {
-            pattern.insert(0, "**".to_string());
+        if self.anchor == Anchor::CwdRelative && strict {
+            // Allow rules read a bare relative pattern at the cwd only.
+            pattern.remove(0);
         }
         if pattern.is_empty() {
             // The anchor directory itself: covers everything below it.
@@ -284,24 +270,10 @@ impl PathPattern {
         anchors: &AnchorDirs<'_>,
         case_insensitive: bool,
     ) -> bool {
-        let base = match self.anchor {
-            Anchor::Root => PathBuf::from("/"),
-            Anchor::Home => match anchors.home {
-                Some(home) => normalize(home),
-                None => return false,
-            },
-            Anchor::SourceDir => normalize(anchors.source_dir.unwrap_or(anchors.cwd)),
-            Anchor::Cwd | Anchor::CwdRelative | Anchor::CwdAnyDepth => normalize(anchors.cwd),
+        let Some((base_parts, pattern)) = self.resolved(anchors, case_insensitive) else {
+            return false;
         };
-        let fold = |s: &str| {
-            if case_insensitive {
-                s.to_lowercase()
-            } else {
-                s.to_string()
-            }
-        };
-        let base_parts: Vec<String> = segments_of(&base).iter().map(|s| fold(s)).collect();
-        let dir_parts: Vec<String> = segments_of(dir).iter().map(|s| fold(s)).collect();
+        let dir_parts = folded_segments(dir, case_insensitive);
         let shared = base_parts
             .iter()
             .zip(&dir_parts)
@@ -313,12 +285,48 @@ impl PathPattern {
             return shared == dir_parts.len();
         }
         let rest: Vec<String> = dir_parts[base_parts.len()..].to_vec();
-        let mut pattern: Vec<String> = self.segments.iter().map(|s| fold(s)).collect();
+        prefix_may_match(&pattern, &rest)
+    }
+
+    /// The anchor directory's segments and the pattern's (a bare relative pattern with a `/`
+    /// gets a leading `**`: any depth), case-folded when asked. `None` when the anchor cannot
+    /// be placed (`~/` without a home directory).
+    fn resolved(
+        &self,
+        anchors: &AnchorDirs<'_>,
+        case_insensitive: bool,
+    ) -> Option<(Vec<String>, Vec<String>)> {
+        let base = match self.anchor {
+            Anchor::Root => PathBuf::from("/"),
+            Anchor::Home => normalize(anchors.home?),
+            Anchor::SourceDir => normalize(anchors.source_dir.unwrap_or(anchors.cwd)),
+            Anchor::Cwd | Anchor::CwdRelative | Anchor::CwdAnyDepth => normalize(anchors.cwd),
+        };
+        let mut pattern: Vec<String> = self
+            .segments
+            .iter()
+            .map(|s| fold(s, case_insensitive))
+            .collect();
         if self.anchor == Anchor::CwdRelative {
             pattern.insert(0, "**".to_string());
         }
-        prefix_may_match(&pattern, &rest)
+        Some((folded_segments(&base, case_insensitive), pattern))
     }
+}
+
+fn fold(s: &str, case_insensitive: bool) -> String {
+    if case_insensitive {
+        s.to_lowercase()
+    } else {
+        s.to_string()
+    }
+}
+
+fn folded_segments(path: &Path, case_insensitive: bool) -> Vec<String> {
+    segments_of(path)
+        .iter()
+        .map(|s| fold(s, case_insensitive))
+        .collect()
 }
 
 /// Whether `pattern` can match `rest` followed by any further segments (or an ancestor of it,
