@@ -867,13 +867,16 @@ fn candidate_path_words(argv: &[ShellWord]) -> Vec<ShellWord> {
                     raw: value.to_string(),
                     ..w.clone()
                 });
-            } else if !w.text.starts_with("--") && w.text.len() > 2 {
+            } else if !w.text.starts_with("--") {
                 // `-fFILE`: the attached value may be a path.
-                out.push(ShellWord {
-                    text: w.text[2..].to_string(),
-                    raw: w.text[2..].to_string(),
-                    ..w.clone()
-                });
+                let attached: String = w.text.chars().skip(2).collect();
+                if !attached.is_empty() {
+                    out.push(ShellWord {
+                        text: attached.clone(),
+                        raw: attached,
+                        ..w.clone()
+                    });
+                }
             }
             continue;
         }

@@ -1450,7 +1450,8 @@ fn safe_heredoc(body: &str) -> bool {
                             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                             .unwrap_or(rest.len() - 1)
                     }
-                    _ => 2.min(rest.len()),
+                    // `$?`, `$1`, `$$` and the like: the `$` and one character.
+                    _ => 1 + rest[1..].chars().next().map_or(0, char::len_utf8),
                 };
                 let slice = &rest[..end];
                 if slice.len() > 1 && !safe_parameter(slice) {
