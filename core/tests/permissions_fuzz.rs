@@ -163,20 +163,20 @@ fn generated_commands_never_panic_and_always_explain() {
         PermissionMode::BypassPermissions,
         PermissionMode::DontAsk,
     ];
-    for case in 0..4000 {
+    for case in 0..4000usize {
         let words = 1 + rng.next() % 14;
         let mut command = String::new();
         for _ in 0..words {
             command.push_str(rng.pick(FRAGMENTS));
-            if rng.next() % 3 != 0 {
+            if !rng.next().is_multiple_of(3) {
                 command.push(' ');
             }
         }
-        if case % 97 == 0 {
+        if case.is_multiple_of(97) {
             // Deep nesting and very long words.
             command = "$(".repeat(40) + &command + &")".repeat(40);
         }
-        if case % 211 == 0 {
+        if case.is_multiple_of(211) {
             command = "x".repeat(70_000);
         }
         let mode = modes[case % modes.len()];
