@@ -11,6 +11,7 @@ pub mod framework;
 pub mod hooks;
 pub mod message;
 pub mod permissions;
+pub mod process;
 pub mod provider;
 pub mod sandbox;
 pub mod session;
