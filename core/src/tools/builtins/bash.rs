@@ -89,7 +89,12 @@ tree is stopped and the output so far is returned.\n\
 - Output longer than {limit} bytes is shown as its head and tail; the full output is saved to a \
 file whose path is given, which you can Read or Grep.\n\
 - `run_in_background: true` starts long-running commands (servers, watchers, long builds) as a \
-background task and returns at once with its id and output files; Read those files to check on it.\n\
+background task and returns at once with its id and output files; Read those files to check on it. \
+A background task runs until it exits, is stopped, or the session ends; what it starts with `&` \
+ends with it.\n\
+- A call's processes end with the call: anything the command leaves running in the background \
+(`server &`, `nohup cmd &`) is stopped when it finishes. Start servers and watchers with \
+`run_in_background: true` instead; do not detach them with `setsid` or `disown`.\n\
 - Prefer the Glob, Grep, Read, Edit and Write tools over find, grep, cat, sed and echo.",
             shell = shared.shell.display(),
             limit = shared.limit.max_bytes,
