@@ -114,27 +114,30 @@ static void test_free_stops_the_running_call(void) {
   remove_dir(dir);
 }
 
-/* A background task outlives its turn, and ends with robota_session_free. */
-static void test_free_stops_background_tasks(void) {
-  char dir[64];
+/* A session whose turn started the tree as a background task, which outlives the turn. */
+static robota_session *background_tree(char dir[64], pid_t pids[NPIDS]) {
   robota_session *s = tree_session(dir, BACKGROUND);
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "go", 2, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 10000, &e_));
-  pid_t pids[NPIDS];
   read_tree(dir, pids);
+  return s;
+}
+
+/* robota_session_free stops background tasks. */
+static void test_free_stops_background_tasks(void) {
+  char dir[64];
+  pid_t pids[NPIDS];
+  robota_session *s = background_tree(dir, pids);
   robota_session_free(s);
   check_dead(pids, "robota_session_free");
   remove_dir(dir);
 }
 
-/* robota_session_shutdown stops background tasks too (the handle stays usable for free). */
+/* robota_session_shutdown stops them too (the handle stays valid until freed). */
 static void test_shutdown_stops_background_tasks(void) {
   char dir[64];
-  robota_session *s = tree_session(dir, BACKGROUND);
-  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "go", 2, &e_));
-  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 10000, &e_));
   pid_t pids[NPIDS];
-  read_tree(dir, pids);
+  robota_session *s = background_tree(dir, pids);
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_shutdown(s, 10000, &e_));
   check_dead(pids, "robota_session_shutdown");
   robota_session_free(s);
