@@ -334,6 +334,72 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// The registries of several sessions, for a host's exit path: a binding adds every session it
+/// creates, and stops whatever they still run when the host process exits (an `atexit` hook, a
+/// Node environment's cleanup hook). Holds the registries weakly: a session that is gone is
+/// skipped, and its entry is dropped when the next one is added.
+#[derive(Debug, Default)]
+pub struct ProcessGroupsSet {
+    entries: Mutex<Vec<(std::sync::Weak<Inner>, Duration)>>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessGroups").finish_non_exhaustive()
+    }
+}
+
+impl ProcessGroupsSet {
+    /// An empty set (`const`: it can be a `static` of a binding).
+    pub const fn new() -> Self {
+        ProcessGroupsSet {
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<(std::sync::Weak<Inner>, Duration)>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds `groups`, stopped with `grace` between SIGTERM and SIGKILL.
+    pub fn insert(&self, groups: &ProcessGroups, grace: Duration) {
+        let mut entries = self.lock();
+        entries.retain(|(inner, _)| inner.upgrade().is_some_and(|i| !i.closed.is_cancelled()));
+        entries.push((Arc::downgrade(&groups.inner), grace));
+    }
+
+    fn live(&self) -> Vec<(ProcessGroups, Duration)> {
+        self.lock()
+            .iter()
+            .filter_map(|(inner, grace)| {
+                inner
+                    .upgrade()
+                    .map(|inner| (ProcessGroups { inner }, *grace))
+            })
+            .collect()
+    }
+
+    /// Stops every group of every live registry (see [`ProcessGroups::stop_all_blocking`]),
+    /// all at once: the wait is the longest grace, not their sum. Blocks the calling thread.
+    pub fn stop_all_blocking(&self) {
+        let live = self.live();
+        let grace = live.iter().map(|(_, g)| *g).max().unwrap_or_default();
+        let mut pgids = Vec::new();
+        for (groups, _) in &live {
+            groups.inner.closed.cancel();
+            pgids.extend(groups.pgids());
+        }
+        signal::terminate_groups_blocking(&pgids, grace);
+    }
+
+    /// Sends SIGKILL to every group of every live registry, without waiting.
+    pub fn kill_all_now(&self) {
+        for (groups, _) in self.live() {
+            groups.kill_all_now();
+        }
+    }
+}
+
 /// `label` on one line, cut to [`MAX_LABEL_CHARS`] characters.
 fn cut_label(label: &str) -> String {
     let line: String = label
@@ -437,6 +503,32 @@ mod tests {
         groups.stop_all_blocking(Duration::from_millis(500));
         assert!(!signal::group_alive(pgid));
         assert!(groups.is_closed());
+        drop(handle);
+    }
+
+    #[test]
+    fn a_set_stops_the_groups_of_its_live_registries() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let set = ProcessGroupsSet::new();
+        let (kept, dropped, pgid, handle) = runtime.block_on(async {
+            let kept = ProcessGroups::new();
+            let dropped = ProcessGroups::new();
+            let child = spawn_group("sleep 300");
+            let pgid = child.id().unwrap();
+            let handle = kept.adopt(pgid, ProcessKind::Host, "sleep");
+            std::mem::forget(child);
+            (kept, dropped, pgid, handle)
+        });
+        set.insert(&kept, Duration::from_millis(300));
+        set.insert(&dropped, Duration::from_millis(300));
+        drop(dropped);
+        assert_eq!(set.live().len(), 1);
+        set.stop_all_blocking();
+        assert!(!signal::group_alive(pgid));
+        assert!(kept.is_closed());
         drop(handle);
     }
 
