@@ -274,3 +274,54 @@ async fn an_unsaved_sessions_spill_directory_is_private_and_removed_with_it() {
     drop(session);
     assert!(!dir.exists(), "{} was left behind", dir.display());
 }
+
+/// Host pids of the processes whose command line is exactly `words`.
+fn pids_running(words: &[&str]) -> Vec<i32> {
+    let wanted: Vec<u8> = words
+        .iter()
+        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| {
+            let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            (cmdline == wanted && alive(pid)).then_some(pid)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(target_os = "linux")]
+async fn under_bubblewrap_even_a_setsid_process_ends_with_the_command() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.root.join(".claude")).unwrap();
+    std::fs::write(
+        project.root.join(".claude/settings.json"),
+        json!({"sandbox": {"enabled": true, "backend": "bwrap"}}).to_string(),
+    )
+    .unwrap();
+    // A sleep length no other process uses, to find it in /proc.
+    let seconds = format!("301.{}", std::process::id());
+    let command =
+        format!("setsid sleep {seconds} & sleep 0.2; kill -0 $! && echo escaped-and-running");
+    let options = project
+        .options(bash_then_done(json!({ "command": command })))
+        .with_sandbox(true);
+    let session = Session::new(options).unwrap();
+    let status = session.sandbox_status();
+    if !(status.active && status.backend.as_deref() == Some("bwrap")) {
+        eprintln!(
+            "skipped: bubblewrap is not usable here ({:?})",
+            status.reason
+        );
+        return;
+    }
+    session.run("go").await.unwrap();
+    let (content, is_error) = tool_results(&session)[0].clone();
+    assert!(!is_error, "{content}");
+    assert!(content.contains("escaped-and-running"), "{content}");
+    // The PID namespace ended with the command, taking the process that left its group along.
+    assert!(pids_running(&["sleep", &seconds]).is_empty());
+}
