@@ -546,20 +546,17 @@ fn exit_code_within(child: &mut std::process::Child) -> Option<i32> {
     }
 }
 
-/// Runs a prompt whose Bash call starts [`TREE`] (headless, or in the REPL), sends `signal` to
-/// the CLI once the tree is up, and checks the exit code, that every process of the tree is
-/// gone when the CLI has exited, and that the session was saved with the turn interrupted.
+/// A CLI (headless, or the REPL) whose prompt's Bash call runs [`TREE`] against `mock` in
+/// `project`, once the whole tree is up: the child and the tree's pids.
 #[cfg(unix)]
-async fn signal_during_a_bash_call(signal: i32, expected_code: i32, interactive: bool) {
-    use process_common::{alive, assert_all_dead, read_pid};
+fn start_bash_tree(
+    project: &Project,
+    mock: &MockLlm,
+    interactive: bool,
+) -> (std::process::Child, i32, Vec<i32>) {
+    use process_common::{alive, read_pid};
 
-    let mock = mock(json!([
-        {"tool_calls": [{"id": "t1", "name": "Bash", "input": {"command": TREE}}]},
-        {"text": "done"}
-    ]))
-    .await;
-    let project = Project::new();
-    project.use_mock(&mock);
+    project.use_mock(mock);
     let mut command = project.robota();
     command.args(["--permission-mode", "bypassPermissions", "--no-sandbox"]);
     if interactive {
@@ -585,6 +582,29 @@ async fn signal_during_a_bash_call(signal: i32, expected_code: i32, interactive:
         assert!(alive(pid), "process {pid} of the tree is not running");
     }
     let robota_pid = i32::try_from(child.id()).expect("pid");
+    (child, robota_pid, pids)
+}
+
+/// The mock-llm script of those tests: the Bash call, then an answer.
+#[cfg(unix)]
+async fn tree_mock() -> MockLlm {
+    mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Bash", "input": {"command": TREE}}]},
+        {"text": "done"}
+    ]))
+    .await
+}
+
+/// Runs a prompt whose Bash call starts [`TREE`] (headless, or in the REPL), sends `signal` to
+/// the CLI once the tree is up, and checks the exit code, that every process of the tree is
+/// gone when the CLI has exited, and that the session was saved with the turn interrupted.
+#[cfg(unix)]
+async fn signal_during_a_bash_call(signal: i32, expected_code: i32, interactive: bool) {
+    use process_common::assert_all_dead;
+
+    let mock = tree_mock().await;
+    let project = Project::new();
+    let (mut child, robota_pid, pids) = start_bash_tree(&project, &mock, interactive);
     // SAFETY: kill(2) has no memory-safety preconditions.
     assert_eq!(unsafe { libc::kill(robota_pid, signal) }, 0);
     let code = exit_code_within(&mut child);
@@ -688,4 +708,22 @@ async fn a_spilled_output_is_kept_with_the_session_and_readable_after_continue()
     let sent = sent_text(&second, 1);
     assert!(sent.contains("150000\\t150000"), "{sent}");
     assert!(!sent.contains("Access denied"), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn interactive_ctrl_c_aborts_the_turn_and_a_second_one_exits() {
+    use process_common::wait_all_dead;
+
+    let mock = tree_mock().await;
+    let project = Project::new();
+    let (mut child, robota_pid, pids) = start_bash_tree(&project, &mock, true);
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(robota_pid, libc::SIGINT) }, 0);
+    // The first Ctrl-C aborts the turn (the tree goes) and the REPL stays.
+    wait_all_dead(&pids, "Ctrl-C during the turn");
+    assert!(child.try_wait().expect("wait").is_none(), "the REPL exited");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(robota_pid, libc::SIGINT) }, 0);
+    assert_eq!(exit_code_within(&mut child), Some(130));
 }
