@@ -432,13 +432,17 @@ async fn stopping_the_sessions_processes_stops_background_tasks() {
     let status = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
     assert_eq!(status, BackgroundTaskStatus::Killed);
     // Once the session's processes are stopped, nothing new starts.
-    let out = bash(
-        &env,
-        json!({"command": "echo late", "run_in_background": true}),
-    )
-    .await;
-    assert!(out.is_error);
-    assert!(out.content.contains("shutting down"), "{}", out.content);
+    for background in [true, false] {
+        let input = json!({"command": "touch late", "run_in_background": background});
+        let out = bash(&env, input).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("the command was not run"),
+            "{}",
+            out.content
+        );
+    }
+    assert!(!env.cwd.join("late").exists());
 }
 
 /// The file names in `dir`, sorted.

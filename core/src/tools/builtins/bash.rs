@@ -137,6 +137,9 @@ impl Tool for BashTool {
         if context.cancel.is_cancelled() {
             return ToolOutput::error("Aborted before start: the command was not run.");
         }
+        if self.shared.processes.is_closed() {
+            return ToolOutput::error("The session is ending: the command was not run.");
+        }
         if !context.cwd.is_dir() {
             return ToolOutput::error(format!(
                 "The working directory {} does not exist; the command was not run.",
