@@ -125,3 +125,9 @@ export declare function engineVersion(): string
  * (`{"mode", "cwd", "rules": {"allow", "deny", "ask"}}`). Returns the decision as JSON.
  */
 export declare function evaluatePermission(tool: string, inputJson: string, contextJson: string): string
+
+/**
+ * Stops every process of every session created in this JavaScript environment (SIGTERM, the
+ * kill grace, SIGKILL); blocks until they are gone. Called by the facade on `process.exit`.
+ */
+export declare function stopSessionProcesses(): void

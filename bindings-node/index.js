@@ -840,3 +840,4 @@ module.exports.NativeQuery = nativeBinding.NativeQuery
 module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.evaluatePermission = nativeBinding.evaluatePermission
+module.exports.stopSessionProcesses = nativeBinding.stopSessionProcesses

@@ -26,6 +26,12 @@
  *   the library never holds one of its locks while calling out, except the per-subscription
  *   gate that lets unsubscribe wait for a running callback.
  * - No panic crosses the boundary: an internal failure is ROBOTA_STATUS_PANIC.
+ * - Child processes: everything a session starts (Bash calls, background tasks, command hooks)
+ *   runs in its own process group and is stopped with the session: robota_session_shutdown and
+ *   robota_session_free stop whatever is still running (SIGTERM, a grace period, SIGKILL). The
+ *   library installs no signal handler: a host that should clean up when it receives SIGTERM,
+ *   SIGINT or SIGHUP catches the signal itself (e.g. sets a flag or writes to a pipe) and calls
+ *   robota_session_shutdown / robota_session_free from normal code, not from the handler.
  */
 
 #ifndef ROBOTA_H
@@ -582,12 +588,14 @@ void robota_runtime_free(struct robota_runtime *runtime);
 // Frees a runtime handle and waits up to `timeout_ms` milliseconds for its threads to stop,
 // when nothing else (provider, session, query) still uses the runtime; otherwise the same as
 // `robota_runtime_free`. Useful before process exit so that leak checkers see every thread
-// gone. NULL is ignored. Must not be called from an engine thread (it then behaves like
+// gone. Sessions still alive keep their processes (background tasks, hooks): free them first
+// (`robota_session_free` stops what they started). NULL is ignored. Must not be called from an engine thread (it then behaves like
 // `robota_runtime_free`).
 //
 // # Safety
 // `runtime` is NULL or a handle from `robota_runtime_new`, freed at most once.
-void robota_runtime_shutdown(struct robota_runtime *runtime, uint64_t timeout_ms);
+void robota_runtime_shutdown(struct robota_runtime *runtime,
+                             uint64_t timeout_ms);
 
 // Creates an interactive session on `provider` (and the provider's runtime) from JSON options
 // only (no host callbacks); see `robota_session_new` for callbacks.
@@ -790,6 +798,10 @@ robota_status robota_session_next_event(const struct robota_session *s,
 // Frees a session. NULL is ignored. Safe with work in flight: the running prompt is aborted,
 // every subscription is removed (each finalizer called once, no event callback runs after
 // this returns), and the engine's work is given up to 5 s to stop before the handle goes.
+// Every process the session started that is still running — the aborted Bash call's tree,
+// background tasks, background hooks — is stopped before this returns (SIGTERM, the kill
+// grace, then SIGKILL; from an engine thread, SIGKILL at once). `robota_session_shutdown`
+// first also runs the SessionEnd hooks and saves the session.
 // Completions the host still holds (tools, permission requests, hooks, provider calls) are
 // cancelled: `robota_completion_is_cancelled` turns 1 and answering them returns
 // `ROBOTA_STATUS_CANCELLED` (they must still be consumed). No host callback of the session
@@ -935,8 +947,9 @@ robota_status robota_session_set_name(const struct robota_session *s,
                                       size_t len,
                                       struct robota_error **out_err);
 
-// Shuts the session down: aborts any run, drops the queue, fires SessionEnd once and saves
-// it (with persistence); later prompts are refused. Waits at most `timeout_ms` milliseconds
+// Shuts the session down: aborts any run, drops the queue, fires SessionEnd once, saves it
+// (with persistence) and stops every process the session started that still runs
+// (background tasks, background hooks); later prompts are refused. Waits at most `timeout_ms` milliseconds
 // (`ROBOTA_STATUS_TIMEOUT`: the shutdown continues in the background). The handle still
 // needs `robota_session_free`. Blocks: refused (`ROBOTA_STATUS_INVALID_STATE`) on engine
 // threads.

@@ -9,6 +9,7 @@
 //! an [`ApiErrorKind`](robota::api::ApiErrorKind) name; the facade turns them into `RobotaError`
 //! with a `code`.
 
+mod exit;
 mod host;
 mod options;
 mod query;
@@ -21,6 +22,7 @@ use serde_json::Value;
 use robota::api::ApiError;
 use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
 
+pub use exit::stop_session_processes;
 pub use query::NativeQuery;
 pub use session::NativeSession;
 

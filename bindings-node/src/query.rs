@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
-use napi::Status;
+use napi::{Env, Status};
 use napi_derive::napi;
 use tokio::sync::Notify;
 
@@ -101,6 +101,7 @@ impl NativeQuery {
     /// answer text as it streams (both held weakly).
     #[napi(constructor)]
     pub fn new(
+        env: Env,
         options_json: String,
         #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: JsDispatcher,
         #[napi(ts_arg_type = "((text: string) => void) | undefined | null")] on_text_delta: Option<
@@ -134,6 +135,7 @@ impl NativeQuery {
             create_query(options).map_err(query_error)
         })
         .map_err(api_error)?;
+        crate::exit::stop_with_env(&env, query.session());
         Ok(NativeQuery {
             query: Arc::new(query),
             _bridge: bridge,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use napi::bindgen_prelude::{block_on, within_runtime_if_available, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::Status;
+use napi::{Env, Status};
 use napi_derive::napi;
 
 use robota::api::ApiError;
@@ -159,6 +159,7 @@ impl NativeSession {
     /// `(batchJson) => void`. Both functions are held weakly: they never keep Node alive.
     #[napi(constructor)]
     pub fn new(
+        env: Env,
         options_json: String,
         #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: JsDispatcher,
         #[napi(ts_arg_type = "(batch: string) => void")] on_events: EventFunction,
@@ -180,6 +181,7 @@ impl NativeSession {
             InteractiveSession::new(options).map_err(ApiError::from)
         })
         .map_err(api_error)?;
+        crate::exit::stop_with_env(&env, session.session());
         let subscription = Arc::new(session.subscribe_pull());
         let stopped = Arc::new(AtomicBool::new(false));
         let delivery_ended = Arc::new(AtomicBool::new(false));

@@ -7,6 +7,10 @@
 //! (python/cpython#124619). So every attach from a thread of ours goes through [`with_python`],
 //! and an `atexit` hook ([`at_exit`]) first forbids new ones and then waits, detached, for the
 //! ones in progress: finalization never starts while one of our threads is inside Python.
+//!
+//! The same hook first stops every process the live sessions still run ([`stop_at_exit`]): the
+//! engine's threads and the sessions are never dropped at interpreter exit, so without it a
+//! session the script did not shut down would leave its background tasks running.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -16,6 +20,8 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
+use robota::process::ProcessGroupsSet;
+use robota::session::Session;
 use tokio::sync::oneshot;
 
 static EXITING: AtomicBool = AtomicBool::new(false);
@@ -34,10 +40,21 @@ pub fn with_python<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
     out
 }
 
-/// The `atexit` hook: stops all re-entry into Python and waits (up to 2 s, detached) until no
-/// thread of ours is inside Python.
+/// The sessions whose processes the `atexit` hook stops.
+static SESSIONS: ProcessGroupsSet = ProcessGroupsSet::new();
+
+/// Registers `session` so that the processes it still runs (a Bash call, background tasks,
+/// background hooks) are stopped when the interpreter exits without `shutdown()`.
+pub fn stop_at_exit(session: &Session) {
+    SESSIONS.insert(session.processes(), session.kill_grace());
+}
+
+/// The `atexit` hook: stops the processes of every session still alive (SIGTERM, the kill
+/// grace, SIGKILL), then stops all re-entry into Python and waits (up to 2 s, detached) until
+/// no thread of ours is inside Python.
 #[pyfunction]
 pub fn at_exit(py: Python<'_>) {
+    py.detach(|| SESSIONS.stop_all_blocking());
     EXITING.store(true, Ordering::SeqCst);
     py.detach(|| {
         let deadline = Instant::now() + Duration::from_secs(2);

@@ -94,6 +94,7 @@ impl NativeQuery {
         }
         options.session = Some(session);
         let query = py.detach(|| create_query(options)).map_err(query_error)?;
+        crate::aio::stop_at_exit(query.session());
         Ok(NativeQuery {
             query: Arc::new(query),
             slot,

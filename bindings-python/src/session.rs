@@ -136,6 +136,7 @@ impl NativeSession {
         let session = py
             .detach(|| InteractiveSession::new(interactive))
             .map_err(interactive_error)?;
+        crate::aio::stop_at_exit(session.session());
         Ok(NativeSession { session, slot })
     }
 

@@ -6,13 +6,17 @@
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //!
 //! Exit codes: 0 success, 1 the run failed (model/network error, refused prompt), 2 usage or
-//! configuration error (bad flag, bad settings, missing API key), 130 interrupted (Ctrl-C).
+//! configuration error (bad flag, bad settings, missing API key), 130 interrupted (Ctrl-C), 143
+//! terminated (SIGTERM), 129 hung up (SIGHUP). On any of these signals the running turn is
+//! aborted and the session shut down before the CLI exits, so no process it started is left
+//! running (see [`signals`]).
 
 mod args;
 mod driver;
 mod output;
 mod prompt;
 mod repl;
+mod signals;
 
 use std::process::ExitCode;
 
@@ -27,6 +31,10 @@ pub const EXIT_RUN_ERROR: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: interrupted by Ctrl-C (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit code: ended by SIGTERM (128 + 15).
+pub const EXIT_TERMINATED: u8 = 143;
+/// Exit code: ended by SIGHUP (128 + 1).
+pub const EXIT_HANGUP: u8 = 129;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

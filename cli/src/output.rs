@@ -3,7 +3,7 @@
 //! `cli/README.md`).
 
 use std::io::Write;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -12,13 +12,13 @@ use robota::engine::{RunOutcome, RunStopReason};
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveEventKind, InteractiveSession, Subscription,
 };
-use robota::hooks::SessionEndReason;
 use robota::message::ProviderErrorKind;
 use robota::session::SessionEvent;
 
 use crate::args::{Cli, OutputFormat, PermissionPrompt};
 use crate::driver::{open_session, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
+use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
 
 /// How a submitted prompt ended, from its terminal event.
@@ -113,13 +113,27 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         let _ = stdout.flush();
     }
 
-    // Ctrl-C aborts the turn; the run then ends interrupted (exit 130).
-    let aborter = session.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            aborter.abort();
-        }
-    });
+    // A termination signal (Ctrl-C, SIGTERM, SIGHUP) aborts the turn, which then ends
+    // interrupted; the session is shut down below and the exit code names the signal. A second
+    // one exits at once.
+    let mut signals = Signals::listen()
+        .map_err(|e| CliError::run(format!("cannot handle termination signals: {e}")))?;
+    let received: Arc<OnceLock<Termination>> = Arc::new(OnceLock::new());
+    let watcher = {
+        let session = session.clone();
+        let received = received.clone();
+        tokio::spawn(async move {
+            while let Some(signal) = signals.next().await {
+                match received.get() {
+                    None => {
+                        let _ = received.set(signal);
+                        session.abort();
+                    }
+                    Some(first) => exit_now(&session, signal, first.exit_code()),
+                }
+            }
+        })
+    };
     let submitted = session.submit(&prompt, None, None).await;
     let finished = match submitted {
         Ok(_) => {
@@ -136,9 +150,9 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             Finished::Error(error.to_string())
         }
     };
-    ctrl_c.abort();
     subscription.unsubscribe();
-    session.shutdown(SessionEndReason::Other).await;
+    shut_down(&session).await;
+    watcher.abort();
 
     let outcome = match finished {
         Finished::Complete(outcome) => outcome,
@@ -178,8 +192,15 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         eprintln!("session: {session_id}");
     }
 
+    if let Some(signal) = received.get() {
+        note(&format!(
+            "{} received: the run was stopped and the session saved",
+            signal.name()
+        ));
+        return Ok(signal.exit_code());
+    }
     if outcome.interrupted {
-        eprintln!("robota: interrupted");
+        note("interrupted");
         return Ok(EXIT_INTERRUPTED);
     }
     if let Some(error) = &outcome.error {

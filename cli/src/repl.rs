@@ -2,7 +2,8 @@
 //! answer; `/name args` lines run commands through `execute_command` (the session applies
 //! clear, rename, permission mode and compact itself; the REPL asks a command's follow-up
 //! question on stdin and applies the `exit` and `resume` effects); permission prompts are asked
-//! inline; Ctrl-C aborts the running turn and a second one exits.
+//! inline; Ctrl-C aborts the running turn and a second one exits (after shutting the session
+//! down, as SIGTERM and SIGHUP do; see [`crate::signals`]).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +18,7 @@ use crate::args::Cli;
 use crate::driver::{open_session, CliError};
 use crate::output::{follow, Finished};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
-use crate::EXIT_INTERRUPTED;
+use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 
 /// What the REPL does after a command.
 enum Next {
@@ -36,24 +37,39 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
     // The session Ctrl-C acts on (replaced on `/resume`).
     let current = Arc::new(Mutex::new(session.clone()));
 
-    // First Ctrl-C during a turn aborts it; a second one (or one at the prompt) exits.
+    // First Ctrl-C during a turn aborts it; a second one (or one at the prompt) exits, as do
+    // SIGTERM and SIGHUP: the session is shut down first (its processes stopped), and a further
+    // signal during that shutdown exits at once.
+    let mut signals = Signals::listen()
+        .map_err(|e| CliError::run(format!("cannot handle termination signals: {e}")))?;
     let abort_requested = Arc::new(AtomicBool::new(false));
     let watcher = {
         let current = current.clone();
         let abort_requested = abort_requested.clone();
         tokio::spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
+            let mut exiting: Option<u8> = None;
+            while let Some(signal) = signals.next().await {
                 let session = current
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone();
-                if session.is_executing() && !abort_requested.swap(true, Ordering::SeqCst) {
-                    session.abort();
-                    eprintln!("\n(interrupted — Ctrl-C again to exit)");
-                } else {
-                    eprintln!();
-                    std::process::exit(i32::from(EXIT_INTERRUPTED));
+                if let Some(code) = exiting {
+                    exit_now(&session, signal, code);
                 }
+                if signal == Termination::Interrupt
+                    && session.is_executing()
+                    && !abort_requested.swap(true, Ordering::SeqCst)
+                {
+                    session.abort();
+                    note("interrupted — Ctrl-C again to exit");
+                    continue;
+                }
+                let code = signal.exit_code();
+                exiting = Some(code);
+                tokio::spawn(async move {
+                    shut_down(&session).await;
+                    std::process::exit(i32::from(code));
+                });
             }
         })
     };
@@ -94,7 +110,7 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
         run_prompt(&session, line).await;
     }
     watcher.abort();
-    session.shutdown(SessionEndReason::Other).await;
+    shut_down(&session).await;
     Ok(0)
 }
 

@@ -518,3 +518,212 @@ async fn bypass_permissions_runs_bash_in_the_sandbox_unless_no_sandbox() {
         let _ = std::fs::remove_file(&target);
     }
 }
+
+/// Pid checks shared with the engine's process tests.
+#[cfg(unix)]
+#[path = "../../core/tests/process_common/mod.rs"]
+mod process_common;
+
+/// A Bash command whose tree keeps running: a subshell with two sleepers, a sleeper the shell
+/// backgrounds with `&`, and the shell waiting for all of them. Each writes its pid.
+#[cfg(unix)]
+const TREE: &str = "( sleep 300 & echo $! > gc1.pid; sleep 300 & echo $! > gc2.pid; wait ) & \
+    sleep 300 & echo $! > amp.pid; echo $$ > shell.pid; wait";
+
+/// The exit code of `child`, waiting at most 30 s.
+#[cfg(unix)]
+fn exit_code_within(child: &mut std::process::Child) -> Option<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for robota") {
+            return status.code();
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("robota did not exit within 30 s of the signal");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A CLI (headless, or the REPL) whose prompt's Bash call runs [`TREE`] against `mock` in
+/// `project`, once the whole tree is up: the child and the tree's pids.
+#[cfg(unix)]
+fn start_bash_tree(
+    project: &Project,
+    mock: &MockLlm,
+    interactive: bool,
+) -> (std::process::Child, i32, Vec<i32>) {
+    use process_common::{alive, read_pid};
+
+    project.use_mock(mock);
+    let mut command = project.robota();
+    command.args(["--permission-mode", "bypassPermissions", "--no-sandbox"]);
+    if interactive {
+        command.stdin(Stdio::piped());
+    } else {
+        command.args(["-p", "run it", "--output-format", "json"]);
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start robota");
+    if interactive {
+        let stdin = child.stdin.as_mut().expect("stdin");
+        stdin.write_all(b"run it\n").expect("write the prompt");
+        stdin.flush().expect("flush");
+    }
+    let pids: Vec<i32> = ["shell.pid", "gc1.pid", "gc2.pid", "amp.pid"]
+        .iter()
+        .map(|file| read_pid(&project.path().join(file)))
+        .collect();
+    for &pid in &pids {
+        assert!(alive(pid), "process {pid} of the tree is not running");
+    }
+    let robota_pid = i32::try_from(child.id()).expect("pid");
+    (child, robota_pid, pids)
+}
+
+/// The mock-llm script of those tests: the Bash call, then an answer.
+#[cfg(unix)]
+async fn tree_mock() -> MockLlm {
+    mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Bash", "input": {"command": TREE}}]},
+        {"text": "done"}
+    ]))
+    .await
+}
+
+/// Runs a prompt whose Bash call starts [`TREE`] (headless, or in the REPL), sends `signal` to
+/// the CLI once the tree is up, and checks the exit code, that every process of the tree is
+/// gone when the CLI has exited, and that the session was saved with the turn interrupted.
+#[cfg(unix)]
+async fn signal_during_a_bash_call(signal: i32, expected_code: i32, interactive: bool) {
+    use process_common::assert_all_dead;
+
+    let mock = tree_mock().await;
+    let project = Project::new();
+    let (mut child, robota_pid, pids) = start_bash_tree(&project, &mock, interactive);
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(robota_pid, signal) }, 0);
+    let code = exit_code_within(&mut child);
+    let mut err = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+    }
+    assert_eq!(code, Some(expected_code), "stderr: {err}");
+    assert_all_dead(&pids, &format!("signal {signal} to the CLI"));
+
+    // The session was saved, the interrupted turn included, and shut down.
+    assert_eq!(project.sessions().len(), 1, "stderr: {err}");
+    let logs: Vec<PathBuf> = std::fs::read_dir(project.path().join(".robota/logs"))
+        .expect("logs")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    let log = std::fs::read_to_string(&logs[0]).expect("log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"turn_end\"") && l.contains("\"interrupted\"")),
+        "{log}"
+    );
+    assert!(log.contains("\"session_shutdown\""), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn sigterm_stops_the_running_bash_tree_and_saves_the_session() {
+    signal_during_a_bash_call(libc::SIGTERM, 143, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn sigint_stops_the_running_bash_tree_and_saves_the_session() {
+    signal_during_a_bash_call(libc::SIGINT, 130, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn sighup_stops_the_running_bash_tree_and_saves_the_session() {
+    signal_during_a_bash_call(libc::SIGHUP, 129, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn sigterm_in_interactive_mode_stops_the_running_bash_tree() {
+    signal_during_a_bash_call(libc::SIGTERM, 143, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn sighup_in_interactive_mode_stops_the_running_bash_tree() {
+    signal_during_a_bash_call(libc::SIGHUP, 129, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn a_spilled_output_is_kept_with_the_session_and_readable_after_continue() {
+    let first = mock(json!([
+        {"tool_calls": [{"id": "t1", "name": "Bash", "input": {"command": "seq 1 200000"}}]},
+        {"text": "counted"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&first);
+    let output = project.run(&[
+        "-p",
+        "count",
+        "--permission-mode",
+        "bypassPermissions",
+        "--no-sandbox",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let session = project.sessions()[0]
+        .file_stem()
+        .expect("snapshot name")
+        .to_string_lossy()
+        .into_owned();
+    let spill_dir = project
+        .path()
+        .join(".robota/sessions")
+        .join(&session)
+        .join("spill");
+    let spills: Vec<PathBuf> = std::fs::read_dir(&spill_dir)
+        .expect("the spill directory is under .robota/sessions/<id>/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    assert_eq!(spills.len(), 1, "{spills:?}");
+    let spill = std::fs::canonicalize(&spills[0]).expect("spill path");
+    assert!(sent_text(&first, 1).contains(&spill.display().to_string()));
+
+    let second = mock(json!([
+        {"tool_calls": [{"id": "t2", "name": "Read", "input": {
+            "file_path": spill, "offset": 150000, "limit": 1}}]},
+        {"text": "read"}
+    ]))
+    .await;
+    project.use_mock(&second);
+    let output = project.run(&["-p", "read the rest", "--continue"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let sent = sent_text(&second, 1);
+    assert!(sent.contains("150000\\t150000"), "{sent}");
+    assert!(!sent.contains("Access denied"), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn interactive_ctrl_c_aborts_the_turn_and_a_second_one_exits() {
+    use process_common::wait_all_dead;
+
+    let mock = tree_mock().await;
+    let project = Project::new();
+    let (mut child, robota_pid, pids) = start_bash_tree(&project, &mock, true);
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(robota_pid, libc::SIGINT) }, 0);
+    // The first Ctrl-C aborts the turn (the tree goes) and the REPL stays.
+    wait_all_dead(&pids, "Ctrl-C during the turn");
+    assert!(child.try_wait().expect("wait").is_none(), "the REPL exited");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(robota_pid, libc::SIGINT) }, 0);
+    assert_eq!(exit_code_within(&mut child), Some(130));
+}

@@ -3,6 +3,8 @@
 //! One engine — an LLM tool-use loop with streaming, tools, providers speaking the real wire formats
 //! — that applications run in their own process. Layers, from the bottom: [`message`] (pure data),
 //! [`provider`] (model calls), [`tools`] (the tool port), [`engine`] (the execution loop).
+//! [`process`] owns the process groups a session starts (Bash calls, background tasks, command
+//! hooks) and says when they are stopped; it sits at the bottom with [`message`].
 #![warn(missing_docs)]
 
 pub mod api;
@@ -11,6 +13,7 @@ pub mod framework;
 pub mod hooks;
 pub mod message;
 pub mod permissions;
+pub mod process;
 pub mod provider;
 pub mod sandbox;
 pub mod session;

@@ -6,6 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod process_common;
+
+use process_common::{alive, read_pid};
 use robota::tools::builtins::{
     BackgroundTaskStatus, BashTool, BuiltinToolsConfig, Builtins, ReadTool,
 };
@@ -48,39 +51,6 @@ async fn bash(env: &Env, input: Value) -> ToolOutput {
     BashTool::new(&env.builtins)
         .execute(input, context(&env.cwd))
         .await
-}
-
-/// True when `pid` is a live process. A zombie counts as dead: it has exited and only waits for
-/// its parent (or a non-reaping PID 1 in a container) to collect its status.
-fn alive(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence.
-    if unsafe { libc::kill(pid, 0) } != 0 {
-        return false;
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let after = &stat[stat.rfind(')').unwrap() + 1..];
-            !after.trim_start().starts_with('Z')
-        }
-        Err(_) => false,
-    }
-}
-
-fn read_pid(path: &Path) -> i32 {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A command whose child and grandchildren keep running: the child is a subshell running two
@@ -391,4 +361,173 @@ async fn bad_input_gets_actionable_errors() {
     assert!(out.content.contains("missing required field `command`"));
     let out = bash(&env, json!({"command": "echo $((1+1))", "timeout": "5000"})).await;
     assert_eq!(out.content, "2");
+}
+
+#[tokio::test]
+async fn processes_a_call_leaves_running_are_stopped_when_it_ends() {
+    let env = env();
+    // One leftover is a plain `&` sleeper, the other ignores SIGTERM (only SIGKILL stops it).
+    let out = bash(
+        &env,
+        json!({"command": "sleep 300 & echo $! > gc1.pid; \
+            sh -c 'trap \"\" TERM; echo $$ > gc2.pid; while :; do sleep 1; done' & \
+            while [ ! -s gc2.pid ]; do sleep 0.05; done; echo started"}),
+    )
+    .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert!(out.content.starts_with("started\n"), "{}", out.content);
+    assert!(
+        out.content.contains("were stopped when it finished"),
+        "{}",
+        out.content
+    );
+    assert_eq!(out.response["left_running_stopped"], true);
+    // Gone when the call returns, not some time later.
+    for file in ["gc1.pid", "gc2.pid"] {
+        let pid = read_pid(&env.cwd.join(file));
+        assert!(!alive(pid), "{file}: process {pid} outlived its call");
+    }
+    assert!(env.builtins.processes().list().is_empty());
+
+    // A call that leaves nothing behind gets no such note.
+    let out = bash(&env, json!({"command": "echo quiet"})).await;
+    assert_eq!(out.content, "quiet");
+    assert_eq!(out.response["left_running_stopped"], false);
+}
+
+#[tokio::test]
+async fn a_background_tasks_leftovers_end_with_the_task() {
+    let env = env();
+    let out = bash(
+        &env,
+        json!({"command": "sleep 300 & echo $! > gc1.pid; sleep 0.3", "run_in_background": true}),
+    )
+    .await;
+    let id = out.response["background_task_id"].as_str().unwrap();
+    let pid = read_pid(&env.cwd.join("gc1.pid"));
+    let tasks = env.builtins.background_tasks();
+    let status = tasks.wait(id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(status, BackgroundTaskStatus::Exited { code: 0 });
+    assert!(!alive(pid), "the task's `&` child {pid} outlived the task");
+    assert!(env.builtins.processes().list().is_empty());
+}
+
+#[tokio::test]
+async fn stopping_the_sessions_processes_stops_background_tasks() {
+    let env = env();
+    let out = bash(&env, json!({"command": TREE, "run_in_background": true})).await;
+    let id = out.response["background_task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for file in ["child.pid", "gc1.pid", "gc2.pid"] {
+        read_pid(&env.cwd.join(file));
+    }
+    env.builtins
+        .processes()
+        .stop_all(Duration::from_millis(300))
+        .await;
+    assert_tree_dead(&env.cwd);
+    let tasks = env.builtins.background_tasks();
+    let status = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(status, BackgroundTaskStatus::Killed);
+    // Once the session's processes are stopped, nothing new starts.
+    for background in [true, false] {
+        let input = json!({"command": "touch late", "run_in_background": background});
+        let out = bash(&env, input).await;
+        assert!(out.is_error);
+        assert!(
+            out.content.contains("the command was not run"),
+            "{}",
+            out.content
+        );
+    }
+    assert!(!env.cwd.join("late").exists());
+}
+
+/// The file names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn spill_files_are_bounded_oldest_first_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let session_dir = dir.path().join("session");
+    let builtins = Builtins::new(BuiltinToolsConfig {
+        session_dir: Some(session_dir.clone()),
+        shell: Some("/bin/sh".into()),
+        max_spill_bytes: 300_000,
+        ..BuiltinToolsConfig::default()
+    });
+    let run = |command: &str| {
+        let tool = BashTool::new(&builtins);
+        let input = json!({ "command": command });
+        let ctx = context(&cwd);
+        async move { tool.execute(input, ctx).await }
+    };
+    // `seq 1 30000` prints 168 894 bytes: one spill fits, two do not.
+    let first = run("seq 1 30000").await;
+    let first_file = PathBuf::from(first.response["stdout_file"].as_str().unwrap());
+    assert_eq!(
+        first_file.parent().unwrap(),
+        session_dir.canonicalize().unwrap().join("spill")
+    );
+    assert!(!first.content.contains("removed"), "{}", first.content);
+    let second = run("seq 1 30000").await;
+    let second_file = PathBuf::from(second.response["stdout_file"].as_str().unwrap());
+    let first_name = first_file
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        second
+            .content
+            .contains(&format!("({first_name}) was removed")),
+        "{}",
+        second.content
+    );
+    assert!(!first_file.exists());
+    assert!(second_file.exists());
+    assert!(names_in(&session_dir.join("running")).is_empty());
+
+    // The model is told why its old spill file is gone.
+    let read = ReadTool::new(&builtins)
+        .execute(json!({"file_path": first_file}), context(&cwd))
+        .await;
+    assert!(read.is_error);
+    assert!(
+        read.content.contains("saved tool output"),
+        "{}",
+        read.content
+    );
+
+    // One output larger than the whole limit is kept cut to it.
+    let huge = run("seq 1 100000").await;
+    let huge_file = PathBuf::from(huge.response["stdout_file"].as_str().unwrap());
+    assert!(
+        huge.content.contains("was cut to its first"),
+        "{}",
+        huge.content
+    );
+    assert!(!second_file.exists());
+    let total: u64 = std::fs::read_dir(session_dir.join("spill"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(total, 300_000);
+    assert!(huge_file.exists());
 }

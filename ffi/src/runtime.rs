@@ -161,7 +161,8 @@ pub unsafe extern "C" fn robota_runtime_free(runtime: *mut robota_runtime) {
 /// Frees a runtime handle and waits up to `timeout_ms` milliseconds for its threads to stop,
 /// when nothing else (provider, session, query) still uses the runtime; otherwise the same as
 /// `robota_runtime_free`. Useful before process exit so that leak checkers see every thread
-/// gone. NULL is ignored. Must not be called from an engine thread (it then behaves like
+/// gone. Sessions still alive keep their processes (background tasks, hooks): free them first
+/// (`robota_session_free` stops what they started). NULL is ignored. Must not be called from an engine thread (it then behaves like
 /// `robota_runtime_free`).
 ///
 /// # Safety

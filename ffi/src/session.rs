@@ -767,6 +767,10 @@ pub unsafe extern "C" fn robota_session_next_event(
 /// Frees a session. NULL is ignored. Safe with work in flight: the running prompt is aborted,
 /// every subscription is removed (each finalizer called once, no event callback runs after
 /// this returns), and the engine's work is given up to 5 s to stop before the handle goes.
+/// Every process the session started that is still running — the aborted Bash call's tree,
+/// background tasks, background hooks — is stopped before this returns (SIGTERM, the kill
+/// grace, then SIGKILL; from an engine thread, SIGKILL at once). `robota_session_shutdown`
+/// first also runs the SessionEnd hooks and saves the session.
 /// Completions the host still holds (tools, permission requests, hooks, provider calls) are
 /// cancelled: `robota_completion_is_cancelled` turns 1 and answering them returns
 /// `ROBOTA_STATUS_CANCELLED` (they must still be consumed). No host callback of the session
@@ -806,12 +810,19 @@ pub unsafe extern "C" fn robota_session_free(s: *mut robota_session) {
         if let Some(pull) = &shared.default_pull {
             pull.unsubscribe();
         }
+        let processes = shared.session.session().processes().clone();
         if !on_engine_thread() {
             let interactive = Arc::clone(&shared.session);
+            let grace = interactive.session().kill_grace();
+            let stopping = processes.clone();
             shared.runtime.handle().block_on(async move {
                 let _ = tokio::time::timeout(Duration::from_secs(5), interactive.wait_idle()).await;
+                // Background tasks and hooks, which outlive prompts, end with the handle.
+                let limit = grace + Duration::from_secs(2);
+                let _ = tokio::time::timeout(limit, stopping.stop_all(grace)).await;
             });
         }
+        processes.kill_all_now();
         drop(shared);
     })
 }
@@ -1109,8 +1120,9 @@ pub unsafe extern "C" fn robota_session_set_name(
     })
 }
 
-/// Shuts the session down: aborts any run, drops the queue, fires SessionEnd once and saves
-/// it (with persistence); later prompts are refused. Waits at most `timeout_ms` milliseconds
+/// Shuts the session down: aborts any run, drops the queue, fires SessionEnd once, saves it
+/// (with persistence) and stops every process the session started that still runs
+/// (background tasks, background hooks); later prompts are refused. Waits at most `timeout_ms` milliseconds
 /// (`ROBOTA_STATUS_TIMEOUT`: the shutdown continues in the background). The handle still
 /// needs `robota_session_free`. Blocks: refused (`ROBOTA_STATUS_INVALID_STATE`) on engine
 /// threads.

@@ -189,6 +189,17 @@ fn c_test_basic_passes() {
     assert!(stdout.contains("all checks passed"), "{stdout}");
 }
 
+/// The processes a session starts end with `robota_session_free` and `robota_session_shutdown`
+/// (checked by pid).
+#[test]
+#[cfg(target_os = "linux")]
+fn c_test_processes_passes() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("ffi/tests/c/test_processes.c"), "test_processes");
+    let stdout = run_c(&exe, &[], &[]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+}
+
 #[test]
 fn c_quickstart_runs() {
     let root = workspace_root();

@@ -6,14 +6,16 @@
 //!   zsh, sh, dash, ksh or mksh, else `/bin/bash`, else `/bin/sh`), or `pwsh`/`powershell` for
 //!   `shell: "powershell"`, or directly (no shell) in exec form (`args`).
 //! - In a new session (`setsid`): no controlling TTY, as Claude Code promises hooks, so nothing
-//!   can prompt on the user's terminal; and its own process group, so a timeout or cancellation
-//!   kills the whole tree (SIGTERM to the group, a grace period, then SIGKILL). A descendant that
-//!   calls `setsid` itself escapes the group; only cgroups could track it.
+//!   can prompt on the user's terminal; and its own process group, registered with the session's
+//!   [`ProcessGroups`], so a timeout, cancellation or the session's shutdown stops the whole tree
+//!   (SIGTERM to the group, a grace period, then SIGKILL), and what the hook leaves running
+//!   (`cmd &`) is stopped when it exits. A descendant that calls `setsid` itself escapes the
+//!   group (see [`crate::process`]).
 //! - stdin is a pipe carrying the JSON, then closed; stdout and stderr are pipes read
 //!   concurrently and capped, so a chatty hook cannot exhaust memory and a hook that does not
 //!   read stdin cannot deadlock the write.
 //! - After the hook exits, its output pipes are drained for a short grace period only: a
-//!   background grandchild (`server &`) holding them open must not hold the session.
+//!   grandchild that escaped the group and holds them open must not hold the session.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -22,12 +24,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{CommandHook, HookShell};
 use super::outcome::HookFailure;
 use super::runner::{RawReply, RawResult};
+use crate::process::{ProcessGroups, ProcessKind};
 
 /// Shells whose `-c` takes POSIX syntax; any other `$SHELL` (fish, nu, …) is not used.
 const POSIX_SHELLS: &[&str] = &["bash", "zsh", "sh", "dash", "ksh", "mksh"];
@@ -44,6 +47,8 @@ pub(crate) struct CommandContext<'a> {
     pub output_limit: usize,
     /// The OS sandbox to run the hook in (`sandbox.hooks`), when it is active.
     pub sandbox: Option<&'a crate::sandbox::Sandbox>,
+    /// The session's process groups, which the hook's group joins while it runs.
+    pub processes: &'a ProcessGroups,
 }
 
 /// The POSIX shell command hooks run with.
@@ -204,68 +209,6 @@ impl CappedBuffer {
     }
 }
 
-/// Signals the process group `pgid` (refusing 0 and 1, which address the caller's group or all
-/// processes).
-#[cfg(unix)]
-fn signal_group(pgid: u32, signal: i32) {
-    let Ok(pgid) = i32::try_from(pgid) else {
-        return;
-    };
-    if pgid > 1 {
-        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid addresses a group.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
-
-/// True while group `pgid` still has a member (zombies included: they are gone once reaped).
-#[cfg(unix)]
-fn group_exists(pgid: u32) -> bool {
-    let Ok(pgid) = i32::try_from(pgid) else {
-        return false;
-    };
-    // SAFETY: as above; signal 0 only checks for existence.
-    pgid > 1 && unsafe { libc::kill(-pgid, 0) } == 0
-}
-
-/// Kills the group when dropped unless disarmed, so a run whose future is dropped (the session
-/// gave up on it) leaves no processes behind.
-struct GroupGuard(Option<u32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.0 {
-            signal_group(pgid, libc::SIGKILL);
-        }
-    }
-}
-
-/// SIGTERM to the group, up to `grace` for it to exit, then SIGKILL to the group.
-async fn terminate(child: &mut Child, pgid: Option<u32>, grace: Duration) {
-    #[cfg(unix)]
-    if let Some(pgid) = pgid {
-        signal_group(pgid, libc::SIGTERM);
-        let deadline = tokio::time::Instant::now() + grace;
-        let mut exited = false;
-        while tokio::time::Instant::now() < deadline {
-            if !exited {
-                exited = matches!(child.try_wait(), Ok(Some(_)));
-            }
-            if exited && !group_exists(pgid) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        signal_group(pgid, libc::SIGKILL);
-    }
-    #[cfg(not(unix))]
-    let _ = (pgid, grace);
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-}
-
 enum Ending {
     Exited(std::process::ExitStatus),
     WaitFailed(std::io::Error),
@@ -298,8 +241,13 @@ pub(crate) async fn run(
             }));
         }
     };
-    let pgid = child.id();
-    let mut guard = GroupGuard(pgid);
+    let Some(pgid) = child.id() else {
+        return RawResult::reply(RawReply::Failed(HookFailure::Spawn {
+            message: "the hook's process ended before it could be tracked".into(),
+        }));
+    };
+    // Registered with the session (its shutdown stops the hook); dropping this future kills it.
+    let group = ctx.processes.adopt(pgid, ProcessKind::Hook, &hook.command);
 
     // Write stdin concurrently: a hook that never reads it must not block us (EPIPE is fine).
     let stdin_task = child.stdin.take().map(|mut stdin| {
@@ -327,11 +275,14 @@ pub(crate) async fn run(
         },
         () = tokio::time::sleep(timeout) => Ending::TimedOut,
         () = cancel.cancelled() => Ending::Cancelled,
+        () = group.stop_requested() => Ending::Cancelled,
     };
     if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
-        terminate(&mut child, pgid, ctx.kill_grace).await;
+        group.terminate(&mut child, ctx.kill_grace).await;
     }
-    guard.0 = None;
+    // A hook's processes end with it: what it left running (`cmd &`) is stopped now, which also
+    // closes the output pipes such a process held.
+    group.finish(ctx.kill_grace).await;
 
     for task in [stdout_task, stderr_task].into_iter().flatten() {
         let abort = task.abort_handle();

@@ -32,6 +32,7 @@ use super::outcome::{
 };
 use super::output::HookOutput;
 use super::prompt::{self, AgentHookExecutor};
+use crate::process::ProcessGroups;
 use crate::provider::Provider;
 
 /// Default timeout of command, http and callback handlers.
@@ -123,6 +124,9 @@ pub struct HookRunnerOptions {
     /// The OS sandbox command hooks run in (`sandbox.hooks`); `None`: unsandboxed. Used only
     /// while the sandbox is active.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The process groups command hooks join while they run (a session passes its own, so
+    /// that its shutdown stops them); a fresh registry by default.
+    pub processes: ProcessGroups,
 }
 
 impl std::fmt::Debug for HookRunnerOptions {
@@ -142,6 +146,7 @@ impl std::fmt::Debug for HookRunnerOptions {
             .field("output_limit", &self.output_limit)
             .field("session_end_budget", &self.session_end_budget)
             .field("sandbox", &self.sandbox.is_some())
+            .field("processes", &self.processes)
             .finish()
     }
 }
@@ -166,6 +171,7 @@ impl HookRunnerOptions {
             output_limit: 1024 * 1024,
             session_end_budget,
             sandbox: None,
+            processes: ProcessGroups::new(),
         }
     }
 
@@ -672,6 +678,7 @@ impl HookRunner {
             kill_grace: self.options.kill_grace,
             output_limit: self.options.output_limit,
             sandbox: self.active_sandbox(),
+            processes: &self.options.processes,
         }
     }
 
@@ -701,6 +708,7 @@ impl HookRunner {
         let sandbox = self.active_sandbox().and(self.options.sandbox.clone());
         let kill_grace = self.options.kill_grace;
         let output_limit = self.options.output_limit;
+        let processes = self.options.processes.clone();
         let input_json = input_json.to_string();
         let cancel = self.background.child_token();
         let tx = self.async_tx.clone();
@@ -714,6 +722,7 @@ impl HookRunner {
                 kill_grace,
                 output_limit,
                 sandbox: sandbox.as_deref(),
+                processes: &processes,
             };
             let raw = command::run(&command, &input_json, &ctx, timeout, &cancel).await;
             let report = interpret(summary, raw, started);

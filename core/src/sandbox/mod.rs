@@ -28,7 +28,7 @@
 //! | allow-list (proxy only) | yes on ABI ≥ 4 (TCP connect only to the proxy's port) | yes on ABI ≥ 4 (same, Landlock inside bwrap's setup) | yes |
 //! | Unix sockets refused unless allowed | yes (seccomp `socket(AF_UNIX)`; abstract sockets also scoped on ABI ≥ 6) | yes (seccomp) | yes |
 //! | signals/ptrace to outside processes | refused on ABI ≥ 6 (Landlock scopes; ptrace always) | refused (PID namespace) | refused |
-//! | own PID namespace (leftover `cmd &` processes end with the command) | no | yes | no |
+//! | own PID namespace (even processes that left the command's group, `setsid`, end with it) | no | yes | no |
 //!
 //! With `auto`, bubblewrap is used when it is installed and its self-test passes (it needs user
 //! namespaces, which some containers disable); otherwise Landlock. Every sandboxed command also

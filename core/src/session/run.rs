@@ -26,8 +26,10 @@
 //!   then **Stop** (a block makes the agent continue with the reason as a new user message, at
 //!   most [`MAX_CONSECUTIVE_STOP_BLOCKS`] times in a row, `stop_hook_active: true` on repeats) or
 //!   **StopFailure** when the run ended on a model error.
-//! - [`Session::shutdown`] aborts any run, waits for it, fires **SessionEnd** exactly once and
-//!   stops background hooks; the session then refuses new runs.
+//! - [`Session::shutdown`] aborts any run, waits for it, fires **SessionEnd** exactly once, then
+//!   stops background hooks and every process the session started that is still running
+//!   (background tasks included; see [`crate::process`]); the session then refuses new runs.
+//!   Dropping a session kills its processes at once (SIGKILL).
 //!
 //! # Persistence, usage, context and compaction
 //!
@@ -99,6 +101,7 @@ use crate::message::{
 use crate::permissions::{
     BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
 };
+use crate::process::ProcessGroups;
 use crate::provider::{Provider, ProviderRequest};
 use crate::sandbox::{PolicyInputs, Sandbox, SandboxStatus};
 use crate::tools::builtins::Builtins;
@@ -114,6 +117,10 @@ pub const STOP_HOOK_MESSAGE_METADATA: &str = "stop_hook";
 pub struct Session {
     /// The OS sandbox Bash (and, with `sandbox.hooks`, command hooks) run in.
     sandbox: Arc<Sandbox>,
+    /// The process groups of the session's tool calls, background tasks and command hooks.
+    processes: ProcessGroups,
+    /// How long a stopped process group gets between SIGTERM and SIGKILL.
+    kill_grace: std::time::Duration,
     id: String,
     cwd: PathBuf,
     engine: Engine,
@@ -285,12 +292,21 @@ impl Session {
             warnings.push(warning);
         }
 
+        // Every process the session starts joins this registry; shutdown and drop stop them.
+        let processes = options.builtin_tools.processes.clone().unwrap_or_default();
+        let kill_grace = options.builtin_tools.kill_grace;
         let mut tools = match options.tools {
             Some(tools) => tools,
             None => {
                 let mut config = options.builtin_tools;
                 if config.sandbox.is_none() {
                     config.sandbox = Some(Arc::clone(&sandbox));
+                }
+                config.processes = Some(processes.clone());
+                if config.session_dir.is_none() {
+                    // Spilled outputs stay with the saved session (readable after a resume,
+                    // deleted with it); an unsaved session uses a private temp directory.
+                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id).ok());
                 }
                 config
                     .additional_roots
@@ -338,6 +354,8 @@ impl Session {
             .with_provider(Arc::clone(&options.provider))
             .with_condition_evaluator(Arc::new(PermissionRuleCondition::new(&cwd, home.clone())));
         runner_options.provider_for_model = None;
+        runner_options.processes = processes.clone();
+        runner_options.kill_grace = kill_grace;
         if sandbox.settings().hooks {
             runner_options.sandbox = Some(Arc::clone(&sandbox));
         }
@@ -470,6 +488,8 @@ impl Session {
 
         Ok(Session {
             sandbox,
+            processes,
+            kill_grace,
             id,
             cwd,
             engine,
@@ -1310,7 +1330,8 @@ impl Session {
     }
 
     /// Ends the session: aborts any run and waits for it to finish, fires SessionEnd (exactly
-    /// once, however often this is called) and stops background hooks. Later runs are refused.
+    /// once, however often this is called), stops background hooks, then stops every process
+    /// group the session still has (SIGTERM, the kill grace, SIGKILL). Later runs are refused.
     pub async fn shutdown(&self, reason: SessionEndReason) {
         self.shut_down.store(true, Ordering::SeqCst);
         self.abort();
@@ -1333,8 +1354,22 @@ impl Session {
                     self.events.hook_outcome(&outcome);
                 }
                 self.hooks.shutdown();
+                // Last: background tasks, background hooks and anything else still running.
+                self.processes.stop_all(self.kill_grace).await;
             })
             .await;
+    }
+
+    /// The live process groups of the session (tool calls, background tasks, command hooks):
+    /// for a host's process view, and to stop them from code that cannot await
+    /// ([`ProcessGroups::stop_all_blocking`], [`ProcessGroups::kill_all_now`]).
+    pub fn processes(&self) -> &ProcessGroups {
+        &self.processes
+    }
+
+    /// How long a stopped process group of the session gets between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> std::time::Duration {
+        self.kill_grace
     }
 
     /// True once [`shutdown`](Self::shutdown) was called.
@@ -1494,6 +1529,13 @@ fn wire_name<T: Serialize>(value: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // A session dropped without `shutdown` leaves nothing running either.
+        self.processes.kill_all_now();
+    }
 }
 
 /// Ends a run's bookkeeping when the run finishes or its future is dropped.

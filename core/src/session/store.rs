@@ -1,5 +1,6 @@
 //! Session persistence: the JSON snapshot `.robota/sessions/{id}.json` ([`SessionStore`],
-//! [`SessionRecord`]), resume (from the snapshot, or from the log in `.robota/logs/{id}.jsonl`
+//! [`SessionRecord`]), the session's own directory `.robota/sessions/{id}/` (spilled tool
+//! outputs and background-task output, deleted with the session), resume (from the snapshot, or from the log in `.robota/logs/{id}.jsonl`
 //! when the snapshot is missing, corrupt or older than the log), fork and listing.
 //!
 //! **Snapshot writes are atomic.** The record goes to a temporary file in the same directory,
@@ -617,6 +618,14 @@ impl SessionStore {
         Ok(self.logs_dir.join(format!("{id}.{LOG_EXTENSION}")))
     }
 
+    /// The directory of `id`'s own files: `<sessions dir>/<id>/`, where its spilled tool outputs
+    /// (`spill/`) and background-task output (`tasks/`) are kept. Created by the tools when
+    /// first needed; removed by [`delete`](Self::delete).
+    pub fn session_dir(&self, id: &str) -> Result<PathBuf, StoreError> {
+        validate_session_id(id)?;
+        Ok(self.sessions_dir.join(id))
+    }
+
     /// Opens the log of `id` for appending (see [`SessionLog::open`]).
     pub fn open_log(&self, id: &str, options: LogOptions) -> Result<SessionLog, StoreError> {
         Ok(SessionLog::open(self.log_path(id)?, options)?)
@@ -667,8 +676,9 @@ impl SessionStore {
         parse_record(&path, &bytes, id).map(Some)
     }
 
-    /// Deletes the snapshot and the log of `id` (so resume cannot bring it back). Returns false
-    /// when there was nothing to delete.
+    /// Deletes the snapshot, the log and the session directory (spilled outputs, background-task
+    /// output; see [`session_dir`](Self::session_dir)) of `id`, so resume cannot bring it back
+    /// and nothing of it is left. Returns false when there was nothing to delete.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let mut deleted = false;
         for path in [self.snapshot_path(id)?, self.log_path(id)?] {
@@ -677,6 +687,12 @@ impl SessionStore {
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {}
                 Err(error) => return Err(StoreError::io("delete", &path, error)),
             }
+        }
+        let dir = self.session_dir(id)?;
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => deleted = true,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(StoreError::io("delete", &dir, error)),
         }
         Ok(deleted)
     }

@@ -3,8 +3,10 @@
 //! list them, read their output, wait for them and kill them.
 //!
 //! Why minimal: the background-task feature of the framework will add notifications and a model
-//! tool on top; this registry only owns the processes so none outlives the session: dropping the
-//! last handle kills every task still running.
+//! tool on top; this registry only owns the processes so none outlives the session: each task's
+//! process group joins the session's [`ProcessGroups`](crate::process::ProcessGroups) (stopped on
+//! shutdown), a task's group is stopped as a whole when its shell ends (so `cmd &` inside a task
+//! ends with the task), and dropping the last handle kills every task still running.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget;
 use super::process;
+use crate::process::{kill_group, ProcessKind};
 
 /// Where a background task stands.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -34,7 +37,8 @@ pub enum BackgroundTaskStatus {
         /// Signal number.
         signal: i32,
     },
-    /// Stopped by [`BackgroundTasks::kill`] or because the registry was dropped.
+    /// Stopped by [`BackgroundTasks::kill`], by the session's shutdown, or because the registry
+    /// was dropped.
     Killed,
     /// Waiting on the process failed.
     Failed {
@@ -117,9 +121,8 @@ impl Drop for Registry {
             if task.status.borrow().is_running() {
                 task.stop.cancel();
                 // The watcher may never run again (runtime shutting down), so kill directly.
-                #[cfg(unix)]
                 if let Some(pid) = task.pid {
-                    process::signal_group(pid, libc::SIGKILL);
+                    kill_group(pid);
                 }
             }
         }
@@ -256,6 +259,9 @@ impl BackgroundTasks {
         sandbox: Option<&crate::sandbox::Sandbox>,
     ) -> Result<BackgroundTaskInfo, String> {
         let (shell, env, grace) = (&shared.shell, &shared.env, shared.kill_grace);
+        if shared.processes.is_closed() {
+            return Err("the session is shutting down".into());
+        }
         let session_dir = shared.workspace.session_dir();
         let number = {
             let mut registry = self.lock();
@@ -263,7 +269,7 @@ impl BackgroundTasks {
             registry.next_id
         };
         let id = format!("bash_{number}");
-        let stdout_path = session_dir.new_output_path(&id, "stdout")?;
+        let stdout_path = session_dir.new_task_path(&id, "stdout")?;
         let stderr_path = stdout_path.with_extension("stderr");
         let open = |path: &Path| {
             std::fs::File::create(path)
@@ -280,6 +286,14 @@ impl BackgroundTasks {
         )
         .map_err(|err| err.describe(shell))?;
         let pid = child.id();
+        // The task's tree belongs to the session: its shutdown (or drop) stops it.
+        let group = pid.map(|pgid| {
+            shared.processes.adopt(
+                pgid,
+                ProcessKind::BackgroundTask,
+                &format!("{id}: {command}"),
+            )
+        });
         let (status_tx, status_rx) = watch::channel(BackgroundTaskStatus::Running);
         let stop = CancellationToken::new();
         let task = Task {
@@ -295,6 +309,12 @@ impl BackgroundTasks {
         let info = task.info();
         self.lock().tasks.insert(number, task);
         tokio::spawn(async move {
+            let session_ended = async {
+                match &group {
+                    Some(group) => group.stop_requested().await,
+                    None => std::future::pending().await,
+                }
+            };
             let status = tokio::select! {
                 waited = child.wait() => match waited {
                     Ok(status) => match process::exit_parts(&status) {
@@ -307,10 +327,22 @@ impl BackgroundTasks {
                     Err(err) => BackgroundTaskStatus::Failed { message: err.to_string() },
                 },
                 () = stop.cancelled() => {
-                    process::terminate_tree(&mut child, pid, grace).await;
+                    if let Some(group) = &group {
+                        group.terminate(&mut child, grace).await;
+                    }
+                    BackgroundTaskStatus::Killed
+                }
+                () = session_ended => {
+                    if let Some(group) = &group {
+                        group.terminate(&mut child, grace).await;
+                    }
                     BackgroundTaskStatus::Killed
                 }
             };
+            // The task ends with its shell: what it left running in its group is stopped too.
+            if let Some(group) = group {
+                group.finish(grace).await;
+            }
             let _ = status_tx.send(status);
         });
         Ok(info)

@@ -9,9 +9,11 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::budget;
-use super::process::{self, GroupGuard};
+use super::process;
 use super::schema::{Field, Input, InputSchema, Kind};
+use super::workspace::SessionDir;
 use super::{Builtins, Shared};
+use crate::process::ProcessKind;
 use crate::sandbox::{Placement, Sandbox};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
@@ -87,7 +89,12 @@ tree is stopped and the output so far is returned.\n\
 - Output longer than {limit} bytes is shown as its head and tail; the full output is saved to a \
 file whose path is given, which you can Read or Grep.\n\
 - `run_in_background: true` starts long-running commands (servers, watchers, long builds) as a \
-background task and returns at once with its id and output files; Read those files to check on it.\n\
+background task and returns at once with its id and output files; Read those files to check on it. \
+A background task runs until it exits, is stopped, or the session ends; what it starts with `&` \
+ends with it.\n\
+- A call's processes end with the call: anything the command leaves running in the background \
+(`server &`, `nohup cmd &`) is stopped when it finishes. Start servers and watchers with \
+`run_in_background: true` instead; do not detach them with `setsid` or `disown`.\n\
 - Prefer the Glob, Grep, Read, Edit and Write tools over find, grep, cat, sed and echo.",
             shell = shared.shell.display(),
             limit = shared.limit.max_bytes,
@@ -130,6 +137,9 @@ impl Tool for BashTool {
         if context.cancel.is_cancelled() {
             return ToolOutput::error("Aborted before start: the command was not run.");
         }
+        if self.shared.processes.is_closed() {
+            return ToolOutput::error("The session is ending: the command was not run.");
+        }
         if !context.cwd.is_dir() {
             return ToolOutput::error(format!(
                 "The working directory {} does not exist; the command was not run.",
@@ -156,7 +166,14 @@ enum Ending {
     Exited(Option<std::process::ExitStatus>),
     TimedOut(Option<std::process::ExitStatus>),
     Aborted(Option<std::process::ExitStatus>),
+    /// The session's registry asked for the group to stop (shutdown).
+    SessionEnded(Option<std::process::ExitStatus>),
 }
+
+/// Said when a command left processes running in its group and they were stopped.
+const LEFTOVERS_NOTE: &str = "Processes the command left running in the background (`cmd &`) \
+were stopped when it finished: a Bash call's processes end with the call. Start servers and \
+watchers with `run_in_background: true` instead.";
 
 impl BashTool {
     /// The sandbox `command` runs in (`Ok(None)`: unsandboxed), or why it may not run at all.
@@ -223,7 +240,7 @@ impl BashTool {
         let shared = &self.shared;
         let session_dir = shared.workspace.session_dir();
         let stem = format!("bash-{}", context.tool_use_id);
-        let stdout_path = match session_dir.new_output_path(&stem, "stdout") {
+        let stdout_path = match session_dir.new_running_path(&stem, "stdout") {
             Ok(path) => path,
             Err(message) => {
                 return ToolOutput::error(format!("The command was not run: {message}"))
@@ -242,7 +259,7 @@ impl BashTool {
             }
         };
         let started = Instant::now();
-        let mut child = match process::spawn_shell(
+        let spawned = process::spawn_shell(
             &shared.shell,
             command,
             &context.cwd,
@@ -250,52 +267,59 @@ impl BashTool {
             stdout_file,
             stderr_file,
             sandbox,
-        ) {
-            Ok(child) => child,
+        );
+        let (mut child, pgid) = match spawned {
+            Ok(child) => match child.id() {
+                Some(pgid) => (child, pgid),
+                None => {
+                    remove_quietly(&[&stdout_path, &stderr_path]);
+                    return ToolOutput::error("The shell ended before it could be tracked.");
+                }
+            },
             Err(err) => {
                 remove_quietly(&[&stdout_path, &stderr_path]);
                 return ToolOutput::error(err.describe(&shared.shell));
             }
         };
-        let pgid = child.id();
-        let mut guard = GroupGuard::new(pgid);
+        // Registered with the session: its shutdown stops the tree, and dropping this call's
+        // future (the engine gave up on it) kills it.
+        let group = shared.processes.adopt(pgid, ProcessKind::ToolCall, command);
+        let grace = shared.kill_grace;
         let timeout = Duration::from_millis(timeout_ms);
         let ending = tokio::select! {
             waited = child.wait() => Ending::Exited(waited.ok()),
             () = tokio::time::sleep(timeout) => {
-                Ending::TimedOut(process::terminate_tree(&mut child, pgid, shared.kill_grace).await)
+                Ending::TimedOut(group.terminate(&mut child, grace).await)
             }
             () = context.cancel.cancelled() => {
-                Ending::Aborted(process::terminate_tree(&mut child, pgid, shared.kill_grace).await)
+                Ending::Aborted(group.terminate(&mut child, grace).await)
+            }
+            () = group.stop_requested() => {
+                Ending::SessionEnded(group.terminate(&mut child, grace).await)
             }
         };
-        // After a normal exit, processes the command deliberately left behind (`server &`) keep
-        // running; after a timeout or abort the tree is already gone.
-        guard.disarm();
+        // A call's processes end with it: what the command left running (`server &`) is
+        // stopped now (after a timeout or abort the tree is already gone).
+        let left_running = group.finish(grace).await;
         let elapsed = started.elapsed();
         let limit = shared.limit.max_bytes;
-        let read = |path: &Path| budget::cut_file(path, limit).ok();
-        let (stdout_cut, stderr_cut) = (read(&stdout_path), read(&stderr_path));
-        let stdout_spilled = stdout_cut.as_ref().is_some_and(|c| c.truncated);
-        let stderr_spilled = stderr_cut.as_ref().is_some_and(|c| c.truncated);
-        let render = |cut: &Option<budget::Cut>, path: &PathBuf| {
-            cut.as_ref()
-                .map(|c| c.render(Some(path)))
-                .unwrap_or_default()
+        let (stdout, stdout_file) = shown_output(session_dir, &stdout_path, limit);
+        let (stderr, stderr_file) = shown_output(session_dir, &stderr_path, limit);
+        let kept: Vec<&Path> = [&stdout_file, &stderr_file]
+            .into_iter()
+            .flatten()
+            .map(PathBuf::as_path)
+            .collect();
+        let pruned = if kept.is_empty() {
+            None
+        } else {
+            session_dir.enforce_spill_limit(&kept).note()
         };
-        let stdout = render(&stdout_cut, &stdout_path);
-        let stderr = render(&stderr_cut, &stderr_path);
-        if !stdout_spilled {
-            remove_quietly(&[&stdout_path]);
-        }
-        if !stderr_spilled {
-            remove_quietly(&[&stderr_path]);
-        }
 
-        let (status, timed_out, aborted) = match ending {
-            Ending::Exited(status) => (status, false, false),
-            Ending::TimedOut(status) => (status, true, false),
-            Ending::Aborted(status) => (status, false, true),
+        let (status, timed_out, aborted) = match &ending {
+            Ending::Exited(status) => (*status, false, false),
+            Ending::TimedOut(status) => (*status, true, false),
+            Ending::Aborted(status) | Ending::SessionEnded(status) => (*status, false, true),
         };
         let (exit_code, signal) = status
             .as_ref()
@@ -319,6 +343,12 @@ impl BashTool {
                  longer command, raise `timeout` (max {MAX_TIMEOUT_MS}) or use \
                  `run_in_background: true`."
             ))
+        } else if matches!(ending, Ending::SessionEnded(_)) {
+            Some(
+                "Command stopped because the session is ending; its process tree was stopped. The \
+                 output so far is above."
+                    .to_string(),
+            )
         } else if aborted {
             Some(
                 "Command aborted by the user; its process tree was stopped. The output so far is \
@@ -339,6 +369,13 @@ impl BashTool {
         let is_error = note.is_some();
         if let Some(note) = &note {
             content.push_str(note);
+        }
+        let leftover_note = (left_running && !timed_out && !aborted).then_some(LEFTOVERS_NOTE);
+        for extra in [leftover_note, pruned.as_deref()].into_iter().flatten() {
+            if !content.is_empty() && !content.ends_with('\n') {
+                content.push('\n');
+            }
+            content.push_str(extra);
         }
         let sandbox_note = sandbox.and_then(|sandbox| {
             let mut evidence = stderr.clone();
@@ -368,8 +405,9 @@ impl BashTool {
             "interrupted": timed_out || aborted,
             "timed_out": timed_out,
             "duration_ms": elapsed.as_millis() as u64,
-            "stdout_file": stdout_spilled.then_some(&stdout_path),
-            "stderr_file": stderr_spilled.then_some(&stderr_path),
+            "stdout_file": stdout_file,
+            "stderr_file": stderr_file,
+            "left_running_stopped": left_running,
             "sandboxed": sandbox.is_some(),
             "sandbox_note": sandbox_note,
         });
@@ -379,6 +417,29 @@ impl BashTool {
             response,
         }
     }
+}
+
+/// The text of a finished call's output file for the result (head and tail when too long), and
+/// where the full output was kept: a long output moves to the spill directory, a short one's
+/// file is removed.
+fn shown_output(
+    session_dir: &SessionDir,
+    running: &PathBuf,
+    limit: usize,
+) -> (String, Option<PathBuf>) {
+    let Ok(cut) = budget::cut_file(running, limit) else {
+        remove_quietly(&[running]);
+        return (String::new(), None);
+    };
+    if !cut.truncated {
+        remove_quietly(&[running]);
+        return (cut.head, None);
+    }
+    // If the move fails the file stays where it is, still readable.
+    let kept = session_dir
+        .keep_running_file(running)
+        .unwrap_or_else(|_| running.clone());
+    (cut.render(Some(&kept)), Some(kept))
 }
 
 fn push_section(content: &mut String, text: &str) {

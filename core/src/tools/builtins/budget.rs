@@ -167,8 +167,9 @@ pub(crate) fn cut_file(path: &Path, max_bytes: usize) -> io::Result<Cut> {
     })
 }
 
-/// Fits `text` to `max_bytes`; when it is too long, writes the whole text to a new file under the
-/// session directory and names it in the marker. Returns the text and the spill path.
+/// Fits `text` to `max_bytes`; when it is too long, writes the whole text to a new file in the
+/// session's spill directory and names it in the marker (with a note when older spill files had
+/// to be removed to stay under the session's limit). Returns the text and the spill path.
 pub(crate) fn fit_text(
     text: &str,
     max_bytes: usize,
@@ -180,10 +181,19 @@ pub(crate) fn fit_text(
         return (cut.head, None);
     }
     let spill = session_dir
-        .new_output_path(stem, "txt")
+        .new_spill_path(stem, "txt")
         .ok()
         .filter(|path| std::fs::write(path, text.as_bytes()).is_ok());
-    (cut.render(spill.as_deref()), spill)
+    let mut shown = cut.render(spill.as_deref());
+    if let Some(path) = &spill {
+        if let Some(note) = session_dir.enforce_spill_limit(&[path]).note() {
+            if !shown.ends_with('\n') {
+                shown.push('\n');
+            }
+            shown.push_str(&note);
+        }
+    }
+    (shown, spill)
 }
 
 fn split_budget(max_bytes: usize) -> (usize, usize) {

@@ -3,7 +3,8 @@
 //!
 //! All tools of one session share a [`Builtins`] handle built from a [`BuiltinToolsConfig`]: the
 //! workspace roots beyond the cwd, the session directory for spilled outputs and background-task
-//! logs, the output budget, the shell, the web settings, and the background-task registry. The
+//! logs, the output budget, the shell, the web settings, the background-task registry and the
+//! registry of the process groups the tools start ([`ProcessGroups`]). The
 //! per-call [`ToolContext`](crate::tools::ToolContext) stays small: its `cwd` is the session's
 //! working directory, the first workspace root, against which relative paths resolve.
 //!
@@ -103,9 +104,13 @@ pub use web_search::{
 };
 pub use write::WriteTool;
 
+use crate::process::ProcessGroups;
 use crate::sandbox::Sandbox;
 use crate::tools::{Tool, ToolOutput, ToolRegistry};
-use workspace::Workspace;
+use workspace::{SessionDir, Workspace};
+
+/// Default of [`BuiltinToolsConfig::max_spill_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_SPILL_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How the built-in tools of one session are set up.
 #[derive(Clone)]
@@ -113,9 +118,14 @@ pub struct BuiltinToolsConfig {
     /// Directories the tools may use besides the session cwd (Claude Code's
     /// `additionalDirectories`). Relative entries resolve against the cwd of each call.
     pub additional_roots: Vec<PathBuf>,
-    /// Where spilled outputs and background-task logs go. `None`: a fresh directory under the
-    /// system temp dir, created on first use. The tools may read (not write) files in it.
+    /// Where spilled outputs and background-task logs go (`spill/`, `tasks/`; a session saved
+    /// in a store sets `.robota/sessions/<id>/`). `None`: a private directory under the system
+    /// temp dir, created on first use and removed when the tools are dropped. The tools may
+    /// read (not write) files in it.
     pub session_dir: Option<PathBuf>,
+    /// Most bytes the spilled outputs of the session may take together; when a new spill goes
+    /// over, the oldest are removed (and the tool result says so). Default 64 MiB.
+    pub max_spill_bytes: u64,
     /// The output budget.
     pub output_limit: OutputLimit,
     /// The shell for Bash. `None`: `$ROBOTA_SHELL`, else `$SHELL` when it is bash, zsh, sh, dash
@@ -134,6 +144,9 @@ pub struct BuiltinToolsConfig {
     /// The OS sandbox Bash commands and background tasks run in (a session sets its own);
     /// `None`: unsandboxed.
     pub sandbox: Option<Arc<Sandbox>>,
+    /// The registry the process groups of Bash calls and background tasks join (a session
+    /// passes its own, so that its shutdown stops them); `None`: one of the tools' own.
+    pub processes: Option<ProcessGroups>,
 }
 
 impl Default for BuiltinToolsConfig {
@@ -141,6 +154,7 @@ impl Default for BuiltinToolsConfig {
         BuiltinToolsConfig {
             additional_roots: Vec::new(),
             session_dir: None,
+            max_spill_bytes: DEFAULT_MAX_SPILL_BYTES,
             output_limit: OutputLimit::default(),
             shell: None,
             kill_grace: Duration::from_secs(2),
@@ -148,6 +162,7 @@ impl Default for BuiltinToolsConfig {
             search_provider: None,
             env: BTreeMap::new(),
             sandbox: None,
+            processes: None,
         }
     }
 }
@@ -157,6 +172,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
         f.debug_struct("BuiltinToolsConfig")
             .field("additional_roots", &self.additional_roots)
             .field("session_dir", &self.session_dir)
+            .field("max_spill_bytes", &self.max_spill_bytes)
             .field("output_limit", &self.output_limit)
             .field("shell", &self.shell)
             .field("kill_grace", &self.kill_grace)
@@ -167,6 +183,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
             )
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("sandbox", &self.sandbox.is_some())
+            .field("processes", &self.processes)
             .finish()
     }
 }
@@ -183,6 +200,7 @@ pub(crate) struct Shared {
     http: OnceLock<Result<reqwest::Client, String>>,
     env: BTreeMap<String, String>,
     sandbox: Option<Arc<Sandbox>>,
+    processes: ProcessGroups,
 }
 
 impl Shared {
@@ -225,7 +243,10 @@ impl Builtins {
         let shell = process::resolve_shell(config.shell.as_deref());
         Builtins {
             shared: Arc::new(Shared {
-                workspace: Workspace::new(config.additional_roots, config.session_dir),
+                workspace: Workspace::new(
+                    config.additional_roots,
+                    SessionDir::new(config.session_dir, config.max_spill_bytes),
+                ),
                 limit: config.output_limit,
                 shell,
                 kill_grace: config.kill_grace,
@@ -237,6 +258,7 @@ impl Builtins {
                 http: OnceLock::new(),
                 env: config.env,
                 sandbox: config.sandbox,
+                processes: config.processes.unwrap_or_default(),
             }),
         }
     }
@@ -265,6 +287,11 @@ impl Builtins {
     /// The background tasks started by `Bash` with `run_in_background: true`.
     pub fn background_tasks(&self) -> &BackgroundTasks {
         &self.shared.background
+    }
+
+    /// The registry of the process groups Bash calls and background tasks run in.
+    pub fn processes(&self) -> &ProcessGroups {
+        &self.shared.processes
     }
 
     /// The session directory (created if needed), where spilled outputs are written.

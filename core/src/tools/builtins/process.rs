@@ -1,16 +1,16 @@
-//! Shell processes for Bash and background tasks: which shell, how it is spawned (own process
-//! group, no stdin, non-interactive environment), and how its whole tree is stopped.
+//! Shell processes for Bash and background tasks: which shell, and how it is spawned (own process
+//! group, no stdin, non-interactive environment).
 //!
 //! Why a process group: `sh -c 'make test'` starts children and grandchildren; killing only the
 //! shell would leave them running (and holding files and ports). Every command gets a new group
-//! whose id is the shell's pid, so one signal to the group reaches the whole tree. A descendant
-//! that calls `setsid` leaves the group and is out of reach; only cgroups or a sandbox can track it.
+//! whose id is the shell's pid, registered with the session's
+//! [`ProcessGroups`](crate::process::ProcessGroups), so one signal to the group reaches the whole
+//! tree (see [`crate::process`] for when groups are stopped and what escapes them).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::time::Duration;
 
 use tokio::process::{Child, Command};
 
@@ -128,125 +128,6 @@ impl SpawnError {
                 "Could not start {}: {err}. Configure another shell for the session.",
                 shell.display()
             ),
-        }
-    }
-}
-
-/// Sends `signal` to every process of group `pgid`. Refuses pgid 0 and 1, which would address
-/// the caller's own group or every process the user owns.
-#[cfg(unix)]
-pub(crate) fn signal_group(pgid: u32, signal: i32) -> bool {
-    let Ok(pgid) = i32::try_from(pgid) else {
-        return false;
-    };
-    if pgid <= 1 {
-        return false;
-    }
-    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid addresses a group.
-    unsafe { libc::kill(-pgid, signal) == 0 }
-}
-
-/// True while group `pgid` has a process that is still running (not a zombie).
-///
-/// Zombies matter because grandchildren re-parented to an init that does not reap them (PID 1 in
-/// many containers) stay in the group forever; they are dead, so waiting for them is pointless.
-#[cfg(unix)]
-pub(crate) fn group_alive(pgid: u32) -> bool {
-    if !signal_group(pgid, 0) {
-        // EPERM means the group exists but belongs to someone else (a setuid child).
-        return std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(live) = linux_group_has_running_member(pgid) {
-        return live;
-    }
-    true
-}
-
-/// Scans `/proc` for a non-zombie member of `pgid`; `None` when `/proc` is unreadable.
-#[cfg(target_os = "linux")]
-fn linux_group_has_running_member(pgid: u32) -> Option<bool> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let mut fields = stat[close + 1..].split_whitespace();
-        let state = fields.next();
-        let _ppid = fields.next();
-        let group = fields.next().and_then(|g| g.parse::<u32>().ok());
-        if group == Some(pgid) && state != Some("Z") && state != Some("X") {
-            return Some(true);
-        }
-    }
-    Some(false)
-}
-
-/// Stops the tree of `child` (group `pgid`): SIGTERM to the group, up to `grace` for the shell to
-/// exit and the group to empty, then SIGKILL to the group. Returns the shell's exit status.
-pub(crate) async fn terminate_tree(
-    child: &mut Child,
-    pgid: Option<u32>,
-    grace: Duration,
-) -> Option<ExitStatus> {
-    #[cfg(unix)]
-    if let Some(pgid) = pgid {
-        signal_group(pgid, libc::SIGTERM);
-        let deadline = tokio::time::Instant::now() + grace;
-        let mut status = None;
-        loop {
-            if status.is_none() {
-                status = child.try_wait().ok().flatten();
-            }
-            if status.is_some() && !group_alive(pgid) {
-                return status;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        signal_group(pgid, libc::SIGKILL);
-        if status.is_some() {
-            return status;
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (pgid, grace);
-    let _ = child.start_kill();
-    child.wait().await.ok()
-}
-
-/// Kills the group when dropped unless disarmed, so a call whose future is dropped mid-run (the
-/// engine gave up on it) leaves no processes behind.
-pub(crate) struct GroupGuard {
-    pgid: Option<u32>,
-}
-
-impl GroupGuard {
-    pub fn new(pgid: Option<u32>) -> Self {
-        GroupGuard { pgid }
-    }
-
-    pub fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid {
-            signal_group(pgid, libc::SIGKILL);
         }
     }
 }

@@ -77,7 +77,19 @@ fn read(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
     let meta = match std::fs::metadata(&resolved.real) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return ToolOutput::error(missing_file_message(&resolved.real, &shown, context))
+            let mut message = missing_file_message(&resolved.real, &shown, context);
+            let spilled = shared
+                .workspace
+                .session_dir()
+                .existing_spill_dir()
+                .is_some_and(|dir| resolved.real.starts_with(dir));
+            if spilled {
+                message.push_str(
+                    " It was a saved tool output of this session: the oldest are removed when \
+                     they exceed the session's limit. Run the command again to see its output.",
+                );
+            }
+            return ToolOutput::error(message);
         }
         Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
     };

@@ -41,10 +41,10 @@ pub(crate) struct Workspace {
 }
 
 impl Workspace {
-    pub fn new(additional_roots: Vec<PathBuf>, session_dir: Option<PathBuf>) -> Self {
+    pub fn new(additional_roots: Vec<PathBuf>, session_dir: SessionDir) -> Self {
         Workspace {
             additional_roots,
-            session_dir: SessionDir::new(session_dir),
+            session_dir,
         }
     }
 
@@ -241,20 +241,85 @@ fn canonicalize_allowing_missing(path: &Path) -> Result<PathBuf, String> {
 
 /// The per-session directory where tools spill full outputs and background tasks write theirs.
 ///
-/// Created on first use. When the host configured none, a fresh directory under the system temp
-/// dir is used (one per set of tools, never shared between sessions). It is not deleted
-/// automatically: the model may read spilled files later in the session.
+/// Layout (created on first use):
+///
+/// - `spill/` — full outputs too long to show (Bash, Grep, Glob, WebFetch, WebSearch), named in
+///   the tool result so the model can Read them. Bounded: when the files together exceed
+///   [`BuiltinToolsConfig::max_spill_bytes`](super::BuiltinToolsConfig::max_spill_bytes), the
+///   oldest are removed (and the tool result that removed them says so).
+/// - `tasks/` — the stdout and stderr files of background tasks (not bounded: they are live
+///   logs the model reads while the task runs).
+/// - `running/` — a Bash call's output while it runs; moved to `spill/` when too long to show,
+///   removed otherwise.
+///
+/// A session saved in a store uses `.robota/sessions/<id>/` (see
+/// [`SessionStore::session_dir`](crate::session::store::SessionStore::session_dir)): the files
+/// stay readable after a resume and are deleted with the session. Without a configured directory
+/// a private one under the system temp dir is used, removed when the tools are dropped.
 #[derive(Debug)]
 pub(crate) struct SessionDir {
     configured: Option<PathBuf>,
     created: OnceLock<Result<PathBuf, String>>,
+    max_spill_bytes: u64,
+    /// One spill-limit pass at a time (two calls finishing together must not both delete).
+    pruning: std::sync::Mutex<()>,
+}
+
+/// Spill files of a session: the directory's `spill/` subdirectory.
+pub(crate) const SPILL_DIR: &str = "spill";
+const TASKS_DIR: &str = "tasks";
+const RUNNING_DIR: &str = "running";
+
+/// What keeping the spill files under their limit did.
+#[derive(Debug, Default)]
+pub(crate) struct Pruned {
+    /// Older spill files removed, oldest first.
+    pub removed: Vec<PathBuf>,
+    /// A file just kept that alone exceeded the limit, cut to this many bytes.
+    pub cut: Option<(PathBuf, u64)>,
+    /// The limit.
+    pub limit: u64,
+}
+
+impl Pruned {
+    /// A sentence for the tool result, or `None` when nothing was removed or cut.
+    pub fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.removed.is_empty() {
+            let names: Vec<String> = self
+                .removed
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect();
+            parts.push(format!(
+                "{} older saved output file{} ({}) {} removed to keep this session's saved \
+                 outputs under {} bytes.",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                if names.len() == 1 { "was" } else { "were" },
+                self.limit
+            ));
+        }
+        if let Some((path, kept)) = &self.cut {
+            parts.push(format!(
+                "The saved output {} was cut to its first {kept} bytes (this session keeps at \
+                 most {} bytes of saved outputs).",
+                path.display(),
+                self.limit
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join(" "))
+    }
 }
 
 impl SessionDir {
-    fn new(configured: Option<PathBuf>) -> Self {
+    pub(crate) fn new(configured: Option<PathBuf>, max_spill_bytes: u64) -> Self {
         SessionDir {
             configured,
             created: OnceLock::new(),
+            max_spill_bytes,
+            pruning: std::sync::Mutex::new(()),
         }
     }
 
@@ -270,7 +335,7 @@ impl SessionDir {
                         uuid::Uuid::new_v4().simple()
                     )),
                 };
-                std::fs::create_dir_all(&dir)
+                create_private_dir_all(&dir)
                     .and_then(|()| std::fs::canonicalize(&dir))
                     .map_err(|err| {
                         format!(
@@ -282,7 +347,7 @@ impl SessionDir {
             .clone()
     }
 
-    /// The directory if it has been created (reads of spilled files only make sense then).
+    /// The directory if it exists (reads of spilled files only make sense then).
     pub fn existing(&self) -> Option<PathBuf> {
         match self.created.get() {
             Some(Ok(dir)) => Some(dir.clone()),
@@ -293,32 +358,156 @@ impl SessionDir {
         }
     }
 
-    /// A fresh file path under `<session dir>/tool-output/` for `stem` (sanitised) and `ext`.
-    pub fn new_output_path(&self, stem: &str, ext: &str) -> Result<PathBuf, String> {
-        let dir = self.get()?.join("tool-output");
-        std::fs::create_dir_all(&dir).map_err(|err| {
+    /// The spill directory, when the session directory exists.
+    pub fn existing_spill_dir(&self) -> Option<PathBuf> {
+        self.existing().map(|dir| dir.join(SPILL_DIR))
+    }
+
+    fn subdir(&self, name: &str) -> Result<PathBuf, String> {
+        let dir = self.get()?.join(name);
+        create_private_dir_all(&dir).map_err(|err| {
             format!(
                 "cannot create the output directory {}: {err}",
                 dir.display()
             )
         })?;
-        let mut clean: String = stem
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(64)
-            .collect();
-        if clean.is_empty() {
-            clean.push_str("output");
-        }
-        let unique = uuid::Uuid::new_v4().simple().to_string();
-        Ok(dir.join(format!("{clean}-{}.{ext}", &unique[..8])))
+        Ok(dir)
     }
+
+    /// A fresh path under `spill/` for `stem` (sanitised) and `ext`.
+    pub fn new_spill_path(&self, stem: &str, ext: &str) -> Result<PathBuf, String> {
+        Ok(self.subdir(SPILL_DIR)?.join(unique_name(stem, ext)))
+    }
+
+    /// A fresh path under `tasks/` (background-task output).
+    pub fn new_task_path(&self, stem: &str, ext: &str) -> Result<PathBuf, String> {
+        Ok(self.subdir(TASKS_DIR)?.join(unique_name(stem, ext)))
+    }
+
+    /// A fresh path under `running/` (a call's output while it runs).
+    pub fn new_running_path(&self, stem: &str, ext: &str) -> Result<PathBuf, String> {
+        Ok(self.subdir(RUNNING_DIR)?.join(unique_name(stem, ext)))
+    }
+
+    /// Moves a finished call's output file from `running/` to `spill/` (same name).
+    pub fn keep_running_file(&self, running: &Path) -> Result<PathBuf, String> {
+        let name = running
+            .file_name()
+            .ok_or_else(|| format!("{} has no file name", running.display()))?;
+        let kept = self.subdir(SPILL_DIR)?.join(name);
+        std::fs::rename(running, &kept).map_err(|err| {
+            format!(
+                "cannot move {} to {}: {err}",
+                running.display(),
+                kept.display()
+            )
+        })?;
+        Ok(kept)
+    }
+
+    /// Keeps the spill files under the limit: removes the oldest (by modification time) until
+    /// they fit, never one of `fresh` (the files the current call just saved and names in its
+    /// result); when `fresh` alone does not fit, the largest of them is cut to what is left.
+    pub fn enforce_spill_limit(&self, fresh: &[&Path]) -> Pruned {
+        let mut pruned = Pruned {
+            limit: self.max_spill_bytes,
+            ..Pruned::default()
+        };
+        let Some(dir) = self.existing_spill_dir() else {
+            return pruned;
+        };
+        let _one_pass = self.pruning.lock().unwrap_or_else(|p| p.into_inner());
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return pruned;
+        };
+        let is_fresh = |path: &Path| fresh.iter().any(|f| f.file_name() == path.file_name());
+        let mut older = Vec::new();
+        let mut total: u64 = 0;
+        let mut fresh_files = Vec::new();
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if !meta.is_file() {
+                continue;
+            }
+            total += meta.len();
+            let path = entry.path();
+            if is_fresh(&path) {
+                fresh_files.push((meta.len(), path));
+            } else {
+                let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+                older.push((modified, path, meta.len()));
+            }
+        }
+        if total <= self.max_spill_bytes {
+            return pruned;
+        }
+        older.sort();
+        for (_, path, len) in older {
+            if total <= self.max_spill_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= len;
+                pruned.removed.push(path);
+            }
+        }
+        if total > self.max_spill_bytes {
+            fresh_files.sort();
+            if let Some((len, path)) = fresh_files.pop() {
+                let over = total - self.max_spill_bytes;
+                let keep = len.saturating_sub(over);
+                let cut = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|file| file.set_len(keep));
+                if cut.is_ok() {
+                    pruned.cut = Some((path, keep));
+                }
+            }
+        }
+        pruned
+    }
+}
+
+impl Drop for SessionDir {
+    fn drop(&mut self) {
+        // A private temp directory dies with the tools; a configured one belongs to the session.
+        if self.configured.is_none() {
+            if let Some(Ok(dir)) = self.created.get() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+/// `<stem>-<8 random hex>.<ext>`, the stem reduced to `[A-Za-z0-9_-]` and 64 characters.
+fn unique_name(stem: &str, ext: &str) -> String {
+    let mut clean: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if clean.is_empty() {
+        clean.push_str("output");
+    }
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    format!("{clean}-{}.{ext}", &unique[..8])
+}
+
+/// Creates `dir` and its missing parents; on Unix the directories created get mode 0700 (tool
+/// output can hold secrets).
+fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
 }
 
 #[cfg(test)]
