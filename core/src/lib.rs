@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod engine;
+pub mod files;
 pub mod framework;
 pub mod hooks;
 pub mod message;

@@ -340,8 +340,8 @@ fn scripted_turns(
     ) {
         (Some(turns), _) => turns,
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|error| invalid(format!("cannot read {}: {error}", path.display())))?;
+            let text = crate::files::read_regular_text(&path, &crate::files::SCRIPTED_TURNS_FILE)
+                .map_err(|error| invalid(error.to_string()))?;
             let value: Value = serde_json::from_str(&text)
                 .map_err(|error| invalid(format!("{} is not JSON: {error}", path.display())))?;
             // A script file is either the turns array or an object holding `turns`.
