@@ -10,8 +10,10 @@
 //!   kills the whole tree (SIGTERM to the group, a grace period, then SIGKILL). A descendant that
 //!   calls `setsid` itself escapes the group; only cgroups could track it.
 //! - stdin is a pipe carrying the JSON, then closed; stdout and stderr are pipes read
-//!   concurrently and capped, so a chatty hook cannot exhaust memory and a hook that does not
-//!   read stdin cannot deadlock the write.
+//!   concurrently and capped (what is past the cap is read and dropped, so the hook never blocks
+//!   on a full pipe), so a chatty hook cannot exhaust memory and a hook that does not read stdin
+//!   cannot deadlock the write. Stdout cut at the cap is reported as such: JSON that was cut is
+//!   never parsed, and on PreToolUse/UserPromptSubmit it blocks (see [`super::runner`]).
 //! - After the hook exits, its output pipes are drained for a short grace period only: a
 //!   background grandchild (`server &`) holding them open must not hold the session.
 
@@ -27,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{CommandHook, HookShell};
 use super::outcome::HookFailure;
-use super::runner::{RawReply, RawResult};
+use super::runner::{OutputOverflow, RawReply, RawResult};
 
 /// Shells whose `-c` takes POSIX syntax; any other `$SHELL` (fish, nu, …) is not used.
 const POSIX_SHELLS: &[&str] = &["bash", "zsh", "sh", "dash", "ksh", "mksh"];
@@ -195,6 +197,14 @@ impl CappedBuffer {
         self.dropped += data.len() - take;
     }
 
+    /// Everything the hook wrote, when it wrote more than the limit.
+    fn overflow(&self) -> Option<OutputOverflow> {
+        (self.dropped > 0).then(|| OutputOverflow {
+            total_bytes: Some((self.bytes.len() + self.dropped) as u64),
+            limit: self.limit,
+        })
+    }
+
     fn text(&self) -> String {
         let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
         if self.dropped > 0 {
@@ -342,7 +352,10 @@ pub(crate) async fn run(
     if let Some(task) = stdin_task {
         task.abort();
     }
-    let stdout = stdout.lock().unwrap_or_else(PoisonError::into_inner).text();
+    let (stdout, stdout_overflow) = {
+        let buffer = stdout.lock().unwrap_or_else(PoisonError::into_inner);
+        (buffer.text(), buffer.overflow())
+    };
     let stderr = stderr.lock().unwrap_or_else(PoisonError::into_inner).text();
 
     let (exit_code, reply) = match ending {
@@ -392,5 +405,6 @@ pub(crate) async fn run(
         stdout,
         stderr,
         reply,
+        stdout_overflow,
     }
 }
