@@ -177,6 +177,7 @@ both_wires!(
     repeated_unknown_tools_end_with_one_tool_less_call,
     invalid_tool_arguments,
     reused_tool_ids,
+    duplicate_tool_ids_in_one_response,
     parallel_read_only_tools,
 );
 
@@ -2485,6 +2486,84 @@ async fn reused_tool_ids(wire: Wire) {
             ])
         ),
     }
+}
+
+/// Two calls of one response sharing an id: both run, each answered once, and the history sent
+/// back gives the second a unique id, which mock-llm (checking the pairing rules the real APIs
+/// enforce) accepts. Sent verbatim, either API would refuse the next request.
+async fn duplicate_tool_ids_in_one_response(wire: Wire) {
+    let h = harness(
+        wire,
+        json!({"turns": [
+            {"tool_calls": [
+                tool_call("call_dup", "read", json!({"label": "a"})),
+                tool_call("call_dup", "read", json!({"label": "b"})),
+            ]},
+            text_turn("Read both."),
+            text_turn("Recovered."),
+        ]}),
+    )
+    .await;
+    let mut conversation = Conversation::new();
+    let (outcome, events) = h.run(&mut conversation, "Read a and b").await;
+
+    assert_completed(&outcome, "Read both.");
+    assert_tool_events_paired(&events.engine());
+    assert_history_consistent(&conversation);
+    assert_eq!(
+        stored(&conversation),
+        lines(&[
+            "user: Read a and b",
+            "assistant: tool_use call_dup read {\"label\":\"a\"}",
+            "assistant: tool_use call_dup_2 read {\"label\":\"b\"}",
+            "tool: result call_dup: read a",
+            "tool: result call_dup_2: read b",
+            "assistant: Read both.",
+        ])
+    );
+    let starts: Vec<String> = events
+        .engine()
+        .iter()
+        .filter_map(|event| match event {
+            EngineEvent::ToolStart { tool_use_id, .. } => Some(tool_use_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, ["call_dup", "call_dup_2"]);
+    let assistant = &messages(&conversation)[1];
+    assert_eq!(
+        assistant.metadata[robota::engine::RENAMED_TOOL_CALL_IDS],
+        json!({"call_dup_2": "call_dup"})
+    );
+    let body = &h.bodies()[1];
+    match wire {
+        Wire::Anthropic => assert_eq!(
+            body["messages"].as_array().expect("array")[1..],
+            json!([
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_dup", "name": "read", "input": {"label": "a"}},
+                    {"type": "tool_use", "id": "call_dup_2", "name": "read", "input": {"label": "b"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_dup", "content": "read a", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "call_dup_2", "content": "read b", "is_error": false}]},
+            ])
+            .as_array()
+            .expect("array")[..]
+        ),
+        Wire::OpenAi => assert_eq!(
+            body["messages"].as_array().expect("array")[2..],
+            json!([
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_dup", "type": "function", "function": {"name": "read", "arguments": "{\"label\":\"a\"}"}},
+                    {"id": "call_dup_2", "type": "function", "function": {"name": "read", "arguments": "{\"label\":\"b\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_dup", "content": "read a"},
+                {"role": "tool", "tool_call_id": "call_dup_2", "content": "read b"},
+            ])
+            .as_array()
+            .expect("array")[..]
+        ),
+    }
+    second_run_works(&h, &mut conversation).await;
 }
 
 /// Four read-only calls in one response run at the same time (each waits until all four are in
