@@ -158,6 +158,7 @@ both_wires!(
     transport_failures_before_any_output_are_retried,
     retries_run_out,
     retry_after_too_long_to_wait_is_returned,
+    a_lowered_retry_budget_is_named_in_the_error,
     auth_error_is_not_retried,
     context_length_error_is_not_retried,
     reset_after_text,
@@ -1455,8 +1456,9 @@ async fn retries_run_out(wire: Wire) {
     second_run_works(&h, &mut conversation).await;
 }
 
-/// A `retry-after` longer than the provider will sit out (60 s) ends the call at once with the
-/// wait the server asked for, so the host can tell the user when to come back.
+/// A `retry-after` longer than the retry budget (60 s) ends the call at once with the wait the
+/// server asked for, so the host can schedule the retry, and a message that says when the limit
+/// resets and why robota did not wait.
 async fn retry_after_too_long_to_wait_is_returned(wire: Wire) {
     let h = harness(
         wire,
@@ -1469,9 +1471,50 @@ async fn retry_after_too_long_to_wait_is_returned(wire: Wire) {
     let started = Instant::now();
     let outcome = assert_fails_before_output(&h, ProviderErrorKind::RateLimit, Some(429)).await;
     assert!(started.elapsed() < Duration::from_secs(10), "did not wait");
-    assert_eq!(
-        outcome.error.and_then(|e| e.retry_after),
-        Some(Duration::from_secs(120))
+    let error = outcome.error.expect("error");
+    assert_eq!(error.retry_after, Some(Duration::from_secs(120)));
+    assert!(error.retryable);
+    let message = &error.message;
+    assert!(message.contains("Rate limit exceeded"), "{message}");
+    assert!(
+        message.contains("The rate limit resets in 120 s (at 20"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "robota did not wait, because that is longer than its retry budget of 60 s \
+             (HttpOptions.max_retry_wait"
+        ),
+        "{message}"
+    );
+    // The typed error reaches hosts as JSON with the wait in milliseconds.
+    let json = serde_json::to_value(&error).expect("json");
+    assert_eq!(json["retry_after"], 120_000);
+    assert_eq!(json["kind"], "rate_limit");
+}
+
+/// The retry budget is an option: lowered to 1 s, a 2 s `retry-after` is not waited out either,
+/// and the message names the budget in force.
+async fn a_lowered_retry_budget_is_named_in_the_error(wire: Wire) {
+    let http = HttpOptions {
+        max_retry_wait: Duration::from_secs(1),
+        ..fast_http()
+    };
+    let h = harness_with(
+        wire,
+        json!({"turns": [
+            {"fault": {"kind": "status", "status": 429, "retry_after": "2"}},
+            text_turn("Recovered."),
+        ]}),
+        http,
+        |_| {},
+    )
+    .await;
+    let outcome = assert_fails_before_output(&h, ProviderErrorKind::RateLimit, Some(429)).await;
+    let message = outcome.error.expect("error").message;
+    assert!(
+        message.contains("resets in 2 s") && message.contains("retry budget of 1 s"),
+        "{message}"
     );
 }
 

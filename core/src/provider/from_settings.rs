@@ -5,8 +5,9 @@
 //! Profile types: `anthropic`; `openai` and the OpenAI-compatible `deepseek`/`qwen`/`gemma`
 //! (any of them at a `baseURL`, e.g. Ollama); `scripted` (turns in `options.turns`, or a JSON
 //! file named by `options.file`, relative to the project directory); `replay` (a recorded session
-//! log named by `options.log`). Provider-owned `options` also accept `maxRetries` and
-//! `maxTokens` for the HTTP providers.
+//! log named by `options.log`). Provider-owned `options` also accept `maxRetries`,
+//! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
+//! HTTP providers.
 //!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
@@ -282,6 +283,9 @@ fn http_options(profile: &ProviderProfile) -> Result<HttpOptions, FromSettingsEr
     }
     if let Some(retries) = option_u64(profile, "maxRetries")? {
         http.max_retries = saturate_u32(retries);
+    }
+    if let Some(ms) = option_u64(profile, "maxRetryWaitMs")? {
+        http.max_retry_wait = Duration::from_millis(ms);
     }
     Ok(http)
 }
