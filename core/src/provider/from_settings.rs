@@ -403,6 +403,25 @@ mod tests {
     }
 
     #[test]
+    fn http_options_come_from_profile_options() {
+        let profile = ProviderProfile {
+            timeout_ms: Some(5_000),
+            options: Some(serde_json::json!({"maxRetries": 1, "maxRetryWaitMs": 300_000})),
+            ..bare_profile("claude", "anthropic")
+        };
+        let http = http_options(&profile).expect("options");
+        assert_eq!(http.idle_timeout, Duration::from_secs(5));
+        assert_eq!(http.max_retries, 1);
+        assert_eq!(http.max_retry_wait, Duration::from_secs(300));
+        let bad = ProviderProfile {
+            options: Some(serde_json::json!({"maxRetryWaitMs": "soon"})),
+            ..bare_profile("claude", "anthropic")
+        };
+        let error = http_options(&bad).expect_err("not a number").to_string();
+        assert!(error.contains("`options.maxRetryWaitMs`"), "{error}");
+    }
+
+    #[test]
     fn scripted_profile_reads_turns_from_options() {
         let settings = with_profile(ProviderProfile {
             options: Some(serde_json::json!({"turns": [{"text": "hello"}]})),

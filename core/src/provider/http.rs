@@ -11,11 +11,12 @@
 //! connection, an idle timeout) are retried with exponential backoff and full jitter, honouring the
 //! server's `retry-after` / `retry-after-ms`. Each retry is announced as [`StreamEvent::Retry`].
 //!
-//! A requested wait longer than the retry budget — [`HttpOptions::max_retry_wait`] (60 s), or
-//! `max_backoff` if that is larger — is not sat out: the error is returned at once, carrying the
-//! wait in [`ProviderError::retry_after`] so a host can schedule the retry, and its message says
-//! when the limit resets and that robota did not wait because of the budget (naming the option
-//! that raises it), instead of the call hanging silently for minutes.
+//! A requested wait longer than the retry budget, [`HttpOptions::max_retry_wait`] (60 s), is not
+//! sat out: the error is returned at once, carrying the wait in [`ProviderError::retry_after`] so
+//! a host can schedule the retry, and its message says when the limit resets and that robota did
+//! not wait because of the budget (naming the option that raises it), instead of the call hanging
+//! silently for minutes. When the attempts run out on an error that named a wait, the message
+//! says when the limit resets too.
 //!
 //! A retry is only made while the failed attempt has not passed anything to the host's sink. Once a
 //! text, thinking or tool-call delta has been delivered, the host has shown it; replaying the
@@ -53,8 +54,8 @@ pub struct HttpOptions {
     /// The largest backoff ceiling. Default 30 s.
     pub max_backoff: Duration,
     /// The retry budget: the longest server-requested wait (`retry-after`) that is sat out
-    /// before retrying (or `max_backoff`, if larger). A longer one ends the call at once with the
-    /// wait in [`ProviderError::retry_after`]. Default 60 s. Provider config `max_retry_wait_ms`;
+    /// before retrying. A longer one ends the call at once with the wait in
+    /// [`ProviderError::retry_after`]. (`max_backoff` bounds only robota's own backoff.) Default 60 s. Provider config `max_retry_wait_ms`;
     /// settings `providers.<name>.options.maxRetryWaitMs`.
     pub max_retry_wait: Duration,
     /// The largest single server-sent event accepted. Default 16 MiB.
@@ -250,8 +251,11 @@ impl HttpTransport {
                 );
                 return Err(error);
             }
-            if !error.retryable || attempt >= max_attempts {
+            if !error.retryable {
                 return Err(error);
+            }
+            if attempt >= max_attempts {
+                return Err(out_of_attempts(error, max_attempts, SystemTime::now()));
             }
             let delay = match retry_delay(attempt, error.retry_after, &self.options) {
                 Some(delay) => delay,
@@ -502,7 +506,7 @@ fn drain_in_background(mut response: reqwest::Response) {
 
 /// The longest server-requested wait that is sat out.
 fn retry_budget(options: &HttpOptions) -> Duration {
-    options.max_retry_wait.max(options.max_backoff)
+    options.max_retry_wait
 }
 
 /// The delay before retry number `attempt` (1-based: the attempt that failed), or `None` when the
@@ -522,7 +526,30 @@ pub(crate) fn retry_delay(
 
 /// `error` (whose `retry_after` is over the budget) with a message that says when the limit
 /// resets, that robota did not wait, and why. `now` is when the error arrived.
-fn not_waited(mut error: ProviderError, options: &HttpOptions, now: SystemTime) -> ProviderError {
+fn not_waited(error: ProviderError, options: &HttpOptions, now: SystemTime) -> ProviderError {
+    let why = format!(
+        "robota did not wait, because that is longer than its retry budget of {} \
+         (HttpOptions.max_retry_wait; provider option `max_retry_wait_ms`, or `maxRetryWaitMs` in \
+         a settings provider profile)",
+        format_duration(retry_budget(options))
+    );
+    with_retry_time(error, now, &why)
+}
+
+/// `error`, the last of `attempts` attempts; when the provider said when to come back, the
+/// message says so too.
+fn out_of_attempts(error: ProviderError, attempts: u32, now: SystemTime) -> ProviderError {
+    let why = format!(
+        "robota gave up after {attempts} attempt{} (HttpOptions.max_retries; provider option \
+         `max_retries`, or `maxRetries` in a settings provider profile)",
+        if attempts == 1 { "" } else { "s" }
+    );
+    with_retry_time(error, now, &why)
+}
+
+/// Appends "The rate limit resets in N s (at <RFC 3339 time>); <why>" to the message of an error
+/// that carries a `retry_after`; other errors are returned as they are.
+fn with_retry_time(mut error: ProviderError, now: SystemTime, why: &str) -> ProviderError {
     let Some(wait) = error.retry_after else {
         return error;
     };
@@ -536,13 +563,9 @@ fn not_waited(mut error: ProviderError, options: &HttpOptions, now: SystemTime) 
     } else {
         "The provider asked to retry"
     };
-    let budget = retry_budget(options);
     error.message = format!(
-        "{}. {what} in {seconds} s{at}; robota did not wait, because that is longer than its \
-         retry budget of {} (HttpOptions.max_retry_wait; provider option `max_retry_wait_ms`, \
-         or `maxRetryWaitMs` in a settings provider profile)",
+        "{}. {what} in {seconds} s{at}; {why}",
         error.message.trim_end_matches('.'),
-        format_duration(budget),
     );
     error
 }
@@ -997,6 +1020,23 @@ mod tests {
             "{}",
             error.message
         );
+
+        // Out of attempts with a wait the budget allowed: when, and why there was no retry.
+        let error = classify_http_error(&context(), 503, "", None)
+            .with_retry_after(Some(Duration::from_secs(5)));
+        let error = out_of_attempts(error, 3, now);
+        assert!(
+            error.message.ends_with(
+                "The provider asked to retry in 5 s (at 2026-01-01T00:00:05Z); robota gave up \
+                 after 3 attempts (HttpOptions.max_retries; provider option `max_retries`, or \
+                 `maxRetries` in a settings provider profile)"
+            ),
+            "{}",
+            error.message
+        );
+        // Without a wait the message is left alone.
+        let plain = classify_http_error(&context(), 503, "", None);
+        assert_eq!(out_of_attempts(plain.clone(), 3, now), plain);
     }
 
     #[test]
