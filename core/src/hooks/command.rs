@@ -10,10 +10,8 @@
 //!   kills the whole tree (SIGTERM to the group, a grace period, then SIGKILL). A descendant that
 //!   calls `setsid` itself escapes the group; only cgroups could track it.
 //! - stdin is a pipe carrying the JSON, then closed; stdout and stderr are pipes read
-//!   concurrently and capped (what is past the cap is read and dropped, so the hook never blocks
-//!   on a full pipe), so a chatty hook cannot exhaust memory and a hook that does not read stdin
-//!   cannot deadlock the write. Stdout cut at the cap is reported as such: JSON that was cut is
-//!   never parsed, and on PreToolUse/UserPromptSubmit it blocks (see [`super::runner`]).
+//!   concurrently and capped, so a chatty hook cannot exhaust memory and a hook that does not
+//!   read stdin cannot deadlock the write.
 //! - After the hook exits, its output pipes are drained for a short grace period only: a
 //!   background grandchild (`server &`) holding them open must not hold the session.
 
@@ -29,7 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{CommandHook, HookShell};
 use super::outcome::HookFailure;
-use super::runner::{OutputOverflow, RawReply, RawResult};
+use super::runner::OutputOverflow;
+use super::runner::{RawReply, RawResult};
 
 /// Shells whose `-c` takes POSIX syntax; any other `$SHELL` (fish, nu, …) is not used.
 const POSIX_SHELLS: &[&str] = &["bash", "zsh", "sh", "dash", "ksh", "mksh"];
@@ -175,6 +174,10 @@ async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, buffer: Arc<Mutex<Capp
     }
 }
 
+/// Keeps the first `limit` bytes and counts the rest, which is read and dropped so the hook never
+/// blocks on a full pipe. Output cut at the limit is reported as such ([`CappedBuffer::overflow`]):
+/// JSON that was cut is never parsed, and on PreToolUse/UserPromptSubmit it blocks (see
+/// [`super::runner`]).
 pub(crate) struct CappedBuffer {
     bytes: Vec<u8>,
     limit: usize,

@@ -41,7 +41,6 @@ use super::outcome::{
 };
 use super::output::HookOutput;
 use super::prompt::{self, AgentHookExecutor};
-use crate::files::human_size;
 use crate::provider::Provider;
 
 /// Default timeout of command, http and callback handlers.
@@ -933,13 +932,18 @@ fn unreadable_json(
     let (failure, what) = match overflow {
         Some(overflow) => {
             let size = overflow.total_bytes.map_or_else(
-                || format!("more than {}", human_size(overflow.limit as u64)),
-                human_size,
+                || {
+                    format!(
+                        "more than {}",
+                        crate::files::human_size(overflow.limit as u64)
+                    )
+                },
+                crate::files::human_size,
             );
             let what = format!(
                 "printed {size} of output, over the {} hook output limit, so its JSON answer \
                  could not be read",
-                human_size(overflow.limit as u64)
+                crate::files::human_size(overflow.limit as u64)
             );
             let failure = HookFailure::OutputTooLarge {
                 bytes: overflow.total_bytes,
