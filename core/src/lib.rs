@@ -3,6 +3,8 @@
 //! One engine — an LLM tool-use loop with streaming, tools, providers speaking the real wire formats
 //! — that applications run in their own process. Layers, from the bottom: [`message`] (pure data),
 //! [`provider`] (model calls), [`tools`] (the tool port), [`engine`] (the execution loop).
+//! Beneath them all, [`files`] reads the files robota reads on its own (settings, instruction
+//! files, definitions, scripts, session files): regular files only, each kind under a size cap.
 #![warn(missing_docs)]
 
 pub mod api;
