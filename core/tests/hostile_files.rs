@@ -312,6 +312,15 @@ fn a_replay_log_that_is_a_device_or_fifo_is_refused() {
     mkfifo(&fifo);
     let error = within_seconds(move || open_replay(&fifo).map(|_| ())).expect_err("refused");
     assert!(error.to_string().contains("replay log"), "{error}");
+    let big = dirs.project.join("big.jsonl");
+    sparse(&big, 300 * MIB);
+    let error = open_replay(&big).map(|_| ()).expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .ends_with("is 300 MiB; the limit is 256 MiB"),
+        "{error}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,6 +339,15 @@ fn a_session_snapshot_or_log_that_is_a_device_or_fifo_is_refused() {
     );
 
     let store = SessionStore::for_project(&dirs.project);
+    sparse(&dirs.project.join(".robota/sessions/big.json"), 300 * MIB);
+    let error = store.load("big").expect_err("refused");
+    assert!(
+        error
+            .to_string()
+            .contains("it is 300 MiB; the limit for a session snapshot is 256 MiB"),
+        "{error}"
+    );
+
     mkfifo(&dirs.project.join(".robota/logs/fifo.jsonl"));
     let listing = within_seconds(move || store.list()).expect("listing");
     assert!(
