@@ -444,9 +444,10 @@ robota_status robota_session_options_add_command(struct robota_session_options *
 // - `{"type": "replay", "log_path": "..."}`: replays the model answers of a recorded session
 //   log (JSONL), offline.
 // - `{"type": "anthropic", "model": "...", "api_key"?: "...", "base_url"?: "...",
-//   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "headers"?: {...}}`: the
-//   Anthropic Messages API; `api_key`/`base_url` default to `ANTHROPIC_API_KEY` /
-//   `ANTHROPIC_BASE_URL`.
+//   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "max_retry_wait_ms"?: n,
+//   "headers"?: {...}}`: the Anthropic Messages API; `api_key`/`base_url` default to
+//   `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`. `max_retry_wait_ms` (default 60000) is the
+//   longest `retry-after` waited out; a longer one fails the call at once.
 // - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API
 //   (`OPENAI_API_KEY` / `OPENAI_BASE_URL`).
 //

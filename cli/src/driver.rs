@@ -172,9 +172,9 @@ fn latest_session(cwd: &Path) -> Result<String, CliError> {
 fn settings_overrides(cli: &Cli) -> Result<Value, CliError> {
     let mut top = match &cli.settings {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|error| {
-                CliError::usage(format!("--settings {}: {error}", path.display()))
-            })?;
+            // A regular file of at most 1 MiB: a FIFO or `/dev/zero` must not hang or fill memory.
+            let text = robota::files::read_regular_text(path, &robota::files::SETTINGS_FILE)
+                .map_err(|error| CliError::usage(format!("--settings: {error}")))?;
             match serde_json::from_str::<Value>(&text) {
                 Ok(Value::Object(object)) => object,
                 Ok(_) => {

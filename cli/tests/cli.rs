@@ -297,6 +297,60 @@ fn unreachable_base_url_is_named_and_exits_1() {
     assert!(stderr(&output).contains(&url), "{}", stderr(&output));
 }
 
+/// Runs the binary with `args`, killing it (and failing the test) if it has not exited in 20 s.
+#[cfg(unix)]
+fn run_within_seconds(project: &Project, args: &[&str]) -> Output {
+    let mut child = project
+        .robota()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("robota {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+#[cfg(unix)]
+#[test]
+fn a_settings_fifo_or_device_ends_start_up_with_an_error_naming_it() {
+    let project = Project::new();
+    let fifo = project.path().join("settings-fifo.json");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let output = run_within_seconds(&project, &["-p", "hi", "--settings", "settings-fifo.json"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("settings-fifo.json is a FIFO (named pipe), not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+
+    // The project's own settings file as a FIFO, then as a link to /dev/zero.
+    std::fs::create_dir_all(project.path().join(".robota")).expect("mkdir");
+    let settings = project.path().join(".robota/settings.json");
+    std::fs::rename(&fifo, &settings).expect("move the fifo");
+    let output = run_within_seconds(&project, &["-p", "hi"]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(stderr(&output).contains("FIFO"), "{}", stderr(&output));
+    std::fs::remove_file(&settings).expect("rm");
+    std::os::unix::fs::symlink("/dev/zero", &settings).expect("symlink");
+    let output = run_within_seconds(&project, &["-p", "hi"]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        stderr(&output).contains("is a character device"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let project = Project::new();

@@ -4,11 +4,14 @@
 //! — that applications run in their own process. Layers, from the bottom: [`message`] (pure data),
 //! [`provider`] (model calls), [`tools`] (the tool port), [`engine`] (the execution loop).
 //! [`process`] owns the process groups a session starts (Bash calls, background tasks, command
-//! hooks) and says when they are stopped; it sits at the bottom with [`message`].
+//! hooks) and says when they are stopped; it sits at the bottom with [`message`]. Beneath them
+//! all, [`files`] reads the files robota reads on its own (settings, instruction files,
+//! definitions, scripts, session files): regular files only, each kind under a size cap.
 #![warn(missing_docs)]
 
 pub mod api;
 pub mod engine;
+pub mod files;
 pub mod framework;
 pub mod hooks;
 pub mod message;

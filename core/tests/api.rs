@@ -170,3 +170,41 @@ fn interactive_errors_keep_their_kind() {
     );
     assert_eq!(ApiErrorKind::QueueFull.as_str(), "queue_full");
 }
+
+/// The retry budget every binding sets through the provider config: a `retry-after` over it ends
+/// the call at once with a rate-limit error that carries the wait and says when to come back.
+#[tokio::test]
+async fn max_retry_wait_ms_bounds_the_wait_a_provider_sits_out() {
+    let mock = mock_llm::MockLlm::start_json(json!({"turns": [
+        {"fault": {"kind": "status", "status": 429, "retry_after": "3"}},
+        {"text": "late"},
+    ]}))
+    .await
+    .expect("mock-llm");
+    let config = ProviderConfig::from_json_value(json!({
+        "type": "anthropic", "model": "m", "api_key": "k", "base_url": mock.base_url(),
+        "max_retry_wait_ms": 1000
+    }))
+    .expect("config");
+    let provider = config.build().expect("provider");
+    let request = robota::provider::ProviderRequest {
+        messages: vec![robota::message::Message::user("hi")],
+        ..Default::default()
+    };
+    let error = provider
+        .stream(
+            &request,
+            &|_| {},
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .expect_err("rate limited");
+    assert_eq!(error.kind, robota::message::ProviderErrorKind::RateLimit);
+    assert_eq!(error.retry_after, Some(std::time::Duration::from_secs(3)));
+    assert!(
+        error.message.contains("resets in 3 s") && error.message.contains("budget of 1 s"),
+        "{}",
+        error.message
+    );
+    assert_eq!(mock.requests().len(), 1, "no retry");
+}

@@ -868,6 +868,52 @@ async fn provider_tool_call_ids_are_kept_when_reused_across_rounds() {
 }
 
 #[tokio::test]
+async fn calls_sharing_an_id_in_one_response_get_unique_ids_answered_in_order() {
+    let h = harness(
+        vec![
+            turn_with_calls(
+                "",
+                vec![
+                    read_call("dup", "a", 1),
+                    read_call("dup", "b", 1),
+                    read_call("", "c", 1),
+                ],
+            ),
+            ScriptedTurn::text("done"),
+        ],
+        EngineConfig::default(),
+    );
+    let mut conversation = Conversation::new();
+    let outcome = run(&h, &mut conversation, "go").await;
+    assert_eq!(outcome.stop_reason, RunStopReason::Completed);
+    assert_history_consistent(&conversation);
+    assert_eq!(
+        tool_results(&conversation),
+        [
+            ("dup".into(), "read a".into(), false),
+            ("dup_2".into(), "read b".into(), false),
+            ("call_2".into(), "read c".into(), false),
+        ]
+    );
+    // What the model is sent back pairs each call with one result, by unique ids.
+    let sent = &h.provider.requests()[1].messages;
+    let calls: Vec<&str> = sent
+        .iter()
+        .flat_map(|m| m.tool_uses().map(|(id, _, _)| id))
+        .collect();
+    assert_eq!(calls, ["dup", "dup_2", "call_2"]);
+    let answered: Vec<&str> = sent
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, calls);
+}
+
+#[tokio::test]
 async fn abort_mid_text_commits_the_partial_answer_and_the_model_sees_it_was_cut() {
     let h = harness(
         vec![

@@ -158,6 +158,7 @@ both_wires!(
     transport_failures_before_any_output_are_retried,
     retries_run_out,
     retry_after_too_long_to_wait_is_returned,
+    a_lowered_retry_budget_is_named_in_the_error,
     auth_error_is_not_retried,
     context_length_error_is_not_retried,
     reset_after_text,
@@ -177,6 +178,7 @@ both_wires!(
     repeated_unknown_tools_end_with_one_tool_less_call,
     invalid_tool_arguments,
     reused_tool_ids,
+    duplicate_tool_ids_in_one_response,
     parallel_read_only_tools,
 );
 
@@ -1454,8 +1456,9 @@ async fn retries_run_out(wire: Wire) {
     second_run_works(&h, &mut conversation).await;
 }
 
-/// A `retry-after` longer than the provider will sit out (60 s) ends the call at once with the
-/// wait the server asked for, so the host can tell the user when to come back.
+/// A `retry-after` longer than the retry budget (60 s) ends the call at once with the wait the
+/// server asked for, so the host can schedule the retry, and a message that says when the limit
+/// resets and why robota did not wait.
 async fn retry_after_too_long_to_wait_is_returned(wire: Wire) {
     let h = harness(
         wire,
@@ -1468,9 +1471,50 @@ async fn retry_after_too_long_to_wait_is_returned(wire: Wire) {
     let started = Instant::now();
     let outcome = assert_fails_before_output(&h, ProviderErrorKind::RateLimit, Some(429)).await;
     assert!(started.elapsed() < Duration::from_secs(10), "did not wait");
-    assert_eq!(
-        outcome.error.and_then(|e| e.retry_after),
-        Some(Duration::from_secs(120))
+    let error = outcome.error.expect("error");
+    assert_eq!(error.retry_after, Some(Duration::from_secs(120)));
+    assert!(error.retryable);
+    let message = &error.message;
+    assert!(message.contains("Rate limit exceeded"), "{message}");
+    assert!(
+        message.contains("The rate limit resets in 120 s (at 20"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "robota did not wait, because that is longer than its retry budget of 60 s \
+             (HttpOptions.max_retry_wait"
+        ),
+        "{message}"
+    );
+    // The typed error reaches hosts as JSON with the wait in milliseconds.
+    let json = serde_json::to_value(&error).expect("json");
+    assert_eq!(json["retry_after"], 120_000);
+    assert_eq!(json["kind"], "rate_limit");
+}
+
+/// The retry budget is an option: lowered to 1 s, a 2 s `retry-after` is not waited out either,
+/// and the message names the budget in force.
+async fn a_lowered_retry_budget_is_named_in_the_error(wire: Wire) {
+    let http = HttpOptions {
+        max_retry_wait: Duration::from_secs(1),
+        ..fast_http()
+    };
+    let h = harness_with(
+        wire,
+        json!({"turns": [
+            {"fault": {"kind": "status", "status": 429, "retry_after": "2"}},
+            text_turn("Recovered."),
+        ]}),
+        http,
+        |_| {},
+    )
+    .await;
+    let outcome = assert_fails_before_output(&h, ProviderErrorKind::RateLimit, Some(429)).await;
+    let message = outcome.error.expect("error").message;
+    assert!(
+        message.contains("resets in 2 s") && message.contains("retry budget of 1 s"),
+        "{message}"
     );
 }
 
@@ -2485,6 +2529,84 @@ async fn reused_tool_ids(wire: Wire) {
             ])
         ),
     }
+}
+
+/// Two calls of one response sharing an id: both run, each answered once, and the history sent
+/// back gives the second a unique id, which mock-llm (checking the pairing rules the real APIs
+/// enforce) accepts. Sent verbatim, either API would refuse the next request.
+async fn duplicate_tool_ids_in_one_response(wire: Wire) {
+    let h = harness(
+        wire,
+        json!({"turns": [
+            {"tool_calls": [
+                tool_call("call_dup", "read", json!({"label": "a"})),
+                tool_call("call_dup", "read", json!({"label": "b"})),
+            ]},
+            text_turn("Read both."),
+            text_turn("Recovered."),
+        ]}),
+    )
+    .await;
+    let mut conversation = Conversation::new();
+    let (outcome, events) = h.run(&mut conversation, "Read a and b").await;
+
+    assert_completed(&outcome, "Read both.");
+    assert_tool_events_paired(&events.engine());
+    assert_history_consistent(&conversation);
+    assert_eq!(
+        stored(&conversation),
+        lines(&[
+            "user: Read a and b",
+            "assistant: tool_use call_dup read {\"label\":\"a\"}",
+            "assistant: tool_use call_dup_2 read {\"label\":\"b\"}",
+            "tool: result call_dup: read a",
+            "tool: result call_dup_2: read b",
+            "assistant: Read both.",
+        ])
+    );
+    let starts: Vec<String> = events
+        .engine()
+        .iter()
+        .filter_map(|event| match event {
+            EngineEvent::ToolStart { tool_use_id, .. } => Some(tool_use_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, ["call_dup", "call_dup_2"]);
+    let assistant = &messages(&conversation)[1];
+    assert_eq!(
+        assistant.metadata[robota::engine::RENAMED_TOOL_CALL_IDS],
+        json!({"call_dup_2": "call_dup"})
+    );
+    let body = &h.bodies()[1];
+    match wire {
+        Wire::Anthropic => assert_eq!(
+            body["messages"].as_array().expect("array")[1..],
+            json!([
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "call_dup", "name": "read", "input": {"label": "a"}},
+                    {"type": "tool_use", "id": "call_dup_2", "name": "read", "input": {"label": "b"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "call_dup", "content": "read a", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "call_dup_2", "content": "read b", "is_error": false}]},
+            ])
+            .as_array()
+            .expect("array")[..]
+        ),
+        Wire::OpenAi => assert_eq!(
+            body["messages"].as_array().expect("array")[2..],
+            json!([
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_dup", "type": "function", "function": {"name": "read", "arguments": "{\"label\":\"a\"}"}},
+                    {"id": "call_dup_2", "type": "function", "function": {"name": "read", "arguments": "{\"label\":\"b\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_dup", "content": "read a"},
+                {"role": "tool", "tool_call_id": "call_dup_2", "content": "read b"},
+            ])
+            .as_array()
+            .expect("array")[..]
+        ),
+    }
+    second_run_works(&h, &mut conversation).await;
 }
 
 /// Four read-only calls in one response run at the same time (each waits until all four are in

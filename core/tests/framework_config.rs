@@ -856,11 +856,14 @@ fn a_file_that_is_both_user_and_project_layer_loads_once() {
 }
 
 #[test]
-fn a_settings_path_that_is_a_directory_is_a_read_error() {
+fn a_settings_path_that_is_a_directory_is_refused_by_name() {
     let tree = Tree::new();
     fs::create_dir_all(tree.path(ProjectRobota)).expect("mkdir");
     match tree.load_err() {
-        SettingsError::Read { path, .. } => assert_eq!(path, tree.path(ProjectRobota)),
+        SettingsError::File(error) => {
+            assert_eq!(error.path(), tree.path(ProjectRobota));
+            assert!(error.to_string().contains("is a directory"), "{error}");
+        }
         other => panic!("unexpected error {other:?}"),
     }
 }

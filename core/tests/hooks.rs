@@ -716,7 +716,7 @@ async fn other_exit_codes_are_non_blocking_errors() {
 }
 
 #[tokio::test]
-async fn malformed_json_output_is_a_non_blocking_error() {
+async fn malformed_json_output_of_a_pre_tool_use_hook_blocks_the_call() {
     let project = Project::new();
     let runner = project.runner(one_group(
         "PreToolUse",
@@ -736,15 +736,107 @@ async fn malformed_json_output_is_a_non_blocking_error() {
         ],
     ));
     let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    // The first answer may well have said "block": an answer that cannot be read never lets the
+    // call through (hooks fail closed), and the reason says which hook and why.
+    assert_eq!(outcome.permission_decision, Some(PermissionDecision::Deny));
+    let reason = outcome.block.expect("blocked").reason;
+    assert!(reason.contains("respond.py"), "{reason}");
+    assert!(reason.contains("not valid hook JSON"), "{reason}");
+    assert!(reason.contains("fails closed"), "{reason}");
+    // An unknown decision is unreadable too.
+    assert!(reason.contains("maybe"), "{reason}");
+    assert!(outcome.errors.is_empty(), "{:#?}", outcome.errors);
+}
+
+#[tokio::test]
+async fn a_multi_megabyte_block_decision_blocks_the_call_instead_of_failing_open() {
+    let project = Project::new();
+    let runner = project.runner(one_group(
+        "PreToolUse",
+        None,
+        vec![command_hook(script("huge_decision.sh", &["3000000"]))],
+    ));
+    let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    assert_eq!(outcome.permission_decision, Some(PermissionDecision::Deny));
+    let reason = outcome.block.expect("blocked").reason;
+    assert!(reason.contains("huge_decision.sh"), "{reason}");
+    // 3,000,000 bytes of reason plus the JSON around it.
+    assert!(
+        reason.contains("printed 2.9 MiB of output, over the 1 MiB hook output limit"),
+        "{reason}"
+    );
+    assert!(reason.contains("the tool call was blocked"), "{reason}");
+    assert!(outcome.errors.is_empty(), "{:#?}", outcome.errors);
+    // Only the limit was kept in memory.
+    let kept = outcome.handlers[0].stdout.len();
+    assert!(kept < 1024 * 1024 + 100, "{kept} bytes kept");
+
+    // The same answer on an event that guards nothing is a non-blocking, named failure.
+    let runner = project.runner(one_group(
+        "PostToolUse",
+        None,
+        vec![command_hook(script("huge_decision.sh", &["3000000"]))],
+    ));
+    let input = HookInput::post_tool_use(
+        project.common(),
+        "Bash",
+        json!({"command": "ls"}),
+        "toolu_1",
+        json!({"stdout": ""}),
+    );
+    let outcome = run(&runner, &input).await;
     assert!(outcome.block.is_none());
-    assert_eq!(outcome.errors.len(), 2);
-    for error in &outcome.errors {
-        assert!(
-            matches!(error.failure, HookFailure::MalformedOutput { .. }),
-            "{error}"
-        );
+    match failure(&outcome) {
+        HookFailure::OutputTooLarge { bytes, limit } => {
+            assert!(bytes.unwrap_or_default() > 3_000_000, "{bytes:?}");
+            assert_eq!(*limit, 1024 * 1024);
+        }
+        other => panic!("unexpected failure {other:?}"),
     }
-    assert!(outcome.errors[1].to_string().contains("maybe"));
+}
+
+#[tokio::test]
+async fn a_smaller_output_limit_applies_to_the_decision_too() {
+    let project = Project::new();
+    let mut options = project.options();
+    options.output_limit = 64;
+    let hooks = one_group(
+        "PreToolUse",
+        None,
+        vec![command_hook(script("huge_decision.sh", &["100"]))],
+    );
+    let runner = HookRunner::new(parse_ok(SETTINGS, &hooks), options);
+    let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    let reason = outcome.block.expect("blocked").reason;
+    assert!(
+        reason.contains("over the 64 bytes hook output limit"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_with_exit_code_2_blocks() {
+    let project = Project::new();
+    let runner = project.runner(one_group(
+        "PreToolUse",
+        None,
+        vec![command_hook(script(
+            "respond.sh",
+            &["2", "{\"decision\": \u{1}\u{2} garbage ]]"],
+        ))],
+    ));
+    let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    assert_eq!(outcome.permission_decision, Some(PermissionDecision::Deny));
+    let reason = outcome.block.expect("blocked").reason;
+    assert!(reason.contains("exit code 2"), "{reason}");
+    // A multi-megabyte block decision with exit code 2 blocks as well.
+    let runner = project.runner(one_group(
+        "PreToolUse",
+        None,
+        vec![command_hook(script("huge_decision.sh", &["2000000", "2"]))],
+    ));
+    let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    assert_eq!(outcome.permission_decision, Some(PermissionDecision::Deny));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1285,12 +1377,12 @@ async fn prompt_hooks_ask_the_provider_for_a_verdict() {
     assert!(outcome.block.is_none() && outcome.errors.is_empty());
     assert_eq!(outcome.handlers[0].status, HandlerStatus::Success);
 
+    // A verdict that is not JSON cannot be read, so the guarded call is blocked.
     let outcome = run(&runner, &input).await;
-    assert!(outcome.block.is_none());
-    assert!(matches!(
-        failure(&outcome),
-        HookFailure::MalformedOutput { .. }
-    ));
+    assert_eq!(outcome.permission_decision, Some(PermissionDecision::Deny));
+    let reason = outcome.block.expect("blocked").reason;
+    assert!(reason.contains("prompt hook"), "{reason}");
+    assert!(reason.contains("the tool call was blocked"), "{reason}");
 }
 
 #[tokio::test]

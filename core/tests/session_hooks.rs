@@ -762,6 +762,55 @@ async fn hook_failures_surface_as_events_and_never_stop_the_session() {
 }
 
 #[tokio::test]
+async fn a_hook_too_long_to_read_blocks_the_tool_call() {
+    // A PreToolUse hook that prints a multi-megabyte "block" decision, and one that prints
+    // malformed JSON: neither answer can be read, so neither call runs (hooks fail closed), and
+    // the model is told why.
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({
+            "permissions": {"defaultMode": "bypassPermissions"},
+            "hooks": {"PreToolUse": [
+                group(Some("Bash"), vec![command(fixture("huge_decision.sh", &["4000000"]))]),
+                group(Some("Write"), vec![command(fixture("respond.sh", &["0", "{\"decision\": \"blo"]))]),
+            ]}
+        }),
+    );
+    let mock = Mock::start(json!({"turns": [
+        {"tool_calls": [
+            {"id": "toolu_bash", "name": "Bash", "input": {"command": "touch made.txt"}},
+            {"id": "toolu_write", "name": "Write", "input": {"file_path": "written.txt", "content": "x"}}
+        ]},
+        text_turn("understood"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = session(options(&project, &mock, &events));
+    let outcome = session.run("go").await.expect("run");
+    assert_eq!(outcome.response, "understood");
+    assert!(
+        !project.path("made.txt").exists(),
+        "the blocked Bash call ran"
+    );
+    assert!(
+        !project.path("written.txt").exists(),
+        "the blocked Write ran"
+    );
+    let bash = mock.result_for("toolu_bash");
+    assert!(bash.contains("huge_decision.sh"), "{bash}");
+    assert!(bash.contains("over the 1 MiB hook output limit"), "{bash}");
+    let write = mock.result_for("toolu_write");
+    assert!(write.contains("not valid hook JSON"), "{write}");
+    // Neither is reported as a mere non-blocking hook error.
+    assert!(
+        events.of("hook_error").is_empty(),
+        "{:#?}",
+        events.of("hook_error")
+    );
+}
+
+#[tokio::test]
 async fn post_tool_hooks_feed_back_to_the_model() {
     let project = Project::new();
     let feedback = json!({

@@ -18,6 +18,9 @@ export interface HttpProviderOptions {
   maxRetries?: number;
   /** How long a stream may stay silent before the call fails, in milliseconds. */
   idleTimeoutMs?: number;
+  /** The retry budget: the longest `retry-after` waited out before a retry, in milliseconds
+   * (default 60000). A longer one fails the call at once with a rate-limit error carrying it. */
+  maxRetryWaitMs?: number;
   /** Extra HTTP headers sent with every request. */
   headers?: Record<string, string>;
 }
@@ -38,6 +41,7 @@ function httpConfig(type: string, options: HttpProviderOptions): Record<string, 
   if (options.maxTokens !== undefined) config.max_tokens = options.maxTokens;
   if (options.maxRetries !== undefined) config.max_retries = options.maxRetries;
   if (options.idleTimeoutMs !== undefined) config.idle_timeout_ms = options.idleTimeoutMs;
+  if (options.maxRetryWaitMs !== undefined) config.max_retry_wait_ms = options.maxRetryWaitMs;
   if (options.headers !== undefined) config.headers = options.headers;
   return config;
 }

@@ -41,75 +41,56 @@ class BuiltinProvider:
         return f"{type(self).__name__}({config!r})"
 
 
-def _http_config(
-    kind: str,
-    model: str,
-    api_key: Optional[str],
-    base_url: Optional[str],
-    max_tokens: Optional[int],
-    max_retries: Optional[int],
-    idle_timeout_ms: Optional[int],
-    headers: Optional[Mapping[str, str]],
-) -> Dict[str, Any]:
-    config: Dict[str, Any] = {"type": kind, "model": model}
-    for key, value in (
-        ("api_key", api_key),
-        ("base_url", base_url),
-        ("max_tokens", max_tokens),
-        ("max_retries", max_retries),
-        ("idle_timeout_ms", idle_timeout_ms),
-    ):
-        if value is not None:
-            config[key] = value
-    if headers:
-        config["headers"] = dict(headers)
-    return config
+class _HttpProvider(BuiltinProvider):
+    """The options shared by the HTTP providers; subclasses name the provider ``type``."""
+
+    _TYPE = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        idle_timeout_ms: Optional[int] = None,
+        max_retry_wait_ms: Optional[int] = None,
+        headers: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        """``max_retry_wait_ms`` is the retry budget: the longest ``retry-after`` waited out
+        (default 60000); a longer one fails the call at once with the wait in the error."""
+        config: Dict[str, Any] = {"type": self._TYPE, "model": model}
+        for key, value in (
+            ("api_key", api_key),
+            ("base_url", base_url),
+            ("max_tokens", max_tokens),
+            ("max_retries", max_retries),
+            ("idle_timeout_ms", idle_timeout_ms),
+            ("max_retry_wait_ms", max_retry_wait_ms),
+        ):
+            if value is not None:
+                config[key] = value
+        if headers:
+            config["headers"] = dict(headers)
+        self._config = config
+
+    def to_config(self) -> Dict[str, Any]:
+        return dict(self._config)
 
 
-class AnthropicProvider(BuiltinProvider):
+class AnthropicProvider(_HttpProvider):
     """The Anthropic Messages API. ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY`` /
     ``ANTHROPIC_BASE_URL``."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        max_tokens: Optional[int] = None,
-        max_retries: Optional[int] = None,
-        idle_timeout_ms: Optional[int] = None,
-        headers: Optional[Mapping[str, str]] = None,
-    ) -> None:
-        self._config = _http_config(
-            "anthropic", model, api_key, base_url, max_tokens, max_retries, idle_timeout_ms, headers
-        )
-
-    def to_config(self) -> Dict[str, Any]:
-        return dict(self._config)
+    _TYPE = "anthropic"
 
 
-class OpenAIProvider(BuiltinProvider):
+class OpenAIProvider(_HttpProvider):
     """An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Ollama, vLLM, … via
     ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: Optional[str] = None,
-        base_url: Optional[str] = None,
-        max_tokens: Optional[int] = None,
-        max_retries: Optional[int] = None,
-        idle_timeout_ms: Optional[int] = None,
-        headers: Optional[Mapping[str, str]] = None,
-    ) -> None:
-        self._config = _http_config(
-            "openai", model, api_key, base_url, max_tokens, max_retries, idle_timeout_ms, headers
-        )
-
-    def to_config(self) -> Dict[str, Any]:
-        return dict(self._config)
+    _TYPE = "openai"
 
 
 class ScriptedProvider(BuiltinProvider):

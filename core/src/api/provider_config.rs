@@ -39,6 +39,11 @@ pub struct HttpProviderConfig {
     /// How long a stream may stay silent before the call fails, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
+    /// The retry budget: the longest server-requested wait (`retry-after`) sat out before a
+    /// retry, in milliseconds (default 60 000). A longer one ends the call at once with a
+    /// rate-limit error carrying the wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retry_wait_ms: Option<u64>,
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
@@ -51,6 +56,9 @@ impl HttpProviderConfig {
         }
         if let Some(ms) = self.idle_timeout_ms {
             http.idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.max_retry_wait_ms {
+            http.max_retry_wait = Duration::from_millis(ms);
         }
         http.headers
             .extend(self.headers.iter().map(|(k, v)| (k.clone(), v.clone())));

@@ -24,6 +24,12 @@
 //! # }
 //! ```
 //!
+//! Tool-call ids: every call of a response is answered by exactly one result, in call order. A
+//! response in which two calls share an id (or a call has none) cannot be answered that way, and
+//! both wire formats refuse such a history, so the engine gives the later calls unique ids
+//! (`<id>_2`, …) before anything else sees them; the assistant message records the renaming under
+//! [`RENAMED_TOOL_CALL_IDS`]. Distinct ids are kept verbatim.
+//!
 //! Modules: [`config`] (settings, options, outcome), [`events`] (what is reported), [`gate`]
 //! (approving tool calls from the layer above), `run` (the
 //! loop and the commit path), `round` (one model call), `tool_batch` (scheduling tool calls),
@@ -53,6 +59,7 @@ pub use config::{
 pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
 pub use gate::{GateCall, GateDecision, ToolCallGate};
 pub use recorder::JsonlRecorder;
+pub use round::RENAMED_TOOL_CALL_IDS;
 pub use summary::{MAX_TURNS_INSTRUCTION, SUMMARY_FALLBACK};
 pub use tool_batch::INTERRUPTED_RESULT;
 

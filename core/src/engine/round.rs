@@ -4,6 +4,7 @@
 //! Per-delta work is kept O(1): a delta is appended to one buffer and handed to the callbacks; the
 //! history is neither cloned nor serialized while a call streams.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 use super::events::{EngineEvent, ExecutionEvent};
 use super::run::Run;
 use crate::message::{ContentBlock, Message, MessageState, ProviderError};
-use crate::provider::{ProviderRequest, ProviderResponse, StreamEvent};
+use crate::provider::{ProviderRequest, ProviderResponse, ProviderToolCall, StreamEvent};
 
 /// How many characters of unparsable tool arguments are quoted back to the model.
 const ARGUMENT_PREFIX_CHARS: usize = 200;
@@ -135,8 +136,9 @@ impl Run<'_> {
 }
 
 /// Builds the assistant message for a response: thinking, text, then one `tool_use` block per
-/// tool call (ids verbatim; unusable arguments kept as a JSON string so the transcript shows
-/// what the model sent), plus the parsed calls the tool batch will handle.
+/// tool call (ids verbatim unless two calls share one, see [`unique_call_ids`]; unusable
+/// arguments kept as a JSON string so the transcript shows what the model sent), plus the parsed
+/// calls the tool batch will handle.
 pub(crate) fn assistant_message(
     response: &ProviderResponse,
     state: MessageState,
@@ -153,22 +155,32 @@ pub(crate) fn assistant_message(
     if !response.text.is_empty() {
         content.push(ContentBlock::text(response.text.clone()));
     }
+    let ids = unique_call_ids(&response.tool_calls);
+    let mut renamed = serde_json::Map::new();
     let mut calls = Vec::with_capacity(response.tool_calls.len());
-    for call in &response.tool_calls {
+    for (call, id) in response.tool_calls.iter().zip(ids) {
+        if id != call.id {
+            renamed.insert(id.clone(), Value::String(call.id.clone()));
+        }
         let (input, problem) = parse_arguments(&call.name, &call.arguments);
         content.push(ContentBlock::ToolUse {
-            id: call.id.clone(),
+            id: id.clone(),
             name: call.name.clone(),
             input: input.clone(),
         });
         calls.push(ParsedCall {
-            id: call.id.clone(),
+            id,
             name: call.name.clone(),
             input,
             problem,
         });
     }
     let mut message = Message::assistant(content, state);
+    if !renamed.is_empty() {
+        message
+            .metadata
+            .insert(RENAMED_TOOL_CALL_IDS.into(), Value::Object(renamed));
+    }
     message.usage = Some(response.usage);
     message.metadata.insert("round".into(), round.into());
     let model = if response.model.is_empty() {
@@ -182,6 +194,44 @@ pub(crate) fn assistant_message(
         serde_json::to_value(response.stop_reason).unwrap_or(Value::Null),
     );
     (message, calls)
+}
+
+/// Message metadata key: the tool-call ids the engine gave calls whose provider id was taken by
+/// an earlier call of the same response (or was empty), mapped to the provider's id.
+pub const RENAMED_TOOL_CALL_IDS: &str = "renamed_tool_call_ids";
+
+/// One id per call, unique within the response. A response that repeats an id (or sends none)
+/// cannot be answered as it stands: both APIs refuse a history with two calls of one id, and a
+/// result could not say which call it answers. The first call keeps its id verbatim; a later call
+/// with a taken or empty id gets `<id>_2`, `<id>_3`, … (`call_<n>` for an empty id), skipping any
+/// id another call of the response already has. The suffix keeps to the characters every
+/// provider accepts in an id.
+pub(crate) fn unique_call_ids(calls: &[ProviderToolCall]) -> Vec<String> {
+    let taken: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+    let mut assigned: HashSet<String> = HashSet::with_capacity(calls.len());
+    let mut ids = Vec::with_capacity(calls.len());
+    for (index, call) in calls.iter().enumerate() {
+        let id = if !call.id.is_empty() && !assigned.contains(&call.id) {
+            call.id.clone()
+        } else {
+            let base = if call.id.is_empty() {
+                "call"
+            } else {
+                call.id.as_str()
+            };
+            let mut n = if call.id.is_empty() { index } else { 2 };
+            loop {
+                let candidate = format!("{base}_{n}");
+                if !taken.contains(candidate.as_str()) && !assigned.contains(&candidate) {
+                    break candidate;
+                }
+                n += 1;
+            }
+        };
+        assigned.insert(id.clone());
+        ids.push(id);
+    }
+    ids
 }
 
 /// Parses a tool call's raw argument text. Empty text means "no arguments" (`{}`), as several
@@ -229,7 +279,7 @@ fn quote_prefix(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{ProviderToolCall, StopReason, ThinkingBlock};
+    use crate::provider::{StopReason, ThinkingBlock};
 
     #[test]
     fn valid_objects_and_empty_arguments_are_accepted() {
@@ -266,6 +316,35 @@ mod tests {
         assert!(problem.contains('…'));
     }
 
+    fn calls(ids: &[&str]) -> Vec<ProviderToolCall> {
+        ids.iter()
+            .map(|id| ProviderToolCall {
+                id: (*id).into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn repeated_and_empty_ids_become_unique_and_distinct_ids_stay() {
+        assert_eq!(unique_call_ids(&calls(&["a", "b"])), ["a", "b"]);
+        assert_eq!(
+            unique_call_ids(&calls(&["a", "a", "a"])),
+            ["a", "a_2", "a_3"]
+        );
+        // A generated id never takes an id another call of the response has.
+        assert_eq!(
+            unique_call_ids(&calls(&["a", "a", "a_2"])),
+            ["a", "a_3", "a_2"]
+        );
+        assert_eq!(unique_call_ids(&calls(&["", ""])), ["call_0", "call_1"]);
+        assert_eq!(
+            unique_call_ids(&calls(&["call_1", ""])),
+            ["call_1", "call_2"]
+        );
+    }
+
     #[test]
     fn assistant_message_keeps_order_ids_and_metadata() {
         let response = ProviderResponse {
@@ -294,8 +373,14 @@ mod tests {
             assistant_message(&response, MessageState::Complete, 3, "fallback-model");
         assert!(matches!(message.content[0], ContentBlock::Thinking { .. }));
         assert_eq!(message.text(), "Let me look.");
+        // Two calls sharing one id: the second is renamed, so each result answers one call.
         let ids: Vec<&str> = message.tool_uses().map(|(id, _, _)| id).collect();
-        assert_eq!(ids, ["call_0", "call_0"]);
+        assert_eq!(ids, ["call_0", "call_0_2"]);
+        assert_eq!(calls[1].id, "call_0_2");
+        assert_eq!(
+            message.metadata[RENAMED_TOOL_CALL_IDS],
+            serde_json::json!({"call_0_2": "call_0"})
+        );
         assert_eq!(message.metadata["round"], 3);
         assert_eq!(message.metadata["model"], "fallback-model");
         assert_eq!(message.metadata["stop_reason"], "tool_use");

@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::engine::RunStopReason;
-use crate::message::{Message, Usage};
+use crate::message::{Message, ProviderError, Usage};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::session::{
@@ -122,9 +122,10 @@ pub enum QueryError {
     /// An allowed/disallowed tool rule does not parse.
     #[error("invalid tool rule in allowed_tools/disallowed_tools: {0}")]
     InvalidToolRule(String),
-    /// The model call failed; the message names what failed.
+    /// The model call failed. The typed error says what kind of failure it was and, for a rate
+    /// limit the provider did not wait out, when to retry ([`ProviderError::retry_after`]).
     #[error("the model call failed: {0}")]
-    Provider(String),
+    Provider(ProviderError),
 }
 
 /// A reusable query function over one session.
@@ -220,7 +221,7 @@ impl Query {
         let before = self.session.usage();
         let outcome = self.session.run(prompt).await?;
         if let Some(error) = &outcome.error {
-            return Err(QueryError::Provider(error.to_string()));
+            return Err(QueryError::Provider(error.clone()));
         }
         let after = self.session.usage();
         let cost_usd = match (after.cost_usd, before.cost_usd) {

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{CommandHook, HookShell};
 use super::outcome::HookFailure;
+use super::runner::OutputOverflow;
 use super::runner::{RawReply, RawResult};
 use crate::process::{ProcessGroups, ProcessKind};
 
@@ -178,6 +179,10 @@ async fn read_capped<R: AsyncRead + Unpin>(mut reader: R, buffer: Arc<Mutex<Capp
     }
 }
 
+/// Keeps the first `limit` bytes and counts the rest, which is read and dropped so the hook never
+/// blocks on a full pipe. Output cut at the limit is reported as such ([`CappedBuffer::overflow`]):
+/// JSON that was cut is never parsed, and on PreToolUse/UserPromptSubmit it blocks (see
+/// [`super::runner`]).
 pub(crate) struct CappedBuffer {
     bytes: Vec<u8>,
     limit: usize,
@@ -198,6 +203,14 @@ impl CappedBuffer {
         let take = room.min(data.len());
         self.bytes.extend_from_slice(&data[..take]);
         self.dropped += data.len() - take;
+    }
+
+    /// Everything the hook wrote, when it wrote more than the limit.
+    fn overflow(&self) -> Option<OutputOverflow> {
+        (self.dropped > 0).then(|| OutputOverflow {
+            total_bytes: Some((self.bytes.len() + self.dropped) as u64),
+            limit: self.limit,
+        })
     }
 
     fn text(&self) -> String {
@@ -293,7 +306,10 @@ pub(crate) async fn run(
     if let Some(task) = stdin_task {
         task.abort();
     }
-    let stdout = stdout.lock().unwrap_or_else(PoisonError::into_inner).text();
+    let (stdout, stdout_overflow) = {
+        let buffer = stdout.lock().unwrap_or_else(PoisonError::into_inner);
+        (buffer.text(), buffer.overflow())
+    };
     let stderr = stderr.lock().unwrap_or_else(PoisonError::into_inner).text();
 
     let (exit_code, reply) = match ending {
@@ -343,5 +359,6 @@ pub(crate) async fn run(
         stdout,
         stderr,
         reply,
+        stdout_overflow,
     }
 }

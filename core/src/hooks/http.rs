@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::HttpHook;
 use super::outcome::{cap_chars, HookFailure};
-use super::runner::{RawReply, RawResult};
+use super::runner::{OutputOverflow, RawReply, RawResult};
 
 /// Replaces `$VAR` and `${VAR}` in `value`: allowed variables from `env`, others with nothing.
 pub(crate) fn interpolate_header(
@@ -121,16 +121,16 @@ pub(crate) async fn run(
                     body: cap_chars(body.trim(), 2_000),
                 }));
             }
-            if dropped && body.trim_start().starts_with('{') {
-                return RawResult::reply(RawReply::Failed(HookFailure::MalformedOutput {
-                    message: format!("the response body exceeds {output_limit} bytes"),
-                }));
-            }
             RawResult {
                 exit_code: None,
                 stdout: body,
                 stderr: String::new(),
                 reply: RawReply::Success,
+                // Reading stopped at the limit, so the full size is unknown.
+                stdout_overflow: dropped.then_some(OutputOverflow {
+                    total_bytes: None,
+                    limit: output_limit,
+                }),
             }
         }
     }

@@ -109,11 +109,26 @@ pub enum HookFailure {
         /// The timeout.
         timeout_ms: u64,
     },
-    /// Output started with `{` but is not a valid hook JSON object.
+    /// Output started with `{` but is not a valid hook JSON object. On PreToolUse and
+    /// UserPromptSubmit this blocks instead (hooks fail closed).
     #[error("returned malformed JSON output: {message}")]
     MalformedOutput {
         /// The parse error.
         message: String,
+    },
+    /// The output (stdout, or an HTTP body) was JSON longer than the output limit, so it could
+    /// not be read. On PreToolUse and UserPromptSubmit this blocks instead (hooks fail closed).
+    #[error(
+        "printed {} of output, over the {} hook output limit; its JSON answer could not be read",
+        bytes.map_or_else(|| format!("more than {}", crate::files::human_size(*limit)), crate::files::human_size),
+        crate::files::human_size(*limit)
+    )]
+    OutputTooLarge {
+        /// Bytes written, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
+        /// The limit.
+        limit: u64,
     },
     /// The HTTP endpoint answered with a non-2xx status.
     #[error("HTTP endpoint answered {status}{}", stderr_suffix(body))]

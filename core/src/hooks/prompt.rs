@@ -162,6 +162,7 @@ pub(crate) async fn run(
         stdout: text,
         stderr: String::new(),
         reply,
+        stdout_overflow: None,
     }
 }
 

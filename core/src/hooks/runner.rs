@@ -7,6 +7,15 @@
 //! a handler with an `if` rule runs only when the [`HookConditionEvaluator`] says the tool call
 //! matches; identical handlers (same type and command/url/prompt, args, shell, timeout, `if` …)
 //! run once per event even when several layers or groups define them.
+//!
+//! Reading answers, and failing closed: stdout (or an HTTP body) is kept up to
+//! [`HookRunnerOptions::output_limit`] (1 MiB). A JSON answer cut at that limit is never parsed.
+//! On the events whose hooks guard an action — PreToolUse (the tool call) and UserPromptSubmit
+//! (the prompt) — an answer that cannot be read (cut at the limit, malformed JSON, an unknown
+//! decision, a prompt hook's model not answering in JSON) **blocks**, with a reason naming the
+//! hook and the problem: the unread answer may have been "block", and must never become an
+//! allow. On other events it is a non-blocking [`HookFailure`] (`output_too_large`,
+//! `malformed_output`). Exit code 2 blocks whatever stdout holds.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
@@ -23,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use super::callback::{HookCallback, HookCallbackResult};
 use super::command::{self, CommandContext};
 use super::config::{split_rule, ConfiguredHook, HandlerKind, HookOrigin, HooksConfig};
-use super::event::{HookEvent, HookInput};
+use super::event::{BlockEffect, HookEvent, HookInput};
 use super::http;
 use super::matcher::{Matcher, MatcherError};
 use super::outcome::{
@@ -237,6 +246,18 @@ pub(crate) struct RawResult {
     pub stdout: String,
     pub stderr: String,
     pub reply: RawReply,
+    /// Set when stdout (or the HTTP body) was longer than the output limit and was cut.
+    pub stdout_overflow: Option<OutputOverflow>,
+}
+
+/// Output cut at the limit: what was kept cannot be trusted to be the hook's whole answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutputOverflow {
+    /// Bytes the hook wrote, when known (a command's pipe is drained to the end; an HTTP body is
+    /// not read past the limit).
+    pub total_bytes: Option<u64>,
+    /// The limit ([`HookRunnerOptions::output_limit`]).
+    pub limit: usize,
 }
 
 impl RawResult {
@@ -246,6 +267,7 @@ impl RawResult {
             stdout: String::new(),
             stderr: String::new(),
             reply,
+            stdout_overflow: None,
         }
     }
 }
@@ -564,7 +586,7 @@ impl HookRunner {
                 message: panic_message(panic.as_ref()),
             }))
         });
-        interpret(summary, raw, started)
+        interpret(input.event(), summary, raw, started)
     }
 
     async fn execute(
@@ -725,7 +747,7 @@ impl HookRunner {
                 processes: &processes,
             };
             let raw = command::run(&command, &input_json, &ctx, timeout, &cancel).await;
-            let report = interpret(summary, raw, started);
+            let report = interpret(event, summary, raw, started);
             let rewake =
                 command.async_rewake && matches!(report.status, HandlerStatus::Blocked { .. });
             // The receiver may be gone (nobody listens); the result is then dropped on purpose.
@@ -826,6 +848,7 @@ async fn run_callback(
                     stdout: text,
                     stderr: String::new(),
                     reply: RawReply::Text,
+                    stdout_overflow: None,
                 }
             }
             HookCallbackResult::Block { reason } => RawReply::Block(Some(reason)),
@@ -888,20 +911,102 @@ fn block_reason(stdout: &str, stderr: &str) -> String {
         .unwrap_or_else(|| "blocked by hook (exit code 2, no reason given)".to_string())
 }
 
+/// Whether `event`'s hooks guard something (a tool call, a prompt), so that a hook whose answer
+/// cannot be read must block rather than let the action through: its answer may have been
+/// "block".
+fn fails_closed(event: HookEvent) -> bool {
+    matches!(
+        event.block_effect(),
+        BlockEffect::DenyToolCall | BlockEffect::RejectPrompt
+    )
+}
+
+/// What a guarding hook's unreadable answer blocks, for the reason.
+fn blocked_action(event: HookEvent) -> &'static str {
+    match event.block_effect() {
+        BlockEffect::RejectPrompt => "the prompt was blocked",
+        _ => "the tool call was blocked",
+    }
+}
+
+/// The status of a successful run (exit 0, 2xx) whose stdout is JSON that could not be used:
+/// cut at the output limit, or malformed. On a guarding event this blocks (hooks fail closed):
+/// the unread answer may have been "block", and it must never turn into an allow.
+fn unreadable_json(
+    event: HookEvent,
+    summary: &HandlerSummary,
+    overflow: Option<OutputOverflow>,
+    parse_error: String,
+) -> HandlerStatus {
+    let (failure, what) = match overflow {
+        Some(overflow) => {
+            let size = overflow.total_bytes.map_or_else(
+                || {
+                    format!(
+                        "more than {}",
+                        crate::files::human_size(overflow.limit as u64)
+                    )
+                },
+                crate::files::human_size,
+            );
+            let what = format!(
+                "printed {size} of output, over the {} hook output limit, so its JSON answer \
+                 could not be read",
+                crate::files::human_size(overflow.limit as u64)
+            );
+            let failure = HookFailure::OutputTooLarge {
+                bytes: overflow.total_bytes,
+                limit: overflow.limit as u64,
+            };
+            (failure, what)
+        }
+        None => {
+            let what = format!("returned output that is not valid hook JSON ({parse_error})");
+            (
+                HookFailure::MalformedOutput {
+                    message: parse_error,
+                },
+                what,
+            )
+        }
+    };
+    if fails_closed(event) {
+        HandlerStatus::Blocked {
+            reason: format!(
+                "{summary} {what}; {} because a {event} hook that cannot be read fails closed",
+                blocked_action(event)
+            ),
+        }
+    } else {
+        HandlerStatus::Failed { failure }
+    }
+}
+
 /// Turns an executor's result into a report: parses JSON output, finds block reasons.
-fn interpret(summary: HandlerSummary, raw: RawResult, started: Instant) -> HandlerReport {
+fn interpret(
+    event: HookEvent,
+    summary: HandlerSummary,
+    raw: RawResult,
+    started: Instant,
+) -> HandlerReport {
     let mut output = None;
     let status = match &raw.reply {
         RawReply::Success => {
             let trimmed = raw.stdout.trim_start();
             if trimmed.starts_with('{') {
-                match HookOutput::from_json_text(trimmed) {
-                    Ok(parsed) => {
-                        output = Some(parsed);
-                        HandlerStatus::Success
-                    }
-                    Err(message) => HandlerStatus::Failed {
-                        failure: HookFailure::MalformedOutput { message },
+                match raw.stdout_overflow {
+                    Some(overflow) => unreadable_json(
+                        event,
+                        &summary,
+                        Some(overflow),
+                        "cut at the output limit".to_string(),
+                    ),
+                    None => match HookOutput::from_json_text(trimmed) {
+                        Ok(parsed) => {
+                            output = Some(parsed);
+                            HandlerStatus::Success
+                        }
+                        Err(message) => unreadable_json(event, &summary, None, message),
                     },
                 }
             } else {
@@ -918,6 +1023,10 @@ fn interpret(summary: HandlerSummary, raw: RawResult, started: Instant) -> Handl
                 .clone()
                 .unwrap_or_else(|| block_reason(&raw.stdout, &raw.stderr)),
         },
+        // A prompt/agent hook whose model answer is not the expected JSON.
+        RawReply::Failed(HookFailure::MalformedOutput { message }) => {
+            unreadable_json(event, &summary, None, message.clone())
+        }
         RawReply::Failed(failure) => HandlerStatus::Failed {
             failure: failure.clone(),
         },

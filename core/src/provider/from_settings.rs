@@ -5,8 +5,9 @@
 //! Profile types: `anthropic`; `openai` and the OpenAI-compatible `deepseek`/`qwen`/`gemma`
 //! (any of them at a `baseURL`, e.g. Ollama); `scripted` (turns in `options.turns`, or a JSON
 //! file named by `options.file`, relative to the project directory); `replay` (a recorded session
-//! log named by `options.log`). Provider-owned `options` also accept `maxRetries` and
-//! `maxTokens` for the HTTP providers.
+//! log named by `options.log`). Provider-owned `options` also accept `maxRetries`,
+//! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
+//! HTTP providers.
 //!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
@@ -283,6 +284,9 @@ fn http_options(profile: &ProviderProfile) -> Result<HttpOptions, FromSettingsEr
     if let Some(retries) = option_u64(profile, "maxRetries")? {
         http.max_retries = saturate_u32(retries);
     }
+    if let Some(ms) = option_u64(profile, "maxRetryWaitMs")? {
+        http.max_retry_wait = Duration::from_millis(ms);
+    }
     Ok(http)
 }
 
@@ -340,8 +344,8 @@ fn scripted_turns(
     ) {
         (Some(turns), _) => turns,
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|error| invalid(format!("cannot read {}: {error}", path.display())))?;
+            let text = crate::files::read_regular_text(&path, &crate::files::SCRIPTED_TURNS_FILE)
+                .map_err(|error| invalid(error.to_string()))?;
             let value: Value = serde_json::from_str(&text)
                 .map_err(|error| invalid(format!("{} is not JSON: {error}", path.display())))?;
             // A script file is either the turns array or an object holding `turns`.
@@ -396,6 +400,25 @@ mod tests {
             }
             other => panic!("expected a missing key error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn http_options_come_from_profile_options() {
+        let profile = ProviderProfile {
+            timeout_ms: Some(5_000),
+            options: Some(serde_json::json!({"maxRetries": 1, "maxRetryWaitMs": 300_000})),
+            ..bare_profile("claude", "anthropic")
+        };
+        let http = http_options(&profile).expect("options");
+        assert_eq!(http.idle_timeout, Duration::from_secs(5));
+        assert_eq!(http.max_retries, 1);
+        assert_eq!(http.max_retry_wait, Duration::from_secs(300));
+        let bad = ProviderProfile {
+            options: Some(serde_json::json!({"maxRetryWaitMs": "soon"})),
+            ..bare_profile("claude", "anthropic")
+        };
+        let error = http_options(&bad).expect_err("not a number").to_string();
+        assert!(error.contains("`options.maxRetryWaitMs`"), "{error}");
     }
 
     #[test]

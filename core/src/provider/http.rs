@@ -10,8 +10,13 @@
 //! Failed attempts (HTTP 429/500/502/503/504/529, an `overloaded_error` event, a refused or reset
 //! connection, an idle timeout) are retried with exponential backoff and full jitter, honouring the
 //! server's `retry-after` / `retry-after-ms`. Each retry is announced as [`StreamEvent::Retry`].
-//! A requested wait longer than 60 s (or `max_backoff`, if larger) is not sat out: the error is
-//! returned at once, with its `retry_after`, so the host can say when to try again.
+//!
+//! A requested wait longer than the retry budget, [`HttpOptions::max_retry_wait`] (60 s), is not
+//! sat out: the error is returned at once, carrying the wait in [`ProviderError::retry_after`] so
+//! a host can schedule the retry, and its message says when the limit resets and that robota did
+//! not wait because of the budget (naming the option that raises it), instead of the call hanging
+//! silently for minutes. When the attempts run out on an error that named a wait, the message
+//! says when the limit resets too.
 //!
 //! A retry is only made while the failed attempt has not passed anything to the host's sink. Once a
 //! text, thinking or tool-call delta has been delivered, the host has shown it; replaying the
@@ -48,6 +53,11 @@ pub struct HttpOptions {
     pub initial_backoff: Duration,
     /// The largest backoff ceiling. Default 30 s.
     pub max_backoff: Duration,
+    /// The retry budget: the longest server-requested wait (`retry-after`) that is sat out
+    /// before retrying. A longer one ends the call at once with the wait in
+    /// [`ProviderError::retry_after`]. (`max_backoff` bounds only robota's own backoff.) Default 60 s. Provider config `max_retry_wait_ms`;
+    /// settings `providers.<name>.options.maxRetryWaitMs`.
+    pub max_retry_wait: Duration,
     /// The largest single server-sent event accepted. Default 16 MiB.
     pub max_event_bytes: usize,
     /// Extra request headers (e.g. for a gateway). They override the provider's own headers of the
@@ -63,16 +73,15 @@ impl Default for HttpOptions {
             max_retries: 4,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
+            max_retry_wait: DEFAULT_MAX_RETRY_WAIT,
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
             headers: Vec::new(),
         }
     }
 }
 
-/// Server-requested delays longer than this (or than `max_backoff`, if larger) are not waited out:
-/// the error is returned with its `retry_after` so the host can tell the user when to come back,
-/// instead of the call hanging silently for minutes.
-pub(crate) const MAX_HONOURED_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// The default of [`HttpOptions::max_retry_wait`].
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 /// How much of an error response body is read (for its message); the rest is dropped.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -242,12 +251,15 @@ impl HttpTransport {
                 );
                 return Err(error);
             }
-            if !error.retryable || attempt >= max_attempts {
+            if !error.retryable {
                 return Err(error);
+            }
+            if attempt >= max_attempts {
+                return Err(out_of_attempts(error, max_attempts, SystemTime::now()));
             }
             let delay = match retry_delay(attempt, error.retry_after, &self.options) {
                 Some(delay) => delay,
-                None => return Err(error),
+                None => return Err(not_waited(error, &self.options, SystemTime::now())),
             };
             on_event(StreamEvent::Retry {
                 attempt,
@@ -492,6 +504,11 @@ fn drain_in_background(mut response: reqwest::Response) {
     }
 }
 
+/// The longest server-requested wait that is sat out.
+fn retry_budget(options: &HttpOptions) -> Duration {
+    options.max_retry_wait
+}
+
 /// The delay before retry number `attempt` (1-based: the attempt that failed), or `None` when the
 /// server asked for a wait too long to sit out.
 pub(crate) fn retry_delay(
@@ -500,12 +517,57 @@ pub(crate) fn retry_delay(
     options: &HttpOptions,
 ) -> Option<Duration> {
     if let Some(wait) = retry_after {
-        let ceiling = MAX_HONOURED_RETRY_AFTER.max(options.max_backoff);
-        return (wait <= ceiling).then_some(wait);
+        return (wait <= retry_budget(options)).then_some(wait);
     }
     let ceiling = backoff_ceiling(attempt, options);
     let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
     Some(Duration::from_millis(rand::rng().random_range(0..=millis)))
+}
+
+/// `error` (whose `retry_after` is over the budget) with a message that says when the limit
+/// resets, that robota did not wait, and why. `now` is when the error arrived.
+fn not_waited(error: ProviderError, options: &HttpOptions, now: SystemTime) -> ProviderError {
+    let why = format!(
+        "robota did not wait, because that is longer than its retry budget of {} \
+         (HttpOptions.max_retry_wait; provider option `max_retry_wait_ms`, or `maxRetryWaitMs` in \
+         a settings provider profile)",
+        format_duration(retry_budget(options))
+    );
+    with_retry_time(error, now, &why)
+}
+
+/// `error`, the last of `attempts` attempts; when the provider said when to come back, the
+/// message says so too.
+fn out_of_attempts(error: ProviderError, attempts: u32, now: SystemTime) -> ProviderError {
+    let why = format!(
+        "robota gave up after {attempts} attempt{} (HttpOptions.max_retries; provider option \
+         `max_retries`, or `maxRetries` in a settings provider profile)",
+        if attempts == 1 { "" } else { "s" }
+    );
+    with_retry_time(error, now, &why)
+}
+
+/// Appends "The rate limit resets in N s (at <RFC 3339 time>); <why>" to the message of an error
+/// that carries a `retry_after`; other errors are returned as they are.
+fn with_retry_time(mut error: ProviderError, now: SystemTime, why: &str) -> ProviderError {
+    let Some(wait) = error.retry_after else {
+        return error;
+    };
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let at = time::OffsetDateTime::from(now + Duration::from_secs(seconds))
+        .format(&time::format_description::well_known::Rfc3339)
+        .map(|at| format!(" (at {at})"))
+        .unwrap_or_default();
+    let what = if error.kind == ProviderErrorKind::RateLimit {
+        "The rate limit resets"
+    } else {
+        "The provider asked to retry"
+    };
+    error.message = format!(
+        "{}. {what} in {seconds} s{at}; {why}",
+        error.message.trim_end_matches('.'),
+    );
+    error
 }
 
 /// `min(max_backoff, initial_backoff * 2^(attempt-1))`.
@@ -913,19 +975,68 @@ mod tests {
 
     #[test]
     fn retry_after_is_honoured_exactly_up_to_the_cap() {
-        let options = HttpOptions::default();
-        assert_eq!(
-            retry_delay(1, Some(Duration::from_secs(7)), &options),
-            Some(Duration::from_secs(7))
+        let raised = HttpOptions {
+            max_retry_wait: Duration::from_secs(300),
+            ..HttpOptions::default()
+        };
+        // (budget, requested wait, sat out?)
+        for (options, secs, waited) in [
+            (HttpOptions::default(), 7, true),
+            (HttpOptions::default(), 60, true),
+            (HttpOptions::default(), 61, false),
+            (raised.clone(), 120, true),
+            (raised, 301, false),
+        ] {
+            let wait = Duration::from_secs(secs);
+            assert_eq!(
+                retry_delay(1, Some(wait), &options),
+                waited.then_some(wait),
+                "{secs} s with a budget of {:?}",
+                options.max_retry_wait
+            );
+        }
+    }
+
+    #[test]
+    fn a_wait_over_the_budget_says_when_and_why_robota_did_not_wait() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_225_600); // 2026-01-01
+        let error = classify_http_error(&context(), 429, "", None)
+            .with_retry_after(Some(Duration::from_millis(119_400)));
+        let error = not_waited(error, &HttpOptions::default(), now);
+        assert_eq!(error.kind, ProviderErrorKind::RateLimit);
+        assert_eq!(error.retry_after, Some(Duration::from_millis(119_400)));
+        assert!(
+            error.message.ends_with(
+                "The rate limit resets in 120 s (at 2026-01-01T00:02:00Z); robota did not \
+                 wait, because that is longer than its retry budget of 60 s \
+                 (HttpOptions.max_retry_wait; provider option `max_retry_wait_ms`, or \
+                 `maxRetryWaitMs` in a settings provider profile)"
+            ),
+            "{}",
+            error.message
         );
-        assert_eq!(
-            retry_delay(1, Some(Duration::from_secs(60)), &options),
-            Some(Duration::from_secs(60))
+        assert!(
+            error.message.starts_with("anthropic rate limit reached"),
+            "{}",
+            error.message
         );
-        assert_eq!(
-            retry_delay(1, Some(Duration::from_secs(61)), &options),
-            None
+
+        // Out of attempts with a wait the budget allowed: when, and why there was no retry.
+        let error = classify_http_error(&context(), 503, "", None)
+            .with_retry_after(Some(Duration::from_secs(5)));
+        let error = out_of_attempts(error, 3, now);
+        assert!(
+            error.message.ends_with(
+                "The provider asked to retry in 5 s (at 2026-01-01T00:00:05Z); robota gave up \
+                 after 3 attempts (HttpOptions.max_retries; provider option `max_retries`, or \
+                 `maxRetries` in a settings provider profile)"
+            ),
+            "{}",
+            error.message
         );
+        // Without a wait the message is left alone.
+        let plain = classify_http_error(&context(), 503, "", None);
+        assert_eq!(out_of_attempts(plain.clone(), 3, now), plain);
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub mod scripted;
 pub mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider};
-pub use http::HttpOptions;
+pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 
 use std::time::Duration;

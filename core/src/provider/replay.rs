@@ -70,13 +70,16 @@ pub struct ReplayProvider {
 }
 
 impl ReplayProvider {
-    /// Reads the log at `path`.
+    /// Reads the log at `path`: a regular file of at most 256 MiB
+    /// ([`crate::files::REPLAY_LOG_FILE`]); anything else is an error naming it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReplayError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|error| ReplayError {
-            line: None,
-            message: format!("cannot read {}: {error}", path.display()),
-        })?;
+        let text = crate::files::read_regular_text(path, &crate::files::REPLAY_LOG_FILE).map_err(
+            |error| ReplayError {
+                line: None,
+                message: error.to_string(),
+            },
+        )?;
         Self::from_jsonl_str(&text)
     }
 

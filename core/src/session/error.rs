@@ -152,6 +152,7 @@ impl SessionError {
         match self {
             SessionError::Settings(error) => match error {
                 SettingsError::Read { path, .. } | SettingsError::Parse { path, .. } => Some(path),
+                SettingsError::File(error) => Some(error.path()),
                 SettingsError::InvalidValue { source_label, .. }
                 | SettingsError::MissingField { source_label, .. }
                 | SettingsError::MissingEnvVar { source_label, .. }

@@ -1081,7 +1081,7 @@ pub(crate) fn replay_into(
     history: &mut Vec<HistoryEntry>,
     bytes_read: &mut u64,
 ) -> Result<LogReplay, LogError> {
-    let mut file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+    let (mut file, _) = open_log(path)?;
     let len = file
         .metadata()
         .map_err(|e| LogError::io("inspect", path, e))?
@@ -1353,6 +1353,13 @@ fn chat_entry(message: Message) -> HistoryEntry {
     }
 }
 
+/// Opens a log for reading: a regular file only (a FIFO or a link to a device is refused, never
+/// read).
+fn open_log(path: &Path) -> Result<(File, u64), LogError> {
+    crate::files::open_regular(path, &crate::files::SESSION_LOG_FILE)
+        .map_err(|e| LogError::io("open", path, e.into_io_error()))
+}
+
 /// Reads the first line of a log (at most `limit` bytes) as a `session_init`, for listing a
 /// session that has a log but no snapshot. Adds the bytes read to `bytes_read`.
 pub(crate) fn read_first_init(
@@ -1360,7 +1367,7 @@ pub(crate) fn read_first_init(
     limit: u64,
     bytes_read: &mut u64,
 ) -> Result<Option<(LoggedInit, Option<String>)>, LogError> {
-    let file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+    let (file, _) = open_log(path)?;
     let mut reader = BufReader::with_capacity(8 * 1024, file.take(limit));
     let mut line = Vec::new();
     let read = reader

@@ -85,13 +85,13 @@ pub fn add_permission_rules(
     list: RuleList,
     rules: &[String],
 ) -> Result<Vec<String>, SettingsWriteError> {
-    let original = match fs::read(path) {
+    let original = match crate::files::read_regular(path, &crate::files::SETTINGS_FILE) {
         Ok(bytes) => Some(bytes),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(source) => {
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
             return Err(SettingsWriteError::Read {
                 path: path.to_path_buf(),
-                source,
+                source: e.into_io_error(),
             })
         }
     };

@@ -667,10 +667,10 @@ impl SessionStore {
     /// read, is corrupt or is from a newer version (never a silent `None`).
     pub fn load(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let path = self.snapshot_path(id)?;
-        let bytes = match fs::read(&path) {
+        let bytes = match crate::files::read_regular(&path, &crate::files::SESSION_SNAPSHOT_FILE) {
             Ok(bytes) => bytes,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(StoreError::io("read", &path, error)),
+            Err(error) if error.is_not_found() => return Ok(None),
+            Err(error) => return Err(StoreError::io("read", &path, error.into_io_error())),
         };
         self.count_read(bytes.len() as u64);
         parse_record(&path, &bytes, id).map(Some)
@@ -768,7 +768,8 @@ impl SessionStore {
     }
 
     fn read_summary(&self, path: &Path) -> Result<SessionSummary, StoreError> {
-        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        let (file, _) = crate::files::open_regular(path, &crate::files::SESSION_SNAPSHOT_FILE)
+            .map_err(|e| StoreError::io("open", path, e.into_io_error()))?;
         let counting = CountingReader {
             inner: file,
             count: 0,

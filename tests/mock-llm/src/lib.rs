@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod anthropic;
+mod history;
 mod openai;
 mod plan;
 mod script;

@@ -469,9 +469,10 @@ fn check_request(dialect: Dialect, body: &Value) -> Result<RequestInfo, String> 
         .get("model")
         .and_then(Value::as_str)
         .ok_or("`model` is required and must be a string")?;
-    if !obj.get("messages").is_some_and(Value::is_array) {
+    let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
         return Err("`messages` is required and must be an array".into());
-    }
+    };
+    crate::history::check(dialect, messages)?;
     if dialect == Dialect::Anthropic && !obj.get("max_tokens").is_some_and(Value::is_u64) {
         return Err("`max_tokens` is required and must be a non-negative integer".into());
     }

@@ -80,6 +80,31 @@ async fn bad_requests_get_400_and_do_not_consume_turns() {
             json!({"model": "m", "max_tokens": 5, "messages": []}).to_string(),
             "stream",
         ),
+        // Two tool calls sharing one id, answered twice: the real API refuses this history.
+        (
+            json!({"model": "m", "max_tokens": 5, "stream": true, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Read", "input": {}},
+                    {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "b"}]},
+            ]})
+            .to_string(),
+            "`tool_use` ids must be unique",
+        ),
+        // A tool call left unanswered.
+        (
+            json!({"model": "m", "max_tokens": 5, "stream": true, "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]},
+                {"role": "user", "content": "go on"},
+            ]})
+            .to_string(),
+            "without `tool_result` blocks immediately after: t1",
+        ),
     ];
     for (body, expected) in &cases {
         let resp = client.post(&url).body(body.clone()).send().await.unwrap();

@@ -20,13 +20,16 @@
 //! [`AgentCatalog`]. Anything malformed — no frontmatter, no closing `---`, a line that is not
 //! `key: value`, a missing required key, a bad value, an empty body — is an
 //! [`AgentDefinitionError`] naming the file, the line and the problem: a broken definition is never
-//! skipped silently.
+//! skipped silently. So is a `*.md` entry that is not a regular file (a FIFO, a device or a link to
+//! one) or is over 1 MiB ([`crate::files::AGENT_DEFINITION_FILE`]); a dangling link is skipped.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::files::{read_regular_text, FileError, AGENT_DEFINITION_FILE};
 
 /// The agent used when a request names none.
 pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
@@ -88,6 +91,10 @@ pub enum AgentDefinitionError {
         #[source]
         source: io::Error,
     },
+    /// The file is not a regular file (a FIFO, a device, or a link to one), is over the 1 MiB cap
+    /// ([`crate::files::AGENT_DEFINITION_FILE`]) or is not UTF-8.
+    #[error(transparent)]
+    File(crate::files::FileError),
     /// The file's frontmatter or body is malformed.
     #[error("{}{}: invalid agent definition: {problem}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
@@ -106,6 +113,7 @@ impl AgentDefinitionError {
         match self {
             AgentDefinitionError::Read { path, .. }
             | AgentDefinitionError::Invalid { path, .. } => path,
+            AgentDefinitionError::File(error) => error.path(),
         }
     }
 }
@@ -257,11 +265,15 @@ pub fn load_agent_definitions(
     let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (dir, project) in dirs {
         for path in definition_files(&dir)? {
-            let text =
-                std::fs::read_to_string(&path).map_err(|source| AgentDefinitionError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
+            let text = match read_regular_text(&path, &AGENT_DEFINITION_FILE) {
+                Ok(text) => text,
+                // A dangling link, or a file removed since the directory was listed.
+                Err(error) if error.is_not_found() => continue,
+                Err(FileError::Io { path, source, .. }) => {
+                    return Err(AgentDefinitionError::Read { path, source })
+                }
+                Err(error) => return Err(AgentDefinitionError::File(error)),
+            };
             let source = if project {
                 AgentSource::Project { path: path.clone() }
             } else {
@@ -305,7 +317,9 @@ fn definition_files(dir: &Path) -> Result<Vec<PathBuf>, AgentDefinitionError> {
             source,
         })?;
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "md") && path.is_file() {
+        // Everything named `*.md` but a directory is a definition: a FIFO or a link to a device
+        // is refused by name when read, not skipped in silence.
+        if path.extension().is_some_and(|e| e == "md") && !path.is_dir() {
             files.push(path);
         }
     }

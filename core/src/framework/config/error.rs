@@ -22,6 +22,10 @@ pub enum SettingsError {
         #[source]
         source: io::Error,
     },
+    /// The path is not a regular file (a FIFO, a device, a directory, or a link to one) or the
+    /// file is over the 1 MiB cap (see [`crate::files`]).
+    #[error(transparent)]
+    File(crate::files::FileError),
     /// The file is not valid JSON.
     #[error(
         "{}:{line}:{column}: settings file is not valid JSON: {message}",

@@ -43,7 +43,9 @@
 //!
 //! # Files
 //!
-//! A missing file is skipped. An empty file counts as `{}`. A UTF-8 byte-order mark is ignored.
+//! A missing file is skipped. An empty file counts as `{}`. A settings path must be a regular file
+//! of at most 1 MiB ([`crate::files::SETTINGS_FILE`]): a FIFO, a device (or a link to one) or a
+//! larger file is an error naming it, so start-up can neither hang nor read without bound. A UTF-8 byte-order mark is ignored.
 //! Malformed JSON is an error with line and column. When two layers are the same file (the project
 //! directory is the home directory) it is loaded once, at the lower layer.
 //!
@@ -61,7 +63,6 @@ pub use error::{SettingsError, SettingsWarning, SettingsWarningKind};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -621,15 +622,13 @@ pub fn load_settings(options: &SettingsOptions) -> Result<LoadedSettings, Settin
 
 /// Reads one settings file: `Ok(None)` when it does not exist.
 fn read_layer_file(path: &Path) -> Result<Option<Value>, SettingsError> {
-    let bytes = match fs::read(path) {
+    let bytes = match crate::files::read_regular(path, &crate::files::SETTINGS_FILE) {
         Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(SettingsError::Read {
-                path: path.to_owned(),
-                source,
-            })
+        Err(err) if err.is_not_found() => return Ok(None),
+        Err(crate::files::FileError::Io { path, source, .. }) => {
+            return Err(SettingsError::Read { path, source })
         }
+        Err(err) => return Err(SettingsError::File(err)),
     };
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
     if bytes.iter().all(u8::is_ascii_whitespace) {

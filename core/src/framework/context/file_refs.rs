@@ -48,7 +48,6 @@
 
 use std::fmt;
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -621,11 +620,11 @@ impl Resolver<'_> {
         let bytes = match read_at_most(&real, self.options.max_file_bytes) {
             Ok(bytes) => bytes,
             Err(err) => {
-                return fail(
-                    FileRefErrorKind::Unreadable,
-                    lexical.clone(),
-                    format!("cannot read {}: {err}", lexical.display()),
-                )
+                let kind = match err {
+                    crate::files::FileError::TooLarge { .. } => FileRefErrorKind::FileTooLarge,
+                    _ => FileRefErrorKind::Unreadable,
+                };
+                return fail(kind, lexical.clone(), err.to_string());
             }
         };
         if bytes[..bytes.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
@@ -716,18 +715,10 @@ fn fail(kind: FileRefErrorKind, path: PathBuf, message: String) -> Outcome {
     }
 }
 
-/// Reads at most `limit + 1` bytes, so a file that grew after the size check is still bounded.
-fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    fs::File::open(path)?
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(std::io::Error::other(format!(
-            "the file grew past the {limit}-byte limit while it was read"
-        )));
-    }
-    Ok(bytes)
+/// Reads a referenced file: a regular file (checked on the opened descriptor, so a FIFO swapped
+/// in after the checks above cannot block) of at most `limit` bytes, even if it grows meanwhile.
+fn read_at_most(path: &Path, limit: u64) -> Result<Vec<u8>, crate::files::FileError> {
+    crate::files::read_regular(path, &crate::files::FileKind::new("referenced file", limit))
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@
 //! matter most. The file that crosses the budget is cut at a UTF-8 character boundary and marked
 //! truncated; files after it get nothing and are listed as omitted, so the model knows they exist
 //! and can read them with a tool.
+//!
+//! Each file must be a regular file of at most 1 MiB ([`crate::files::INSTRUCTION_FILE`]); a FIFO,
+//! a device (or a link to one) or a larger file is skipped with a [`ContextWarning`] naming it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -133,7 +136,7 @@ pub(crate) fn load_instructions(
         let Ok(metadata) = fs::metadata(&path) else {
             continue;
         };
-        if !metadata.is_file() {
+        if metadata.is_dir() {
             continue;
         }
         let identity = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -149,9 +152,10 @@ pub(crate) fn load_instructions(
                 text,
                 priority,
             }),
+            // A FIFO, a device, a file over the cap: skipped, with a warning naming it.
             Err(err) => warnings.push(ContextWarning {
                 path: path.clone(),
-                message: format!("could not read {}: {err}", path.display()),
+                message: format!("{err}; it was skipped"),
             }),
         }
     }

@@ -2,7 +2,6 @@
 //! 000 "Project Memory": the first [`MEMORY_MAX_LINES`] lines, and at most [`MEMORY_MAX_BYTES`]
 //! bytes of those. Topic files under `.robota/memory/topics/` are never loaded here.
 
-use std::io;
 use std::path::Path;
 
 use serde::Serialize;
@@ -37,11 +36,11 @@ pub(crate) fn load_memory(
     let path = project_dir.join(".robota").join("memory").join("MEMORY.md");
     let text = match read_text(&path) {
         Ok(text) => text,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return None,
+        Err(err) if err.is_not_found() => return None,
         Err(err) => {
             warnings.push(ContextWarning {
                 path: path.clone(),
-                message: format!("could not read {}: {err}", path.display()),
+                message: format!("{err}; it was skipped"),
             });
             return None;
         }

@@ -28,7 +28,12 @@
 //! - MEMORY.md: the first [`MEMORY_MAX_LINES`] lines, at most [`MEMORY_MAX_BYTES`] bytes.
 //! - Tasks: at most [`DEFAULT_MAX_TASKS`], each bounded (see [`TaskSummary`]).
 //!
-//! Unreadable files become [`ContextWarning`]s; only an unusable cwd is an error.
+//! - Every file read here must be a regular file: instruction files and MEMORY.md of at most
+//!   1 MiB ([`crate::files::INSTRUCTION_FILE`]); task files are read up to
+//!   [`MAX_TASK_FILE_BYTES`]. A FIFO, a device (or a link to one) or a larger file is never read.
+//!
+//! Unreadable or refused files become [`ContextWarning`]s naming them; only an unusable cwd is an
+//! error.
 
 mod compact;
 mod detect;

@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use super::instructions::display_path;
 use super::text::{lines, truncate_to_bytes};
+use crate::files::{open_regular, FileKind};
 
 /// Tasks shown by default.
 pub const DEFAULT_MAX_TASKS: usize = 3;
@@ -128,8 +129,10 @@ pub(crate) fn load_tasks(
     tasks
 }
 
+/// The first [`MAX_TASK_FILE_BYTES`] of a task file; `None` when it is not a regular file.
 fn read_bounded(path: &Path) -> Option<String> {
-    let file = fs::File::open(path).ok()?;
+    let kind = FileKind::new("task file", u64::MAX);
+    let (file, _) = open_regular(path, &kind).ok()?;
     let mut bytes = Vec::new();
     file.take(MAX_TASK_FILE_BYTES)
         .read_to_end(&mut bytes)
