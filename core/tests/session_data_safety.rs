@@ -553,6 +553,16 @@ async fn a_garbage_truncated_or_empty_snapshot_is_rebuilt_from_the_log_and_kept_
         let report = report.unwrap_or_else(|| panic!("{case}: no report"));
         let snapshot = report.snapshot.clone().unwrap();
         assert_eq!(snapshot.path, path);
+        let problem = if case == "empty" {
+            "it is empty"
+        } else {
+            "it is corrupt: "
+        };
+        assert!(
+            snapshot.problem.starts_with(problem),
+            "{case}: {}",
+            snapshot.problem
+        );
         let moved = snapshot.moved_to.clone().unwrap();
         assert_eq!(
             std::fs::read(&moved).unwrap(),

@@ -1229,7 +1229,7 @@ pub(crate) fn replay_into(
                     line: line_number,
                     offset: line_start,
                     kind: None,
-                    problem: error.to_string(),
+                    problem: line_problem(&error),
                 });
                 continue;
             }
@@ -1273,7 +1273,7 @@ pub(crate) fn replay_into(
                 line: line_number,
                 offset: line_start,
                 kind: Some(kind.to_string()),
-                problem: error.to_string(),
+                problem: line_problem(&error),
             });
         };
         match kind {
@@ -1388,6 +1388,22 @@ pub(crate) fn replay_into(
         }
     }
     Ok(replay)
+}
+
+/// What is wrong with one log line, for people: the JSON error without its "line 1" (a log
+/// line is one JSON line; the log's own line number is reported beside it).
+fn line_problem(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let location = format!(" at line {} column {}", error.line(), error.column());
+    let what = if error.is_syntax() || error.is_eof() {
+        "not valid JSON"
+    } else {
+        "not a log record"
+    };
+    match text.strip_suffix(&location) {
+        Some(message) => format!("{what}: {message} at column {}", error.column()),
+        None => format!("{what}: {text}"),
+    }
 }
 
 /// The number of newlines in the first `end` bytes of the log.

@@ -939,8 +939,15 @@ impl SessionStore {
                 })
             }
             Err(error @ (StoreError::Corrupt { .. } | StoreError::Io { .. })) if log_exists => {
-                let problem = error.to_string();
-                return match self.resume_from_log(id, problem.clone(), Some(problem), diagnostics) {
+                let empty = fs::metadata(&snapshot_path).is_ok_and(|m| m.len() == 0);
+                let problem = match &error {
+                    StoreError::Corrupt { .. } if empty => "it is empty".to_string(),
+                    StoreError::Corrupt { message, .. } => format!("it is corrupt: {message}"),
+                    StoreError::Io { op, source, .. } => format!("cannot {op} it: {source}"),
+                    other => other.to_string(),
+                };
+                let reason = error.to_string();
+                return match self.resume_from_log(id, reason, Some(problem), diagnostics) {
                     // An empty log cannot stand in for the snapshot: report the snapshot's error.
                     Err(StoreError::NotFound { .. }) => Err(error),
                     other => other,
