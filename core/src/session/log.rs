@@ -9,7 +9,12 @@
 //! - **Resume.** The log is the write-ahead record behind the JSON snapshot: [`replay_log`]
 //!   rebuilds the history from `history_mutation` / `history_append` / `history_replace` lines,
 //!   committing a turn's messages only when its `turn_end` line is there, so a crash mid-turn
-//!   never yields a half turn (a `tool_use` without its result).
+//!   never yields a half turn (a `tool_use` without its result). A turn still open when the log
+//!   ends, or when a later `session_init` shows the session was opened again, is reported with
+//!   its prompt ([`LogReplay::incomplete_turn`]); unreadable lines and a torn last line are
+//!   reported with their line numbers ([`LogReplay::skipped_lines`], [`LogReplay::torn_tail`]).
+//!   One process writes a log at a time (the session's lock, see `lock`): two writers would
+//!   interleave their lines and `seq` numbers.
 //! - **Replay.** Execution events keep the engine's own JSON shape under the same `type` names, so
 //!   [`ReplayProvider`](crate::provider::replay::ReplayProvider) plays a session log directly.
 //!

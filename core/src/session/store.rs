@@ -12,14 +12,24 @@
 //! after that position, so a turn that the log finished but the snapshot missed (a crash between
 //! the two writes) is not lost. Without a usable snapshot the whole log is replayed.
 //!
+//! **Damage is reported, not hidden.** [`Resumed`] says what resume met: an unreadable snapshot
+//! ([`Resumed::snapshot_error`]; the session then comes from the log), log lines it skipped with
+//! their line numbers ([`Resumed::skipped_lines`]; the history is mended so every tool call
+//! keeps a result), a torn last line, and the last prompt whose turn never finished
+//! ([`SessionRecord::unfinished_turn`], kept in the snapshot until the next turn starts).
+//! `resume` only reads; the writer that continues the session — holding its lock
+//! ([`SessionStore::lock`], one writer per session) — moves a damaged snapshot aside
+//! ([`SessionStore::set_snapshot_aside`]), keeps a copy of a damaged log
+//! ([`SessionStore::copy_log_aside`]) and tells the user (see `recovery`).
+//!
 //! **Listing reads headers only.** A snapshot is written with its summary fields first
 //! (`version`, `id`, `name`, `cwd`, `createdAt`, `updatedAt`, `provider`, `model`,
 //! `permissionMode`, `parentId`, `messageCount`, `usage`, `logPosition`) and the history after
 //! them. [`SessionStore::list`] parses each file only up to the first field that is not a
 //! summary field, reading a few kilobytes however long the history is. (Files written by the
 //! TypeScript SDK have no `version` and no fixed order; they are scanned whole, without building
-//! their history.) Sessions that crashed before their first snapshot are listed from the first
-//! line of their log.
+//! their history.) Sessions that crashed before their first snapshot, or whose snapshot is
+//! unreadable, are listed from the first line of their log.
 //!
 //! **File format.** Top-level keys follow the TypeScript SDK's session file (`createdAt`,
 //! `history`, `systemPrompt`, `toolSchemas`, …); unknown top-level keys are kept and written
