@@ -440,7 +440,7 @@ pub struct Resumed {
     /// The log ended in the middle of a line (dropped).
     pub torn_tail: Option<TornTail>,
     /// How the history was mended after lines were skipped (see
-    /// [`repair_tool_pairs`](super::recovery::repair_tool_pairs)).
+    /// [`repair_tool_pairs`]).
     pub repairs: Vec<String>,
     /// Anything unusual met on the way (torn log line, unreadable lines, stale temp files…).
     pub diagnostics: Vec<String>,
