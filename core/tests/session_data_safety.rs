@@ -543,6 +543,18 @@ async fn a_garbage_truncated_or_empty_snapshot_is_rebuilt_from_the_log_and_kept_
             "{case}"
         );
 
+        // A session that fails to open repairs nothing: the damage is still found next time.
+        let failed = Session::new(
+            options(&project, provider("", 3, 1, 0))
+                .with_resume(&id, false)
+                .with_max_budget_usd(-1.0),
+        );
+        assert!(
+            matches!(failed, Err(SessionError::InvalidBudget { .. })),
+            "{case}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), damaged, "{case}");
+
         let (session, report, events) = resume_and_start(&project, &id).await;
         assert_eq!(
             turns_of(&session.messages()).len(),

@@ -77,10 +77,10 @@ pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLo
 }
 
 /// Opens the session to resume for writing: locks it (so nobody else writes while it is read
-/// and continued), loads it, and repairs what needs the writer — a damaged snapshot is moved
-/// aside, a log with unreadable lines is copied aside. With `fork`, the session is only read
-/// (no lock on it) and continued in a locked copy. A missing or unreadable session is an
-/// error: the caller asked for that session by id.
+/// and continued) and loads it, with what was found wrong ([`Restored::report`]; the writer's
+/// repairs follow in [`repair_files`], once the session is sure to open). With `fork`, the
+/// session is only read (no lock on it) and continued in a locked copy. A missing or
+/// unreadable session is an error: the caller asked for that session by id.
 pub(crate) fn load_resumed(
     store: &SessionStore,
     id: &str,
@@ -113,6 +113,23 @@ pub(crate) fn load_resumed(
             "took over the session lock of {previous}, which ended without closing the session"
         ));
     }
+    let restored = Restored {
+        record: resumed.record,
+        forked: false,
+        report,
+    };
+    Ok((restored, lock))
+}
+
+/// The repairs only the writer of a resumed session makes (a fork leaves the files it copied
+/// alone): a damaged snapshot is moved aside, a log with unreadable lines is copied aside; the
+/// report says where they went (or why they could not be moved).
+pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
+    if restored.forked {
+        return;
+    }
+    let id = restored.record.id.as_str();
+    let report = &mut restored.report;
     if let Some(snapshot) = &mut report.snapshot {
         match store.set_snapshot_aside(id) {
             Ok(moved) => snapshot.moved_to = moved,
@@ -125,12 +142,6 @@ pub(crate) fn load_resumed(
             Err(error) => report.details.push(error.to_string()),
         }
     }
-    let restored = Restored {
-        record: resumed.record,
-        forked: false,
-        report,
-    };
-    Ok((restored, lock))
 }
 
 impl Persistence {

@@ -76,7 +76,7 @@ use super::hook_condition::PermissionRuleCondition;
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
-use super::persist::{load_resumed, lock_for_writing, Persistence, Restored};
+use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
 use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
 use super::usage::{Budget, PriceTable, UsageTotals};
@@ -222,10 +222,6 @@ impl Session {
             (Some(store), None) => Some(lock_for_writing(store, &id)?),
             (None, _) => None,
         };
-        let recovery = restored
-            .as_ref()
-            .map(|restored| restored.report.clone())
-            .filter(RecoveryReport::needs_notice);
         // A restored session keeps its mode, except bypassPermissions, which must be asked for
         // again explicitly (it may have been disabled since, and it is not a mode to inherit
         // silently from a file).
@@ -461,12 +457,16 @@ impl Session {
                 None,
             ),
         };
+        // Nothing fails from here on: the writer may repair the files it resumed.
+        let mut recovery = None;
         let persistence = store.zip(lock).map(|(store, lock)| {
             let resumed = restored.is_some();
-            // Bring the files in agreement again at once after a repair.
-            let save_now = recovery.is_some();
             let record = match restored {
-                Some(restored) => restored.record,
+                Some(mut restored) => {
+                    repair_files(&store, &mut restored);
+                    recovery = Some(restored.report).filter(RecoveryReport::needs_notice);
+                    restored.record
+                }
                 None => {
                     let mut record = SessionRecord::new(&id, cwd.to_string_lossy());
                     record.provider = Some(provider.name().to_string());
@@ -482,6 +482,8 @@ impl Session {
                     record
                 }
             };
+            // Bring the files in agreement again at once after a repair.
+            let save_now = recovery.is_some();
             Persistence::open(store, record, lock, resumed, save_now, events.clone())
         });
 

@@ -387,7 +387,8 @@ pub struct SessionSummary {
     pub message_count: Option<u64>,
     /// Usage totals, when the snapshot has them.
     pub usage: Option<UsageTotals>,
-    /// False for a session known only from its log (it crashed before its first snapshot;
+    /// False for a session known only from its log (it crashed before its first snapshot, or
+    /// its snapshot cannot be read — [`SessionListing::problems`] says why;
     /// [`SessionStore::resume`] rebuilds it).
     pub has_snapshot: bool,
     /// Snapshot format version (0 for TypeScript SDK files and log-only sessions).
