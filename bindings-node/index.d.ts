@@ -100,6 +100,11 @@ export declare class NativeSession {
   getFullHistory(): string
   /** The context window state as JSON. */
   getContextState(): string
+  /**
+   * What opening the saved session found damaged, repaired or unfinished, as JSON (`null`:
+   * nothing to tell).
+   */
+  getRecoveryReport(): string
   /** The OS sandbox's status as JSON. */
   sandboxStatus(): string
   /** The current prompt's answer so far. */

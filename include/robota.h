@@ -175,6 +175,11 @@ typedef void (*robota_event_callback)(void *user_data, const struct robota_event
 // A slash command is unknown or ambiguous, or is not for users.
 #define ROBOTA_STATUS_COMMAND 13
 
+// The saved session is open for writing elsewhere (another process, or another session
+// handle): a session has one writer at a time. The message names the holder (pid, host, since
+// when). Wait until it is closed, or fork it (`"fork_session": true`) to continue in a copy.
+#define ROBOTA_STATUS_SESSION_LOCKED 14
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -616,7 +621,8 @@ void robota_runtime_shutdown(struct robota_runtime *runtime,
 //
 // Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
 // `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT`, `ROBOTA_STATUS_SESSION`,
-// `ROBOTA_STATUS_RUNTIME` (after `fork()`).
+// `ROBOTA_STATUS_SESSION_LOCKED` (the saved session to resume or create is open for writing
+// elsewhere), `ROBOTA_STATUS_RUNTIME` (after `fork()`).
 //
 // Ownership: `*out` is owned by the caller; free it with `robota_session_free`. The
 // provider handle may be freed independently.
@@ -903,6 +909,22 @@ robota_status robota_session_get_full_history(const struct robota_session *s,
 robota_status robota_session_get_context_state(const struct robota_session *s,
                                                char **out_json,
                                                struct robota_error **out_err);
+
+// What opening the saved session found damaged, repaired or unfinished, as JSON: `null` when
+// there is nothing to tell, else `{"session_id", "forked_from"?, "log_path"?, "snapshot"?:
+// {"path", "problem", "moved_to"?}, "skipped_lines"?: [{"line", "offset", "kind"?,
+// "problem"}], "torn_tail"?: {"line", "offset", "bytes"}, "log_copy"?, "unfinished_turn"?:
+// {"prompt", "started_at"?, "messages_dropped", "tools_run"?}, "lost"?, "details"?}`.
+// `unfinished_turn.prompt` is the prompt a killed process never finished (offer to send it
+// again). The same report comes once as a `session_recovered` event when the session starts.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_get_recovery_report(const struct robota_session *s,
+                                                 char **out_json,
+                                                 struct robota_error **out_err);
 
 // The OS sandbox Bash commands run in, as a JSON object: `{"enabled", "active", "backend"?,
 // "requested_backend", "reason"?, "platform", "landlock_abi"?, "writable_roots",

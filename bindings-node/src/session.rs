@@ -314,6 +314,13 @@ impl NativeSession {
         to_json(&self.session.get_context_state())
     }
 
+    /// What opening the saved session found damaged, repaired or unfinished, as JSON (`null`:
+    /// nothing to tell).
+    #[napi]
+    pub fn get_recovery_report(&self) -> napi::Result<String> {
+        to_json(&self.session.get_recovery_report())
+    }
+
     /// The OS sandbox's status as JSON.
     #[napi]
     pub fn sandbox_status(&self) -> napi::Result<String> {

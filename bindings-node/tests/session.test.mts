@@ -1,6 +1,7 @@
 /** InteractiveSession end to end: scripted provider and mock-llm, JS extensions, errors. */
 
 import assert from 'node:assert/strict';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -524,6 +525,49 @@ describe('control', () => {
     assert.deepEqual(resumed.getMessages().map((m) => m.role), ['user', 'assistant']);
     await resumed.submit('and now?');
     assert.equal(resumed.getMessages().length, 4);
+    await resumed.shutdown();
+  });
+
+  test('resume after damage: a session_recovered event and the report, and one writer at a time', async () => {
+    const store = { sessionsDir: tempDir(), logsDir: tempDir() };
+    const base = hermetic();
+    const first = new InteractiveSession({ ...base, persistence: store, provider: scripted([{ text: 'noted' }]) });
+    await first.submit('remember 42');
+    const id = first.getSessionId();
+    // Open elsewhere: a second writer is refused with a typed error naming the holder.
+    assert.throws(
+      () => new InteractiveSession({ ...base, persistence: store, resumeSessionId: id, provider: scripted([]) }),
+      (e: unknown) =>
+        e instanceof RobotaError &&
+        e.code === 'session_locked' &&
+        e.message.includes(`this process (pid ${process.pid})`) &&
+        /fork/.test(e.message),
+    );
+    await first.shutdown();
+    assert.equal(first.getRecoveryReport(), null);
+
+    // A garbage snapshot, and a turn a killed process started and never finished.
+    writeFileSync(path.join(store.sessionsDir, `${id}.json`), 'garbage {{{');
+    const log = path.join(store.logsDir, `${id}.jsonl`);
+    const seqs = readFileSync(log, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { seq: number }).seq);
+    appendFileSync(
+      log,
+      JSON.stringify({ ts: '2026-05-01T10:00:00.000Z', seq: Math.max(...seqs) + 1, type: 'pre_run', input: 'count to three', history_length: 2 }) + '\n',
+    );
+    const resumed = new InteractiveSession({ ...base, persistence: store, resumeSessionId: id, provider: scripted([{ text: 'one two three' }]) });
+    const recovered: Array<RobotaEvent & { type: 'session_recovered' }> = [];
+    resumed.on('session_recovered', (event) => recovered.push(event));
+    const report = resumed.getRecoveryReport();
+    assert.ok(report !== null);
+    assert.equal(report.unfinished_turn?.prompt, 'count to three');
+    assert.match(report.snapshot?.problem ?? '', /corrupt/);
+    assert.ok(report.snapshot?.moved_to?.includes(`${id}.json.damaged-`));
+    assert.deepEqual(resumed.getMessages().map((m) => m.role), ['user', 'assistant']);
+    await resumed.submit(report.unfinished_turn?.prompt ?? '');
+    assert.equal(recovered.length, 1);
+    assert.equal(recovered[0]?.session_id, id);
+    assert.deepEqual(recovered[0]?.report, report);
+    assert.match(recovered[0]?.message ?? '', /did not finish/);
     await resumed.shutdown();
   });
 

@@ -38,6 +38,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    SessionLockedError,
+    SessionError,
+    "The saved session is open for writing elsewhere (a session has one writer at a time); the message names the holder. Wait until it is closed, or fork it (fork_session=True)."
+);
+create_exception!(
+    _native,
     QueueFullError,
     RobotaError,
     "A prompt is already queued; only one may wait. Wait for it or call cancel_queue()."
@@ -78,6 +84,7 @@ pub fn api_error(e: ApiError) -> PyErr {
         ApiErrorKind::Busy => BusyError::new_err(message),
         ApiErrorKind::ShutDown => ShutDownError::new_err(message),
         ApiErrorKind::Command => CommandError::new_err(message),
+        ApiErrorKind::SessionLocked => SessionLockedError::new_err(message),
         _ => SessionError::new_err(message),
     }
 }
@@ -103,6 +110,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("InvalidJsonError", py.get_type::<InvalidJsonError>())?;
     m.add("ProviderError", py.get_type::<ProviderError>())?;
     m.add("SessionError", py.get_type::<SessionError>())?;
+    m.add("SessionLockedError", py.get_type::<SessionLockedError>())?;
     m.add("QueueFullError", py.get_type::<QueueFullError>())?;
     m.add("BusyError", py.get_type::<BusyError>())?;
     m.add("ShutDownError", py.get_type::<ShutDownError>())?;

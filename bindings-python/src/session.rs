@@ -293,6 +293,11 @@ impl NativeSession {
         ser_to_py(py, &self.session.get_context_state())
     }
 
+    /// What opening the saved session found damaged, repaired or unfinished (dict or None).
+    fn get_recovery_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.get_recovery_report())
+    }
+
     /// The OS sandbox's status (dict).
     fn sandbox_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.sandbox_status())

@@ -4,6 +4,8 @@ commands, abort, queueing, resume, errors and concurrency."""
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, Dict, List
@@ -409,6 +411,47 @@ async def test_resume_a_saved_session(tmp_path: Path) -> None:
         assert [m["role"] for m in resumed.get_messages()] == ["user", "assistant"]
         assert (await resumed.submit("What did I say?")).response == "You said 42."
         assert len(resumed.get_messages()) == 4
+
+
+async def test_resume_after_damage_reports_it_and_one_writer_at_a_time(tmp_path: Path) -> None:
+    opts = hermetic(tmp_path)
+    store = tmp_path / "store"
+    first = InteractiveSession(provider=ScriptedProvider(["Noted."]), session_store=store, **opts)
+    assert (await first.submit("Remember 42")).ok
+    session_id = first.session_id
+    # Open elsewhere: a second writer is refused with a typed error naming the holder.
+    with pytest.raises(robota.SessionLockedError, match=rf"this process \(pid {os.getpid()}\)") as refused:
+        InteractiveSession(provider=ScriptedProvider([]), session_store=store, resume_session_id=session_id, **opts)
+    assert isinstance(refused.value, robota.SessionError)
+    assert "fork" in str(refused.value)
+    await first.shutdown()
+    assert first.get_recovery_report() is None
+
+    # A garbage snapshot, and a turn a killed process started and never finished.
+    (store / "sessions" / f"{session_id}.json").write_text("garbage {{{")
+    log = store / "logs" / f"{session_id}.jsonl"
+    last_seq = max(json.loads(line)["seq"] for line in log.read_text().splitlines())
+    with log.open("a") as f:
+        f.write(json.dumps({"ts": "2026-05-01T10:00:00.000Z", "seq": last_seq + 1, "type": "pre_run",
+                            "input": "count to three", "history_length": 2}) + "\n")
+    recovered: List[robota.SessionRecoveredEvent] = []
+    async with InteractiveSession(
+        provider=ScriptedProvider(["one two three"]), session_store=store, resume_session_id=session_id, **opts
+    ) as resumed:
+        resumed.on("session_recovered", lambda e: recovered.append(e))
+        report = resumed.get_recovery_report()
+        assert report is not None
+        assert report["unfinished_turn"]["prompt"] == "count to three"
+        assert "corrupt" in report["snapshot"]["problem"]
+        assert f"{session_id}.json.damaged-" in report["snapshot"]["moved_to"]
+        assert [m["role"] for m in resumed.get_messages()] == ["user", "assistant"]
+        assert (await resumed.submit(report["unfinished_turn"]["prompt"])).ok
+    assert len(recovered) == 1
+    event = recovered[0]
+    assert event.session_id == session_id
+    assert event.report == report
+    assert event.unfinished_prompt == "count to three"
+    assert "did not finish" in event.message
 
 
 async def test_bad_input_raises_typed_errors(opts: Dict[str, Any], tmp_path: Path) -> None:

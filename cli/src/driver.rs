@@ -150,21 +150,41 @@ fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
     Ok(cwd)
 }
 
-/// The id of the most recently updated saved session of the project.
+/// The id of the most recently updated saved session of the project (a session whose snapshot
+/// is damaged is listed from its log, and resuming it rebuilds it from there).
 fn latest_session(cwd: &Path) -> Result<String, CliError> {
     let listing = SessionStore::for_project(cwd)
         .list()
         .map_err(|error| CliError::usage(format!("cannot list saved sessions: {error}")))?;
-    listing
-        .sessions
-        .first()
-        .map(|summary| summary.id.clone())
-        .ok_or_else(|| {
-            CliError::usage(format!(
-                "--continue: no saved session in {}",
-                cwd.join(".robota/sessions").display()
-            ))
+    if let Some(summary) = listing.sessions.first() {
+        return Ok(summary.id.clone());
+    }
+    let mut message = format!(
+        "--continue: no saved session in {}",
+        cwd.join(".robota/sessions").display()
+    );
+    if !listing.problems.is_empty() {
+        message.push_str(" that can be read:");
+        for problem in &listing.problems {
+            message.push_str(&format!("\n  {problem}"));
+        }
+    }
+    Err(CliError::usage(message))
+}
+
+/// The lines of the notice about what resuming found (a damaged snapshot or log, an unfinished
+/// prompt), for stderr; empty when there is nothing to tell.
+pub fn recovery_notice(session: &InteractiveSession) -> Vec<String> {
+    session
+        .get_recovery_report()
+        .map(|report| {
+            report
+                .message()
+                .lines()
+                .map(|line| format!("robota: {line}"))
+                .collect()
         })
+        .unwrap_or_default()
 }
 
 /// The settings layer the flags make: `--settings FILE` first, then `--model`, `--provider` and

@@ -16,7 +16,7 @@ use robota::message::ProviderErrorKind;
 use robota::session::SessionEvent;
 
 use crate::args::{Cli, OutputFormat, PermissionPrompt};
-use crate::driver::{open_session, CliError};
+use crate::driver::{open_session, recovery_notice, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
@@ -94,6 +94,13 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     })?;
     let session = opened.session.clone();
     let subscription = session.subscribe_pull();
+    // What resuming repaired or found unfinished: on stderr here, and as the
+    // `session_recovered` event in stream-json (it comes with the prompt's events).
+    if format != OutputFormat::StreamJson {
+        for line in recovery_notice(&session) {
+            eprintln!("{line}");
+        }
+    }
     let sandbox = session.sandbox_status();
     if verbose {
         eprintln!("{}", sandbox_line(&sandbox));

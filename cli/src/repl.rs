@@ -15,7 +15,7 @@ use robota::hooks::SessionEndReason;
 use robota::session::PermissionHandler;
 
 use crate::args::Cli;
-use crate::driver::{open_session, CliError};
+use crate::driver::{open_session, recovery_notice, CliError};
 use crate::output::{follow, Finished};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
@@ -88,6 +88,9 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
             match run_command(&session, &lines, name, args).await {
                 Next::Continue => {}
                 Next::Exit => break,
+                Next::Resume(id) if id == session.get_session_id() => {
+                    eprintln!("(already in session {id})");
+                }
                 Next::Resume(id) => {
                     let mut resumed = cli.clone();
                     resumed.resume = Some(id);
@@ -127,6 +130,9 @@ fn open(cli: &Cli, lines: &Arc<StdinLines>) -> Result<Arc<InteractiveSession>, C
         env!("CARGO_PKG_VERSION"),
         opened.session.get_session_id()
     );
+    for line in recovery_notice(&opened.session) {
+        eprintln!("{line}");
+    }
     Ok(opened.session)
 }
 

@@ -781,3 +781,140 @@ async fn interactive_ctrl_c_aborts_the_turn_and_a_second_one_exits() {
     assert_eq!(unsafe { libc::kill(robota_pid, libc::SIGINT) }, 0);
     assert_eq!(exit_code_within(&mut child), Some(130));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_repairs_a_damaged_session_and_says_what_it_did() {
+    let mock = mock(json!([
+        {"text": "first answer"}, {"text": "second answer"}, {"text": "third answer"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let first = json_result(&project.run(&["-p", "remember PINEAPPLE", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+
+    // A garbage snapshot: `--continue` still finds the session, rebuilds it from the log and
+    // says so on stderr.
+    let snapshot = project.path().join(format!(".robota/sessions/{id}.json"));
+    std::fs::write(&snapshot, "not JSON {{{").expect("damage the snapshot");
+    let output = project.run(&["-p", "what word?", "--continue"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "second answer\n");
+    let notice = stderr(&output);
+    for needle in [
+        "robota: The snapshot of session",
+        "could not be read",
+        "rebuilt from its log",
+        "moved to",
+    ] {
+        assert!(notice.contains(needle), "{needle:?} not in {notice}");
+    }
+    assert!(
+        sent_text(&mock, 1).contains("PINEAPPLE"),
+        "the history came back"
+    );
+    let kept: Vec<String> = std::fs::read_dir(project.path().join(".robota/sessions"))
+        .expect("sessions")
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|name| name.starts_with(&format!("{id}.json.damaged-")))
+        .collect();
+    assert_eq!(kept.len(), 1, "the damaged snapshot is kept aside");
+
+    // A process killed mid-turn leaves the turn's start in the log: the next resume names the
+    // prompt, here as a stream-json event before the prompt's own events.
+    let log = project.path().join(format!(".robota/logs/{id}.jsonl"));
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    let last_seq = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|line| line["seq"].as_u64())
+        .max()
+        .expect("a seq");
+    let pre_run = json!({"ts": "2026-05-01T10:00:00.000Z", "seq": last_seq + 1, "type": "pre_run",
+                         "input": "count the files", "history_length": 4});
+    std::fs::write(&log, format!("{text}{pre_run}\n")).expect("append to the log");
+    let output = project.run(&["-p", "next", "--continue", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    let recovered = lines
+        .iter()
+        .position(|line| line["type"] == "session_recovered")
+        .unwrap_or_else(|| panic!("no session_recovered event: {lines:?}"));
+    let event = &lines[recovered];
+    assert_eq!(event["session_id"], id.as_str());
+    assert_eq!(
+        event["report"]["unfinished_turn"]["prompt"],
+        "count the files"
+    );
+    assert!(
+        event["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("did not finish"),
+        "{event}"
+    );
+    let first_delta = lines
+        .iter()
+        .position(|line| line["type"] == "text_delta")
+        .expect("a text delta");
+    assert!(recovered < first_delta);
+    assert!(!stderr(&output).contains("did not finish"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_open_in_another_process_is_refused_and_can_be_forked() {
+    let mock = mock(json!([{"text": "one"}, {"text": "forked"}, {"text": "after"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let first = json_result(&project.run(&["-p", "start", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+
+    // The REPL holds the session open until its input ends.
+    let mut repl = project
+        .robota()
+        .args(["--resume", &id])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the REPL");
+    let mut greeting = String::new();
+    let mut repl_err = std::io::BufReader::new(repl.stderr.take().expect("stderr"));
+    while !greeting.contains(&format!("session {id}")) {
+        let mut line = String::new();
+        let read = std::io::BufRead::read_line(&mut repl_err, &mut line).expect("read stderr");
+        assert!(read > 0, "the REPL ended: {greeting}");
+        greeting.push_str(&line);
+    }
+
+    let output = project.run(&["-p", "hello", "--resume", &id]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let message = stderr(&output);
+    for needle in [
+        format!(
+            "session {id:?} is already open for writing by process {}",
+            repl.id()
+        ),
+        "--fork".to_string(),
+    ] {
+        assert!(message.contains(&needle), "{needle:?} not in {message}");
+    }
+    let forked = json_result(&project.run(&[
+        "-p",
+        "fork",
+        "--resume",
+        &id,
+        "--fork",
+        "--output-format",
+        "json",
+    ]));
+    assert_ne!(forked["session_id"], id.as_str());
+
+    drop(repl.stdin.take());
+    assert_eq!(repl.wait().expect("wait for the REPL").code(), Some(0));
+    let after = project.run(&["-p", "again", "--resume", &id]);
+    assert_eq!(after.status.code(), Some(0), "{}", stderr(&after));
+}

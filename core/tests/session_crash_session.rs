@@ -20,21 +20,20 @@
 //! `ROBOTA_CRASH_ITERATIONS` changes the number of kills (default 20).
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Write};
+mod child_common;
+
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
+use child_common::{assert_calls_answered, block_on, saved_options, say, ChildRun};
 use rand::Rng;
-use robota::engine::{EngineConfig, EngineEvent};
+use robota::engine::EngineEvent;
 use robota::message::{ContentBlock, HistoryEntry, Message, MessageState, Role};
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use robota::session::store::{ResumeSource, SessionStore, StoreError};
-use robota::session::{Session, SessionEvent, SessionOptions, SessionPersistence, SessionSettings};
-use robota::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
+use robota::session::{Session, SessionEvent, SessionOptions};
 use serde_json::{json, Value};
 
 const SESSION: &str = "crash-real-session";
@@ -42,34 +41,6 @@ const SESSION: &str = "crash-real-session";
 /// about a megabyte and a save takes long enough to be hit.
 const FILLER: usize = 12;
 const FILLER_BYTES: usize = 90_000;
-const MARK: &str = "@@CRASH ";
-
-struct EchoTool;
-
-#[async_trait]
-impl Tool for EchoTool {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> &str {
-        "Echoes its text."
-    }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}})
-    }
-    fn is_read_only(&self) -> bool {
-        true
-    }
-    async fn execute(&self, input: Value, _context: ToolContext) -> ToolOutput {
-        ToolOutput::text(format!("echo {}", input["text"]))
-    }
-}
-
-fn say(event: &str, n: usize) {
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{MARK}{event} {n}");
-    let _ = stdout.flush();
-}
 
 /// The turns recorded in a history: `(n, messages)` for every "turn n" user message.
 fn turns_of<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Vec<(usize, Vec<&'a Message>)> {
@@ -91,25 +62,10 @@ fn messages_of(history: &[HistoryEntry]) -> Vec<&Message> {
     history.iter().filter_map(HistoryEntry::message).collect()
 }
 
-/// The options of the child's session (and of the parent's check): hermetic settings, no project
-/// context, only the echo tool, persistence in the project.
+/// The options of the child's session (and of the parent's check): hermetic, only the echo
+/// tool, persistence in the project.
 fn options(project: &Path, provider: Arc<ScriptedProvider>) -> SessionOptions {
-    let mut tools = ToolRegistry::new();
-    tools.register(Arc::new(EchoTool));
-    let mut options = SessionOptions::new(project, provider)
-        .with_settings(SessionSettings::None)
-        .with_project_context(false)
-        .with_system_prompt("You are a test.")
-        .with_tools(tools)
-        .with_auto_compact(false)
-        .with_session_id(SESSION)
-        .with_persistence(SessionPersistence::Project);
-    // The filler history is far over any context window: turn the context guards off.
-    options.engine = EngineConfig {
-        context_window: Some(0),
-        ..EngineConfig::default()
-    };
-    options
+    saved_options(project, provider).with_session_id(SESSION)
 }
 
 /// The child: resume (or create) the session and run turns until killed.
@@ -119,11 +75,7 @@ fn crash_child_real_session() {
     let Ok(project) = std::env::var("ROBOTA_CRASH_PROJECT") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(child_loop(Path::new(&project)));
+    block_on(child_loop(Path::new(&project)));
 }
 
 async fn child_loop(project: &Path) {
@@ -214,99 +166,24 @@ enum Strategy {
     BetweenTurns,
 }
 
-struct Run {
-    lines: mpsc::Receiver<(String, usize)>,
-    child: std::process::Child,
-    output: Vec<(String, usize)>,
-    stderr: Arc<Mutex<String>>,
+/// A child resuming the session of `project` and running turns until killed.
+fn spawn(project: &Path) -> ChildRun {
+    ChildRun::spawn(
+        "crash_child_real_session",
+        &[(
+            "ROBOTA_CRASH_PROJECT",
+            project.to_string_lossy().into_owned(),
+        )],
+    )
 }
 
-impl Run {
-    fn spawn(project: &Path) -> Run {
-        let exe = std::env::current_exe().unwrap();
-        let mut child = Command::new(exe)
-            .args([
-                "--exact",
-                "crash_child_real_session",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("ROBOTA_CRASH_PROJECT", project)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let stderr_pipe = child.stderr.take().unwrap();
-        let stderr: Arc<Mutex<String>> = Arc::default();
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr_pipe).lines().map_while(Result::ok) {
-                let mut text = sink.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some((_, event)) = line.split_once(MARK) {
-                    if let Some((name, n)) = event.split_once(' ') {
-                        if let Ok(n) = n.trim().parse() {
-                            let _ = sender.send((name.to_string(), n));
-                        }
-                    }
-                }
-            }
-        });
-        Run {
-            lines,
-            child,
-            output: Vec::new(),
-            stderr,
-        }
-    }
-
-    fn fail(&mut self, what: &str) -> ! {
-        let status = self.child.try_wait().ok().flatten();
-        panic!(
-            "{what} (status {status:?}); the child said {:?}\n{}",
-            self.output,
-            self.stderr.lock().unwrap()
-        );
-    }
-
-    /// Waits for the child to report `event`.
-    fn wait_for(&mut self, event: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok((name, n)) => {
-                    let found = name == event;
-                    self.output.push((name, n));
-                    if found {
-                        return;
-                    }
-                }
-                Err(_) => self.fail(&format!("the child did not report {event}")),
-            }
-        }
-    }
-
-    /// SIGKILLs the child and returns everything it reported.
-    fn kill(mut self) -> Vec<(String, usize)> {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            self.fail("the child exited on its own");
-        }
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-        // The reader thread ends at EOF: drain what it read before the kill.
-        let mut events = std::mem::take(&mut self.output);
-        events.extend(self.lines.iter());
-        events
-    }
+/// The last turn the child reported done.
+fn last_done(events: &[(String, String)]) -> Option<usize> {
+    events
+        .iter()
+        .filter(|(name, _)| name == "DONE")
+        .filter_map(|(_, n)| n.parse().ok())
+        .max()
 }
 
 /// Checks one history: contiguous turns from 0, each `turn n` → tool call `call_n` → its result
@@ -342,23 +219,7 @@ fn check_history(what: &str, messages: &[&Message], must_have: Option<usize>) ->
         assert_eq!(turn[3].text(), format!("answer {n}"), "{what}");
     }
     // Every tool_use in the whole history has its tool_result.
-    let mut pending: Vec<String> = Vec::new();
-    for message in messages {
-        for block in &message.content {
-            if let ContentBlock::ToolResult { tool_use_id, .. } = block {
-                pending.retain(|id| id != tool_use_id);
-            }
-        }
-        assert!(
-            pending.is_empty(),
-            "{what}: tool calls {pending:?} have no result"
-        );
-        pending.extend(message.tool_uses().map(|(id, _, _)| id.to_string()));
-    }
-    assert!(
-        pending.is_empty(),
-        "{what}: tool calls {pending:?} have no result"
-    );
+    assert_calls_answered(what, messages);
     if let Some(last_done) = must_have {
         assert!(
             turns.len() > last_done,
@@ -485,7 +346,7 @@ fn sigkill_a_real_session_never_loses_a_completed_turn() {
             log_only_resumes += 1;
             damaged = true;
         }
-        let mut run = Run::spawn(&project);
+        let mut run = spawn(&project);
         run.wait_for("READY");
         match strategy {
             Strategy::MidWrite => {
@@ -527,12 +388,7 @@ fn sigkill_a_real_session_never_loses_a_completed_turn() {
             Some((name, _)) if name == "DONE" || name == "START" => killed_between_turns += 1,
             _ => {}
         }
-        if let Some(n) = events
-            .iter()
-            .filter(|(name, _)| name == "DONE")
-            .map(|(_, n)| *n)
-            .max()
-        {
+        if let Some(n) = last_done(&events) {
             must_have = Some(must_have.map_or(n, |m| m.max(n)));
         }
         let (torn, found) = check_files(&project, &store, must_have, torn_tails, damaged);

@@ -37,6 +37,10 @@ pub const ROBOTA_STATUS_PANIC: robota_status = 11;
 pub const ROBOTA_STATUS_CANCELLED: robota_status = 12;
 /// A slash command is unknown or ambiguous, or is not for users.
 pub const ROBOTA_STATUS_COMMAND: robota_status = 13;
+/// The saved session is open for writing elsewhere (another process, or another session
+/// handle): a session has one writer at a time. The message names the holder (pid, host, since
+/// when). Wait until it is closed, or fork it (`"fork_session": true`) to continue in a copy.
+pub const ROBOTA_STATUS_SESSION_LOCKED: robota_status = 14;
 
 /// An error: a status code and a message. Created by the library, owned by the caller, freed
 /// with `robota_error_free`.
@@ -62,6 +66,7 @@ impl From<engine::api::ApiError> for FfiError {
             ApiErrorKind::QueueFull => ROBOTA_STATUS_QUEUE_FULL,
             ApiErrorKind::Busy | ApiErrorKind::ShutDown => ROBOTA_STATUS_INVALID_STATE,
             ApiErrorKind::Command => ROBOTA_STATUS_COMMAND,
+            ApiErrorKind::SessionLocked => ROBOTA_STATUS_SESSION_LOCKED,
             _ => ROBOTA_STATUS_SESSION,
         };
         FfiError::new(code, e.message)

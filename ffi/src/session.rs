@@ -286,7 +286,8 @@ fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
 ///
 /// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
 /// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT`, `ROBOTA_STATUS_SESSION`,
-/// `ROBOTA_STATUS_RUNTIME` (after `fork()`).
+/// `ROBOTA_STATUS_SESSION_LOCKED` (the saved session to resume or create is open for writing
+/// elsewhere), `ROBOTA_STATUS_RUNTIME` (after `fork()`).
 ///
 /// Ownership: `*out` is owned by the caller; free it with `robota_session_free`. The
 /// provider handle may be freed independently.
@@ -1024,6 +1025,30 @@ pub unsafe extern "C" fn robota_session_get_context_state(
     ffi_boundary!(out_err, {
         let shared = session_arg(s)?;
         write_json(out_json, "out_json", &shared.session.get_context_state())
+    })
+}
+
+/// What opening the saved session found damaged, repaired or unfinished, as JSON: `null` when
+/// there is nothing to tell, else `{"session_id", "forked_from"?, "log_path"?, "snapshot"?:
+/// {"path", "problem", "moved_to"?}, "skipped_lines"?: [{"line", "offset", "kind"?,
+/// "problem"}], "torn_tail"?: {"line", "offset", "bytes"}, "log_copy"?, "unfinished_turn"?:
+/// {"prompt", "started_at"?, "messages_dropped", "tools_run"?}, "lost"?, "details"?}`.
+/// `unfinished_turn.prompt` is the prompt a killed process never finished (offer to send it
+/// again). The same report comes once as a `session_recovered` event when the session starts.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_recovery_report(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.get_recovery_report())
     })
 }
 

@@ -12,7 +12,9 @@ export type RobotaErrorCode =
   | 'queue_full'
   | 'busy'
   | 'shut_down'
-  | 'command';
+  | 'command'
+  /** The saved session is open for writing elsewhere; the message names the holder. Wait, or fork it. */
+  | 'session_locked';
 
 const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'invalid_argument',
@@ -23,6 +25,7 @@ const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'busy',
   'shut_down',
   'command',
+  'session_locked',
 ]);
 
 /** A failure of a robota call; `message` says what went wrong and how to fix it. */

@@ -20,6 +20,7 @@ import type {
   ContextState,
   Message,
   PromptResult,
+  RecoveryReport,
   RobotaEvent,
   SandboxStatus,
   SessionEventMap,
@@ -297,6 +298,16 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   /** How full the context window is. */
   getContextState(): ContextState {
     return JSON.parse(native(() => this.#native.getContextState())) as ContextState;
+  }
+
+  /**
+   * What opening the saved session found damaged, repaired or unfinished, or `null` when there
+   * is nothing to tell. `report.unfinished_turn?.prompt` is the prompt a killed process never
+   * finished (offer to send it again); the same report comes once as a `session_recovered`
+   * event when the session starts.
+   */
+  getRecoveryReport(): RecoveryReport | null {
+    return JSON.parse(native(() => this.#native.getRecoveryReport())) as RecoveryReport | null;
   }
 
   /** The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),

@@ -145,6 +145,45 @@ export interface ContextState {
 /** The permission modes (`default`, `acceptEdits`, `plan`, `bypassPermissions`, `dontAsk`). */
 export type PermissionMode = 'default' | 'acceptEdits' | 'plan' | 'bypassPermissions' | 'dontAsk';
 
+/** A prompt whose turn started and never finished (the process running it was killed). */
+export interface UnfinishedTurn {
+  /** The prompt, as the model was to see it: send it again to redo the turn. */
+  prompt: string;
+  /** When the turn started (RFC 3339). */
+  started_at?: string;
+  /** Chat messages the turn had produced, left out of the history. */
+  messages_dropped: number;
+  /** Tools that had already run in it (their effects remain). */
+  tools_run?: string[];
+}
+
+/**
+ * What opening a saved session found damaged, repaired or unfinished
+ * (`session.getRecoveryReport()`, and the `session_recovered` event).
+ */
+export interface RecoveryReport {
+  /** The session that was opened. */
+  session_id: string;
+  /** The session it was forked from (the report is then about that one). */
+  forked_from?: string;
+  /** The session log. */
+  log_path?: string;
+  /** The snapshot could not be read; the session was rebuilt from the log. */
+  snapshot?: { path: string; problem: string; moved_to?: string };
+  /** Log lines that could not be read and were skipped (1-based line numbers). */
+  skipped_lines?: Array<{ line: number; offset: number; kind?: string; problem: string }>;
+  /** The log ended in the middle of a line, which was dropped. */
+  torn_tail?: { line: number; offset: number; bytes: number };
+  /** A copy of the damaged log as it was found. */
+  log_copy?: string;
+  /** The last prompt did not finish. */
+  unfinished_turn?: UnfinishedTurn;
+  /** What was lost with unreadable lines. */
+  lost?: string[];
+  /** Everything else met on the way. */
+  details?: string[];
+}
+
 /** Fields every event carries. */
 export interface EventEnvelope {
   /** The session that produced it. */
@@ -176,6 +215,8 @@ export type RobotaEvent = EventEnvelope &
     | { type: 'interrupted'; outcome?: RunOutcome }
     | { type: 'skill_activation'; data: unknown }
     | { type: 'background_task_event'; data: unknown }
+    /** Resuming found damage it repaired, data it could not keep, or an unfinished prompt. */
+    | { type: 'session_recovered'; message: string; report: RecoveryReport }
     | { type: 'session'; event: { type: string; [key: string]: unknown } }
   );
 

@@ -29,6 +29,7 @@ from .errors import (
     RobotaError,
     RobotaInternalError,
     SessionError,
+    SessionLockedError,
     ShutDownError,
 )
 from .events import (
@@ -42,6 +43,7 @@ from .events import (
     InterruptedEvent,
     PermissionRequestEvent,
     SessionEvent,
+    SessionRecoveredEvent,
     SkillActivationEvent,
     TextDeltaEvent,
     ThinkingEvent,
@@ -139,6 +141,7 @@ __all__ = [
     "InterruptedEvent",
     "SkillActivationEvent",
     "BackgroundTaskEvent",
+    "SessionRecoveredEvent",
     "SessionEvent",
     "UnknownEvent",
     "EVENT_TYPES",
@@ -149,6 +152,7 @@ __all__ = [
     "InvalidJsonError",
     "ProviderError",
     "SessionError",
+    "SessionLockedError",
     "QueueFullError",
     "BusyError",
     "ShutDownError",

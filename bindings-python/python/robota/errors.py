@@ -11,6 +11,7 @@ from ._native import (
     RobotaError,
     RobotaInternalError,
     SessionError,
+    SessionLockedError,
     ShutDownError,
 )
 
@@ -20,6 +21,7 @@ __all__ = [
     "InvalidJsonError",
     "ProviderError",
     "SessionError",
+    "SessionLockedError",
     "QueueFullError",
     "BusyError",
     "ShutDownError",

@@ -25,6 +25,7 @@ __all__ = [
     "InterruptedEvent",
     "SkillActivationEvent",
     "BackgroundTaskEvent",
+    "SessionRecoveredEvent",
     "SessionEvent",
     "UnknownEvent",
     "EVENT_TYPES",
@@ -198,6 +199,32 @@ class BackgroundTaskEvent(Event):
 
 
 @dataclass(slots=True)
+class SessionRecoveredEvent(Event):
+    """A warning about the saved session this one resumed: damage that was repaired, data that
+    could not be kept, or a prompt whose turn never finished (the process running it was
+    killed). Sent once, when the session starts; ``session.get_recovery_report()`` returns the
+    same report at any time.
+
+    ``report`` has ``session_id``, and where they apply ``snapshot`` (``path``, ``problem``,
+    ``moved_to``), ``skipped_lines`` (``line``, ``offset``, ``kind``, ``problem``),
+    ``torn_tail`` (``line``, ``offset``, ``bytes``), ``log_copy``, ``unfinished_turn``
+    (``prompt``, ``started_at``, ``messages_dropped``, ``tools_run``), ``lost`` and ``details``.
+    """
+
+    type: ClassVar[str] = "session_recovered"
+    #: The notice for the user, one line per finding.
+    message: str
+    #: What was found and done.
+    report: Dict[str, Any]
+
+    @property
+    def unfinished_prompt(self) -> Optional[str]:
+        """The prompt whose turn never finished (send it again to redo it), if there is one."""
+        turn = self.report.get("unfinished_turn")
+        return None if turn is None else str(turn.get("prompt", ""))
+
+
+@dataclass(slots=True)
 class SessionEvent(Event):
     """Any other session event (permission answers, hook messages, warnings, …)."""
 
@@ -244,6 +271,9 @@ _FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
     "interrupted": lambda d: InterruptedEvent(d["session_id"], d["seq"], d, d.get("outcome")),
     "skill_activation": lambda d: SkillActivationEvent(d["session_id"], d["seq"], d, d.get("data")),
     "background_task_event": lambda d: BackgroundTaskEvent(d["session_id"], d["seq"], d, d.get("data")),
+    "session_recovered": lambda d: SessionRecoveredEvent(
+        d["session_id"], d["seq"], d, d.get("message", ""), d.get("report") or {}
+    ),
     "session": lambda d: SessionEvent(d["session_id"], d["seq"], d, d.get("event") or {}),
 }
 

@@ -443,6 +443,14 @@ class InteractiveSession:
         """How full the context window is (``used_tokens``, ``max_tokens``, ``ratio``)."""
         return dict(self._native.get_context_state())
 
+    def get_recovery_report(self) -> Optional[Dict[str, Any]]:
+        """What opening the saved session found damaged, repaired or unfinished, or ``None``
+        when there is nothing to tell. ``report["unfinished_turn"]["prompt"]`` is the prompt a
+        killed process never finished (offer to send it again); the same report comes once as
+        a :class:`~robota.events.SessionRecoveredEvent` when the session starts."""
+        report = self._native.get_recovery_report()
+        return None if report is None else dict(report)
+
     def sandbox_status(self) -> SandboxStatus:
         """The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),
         backend, why not when unavailable, writable roots, network policy and which guarantees

@@ -25,6 +25,10 @@ pub enum ApiErrorKind {
     ShutDown,
     /// A slash command is unknown, ambiguous or failed.
     Command,
+    /// The saved session is open for writing elsewhere (a session has one writer at a time);
+    /// the message names the holder (pid, host, since when). Wait until it is closed, or fork
+    /// it (`fork_session`) to continue in a copy.
+    SessionLocked,
 }
 
 impl ApiErrorKind {
@@ -39,6 +43,7 @@ impl ApiErrorKind {
             ApiErrorKind::Busy => "busy",
             ApiErrorKind::ShutDown => "shut_down",
             ApiErrorKind::Command => "command",
+            ApiErrorKind::SessionLocked => "session_locked",
         }
     }
 }
@@ -88,6 +93,7 @@ impl From<InteractiveError> for ApiError {
             InteractiveError::ShutDown => ApiErrorKind::ShutDown,
             InteractiveError::Command(_) | InteractiveError::Commands(_) => ApiErrorKind::Command,
             InteractiveError::FileReferences(_) => ApiErrorKind::InvalidArgument,
+            InteractiveError::Session(SessionError::Locked { .. }) => ApiErrorKind::SessionLocked,
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())
@@ -96,6 +102,10 @@ impl From<InteractiveError> for ApiError {
 
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
-        ApiError::new(ApiErrorKind::Session, e.to_string())
+        let kind = match &e {
+            SessionError::Locked { .. } => ApiErrorKind::SessionLocked,
+            _ => ApiErrorKind::Session,
+        };
+        ApiError::new(kind, e.to_string())
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::lock::{held_message, LockHolder};
 use crate::framework::config::SettingsError;
 use crate::hooks::{HookConfigError, HookEvent, Severity};
 
@@ -123,6 +124,18 @@ pub enum SessionError {
         id: String,
         /// What went wrong.
         message: String,
+    },
+    /// The saved session is open for writing elsewhere (another process, or another session
+    /// object in this one): a session has one writer at a time. Wait until it is closed, or fork
+    /// it (`fork_session`) to continue in a copy.
+    #[error("{}", held_message(id, holder.as_ref(), path))]
+    Locked {
+        /// The session.
+        id: String,
+        /// Its lock file.
+        path: PathBuf,
+        /// Who holds it (pid, host, since when), when its record could be read.
+        holder: Option<LockHolder>,
     },
     /// A PreCompact hook blocked compaction; the history is unchanged.
     #[error("compaction was blocked by a PreCompact hook: {reason}")]

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::context::ContextState;
 use super::permission_handler::{PermissionResolution, ResolvedBy, SettingsTarget};
+use super::recovery::RecoveryReport;
 use crate::engine::EngineEvent;
 use crate::framework::context::{ContextWarning, LoadedContextFile};
 use crate::hooks::{CompactTrigger, HandlerSummary, HookEvent, HookFailure, HookOutcome};
@@ -152,6 +153,16 @@ pub enum SessionEvent {
         operation: String,
         /// What went wrong.
         message: String,
+    },
+    /// Opening the saved session found damage it repaired, data it could not keep, or a prompt
+    /// whose turn never finished (the process was killed mid-turn). Sent once, when the session
+    /// starts (first `run` or `start`); [`Session::recovery_report`](super::Session::recovery_report)
+    /// keeps the report.
+    SessionRecovered {
+        /// The notice for the user, one line per finding.
+        message: String,
+        /// What was found and done.
+        report: RecoveryReport,
     },
     /// How full the context window is: before a run (estimated) and after each turn (exact
     /// when the provider reported usage).

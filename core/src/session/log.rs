@@ -9,7 +9,12 @@
 //! - **Resume.** The log is the write-ahead record behind the JSON snapshot: [`replay_log`]
 //!   rebuilds the history from `history_mutation` / `history_append` / `history_replace` lines,
 //!   committing a turn's messages only when its `turn_end` line is there, so a crash mid-turn
-//!   never yields a half turn (a `tool_use` without its result).
+//!   never yields a half turn (a `tool_use` without its result). A turn still open when the log
+//!   ends, or when a later `session_init` shows the session was opened again, is reported with
+//!   its prompt ([`LogReplay::incomplete_turn`]); unreadable lines and a torn last line are
+//!   reported with their line numbers ([`LogReplay::skipped_lines`], [`LogReplay::torn_tail`]).
+//!   One process writes a log at a time (the session's lock, see `lock`): two writers would
+//!   interleave their lines and `seq` numbers.
 //! - **Replay.** Execution events keep the engine's own JSON shape under the same `type` names, so
 //!   [`ReplayProvider`](crate::provider::replay::ReplayProvider) plays a session log directly.
 //!
@@ -952,11 +957,16 @@ pub struct LoggedInit {
     pub tool_schemas: Vec<Value>,
 }
 
-/// A turn that started and did not finish before the log ends (the process stopped mid-turn).
+/// A turn that started and never finished: the log ends inside it, or the session was opened
+/// again (a new `session_init`) before its `turn_end` — the process running it stopped mid-turn.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct IncompleteTurn {
     /// `seq` of its `pre_run` line.
     pub started_seq: u64,
+    /// The prompt that started it, as the model was to see it (the `pre_run` line's `input`).
+    pub prompt: Option<String>,
+    /// When it started (`ts` of its `pre_run` line).
+    pub started_at: Option<String>,
     /// What the turn had committed; left out of the rebuilt history so that it stays
     /// consistent (a `tool_use` may be missing its result).
     pub entries: Vec<HistoryEntry>,
@@ -986,13 +996,52 @@ pub struct LogReplay {
     pub lines_read: u64,
     /// Where the log ends (after its last complete line).
     pub position: LogPosition,
-    /// A turn cut off by the end of the log.
+    /// The last turn that started and never finished, unless a later turn started after it
+    /// (then the user went on, and it is only a diagnostic).
     pub incomplete_turn: Option<IncompleteTurn>,
+    /// `pre_run` lines read: turns started in the part of the log that was read.
+    pub turns_started: u64,
+    /// Complete lines that could not be read and were skipped (garbage, a line of another
+    /// format, a fragment an earlier crash left and a restarted writer closed off).
+    pub skipped_lines: Vec<SkippedLine>,
+    /// The log ends in the middle of a line (the writer stopped while writing it).
+    pub torn_tail: Option<TornTail>,
     /// Whether the base's position matched the log (when a base was given). When it did not,
     /// nothing was replayed and the base is returned unchanged.
     pub base_matched: bool,
     /// Everything unusual: a torn last line, unreadable lines, index gaps, a mismatched base.
     pub diagnostics: Vec<String>,
+}
+
+/// A complete log line that replay could not read and skipped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedLine {
+    /// 1-based line number in the log file.
+    pub line: u64,
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// The line's `type`, when at least its head could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Why it could not be read.
+    pub problem: String,
+}
+
+/// The end of a log cut off in the middle of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TornTail {
+    /// 1-based line number of the cut line.
+    pub line: u64,
+    /// Byte offset of its start.
+    pub offset: u64,
+    /// How many bytes of it were written.
+    pub bytes: u64,
+}
+
+#[derive(Deserialize)]
+struct PreRunLine {
+    #[serde(default)]
+    input: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -1140,6 +1189,9 @@ pub(crate) fn replay_into(
     let mut line = Vec::with_capacity(64 * 1024);
     let mut line_number = 0u64;
     let mut index_gap_reported = false;
+    // The last turn closed without its `turn_end` (by a later `session_init`), until a later
+    // turn starts.
+    let mut unfinished: Option<IncompleteTurn> = None;
     loop {
         line.clear();
         let read = reader
@@ -1155,6 +1207,11 @@ pub(crate) fn replay_into(
                 line.len(),
                 path.display()
             ));
+            replay.torn_tail = Some(TornTail {
+                line: line_number + 1,
+                offset,
+                bytes: line.len() as u64,
+            });
             break;
         }
         line_number += 1;
@@ -1173,6 +1230,12 @@ pub(crate) fn replay_into(
                     "skipped an unreadable line at byte {line_start} of {}: {error}",
                     path.display()
                 ));
+                replay.skipped_lines.push(SkippedLine {
+                    line: line_number,
+                    offset: line_start,
+                    kind: None,
+                    problem: line_problem(&error),
+                });
                 continue;
             }
         };
@@ -1206,27 +1269,53 @@ pub(crate) fn replay_into(
         };
         let kind = head.kind.as_deref().unwrap_or_default();
         let seq = head.seq.unwrap_or(0);
-        let parse_error = |error: serde_json::Error, diagnostics: &mut Vec<String>| {
-            diagnostics.push(format!(
+        let parse_error = |error: serde_json::Error, replay: &mut LogReplay| {
+            replay.diagnostics.push(format!(
                 "skipped an unreadable {kind} line (seq {seq}, byte {line_start}) of {}: {error}",
                 path.display()
             ));
+            replay.skipped_lines.push(SkippedLine {
+                line: line_number,
+                offset: line_start,
+                kind: Some(kind.to_string()),
+                problem: line_problem(&error),
+            });
         };
         match kind {
-            "session_init" => match serde_json::from_slice::<LoggedInit>(body) {
-                Ok(init) => replay.init = Some(init),
-                Err(error) => parse_error(error, &mut replay.diagnostics),
-            },
+            "session_init" => {
+                // A new writer opened the session: whatever turn was open, its process stopped.
+                if let Some(turn) = state.take_pending(path, &mut replay.diagnostics) {
+                    report_incomplete(
+                        &mut replay.diagnostics,
+                        &turn,
+                        "the session was opened again",
+                    );
+                    unfinished = Some(turn);
+                }
+                match serde_json::from_slice::<LoggedInit>(body) {
+                    Ok(init) => replay.init = Some(init),
+                    Err(error) => parse_error(error, &mut replay),
+                }
+            }
             "pre_run" => {
-                if let Some(turn) = state.pending.take() {
+                if let Some(turn) = state.take_pending(path, &mut replay.diagnostics) {
                     report_incomplete(&mut replay.diagnostics, &turn, "a later turn started");
                 }
+                unfinished = None;
+                replay.turns_started += 1;
+                let prompt = match serde_json::from_slice::<PreRunLine>(body) {
+                    Ok(pre_run) => pre_run.input,
+                    Err(error) => {
+                        parse_error(error, &mut replay);
+                        None
+                    }
+                };
                 state.pending = Some(IncompleteTurn {
                     started_seq: seq,
+                    prompt,
+                    started_at: head.ts.as_ref().map(|ts| ts.to_string()),
                     ..IncompleteTurn::default()
                 });
-                state.pending_chats = 0;
-                state.pending_responses.clear();
             }
             "history_mutation" => match serde_json::from_slice::<MutationLine>(body) {
                 Ok(mutation) => {
@@ -1241,11 +1330,11 @@ pub(crate) fn replay_into(
                     }
                     state.push(chat_entry(mutation.message));
                 }
-                Err(error) => parse_error(error, &mut replay.diagnostics),
+                Err(error) => parse_error(error, &mut replay),
             },
             "history_append" => match serde_json::from_slice::<AppendLine>(body) {
                 Ok(append) => state.push(append.entry),
-                Err(error) => parse_error(error, &mut replay.diagnostics),
+                Err(error) => parse_error(error, &mut replay),
             },
             "history_replace" => match serde_json::from_slice::<ReplaceLine>(body) {
                 Ok(replace) => {
@@ -1259,7 +1348,7 @@ pub(crate) fn replay_into(
                         replay.usage = usage;
                     }
                 }
-                Err(error) => parse_error(error, &mut replay.diagnostics),
+                Err(error) => parse_error(error, &mut replay),
             },
             // Only needed if the turn never ends: keep the bytes, parse at the end.
             "provider_response" if state.pending.is_some() => {
@@ -1279,31 +1368,66 @@ pub(crate) fn replay_into(
                     }
                     replay.turns_replayed += 1;
                 }
-                Err(error) => parse_error(error, &mut replay.diagnostics),
+                Err(error) => parse_error(error, &mut replay),
             },
             "session_renamed" => match serde_json::from_slice::<RenamedLine>(body) {
                 Ok(renamed) => replay.renamed = Some(renamed.name),
-                Err(error) => parse_error(error, &mut replay.diagnostics),
+                Err(error) => parse_error(error, &mut replay),
             },
             _ => {}
         }
     }
-    if let Some(mut turn) = state.pending.take() {
-        for body in &state.pending_responses {
-            match serde_json::from_slice::<ResponseLine>(body) {
-                Ok(line) => turn.calls.push((line.response.model, line.response.usage)),
-                Err(error) => replay.diagnostics.push(format!(
-                    "skipped an unreadable provider_response line of {}: {error}",
-                    path.display()
-                )),
-            }
+    if let Some(turn) = state.take_pending(path, &mut replay.diagnostics) {
+        report_incomplete(&mut replay.diagnostics, &turn, "the log ends");
+        unfinished = Some(turn);
+    }
+    replay.incomplete_turn = unfinished;
+    if start > 0 && (!replay.skipped_lines.is_empty() || replay.torn_tail.is_some()) {
+        // Line numbers so far count from the snapshot's position: make them the file's.
+        let before = count_lines_before(path, start, bytes_read)?;
+        for skipped in &mut replay.skipped_lines {
+            skipped.line += before;
         }
-        if !turn.entries.is_empty() || !turn.calls.is_empty() {
-            report_incomplete(&mut replay.diagnostics, &turn, "the log ends");
-            replay.incomplete_turn = Some(turn);
+        if let Some(torn) = &mut replay.torn_tail {
+            torn.line += before;
         }
     }
     Ok(replay)
+}
+
+/// What is wrong with one log line, for people: the JSON error without its "line 1" (a log
+/// line is one JSON line; the log's own line number is reported beside it).
+fn line_problem(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let location = format!(" at line {} column {}", error.line(), error.column());
+    let what = if error.is_syntax() || error.is_eof() {
+        "not valid JSON"
+    } else {
+        "not a log record"
+    };
+    match text.strip_suffix(&location) {
+        Some(message) => format!("{what}: {message} at column {}", error.column()),
+        None => format!("{what}: {text}"),
+    }
+}
+
+/// The number of newlines in the first `end` bytes of the log.
+fn count_lines_before(path: &Path, end: u64, bytes_read: &mut u64) -> Result<u64, LogError> {
+    let file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file.take(end));
+    let mut count = 0u64;
+    loop {
+        let buffer = reader
+            .fill_buf()
+            .map_err(|e| LogError::io("read", path, e))?;
+        if buffer.is_empty() {
+            return Ok(count);
+        }
+        count += memchr::memchr_iter(b'\n', buffer).count() as u64;
+        let used = buffer.len();
+        *bytes_read += used as u64;
+        reader.consume(used);
+    }
 }
 
 fn report_incomplete(diagnostics: &mut Vec<String>, turn: &IncompleteTurn, why: &str) {
@@ -1337,6 +1461,27 @@ impl ReplayState<'_> {
                 self.committed_chats += chat;
             }
         }
+    }
+
+    /// Closes the open turn without committing it, with the usage of the model calls it made
+    /// (from its `provider_response` lines).
+    fn take_pending(
+        &mut self,
+        path: &Path,
+        diagnostics: &mut Vec<String>,
+    ) -> Option<IncompleteTurn> {
+        let mut turn = self.pending.take()?;
+        for body in self.pending_responses.drain(..) {
+            match serde_json::from_slice::<ResponseLine>(&body) {
+                Ok(line) => turn.calls.push((line.response.model, line.response.usage)),
+                Err(error) => diagnostics.push(format!(
+                    "skipped an unreadable provider_response line of {}: {error}",
+                    path.display()
+                )),
+            }
+        }
+        self.pending_chats = 0;
+        Some(turn)
     }
 }
 

@@ -13,13 +13,18 @@
 //!   permission engine; [`PermissionRuleCondition`] (`hook_condition`): hook `if` rules.
 //! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting,
 //!   wired into the session through [`SessionPersistence`] and `max_budget_usd`.
+//! - `lock`: one writer per saved session (an OS lock on `.robota/sessions/{id}.lock`);
+//!   `recovery`: what opening a saved session found damaged, repaired or unfinished
+//!   ([`RecoveryReport`], sent as a `session_recovered` event).
 //! - [`Session::run_subagent`] (`subagent`): one subagent run inside the session — a child
 //!   engine over the session's provider and a subset of its tools, gated by the session's
 //!   permissions and hooks, between SubagentStart and SubagentStop.
 //! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
 //!   prompt, its completeness check and the compacted history.
 
+pub mod lock;
 pub mod log;
+pub mod recovery;
 pub mod store;
 pub mod usage;
 
@@ -46,11 +51,13 @@ pub use error::{RuleError, SessionError};
 pub use events::{SessionEvent, SessionEventCallback, SessionWarning};
 pub use fs_resolver::FsPathResolver;
 pub use hook_condition::PermissionRuleCondition;
+pub use lock::LockHolder;
 pub use options::{HookCallbackRegistration, SessionOptions, SessionPersistence, SessionSettings};
 pub use permission_handler::{
     AllowScope, FnPermissionHandler, PermissionHandler, PermissionRequest, PermissionResolution,
     PermissionResponse, ResolvedBy, SettingsDestination, SettingsTarget,
 };
+pub use recovery::{RecoveryReport, UnfinishedTurn};
 pub use run::{Session, STOP_HOOK_MESSAGE_METADATA};
 pub use settings_writer::{add_permission_rules, SettingsWriteError};
 pub use subagent::{is_withheld_from_subagents, SubagentOutcome, SubagentRun};

@@ -1,17 +1,26 @@
 //! How a [`Session`](super::Session) uses the store: opening (new, resumed or forked), the log
 //! lines of each turn and the snapshot after it, in the order the `store` module documents.
 //!
+//! A saved session has one writer: opening it for writing (new, resumed, continued) takes its
+//! lock first ([`SessionStore::lock`]); a second writer gets [`SessionError::Locked`]. The lock is
+//! released by shutdown (after the last save) or when the session is dropped. Resuming repairs
+//! what needs the writer and reports it ([`RecoveryReport`]): see `recovery`.
+//!
 //! Writing never fails a turn: every write error becomes a `persistence_error`
 //! [`SessionEvent`](super::SessionEvent). Log errors reach the event through the log's error
 //! callback (which fires when writing starts failing, not for every line), snapshot errors
 //! directly.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
+use super::lock::SessionLock;
 use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent};
-use super::store::{SessionRecord, SessionStore};
+use super::recovery::RecoveryReport;
+use super::store::{SessionRecord, SessionStore, StoreError};
 use super::usage::UsageTotals;
+use super::SessionError;
 use crate::engine::ExecutionEventCallback;
 use crate::message::Conversation;
 
@@ -19,47 +28,141 @@ use crate::message::Conversation;
 pub(crate) struct Restored {
     pub(crate) record: SessionRecord,
     pub(crate) forked: bool,
+    /// What was found wrong, repaired or unfinished.
+    pub(crate) report: RecoveryReport,
 }
 
-/// A session's store, log and record.
+/// A session's store, log and record, and its write lock.
 pub(crate) struct Persistence {
     store: SessionStore,
     log: Option<SessionLog>,
     record: Mutex<SessionRecord>,
     events: EventSink,
+    lock: Mutex<Option<SessionLock>>,
+    /// Set once the lock is released (shutdown): nothing is written after that.
+    closed: AtomicBool,
 }
 
-/// Loads the session to resume (or forks it first). A missing or unreadable session is an
-/// error: the caller asked for that session by id.
+fn store_error(id: &str, error: StoreError) -> SessionError {
+    match error {
+        StoreError::Locked { id, path, holder } => SessionError::Locked { id, path, holder },
+        other => SessionError::Resume {
+            id: id.to_string(),
+            message: other.to_string(),
+        },
+    }
+}
+
+/// A session's write lock, or why it could not be taken although nobody else holds it (the
+/// lock file cannot be created: then neither can the session's other files, and the failed
+/// writes are reported as `persistence_error` events like any other).
+pub(crate) struct WriteLock {
+    lock: Option<SessionLock>,
+    problem: Option<String>,
+}
+
+/// Locks session `id` for writing: [`SessionError::Locked`] when another writer holds it.
+pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLock, SessionError> {
+    match store.lock(id) {
+        Ok(lock) => Ok(WriteLock {
+            lock: Some(lock),
+            problem: None,
+        }),
+        Err(locked @ StoreError::Locked { .. }) => Err(store_error(id, locked)),
+        Err(other) => Ok(WriteLock {
+            lock: None,
+            problem: Some(other.to_string()),
+        }),
+    }
+}
+
+/// Opens the session to resume for writing: locks it (so nobody else writes while it is read
+/// and continued) and loads it, with what was found wrong ([`Restored::report`]; the writer's
+/// repairs follow in [`repair_files`], once the session is sure to open). With `fork`, the
+/// session is only read (no lock on it) and continued in a locked copy. A missing or
+/// unreadable session is an error: the caller asked for that session by id.
 pub(crate) fn load_resumed(
     store: &SessionStore,
     id: &str,
     fork: bool,
-) -> Result<Restored, super::SessionError> {
-    let resume_error = |e: &dyn std::fmt::Display| super::SessionError::Resume {
-        id: id.to_string(),
-        message: e.to_string(),
-    };
-    let target = if fork {
-        store.fork(id).map_err(|e| resume_error(&e))?
-    } else {
-        id.to_string()
-    };
-    let resumed = store.resume(&target).map_err(|e| resume_error(&e))?;
-    Ok(Restored {
+) -> Result<(Restored, WriteLock), SessionError> {
+    if fork {
+        let (new_id, source) = store.fork_resumed(id).map_err(|e| store_error(id, e))?;
+        let lock = lock_for_writing(store, &new_id)?;
+        let resumed = store.resume(&new_id).map_err(|e| store_error(&new_id, e))?;
+        let mut report = RecoveryReport::from_resumed(&new_id, store, &source);
+        report.forked_from = Some(id.to_string());
+        report.log_path = store.log_path(id).ok();
+        if report.snapshot.is_some() {
+            report.details.push(
+                "a fork only reads the session it copies: its files were left as they are".into(),
+            );
+        }
+        let restored = Restored {
+            record: resumed.record,
+            forked: true,
+            report,
+        };
+        return Ok((restored, lock));
+    }
+    let lock = lock_for_writing(store, id)?;
+    let resumed = store.resume(id).map_err(|e| store_error(id, e))?;
+    let mut report = RecoveryReport::from_resumed(id, store, &resumed);
+    if let Some(previous) = lock.lock.as_ref().and_then(SessionLock::previous_holder) {
+        report.details.push(format!(
+            "took over the session lock of {previous}, which ended without closing the session"
+        ));
+    }
+    let restored = Restored {
         record: resumed.record,
-        forked: fork,
-    })
+        forked: false,
+        report,
+    };
+    Ok((restored, lock))
+}
+
+/// The repairs only the writer of a resumed session makes (a fork leaves the files it copied
+/// alone): a damaged snapshot is moved aside, a log with unreadable lines is copied aside; the
+/// report says where they went (or why they could not be moved).
+pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
+    if restored.forked {
+        return;
+    }
+    let id = restored.record.id.as_str();
+    let report = &mut restored.report;
+    if let Some(snapshot) = &mut report.snapshot {
+        match store.set_snapshot_aside(id) {
+            Ok(moved) => snapshot.moved_to = moved,
+            Err(error) => report.details.push(error.to_string()),
+        }
+    }
+    if !report.skipped_lines.is_empty() {
+        match store.copy_log_aside(id) {
+            Ok(copy) => report.log_copy = Some(copy),
+            Err(error) => report.details.push(error.to_string()),
+        }
+    }
 }
 
 impl Persistence {
-    /// Opens the log of `record` and writes its `session_init` line.
+    /// Opens the log of `record` and writes its `session_init` line; with `save_now`, saves
+    /// the snapshot at once (after a repair, so that the files agree again before any turn).
+    /// `lock` is the session's write lock, released by [`close`](Self::close) or on drop (a
+    /// lock that could not be taken is reported as a `persistence_error`).
     pub(crate) fn open(
         store: SessionStore,
         record: SessionRecord,
+        lock: WriteLock,
         resumed: bool,
+        save_now: bool,
         events: EventSink,
     ) -> Persistence {
+        if let Some(problem) = lock.problem {
+            events.emit(SessionEvent::PersistenceError {
+                operation: "lock".into(),
+                message: problem,
+            });
+        }
         let log = match store.open_log(&record.id, LogOptions::default()) {
             Ok(log) => {
                 let sink = events.clone();
@@ -85,6 +188,8 @@ impl Persistence {
             log,
             record: Mutex::new(record),
             events,
+            lock: Mutex::new(lock.lock),
+            closed: AtomicBool::new(false),
         };
         let init = {
             let record = persistence.lock();
@@ -102,6 +207,9 @@ impl Persistence {
             }
         };
         persistence.log(&init);
+        if save_now {
+            persistence.save_record();
+        }
         persistence
     }
 
@@ -111,6 +219,9 @@ impl Persistence {
 
     /// Appends a line (errors reach the host through the log's error callback).
     pub(crate) fn log(&self, event: &LogEvent) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         if let Some(log) = &self.log {
             let _reported = log.append(event);
         }
@@ -130,21 +241,51 @@ impl Persistence {
         name: Option<String>,
         permission_mode: &str,
     ) {
+        {
+            let mut record = self.lock();
+            record.set_conversation(conversation);
+            record.usage = usage.clone();
+            record.name = name;
+            record.permission_mode = Some(permission_mode.to_string());
+        }
+        self.save_record();
+    }
+
+    /// Saves the record as it is, at the log's current position.
+    fn save_record(&self) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         let mut record = self.lock();
         if let Some(log) = &self.log {
             let _reported = log.flush();
             record.log_position = Some(log.position());
         }
-        record.set_conversation(conversation);
-        record.usage = usage.clone();
-        record.name = name;
-        record.permission_mode = Some(permission_mode.to_string());
         record.touch();
         if let Err(e) = self.store.save(&record) {
             self.events.emit(SessionEvent::PersistenceError {
                 operation: "save".into(),
                 message: e.to_string(),
             });
+        }
+    }
+
+    /// A new turn starts: the unfinished one a resume reported is superseded (the user went
+    /// on), so the next snapshot no longer carries it.
+    pub(crate) fn turn_started(&self) {
+        self.lock().unfinished_turn = None;
+    }
+
+    /// Releases the write lock; nothing is written after this (shutdown, after the last save).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(mut lock) = self
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            lock.release();
         }
     }
 

@@ -78,7 +78,8 @@ use super::hook_condition::PermissionRuleCondition;
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
-use super::persist::{load_resumed, Persistence, Restored};
+use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
+use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
@@ -146,6 +147,9 @@ pub struct Session {
     /// The `context_loaded` event, held until SessionStart so that it reaches the host with the
     /// other start-up events rather than during construction.
     context_loaded: Mutex<Option<SessionEvent>>,
+    /// What opening the saved session found (when worth a notice); reported as a
+    /// `session_recovered` event at SessionStart.
+    recovery: Option<RecoveryReport>,
     shut_down: AtomicBool,
     ended: OnceCell<()>,
     /// SessionStart's source: `startup`, or `resume`/`fork` for a restored session.
@@ -200,9 +204,11 @@ impl Session {
             SessionPersistence::Project => Some(SessionStore::for_project(&cwd)),
             SessionPersistence::Store(store) => Some(store.clone()),
         };
-        let restored = match (&store, &options.resume_session_id) {
+        // A saved session is locked for writing before anything is read or written.
+        let (restored, lock) = match (&store, &options.resume_session_id) {
             (Some(store), Some(resume_id)) => {
-                Some(load_resumed(store, resume_id, options.fork_session)?)
+                let (restored, lock) = load_resumed(store, resume_id, options.fork_session)?;
+                (Some(restored), Some(lock))
             }
             (None, Some(resume_id)) => {
                 return Err(SessionError::Resume {
@@ -211,12 +217,17 @@ impl Session {
                         .into(),
                 })
             }
-            _ => None,
+            _ => (None, None),
         };
         let id = match (&restored, options.session_id) {
             (Some(restored), _) => restored.record.id.clone(),
             (None, Some(id)) => validate_session_id(id)?,
             (None, None) => uuid::Uuid::new_v4().to_string(),
+        };
+        let lock = match (&store, lock) {
+            (Some(_), Some(lock)) => Some(lock),
+            (Some(store), None) => Some(lock_for_writing(store, &id)?),
+            (None, _) => None,
         };
         // A restored session keeps its mode, except bypassPermissions, which must be asked for
         // again explicitly (it may have been disabled since, and it is not a mode to inherit
@@ -447,7 +458,7 @@ impl Session {
         }
 
         let (start_source, conversation, usage, name) = match &restored {
-            Some(Restored { record, forked }) => (
+            Some(Restored { record, forked, .. }) => (
                 if *forked {
                     SessionStartSource::Fork
                 } else {
@@ -464,10 +475,16 @@ impl Session {
                 None,
             ),
         };
-        let persistence = store.map(|store| {
+        // Nothing fails from here on: the writer may repair the files it resumed.
+        let mut recovery = None;
+        let persistence = store.zip(lock).map(|(store, lock)| {
             let resumed = restored.is_some();
             let record = match restored {
-                Some(restored) => restored.record,
+                Some(mut restored) => {
+                    repair_files(&store, &mut restored);
+                    recovery = Some(restored.report).filter(RecoveryReport::needs_notice);
+                    restored.record
+                }
                 None => {
                     let mut record = SessionRecord::new(&id, cwd.to_string_lossy());
                     record.provider = Some(provider.name().to_string());
@@ -483,7 +500,9 @@ impl Session {
                     record
                 }
             };
-            Persistence::open(store, record, resumed, events.clone())
+            // Bring the files in agreement again at once after a repair.
+            let save_now = recovery.is_some();
+            Persistence::open(store, record, lock, resumed, save_now, events.clone())
         });
 
         Ok(Session {
@@ -507,6 +526,7 @@ impl Session {
             start_context: Mutex::new(Vec::new()),
             async_hook_results: Mutex::new(async_hook_results),
             context_loaded: Mutex::new(context_loaded),
+            recovery,
             shut_down: AtomicBool::new(false),
             ended: OnceCell::new(),
             start_source,
@@ -534,6 +554,14 @@ impl Session {
     /// The working directory (absolute).
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// What opening the saved session found damaged, repaired or unfinished — `None` when there
+    /// is nothing to tell (a new session, or a clean resume). Sent once as a
+    /// `session_recovered` event when the session starts; kept here for hosts that want to ask
+    /// (e.g. to offer sending [`UnfinishedTurn::prompt`](super::UnfinishedTurn) again).
+    pub fn recovery_report(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
     }
 
     /// Settings warnings found when the session was created (also sent as `settings_warning`
@@ -649,9 +677,10 @@ impl Session {
         }
     }
 
-    /// Sends the `context_loaded` event and fires SessionStart (source `startup`, or
-    /// `resume`/`fork` for a restored session) if that has not happened yet. [`Session::run`] calls
-    /// this; call it earlier to run the hooks before the first prompt.
+    /// Sends the `session_recovered` event (after a resume that found something to report) and
+    /// the `context_loaded` event, and fires SessionStart (source `startup`, or `resume`/`fork`
+    /// for a restored session) if that has not happened yet. [`Session::run`] calls this; call
+    /// it earlier to run the hooks (and get these events) before the first prompt.
     pub async fn start(&self) {
         self.started
             .get_or_init(|| async {
@@ -660,6 +689,12 @@ impl Session {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .take();
+                if let Some(report) = &self.recovery {
+                    self.events.emit(SessionEvent::SessionRecovered {
+                        message: report.message(),
+                        report: report.clone(),
+                    });
+                }
                 if let Some(event) = loaded {
                     self.events.emit(event);
                 }
@@ -823,6 +858,7 @@ impl Session {
         let estimate = self.estimate(conversation.messages().chain(std::iter::once(&message)));
         self.update_context(estimate);
         if let Some(persistence) = &self.persistence {
+            persistence.turn_started();
             persistence.log(&LogEvent::PreRun {
                 execution_id: None,
                 input: message.text(),
@@ -1346,6 +1382,8 @@ impl Session {
                     });
                     self.save();
                     persistence.sync();
+                    // The session writes nothing more: another process may open it now.
+                    persistence.close();
                 }
                 if self.hooks.has_hooks(HookEvent::SessionEnd) {
                     let input =

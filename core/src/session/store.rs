@@ -13,14 +13,24 @@
 //! after that position, so a turn that the log finished but the snapshot missed (a crash between
 //! the two writes) is not lost. Without a usable snapshot the whole log is replayed.
 //!
+//! **Damage is reported, not hidden.** [`Resumed`] says what resume met: an unreadable snapshot
+//! ([`Resumed::snapshot_error`]; the session then comes from the log), log lines it skipped with
+//! their line numbers ([`Resumed::skipped_lines`]; the history is mended so every tool call
+//! keeps a result), a torn last line, and the last prompt whose turn never finished
+//! ([`SessionRecord::unfinished_turn`], kept in the snapshot until the next turn starts).
+//! `resume` only reads; the writer that continues the session — holding its lock
+//! ([`SessionStore::lock`], one writer per session) — moves a damaged snapshot aside
+//! ([`SessionStore::set_snapshot_aside`]), keeps a copy of a damaged log
+//! ([`SessionStore::copy_log_aside`]) and tells the user (see `recovery`).
+//!
 //! **Listing reads headers only.** A snapshot is written with its summary fields first
 //! (`version`, `id`, `name`, `cwd`, `createdAt`, `updatedAt`, `provider`, `model`,
 //! `permissionMode`, `parentId`, `messageCount`, `usage`, `logPosition`) and the history after
 //! them. [`SessionStore::list`] parses each file only up to the first field that is not a
 //! summary field, reading a few kilobytes however long the history is. (Files written by the
 //! TypeScript SDK have no `version` and no fixed order; they are scanned whole, without building
-//! their history.) Sessions that crashed before their first snapshot are listed from the first
-//! line of their log.
+//! their history.) Sessions that crashed before their first snapshot, or whose snapshot is
+//! unreadable, are listed from the first line of their log.
 //!
 //! **File format.** Top-level keys follow the TypeScript SDK's session file (`createdAt`,
 //! `history`, `systemPrompt`, `toolSchemas`, …); unknown top-level keys are kept and written
@@ -62,10 +72,13 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use super::lock::{held_message, LockError, LockHolder, SessionLock, LOCK_EXTENSION};
 use super::log::{
     create_private_dir, read_first_init, replay_into, replay_log_counting, IncompleteTurn,
-    LogError, LogOptions, LogPosition, SessionLog, SessionLogEvent, LOG_EXTENSION,
+    LogError, LogOptions, LogPosition, LogReplay, SessionLog, SessionLogEvent, SkippedLine,
+    TornTail, LOG_EXTENSION,
 };
+use super::recovery::{repair_tool_pairs, UnfinishedTurn};
 use super::usage::UsageTotals;
 use crate::message::{
     new_id, now_rfc3339, ContentBlock, Conversation, HistoryEntry, Message, MessageState, Role,
@@ -118,6 +131,7 @@ const RECORD_KEYS: &[&str] = &[
     "history",
     "systemPrompt",
     "toolSchemas",
+    "unfinishedTurn",
 ];
 
 /// A session as stored in its snapshot.
@@ -155,6 +169,9 @@ pub struct SessionRecord {
     pub system_prompt: Option<String>,
     /// Tool schemas registered for the session.
     pub tool_schemas: Vec<Value>,
+    /// The last prompt, when its turn started and never finished (the process stopped
+    /// mid-turn). Kept until the next turn starts, so every resume until then can say so.
+    pub unfinished_turn: Option<UnfinishedTurn>,
     /// Top-level fields this version does not know, kept and written back unchanged.
     pub extra: Map<String, Value>,
 }
@@ -179,6 +196,7 @@ impl SessionRecord {
             history: Vec::new(),
             system_prompt: None,
             tool_schemas: Vec::new(),
+            unfinished_turn: None,
             extra: Map::new(),
         }
     }
@@ -248,6 +266,9 @@ impl Serialize for SessionRecord {
         if !self.tool_schemas.is_empty() {
             map.serialize_entry("toolSchemas", &self.tool_schemas)?;
         }
+        if let Some(turn) = &self.unfinished_turn {
+            map.serialize_entry("unfinishedTurn", turn)?;
+        }
         for (key, value) in &self.extra {
             // A host may have put a known key here; the typed field wins.
             if !RECORD_KEYS.contains(&key.as_str()) {
@@ -289,6 +310,7 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut history = None;
         let mut system_prompt = None;
         let mut tool_schemas = None;
+        let mut unfinished_turn = None;
         let mut extra = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
@@ -311,6 +333,7 @@ impl<'de> Visitor<'de> for RecordVisitor {
                 "history" => history = Some(map.next_value::<Vec<HistoryEntry>>()?),
                 "systemPrompt" => system_prompt = map.next_value()?,
                 "toolSchemas" => tool_schemas = map.next_value::<Option<Vec<Value>>>()?,
+                "unfinishedTurn" => unfinished_turn = map.next_value()?,
                 _ => {
                     let value: Value = map.next_value()?;
                     extra.insert(key, value);
@@ -333,6 +356,7 @@ impl<'de> Visitor<'de> for RecordVisitor {
             history: history.unwrap_or_default(),
             system_prompt,
             tool_schemas: tool_schemas.unwrap_or_default(),
+            unfinished_turn,
             extra,
         })
     }
@@ -364,7 +388,8 @@ pub struct SessionSummary {
     pub message_count: Option<u64>,
     /// Usage totals, when the snapshot has them.
     pub usage: Option<UsageTotals>,
-    /// False for a session known only from its log (it crashed before its first snapshot;
+    /// False for a session known only from its log (it crashed before its first snapshot, or
+    /// its snapshot cannot be read — [`SessionListing::problems`] says why;
     /// [`SessionStore::resume`] rebuilds it).
     pub has_snapshot: bool,
     /// Snapshot format version (0 for TypeScript SDK files and log-only sessions).
@@ -405,10 +430,55 @@ pub struct Resumed {
     pub record: SessionRecord,
     /// Where it came from.
     pub source: ResumeSource,
-    /// A turn the log shows started but not finished (left out of the history).
+    /// A turn the log shows started but not finished (left out of the history). The record's
+    /// [`SessionRecord::unfinished_turn`] says the same for people (and is kept in the
+    /// snapshot until the next turn starts).
     pub incomplete_turn: Option<IncompleteTurn>,
+    /// Why the snapshot could not be used, when there was one and it was unreadable (the
+    /// session was then rebuilt from the log).
+    pub snapshot_error: Option<String>,
+    /// Log lines that could not be read and were skipped.
+    pub skipped_lines: Vec<SkippedLine>,
+    /// The log ended in the middle of a line (dropped).
+    pub torn_tail: Option<TornTail>,
+    /// How the history was mended after lines were skipped (see
+    /// [`repair_tool_pairs`]).
+    pub repairs: Vec<String>,
     /// Anything unusual met on the way (torn log line, unreadable lines, stale temp files…).
     pub diagnostics: Vec<String>,
+}
+
+impl Resumed {
+    fn new(record: SessionRecord, source: ResumeSource, diagnostics: Vec<String>) -> Self {
+        Resumed {
+            record,
+            source,
+            incomplete_turn: None,
+            snapshot_error: None,
+            skipped_lines: Vec::new(),
+            torn_tail: None,
+            repairs: Vec::new(),
+            diagnostics,
+        }
+    }
+
+    /// Takes what a log replay found: damage (mending the history if lines were lost) and the
+    /// unfinished turn, which replaces the record's when the replayed part started a turn.
+    fn absorb(&mut self, replay: &mut LogReplay) {
+        self.diagnostics.append(&mut replay.diagnostics);
+        self.skipped_lines.append(&mut replay.skipped_lines);
+        self.torn_tail = replay.torn_tail.take();
+        if !self.skipped_lines.is_empty() {
+            self.repairs = repair_tool_pairs(&mut self.record.history);
+        }
+        if replay.turns_started > 0 {
+            self.record.unfinished_turn = replay
+                .incomplete_turn
+                .as_ref()
+                .map(UnfinishedTurn::from_incomplete);
+        }
+        self.incomplete_turn = replay.incomplete_turn.take();
+    }
 }
 
 /// A store operation that failed. Every variant says which file and what to do.
@@ -486,6 +556,16 @@ pub enum StoreError {
     /// The session log failed.
     #[error(transparent)]
     Log(#[from] LogError),
+    /// Another writer holds the session (see [`SessionStore::lock`]).
+    #[error("{}", held_message(id, holder.as_ref(), path))]
+    Locked {
+        /// The session.
+        id: String,
+        /// The lock file.
+        path: PathBuf,
+        /// Who holds it, when its record could be read.
+        holder: Option<LockHolder>,
+    },
 }
 
 impl StoreError {
@@ -718,7 +798,12 @@ impl SessionStore {
                     listing.sessions.push(summary);
                 }
                 Err(error) => {
-                    // Still resumable from its log: keep it out of the log-only pass.
+                    // Resume rebuilds it from its log: list it from there (so `--continue`
+                    // finds it) and say what is wrong with the snapshot.
+                    let log = self.logs_dir.join(format!("{id}.{LOG_EXTENSION}"));
+                    if let Ok(Some(summary)) = self.read_log_summary(&id, &log) {
+                        listing.sessions.push(summary);
+                    }
                     seen.insert(id);
                     listing.problems.push(error);
                 }
@@ -872,7 +957,7 @@ impl SessionStore {
             Ok(Some(record)) => record,
             Ok(None) if log_exists => {
                 let reason = format!("no snapshot at {}", snapshot_path.display());
-                return self.resume_from_log(id, reason, diagnostics);
+                return self.resume_from_log(id, reason, None, diagnostics);
             }
             Ok(None) => {
                 return Err(StoreError::NotFound {
@@ -882,7 +967,15 @@ impl SessionStore {
                 })
             }
             Err(error @ (StoreError::Corrupt { .. } | StoreError::Io { .. })) if log_exists => {
-                return match self.resume_from_log(id, error.to_string(), diagnostics) {
+                let empty = fs::metadata(&snapshot_path).is_ok_and(|m| m.len() == 0);
+                let problem = match &error {
+                    StoreError::Corrupt { .. } if empty => "it is empty".to_string(),
+                    StoreError::Corrupt { message, .. } => format!("it is corrupt: {message}"),
+                    StoreError::Io { op, source, .. } => format!("cannot {op} it: {source}"),
+                    other => other.to_string(),
+                };
+                let reason = error.to_string();
+                return match self.resume_from_log(id, reason, Some(problem), diagnostics) {
                     // An empty log cannot stand in for the snapshot: report the snapshot's error.
                     Err(StoreError::NotFound { .. }) => Err(error),
                     other => other,
@@ -891,12 +984,7 @@ impl SessionStore {
             Err(error) => return Err(error),
         };
         let (Some(position), true) = (record.log_position, log_exists) else {
-            return Ok(Resumed {
-                record,
-                source: ResumeSource::Snapshot,
-                incomplete_turn: None,
-                diagnostics,
-            });
+            return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
         };
         let mut record = record;
         let before_len = record.history.len();
@@ -914,7 +1002,7 @@ impl SessionStore {
             &mut read,
         );
         self.count_read(read);
-        let replay = match replay {
+        let mut replay = match replay {
             Ok(replay) => replay,
             Err(error) => {
                 // The history may hold part of the log's turns: start again from the snapshot.
@@ -926,45 +1014,34 @@ impl SessionStore {
                     snapshot: snapshot_path.clone(),
                     log: log_path.clone(),
                 })?;
-                return Ok(Resumed {
-                    record,
-                    source: ResumeSource::Snapshot,
-                    incomplete_turn: None,
-                    diagnostics,
-                });
+                return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
             }
         };
         record.history = history;
-        diagnostics.extend(replay.diagnostics);
         let changed = replay.base_matched
             && (replay.turns_replayed > 0
                 || replay.renamed.is_some()
                 || record.history.len() != before_len
                 || record.history.last().map(history_entry_id) != before_last.as_deref());
         if !changed {
-            return Ok(Resumed {
-                record,
-                source: ResumeSource::Snapshot,
-                incomplete_turn: replay.incomplete_turn,
-                diagnostics,
-            });
+            let mut resumed = Resumed::new(record, ResumeSource::Snapshot, diagnostics);
+            resumed.absorb(&mut replay);
+            return Ok(resumed);
         }
-        record.usage = replay.usage;
+        record.usage = replay.usage.clone();
         record.log_position = Some(replay.position);
-        if let Some(name) = replay.renamed {
+        if let Some(name) = replay.renamed.take() {
             record.name = name;
         }
-        if let Some(ts) = replay.last_ts {
+        if let Some(ts) = replay.last_ts.take() {
             record.updated_at = ts;
         }
-        Ok(Resumed {
-            record,
-            source: ResumeSource::SnapshotAndLog {
-                turns_replayed: replay.turns_replayed,
-            },
-            incomplete_turn: replay.incomplete_turn,
-            diagnostics,
-        })
+        let source = ResumeSource::SnapshotAndLog {
+            turns_replayed: replay.turns_replayed,
+        };
+        let mut resumed = Resumed::new(record, source, diagnostics);
+        resumed.absorb(&mut replay);
+        Ok(resumed)
     }
 
     /// Rebuilds session `id` from its log alone, ignoring the snapshot (what [`resume`] does
@@ -972,20 +1049,26 @@ impl SessionStore {
     ///
     /// [`resume`]: SessionStore::resume
     pub fn rebuild_from_log(&self, id: &str) -> Result<Resumed, StoreError> {
-        self.resume_from_log(id, "rebuilt from the log on request".into(), Vec::new())
+        self.resume_from_log(
+            id,
+            "rebuilt from the log on request".into(),
+            None,
+            Vec::new(),
+        )
     }
 
     fn resume_from_log(
         &self,
         id: &str,
         reason: String,
+        snapshot_error: Option<String>,
         mut diagnostics: Vec<String>,
     ) -> Result<Resumed, StoreError> {
         let log_path = self.log_path(id)?;
         let mut read = 0;
         let replay = replay_log_counting(&log_path, None, &mut read);
         self.count_read(read);
-        let replay = match replay {
+        let mut replay = match replay {
             Ok(replay) => replay,
             Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                 return Err(StoreError::NotFound {
@@ -1004,8 +1087,7 @@ impl SessionStore {
                 log: log_path,
             });
         }
-        diagnostics.extend(replay.diagnostics);
-        let init = replay.init.unwrap_or_default();
+        let init = replay.init.take().unwrap_or_default();
         if let Some(logged) = init.session_id.as_deref().filter(|logged| *logged != id) {
             diagnostics.push(format!(
                 "the log's session_init names session {logged:?}, not {id:?}; it was copied or renamed by hand"
@@ -1028,27 +1110,26 @@ impl SessionStore {
         let record = SessionRecord {
             version: SESSION_RECORD_VERSION,
             id: id.to_string(),
-            name: replay.renamed.unwrap_or(init.name),
+            name: replay.renamed.take().unwrap_or(init.name),
             cwd,
-            created_at: replay.first_ts.unwrap_or_else(|| now.clone()),
-            updated_at: replay.last_ts.unwrap_or(now),
+            created_at: replay.first_ts.take().unwrap_or_else(|| now.clone()),
+            updated_at: replay.last_ts.take().unwrap_or(now),
             provider: init.provider,
             model: init.model,
             permission_mode: init.permission_mode,
             parent_id: init.parent_id,
-            usage: replay.usage,
+            usage: replay.usage.clone(),
             log_position: Some(replay.position),
-            history: replay.history,
+            history: std::mem::take(&mut replay.history),
             system_prompt: init.system_prompt,
             tool_schemas: init.tool_schemas,
+            unfinished_turn: None,
             extra: Map::new(),
         };
-        Ok(Resumed {
-            record,
-            source: ResumeSource::LogReplay { reason },
-            incomplete_turn: replay.incomplete_turn,
-            diagnostics,
-        })
+        let mut resumed = Resumed::new(record, ResumeSource::LogReplay { reason }, diagnostics);
+        resumed.snapshot_error = snapshot_error;
+        resumed.absorb(&mut replay);
+        Ok(resumed)
     }
 
     /// Forks session `id` (as [`resume`](SessionStore::resume) sees it) into a new session with
@@ -1056,7 +1137,16 @@ impl SessionStore {
     /// touched. The fork gets its own log (a `session_init` and a `history_replace` with the
     /// copied history), so it can be rebuilt without its snapshot too.
     pub fn fork(&self, id: &str) -> Result<String, StoreError> {
-        let mut record = self.resume(id)?.record;
+        self.fork_resumed(id).map(|(new_id, _)| new_id)
+    }
+
+    /// [`fork`](SessionStore::fork), also returning the original as [`resume`] read it (what
+    /// was found wrong with its files — they are only read, never repaired, by a fork).
+    ///
+    /// [`resume`]: SessionStore::resume
+    pub fn fork_resumed(&self, id: &str) -> Result<(String, Resumed), StoreError> {
+        let source = self.resume(id)?;
+        let mut record = source.record.clone();
         let new_id = new_session_id();
         let now = now_rfc3339();
         record.id = new_id.clone();
@@ -1084,7 +1174,61 @@ impl SessionStore {
         })?;
         record.log_position = Some(log.position());
         self.save(&record)?;
-        Ok(new_id)
+        Ok((new_id, source))
+    }
+
+    /// The write-lock file of `id` (next to its snapshot).
+    pub fn lock_path(&self, id: &str) -> Result<PathBuf, StoreError> {
+        validate_session_id(id)?;
+        Ok(self.sessions_dir.join(format!("{id}.{LOCK_EXTENSION}")))
+    }
+
+    /// Locks session `id` for writing (see [`SessionLock`]): [`StoreError::Locked`], naming
+    /// the holder, when another writer has it open. Reading, listing and forking need no lock.
+    pub fn lock(&self, id: &str) -> Result<SessionLock, StoreError> {
+        let path = self.lock_path(id)?;
+        create_private_dir(&self.sessions_dir)
+            .map_err(|e| StoreError::io("create the session directory", &self.sessions_dir, e))?;
+        SessionLock::acquire(&path, id).map_err(|error| match error {
+            LockError::Held {
+                session_id,
+                path,
+                holder,
+            } => StoreError::Locked {
+                id: session_id,
+                path,
+                holder,
+            },
+            LockError::Io { op, path, source } => StoreError::Io { op, path, source },
+        })
+    }
+
+    /// Moves the snapshot of `id` aside, to `{id}.json.damaged-{time}` in the same directory,
+    /// and returns where it went (`None`: there is no snapshot). For a writer that rebuilt a
+    /// session whose snapshot was unreadable: the damaged file is kept for inspection and no
+    /// longer stands in the way. Hold the session's lock.
+    pub fn set_snapshot_aside(&self, id: &str) -> Result<Option<PathBuf>, StoreError> {
+        let path = self.snapshot_path(id)?;
+        let aside = aside_path(&path);
+        match fs::rename(&path, &aside) {
+            Ok(()) => Ok(Some(aside)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(StoreError::io(
+                "move aside the damaged snapshot",
+                &path,
+                error,
+            )),
+        }
+    }
+
+    /// Copies the log of `id` as it is to `{id}.jsonl.damaged-{time}` in the same directory and
+    /// returns the copy's path: the damaged lines a resume skipped stay readable there whatever
+    /// happens to the log later.
+    pub fn copy_log_aside(&self, id: &str) -> Result<PathBuf, StoreError> {
+        let path = self.log_path(id)?;
+        let aside = aside_path(&path);
+        fs::copy(&path, &aside).map_err(|e| StoreError::io("copy the damaged log", &path, e))?;
+        Ok(aside)
     }
 
     /// Removes temporary snapshot files left by processes that are no longer running (they
@@ -1121,6 +1265,28 @@ impl SessionStore {
         }
         Ok(removed)
     }
+}
+
+/// `{path}.damaged-{time}`, with a counter when that name is taken.
+fn aside_path(path: &Path) -> PathBuf {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year][month][day]T[hour][minute][second][subsecond digits:3]Z"
+    );
+    let stamp = now
+        .format(&format)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string());
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut aside = path.with_file_name(format!("{name}.damaged-{stamp}"));
+    let mut n = 2;
+    while aside.exists() {
+        aside = path.with_file_name(format!("{name}.damaged-{stamp}-{n}"));
+        n += 1;
+    }
+    aside
 }
 
 fn history_entry_id(entry: &HistoryEntry) -> &str {

@@ -287,6 +287,57 @@ static void test_free_with_work_in_flight(void) {
   CHECK(atomic_load(&c.finalized) == 1);
 }
 
+/* One writer per saved session: a second handle on a session that is open is refused with
+ * ROBOTA_STATUS_SESSION_LOCKED naming the holder; after shutdown it can be resumed. A clean
+ * session has nothing to report (the recovery report is JSON null). */
+static void test_one_writer_per_saved_session(void) {
+  robota_provider *p =
+      make_provider(NULL, "{\"type\":\"scripted\",\"turns\":[{\"text\":\"saved\"}]}");
+  const char *store = "\"persistence\":{\"store\":{\"sessions_dir\":\"one-writer/sessions\","
+                      "\"logs_dir\":\"one-writer/logs\"}}";
+  /* A fresh id: the test directory outlives the run. */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char id[64];
+  snprintf(id, sizeof id, "c-one-writer-%ld-%ld", (long)now.tv_sec, (long)now.tv_nsec);
+  char created[512];
+  char resumed[512];
+  snprintf(created, sizeof created,
+           "{\"system_prompt\":\"t\",\"load_project_context\":false,"
+           "\"session_id\":\"%s\",%s}",
+           id, store);
+  snprintf(resumed, sizeof resumed,
+           "{\"system_prompt\":\"t\",\"load_project_context\":false,"
+           "\"resume_session_id\":\"%s\",%s}",
+           id, store);
+  robota_session *s = make_session_json(p, created);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit(s, "hi", 2, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 10000, &e_));
+
+  robota_session *second = NULL;
+  robota_error *err = NULL;
+  CHECK(robota_session_new_json(p, resumed, strlen(resumed), &second, &err) ==
+        ROBOTA_STATUS_SESSION_LOCKED);
+  CHECK(second == NULL);
+  CHECK(err != NULL && robota_error_code(err) == ROBOTA_STATUS_SESSION_LOCKED);
+  CHECK(err != NULL && strstr(robota_error_message(err), "already open for writing") != NULL);
+  robota_error_free(err);
+
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_recovery_report(s, &json, &e_));
+  CHECK(json != NULL && strcmp(json, "null") == 0);
+  robota_string_free(json);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_shutdown(s, 10000, &e_));
+  robota_session_free(s);
+
+  second = make_session_json(p, resumed);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_messages(second, &json, &e_));
+  CHECK(json != NULL && strstr(json, "\"saved\"") != NULL);
+  robota_string_free(json);
+  robota_session_free(second);
+  robota_provider_free(p);
+}
+
 int main(void) {
   test_versions();
   test_full_turn_callback();
@@ -294,6 +345,7 @@ int main(void) {
   test_invalid_inputs();
   test_abort_from_callback();
   test_free_with_work_in_flight();
+  test_one_writer_per_saved_session();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 use crate::engine::RunOutcome;
 use crate::hooks::CompactTrigger;
 use crate::permissions::PermissionMode;
-use crate::session::{ContextState, SessionEvent};
+use crate::session::{ContextState, RecoveryReport, SessionEvent};
 
 /// The default bound of a subscriber's queue.
 pub const DEFAULT_EVENT_BUFFER: usize = 256;
@@ -163,6 +163,17 @@ pub enum InteractiveEventKind {
         /// The payload.
         data: Value,
     },
+    /// A warning about the saved session this one resumed: damage that was repaired, data that
+    /// could not be kept, a prompt whose turn never finished (so the host can offer to send it
+    /// again). Sent once, when the session starts (first prompt, or an explicit start);
+    /// [`InteractiveSession::get_recovery_report`](super::InteractiveSession::get_recovery_report)
+    /// returns the same report at any time.
+    SessionRecovered {
+        /// The notice for the user, one line per finding.
+        message: String,
+        /// What was found and done.
+        report: RecoveryReport,
+    },
     /// Any other session event (permission answers, hook messages, warnings, …), unchanged.
     Session {
         /// The event.
@@ -186,6 +197,7 @@ impl InteractiveEventKind {
             InteractiveEventKind::Interrupted { .. } => "interrupted",
             InteractiveEventKind::SkillActivation { .. } => "skill_activation",
             InteractiveEventKind::BackgroundTaskEvent { .. } => "background_task_event",
+            InteractiveEventKind::SessionRecovered { .. } => "session_recovered",
             InteractiveEventKind::Session { .. } => "session",
         }
     }
@@ -431,6 +443,9 @@ pub(crate) fn translate(event: SessionEvent) -> InteractiveEventKind {
             permission_mode,
         },
         SessionEvent::ContextUpdate { state } => InteractiveEventKind::ContextUpdate { state },
+        SessionEvent::SessionRecovered { message, report } => {
+            InteractiveEventKind::SessionRecovered { message, report }
+        }
         SessionEvent::Compaction {
             trigger,
             tokens_before,

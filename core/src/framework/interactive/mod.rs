@@ -28,7 +28,9 @@ use crate::framework::commands::{
 use crate::framework::context::{resolve_file_references, FileRefOptions};
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
-use crate::session::{ContextState, Session, SessionError, SessionEvent, SessionOptions};
+use crate::session::{
+    ContextState, RecoveryReport, Session, SessionError, SessionEvent, SessionOptions,
+};
 use crate::tools::Tool;
 
 use events::{spawn_delivery, translate, EventHub};
@@ -589,6 +591,14 @@ impl InteractiveSession {
     /// The session id.
     pub fn get_session_id(&self) -> String {
         self.inner.session.session_id().to_string()
+    }
+
+    /// What opening the saved session found damaged, repaired or unfinished (`None`: nothing to
+    /// tell). Its `unfinished_turn.prompt` is the prompt a killed process never finished, for a
+    /// host that offers to send it again. The same report is sent once as a `session_recovered`
+    /// event when the session starts.
+    pub fn get_recovery_report(&self) -> Option<RecoveryReport> {
+        self.inner.session.recovery_report().cloned()
     }
 
     /// Compacts the conversation now (refused while a prompt runs).
