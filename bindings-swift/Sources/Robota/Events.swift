@@ -1,0 +1,147 @@
+// Session events: `SessionEvent` (seq, session id and a typed `kind`), decoded from the engine's
+// JSON events (the same events every language gets).
+import Foundation
+
+/// Token counts.
+public struct Usage: Sendable, Decodable, Equatable {
+    /// Uncached input tokens.
+    public let inputTokens: UInt64
+    /// Output tokens.
+    public let outputTokens: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case inputTokens = "input_tokens", outputTokens = "output_tokens"
+    }
+}
+
+/// What a run produced.
+public struct RunOutcome: Sendable, Decodable, Equatable {
+    /// The final answer text.
+    public let response: String
+    /// True when the run was aborted.
+    public let interrupted: Bool
+    /// Model/tool rounds run.
+    public let rounds: UInt32
+    /// Tokens used.
+    public let usage: Usage
+    /// Why the run ended (`completed`, `interrupted`, `max_turns`, `context_limit`, `error`, …).
+    public let stopReason: String
+    /// The tools that ran, in call order.
+    public let toolsExecuted: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case response, interrupted, rounds, usage
+        case stopReason = "stop_reason", toolsExecuted = "tools_executed"
+    }
+}
+
+/// A tool call's state in `toolStart` / `toolEnd` events.
+public struct ToolState: Sendable, Decodable, Equatable {
+    /// The provider's id of the call.
+    public let toolUseId: String
+    /// The tool.
+    public let name: String
+    /// The most telling argument, for one-line display.
+    public let firstArg: String
+    /// True until the tool ends.
+    public let isRunning: Bool
+    /// How it ended (`success`, `error`, `denied`, …; `nil` while running).
+    public let result: String?
+    /// The text result (cut to 4 KiB).
+    public let toolResultData: String?
+
+    enum CodingKeys: String, CodingKey {
+        case toolUseId = "tool_use_id", name, firstArg = "first_arg", isRunning = "is_running"
+        case result, toolResultData = "tool_result_data"
+    }
+}
+
+/// An event of a session, in order: `seq` increases strictly within the session.
+public struct SessionEvent: Sendable, Equatable {
+    /// The per-session sequence number.
+    public let seq: UInt64
+    /// The session.
+    public let sessionId: String
+    /// What happened.
+    public let kind: Kind
+    /// The event as the engine sent it.
+    public let json: JSONValue
+
+    /// What happened (one case per engine event type).
+    public enum Kind: Sendable, Equatable {
+        /// A chunk of the answer.
+        case textDelta(String)
+        /// A chunk of the model's reasoning.
+        case thinking(String)
+        /// A tool began.
+        case toolStart(ToolState)
+        /// A tool ended.
+        case toolEnd(ToolState)
+        /// A tool call waits for the permission handler.
+        case permissionRequest(requestId: String, toolName: String, input: JSONValue)
+        /// How full the context window is.
+        case contextUpdate(JSONValue)
+        /// The history was compacted.
+        case compaction(trigger: String, tokensBefore: UInt64, tokensAfter: UInt64)
+        /// A prompt finished.
+        case complete(RunOutcome)
+        /// A prompt could not run or failed.
+        case error(String)
+        /// A prompt was aborted; the outcome holds what streamed until then.
+        case interrupted(RunOutcome?)
+        /// A skill was activated.
+        case skillActivation(JSONValue)
+        /// Progress of work beside the conversation (subagents).
+        case backgroundTaskEvent(JSONValue)
+        /// The resumed session was damaged and repaired.
+        case sessionRecovered(message: String, report: JSONValue)
+        /// Any other session event (permission answers, hook messages, warnings, …).
+        case session(JSONValue)
+        /// An event type this version does not know.
+        case other(type: String)
+    }
+
+    /// The `type` name of the event (`text_delta`, `complete`, …).
+    public var type: String { json["type"]?.stringValue ?? "" }
+
+    init(json: JSONValue) throws(RobotaError) {
+        guard case .object(let object) = json, let type = object["type"]?.stringValue,
+            let seq = object["seq"]?.numberValue
+        else { throw .internalError("an engine event without `type` or `seq`: \(json)") }
+        self.json = json
+        self.seq = UInt64(seq)
+        self.sessionId = object["session_id"]?.stringValue ?? ""
+        func typed<T: Decodable>(_ key: String, _ t: T.Type) throws(RobotaError) -> T {
+            do { return try (object[key] ?? .null).decode(t) } catch {
+                throw .internalError("cannot decode the `\(type)` event's `\(key)`: \(error)")
+            }
+        }
+        let string = { (key: String) in object[key]?.stringValue ?? "" }
+        let number = { (key: String) in UInt64(object[key]?.numberValue ?? 0) }
+        switch type {
+        case "text_delta": kind = .textDelta(string("text"))
+        case "thinking": kind = .thinking(string("text"))
+        case "tool_start": kind = .toolStart(try typed("tool", ToolState.self))
+        case "tool_end": kind = .toolEnd(try typed("tool", ToolState.self))
+        case "permission_request":
+            kind = .permissionRequest(
+                requestId: string("request_id"), toolName: string("tool_name"),
+                input: object["input"] ?? .null)
+        case "context_update": kind = .contextUpdate(object["state"] ?? .null)
+        case "compaction":
+            kind = .compaction(
+                trigger: string("trigger"), tokensBefore: number("tokens_before"),
+                tokensAfter: number("tokens_after"))
+        case "complete": kind = .complete(try typed("outcome", RunOutcome.self))
+        case "error": kind = .error(string("message"))
+        case "interrupted":
+            kind = .interrupted(object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
+        case "skill_activation": kind = .skillActivation(object["data"] ?? .null)
+        case "background_task_event": kind = .backgroundTaskEvent(object["data"] ?? .null)
+        case "session_recovered":
+            kind = .sessionRecovered(message: string("message"), report: object["report"] ?? .null)
+        case "session": kind = .session(object["event"] ?? .null)
+        default: kind = .other(type: type)
+        }
+    }
+}

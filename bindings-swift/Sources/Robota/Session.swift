@@ -1,0 +1,325 @@
+// InteractiveSession: a long-lived conversation with a queue of one prompt, slash commands and
+// an event stream; and `SessionOptions`, what it is made of.
+import Foundation
+import RobotaNative
+
+/// Where a session is saved.
+public enum Persistence: Sendable, Equatable {
+    /// Not saved.
+    case none
+    /// In the project: `<cwd>/.robota/sessions/` and `<cwd>/.robota/logs/`.
+    case project
+    /// In explicit directories.
+    case store(sessionsDir: String, logsDir: String)
+
+    var json: JSONValue {
+        switch self {
+        case .none: "none"
+        case .project: "project"
+        case .store(let sessions, let logs):
+            ["store": ["sessions_dir": .string(sessions), "logs_dir": .string(logs)]]
+        }
+    }
+}
+
+/// What a session (or a query) is made of. Only `provider` is required.
+public struct SessionOptions: Sendable {
+    /// The model provider.
+    public var provider: ProviderConfig
+    /// The working directory (default: the process's current directory).
+    public var cwd: String?
+    /// `default`, `acceptEdits`, `plan`, `bypassPermissions` or `dontAsk` (default: the
+    /// settings' `permissions.defaultMode`).
+    public var permissionMode: String?
+    /// Replaces the system prompt assembled from the project.
+    public var systemPrompt: String?
+    /// Appended to the system prompt.
+    public var appendSystemPrompt: String?
+    /// Most model/tool rounds per prompt (`nil` or 0: no cap).
+    public var maxTurns: UInt32?
+    /// The session id (a fresh UUID when `nil`).
+    public var sessionId: String?
+    /// Build the system prompt from AGENTS.md / CLAUDE.md (default true).
+    public var loadProjectContext: Bool?
+    /// `false`: no built-in file, shell and web tools.
+    public var builtinTools: Bool?
+    /// The home directory for user settings (none read when `nil`).
+    public var home: String?
+    /// Settings from code (a settings.json object), above every file.
+    public var settings: JSONValue?
+    /// Where the session is saved.
+    public var persistence: Persistence
+    /// Resume this saved session (needs `persistence`).
+    public var resumeSessionId: String?
+    /// With `resumeSessionId`: continue in a copy with a new id.
+    public var forkSession: Bool
+    /// Refuse further prompts once the session has spent this many USD.
+    public var maxBudgetUsd: Double?
+    /// Tools written in Swift, beside the built-ins.
+    public var tools: [any Tool]
+    /// Decides the tool calls the permission rules ask about (without one they are denied).
+    public var permissionHandler: PermissionHandler?
+    /// In-process hooks.
+    public var hooks: [Hook]
+    /// Slash command modules written in Swift.
+    public var commandModules: [CommandModule]
+    /// Keep the built-in commands beside `commandModules` (default true).
+    public var builtinCommands: Bool
+
+    /// Options with `provider`; set the rest as properties or arguments.
+    public init(
+        provider: ProviderConfig, cwd: String? = nil, permissionMode: String? = nil,
+        systemPrompt: String? = nil, maxTurns: UInt32? = nil, persistence: Persistence = .none,
+        tools: [any Tool] = [], permissionHandler: PermissionHandler? = nil, hooks: [Hook] = [],
+        commandModules: [CommandModule] = []
+    ) {
+        self.provider = provider
+        self.cwd = cwd
+        self.permissionMode = permissionMode
+        self.systemPrompt = systemPrompt
+        self.maxTurns = maxTurns
+        self.persistence = persistence
+        self.tools = tools
+        self.permissionHandler = permissionHandler
+        self.hooks = hooks
+        self.commandModules = commandModules
+        self.forkSession = false
+        self.builtinCommands = true
+    }
+
+    /// The plain options as the engine's `SessionConfig` JSON.
+    func configJSON() throws(RobotaError) -> String {
+        var config: [String: JSONValue] = ["persistence": persistence.json]
+        func set(_ key: String, _ value: JSONValue?) { if let value { config[key] = value } }
+        set("cwd", cwd.map(JSONValue.string))
+        set("permission_mode", permissionMode.map(JSONValue.string))
+        set("system_prompt", systemPrompt.map(JSONValue.string))
+        set("append_system_prompt", appendSystemPrompt.map(JSONValue.string))
+        set("max_turns", maxTurns.map { .number(Double($0)) })
+        set("session_id", sessionId.map(JSONValue.string))
+        set("load_project_context", loadProjectContext.map(JSONValue.bool))
+        set("builtin_tools", builtinTools.map(JSONValue.bool))
+        set("home", home.map(JSONValue.string))
+        set("settings", settings)
+        set("resume_session_id", resumeSessionId.map(JSONValue.string))
+        if forkSession { config["fork_session"] = true }
+        set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
+        return try specJSON(.object(config))
+    }
+
+    func nativeTools() throws(RobotaError) -> [NativeTool] {
+        var built: [NativeTool] = []
+        for tool in tools { built.append(try tool.native()) }
+        return built
+    }
+
+    func nativeHooks() throws(RobotaError) -> [NativeHook] {
+        var built: [NativeHook] = []
+        for hook in hooks { built.append(try hook.native()) }
+        return built
+    }
+
+    func nativeCommandModules() throws(RobotaError) -> [NativeCommandModule] {
+        var built: [NativeCommandModule] = []
+        for module in commandModules { built.append(try module.native()) }
+        return built
+    }
+}
+
+/// How a submitted prompt ended.
+public enum PromptResult: Sendable, Equatable {
+    /// It finished.
+    case complete(RunOutcome)
+    /// It was aborted; the outcome holds what streamed until then (`nil` when aborted before
+    /// it ran).
+    case interrupted(RunOutcome?)
+    /// It could not run or failed.
+    case error(String)
+    /// It never ran: dropped from the queue (`cancelQueue`, `abort`) or the session shut down.
+    case cancelled
+
+    /// The answer text, when the prompt ran.
+    public var response: String? {
+        switch self {
+        case .complete(let outcome): outcome.response
+        case .interrupted(let outcome): outcome?.response
+        case .error, .cancelled: nil
+        }
+    }
+
+    init(eventJSON text: String) throws(RobotaError) {
+        let json: JSONValue
+        do { json = try JSONValue(parsing: text) } catch {
+            throw .internalError("cannot read how the prompt ended: \(error)")
+        }
+        if json["type"]?.stringValue == "cancelled" {
+            self = .cancelled
+            return
+        }
+        switch try SessionEvent(json: json).kind {
+        case .complete(let outcome): self = .complete(outcome)
+        case .interrupted(let outcome): self = .interrupted(outcome)
+        case .error(let message): self = .error(message)
+        default: throw .internalError("a prompt ended with an unexpected event: \(text)")
+        }
+    }
+}
+
+/// The event subscriptions of one session, closed when it shuts down.
+final class Subscriptions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var open: [ObjectIdentifier: NativeEvents] = [:]
+
+    func add(_ events: NativeEvents) {
+        lock.withLock { open[ObjectIdentifier(events)] = events }
+    }
+
+    func remove(_ events: NativeEvents) {
+        _ = lock.withLock { open.removeValue(forKey: ObjectIdentifier(events)) }
+    }
+
+    func closeAll() {
+        let all = lock.withLock { () -> [NativeEvents] in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for events in all { try? events.close() }
+    }
+}
+
+/// A long-lived conversation: prompts run one at a time (one more may wait in the queue),
+/// with the engine's tools, permissions, hooks and commands. Safe to use from any task.
+public final class InteractiveSession: Sendable {
+    private let native: NativeSession
+    private let subscriptions = Subscriptions()
+
+    /// Creates a session (nothing runs until the first prompt). Throws `RobotaError` for bad
+    /// options.
+    public init(options: SessionOptions) throws {
+        let nativeOptions = NativeSessionOptions(
+            configJson: try options.configJSON(),
+            provider: try options.provider.native(),
+            tools: try options.nativeTools(),
+            permissionHandler: options.permissionHandler.map(permissionBridge),
+            hooks: try options.nativeHooks(),
+            commandModules: try options.nativeCommandModules(),
+            builtinCommands: options.builtinCommands)
+        native = try callNative { try NativeSession(options: nativeOptions) }
+    }
+
+    /// Submits a prompt and waits until it ended. It starts at once, or is queued behind the
+    /// running one (`RobotaError.queueFull` when one already waits). Cancelling the calling
+    /// task cancels this prompt only.
+    public func submit(_ input: String, displayInput: String? = nil) async throws -> PromptResult {
+        let prompt = try await callNative {
+            try await native.submit(input: input, displayInput: displayInput)
+        }
+        let end = try await withTaskCancellationHandler {
+            try await callNative { try await prompt.end() }
+        } onCancel: {
+            try? prompt.cancel()
+        }
+        return try PromptResult(eventJSON: end)
+    }
+
+    /// The session's events from now on, in order. Each access is a new subscription: take
+    /// it before submitting the prompt whose events you want. The stream ends when the
+    /// consumer stops iterating or the session shuts down.
+    public var events: AsyncStream<SessionEvent> {
+        guard let subscription = try? native.subscribe() else {
+            return AsyncStream { $0.finish() }
+        }
+        subscriptions.add(subscription)
+        let subscriptions = self.subscriptions
+        return AsyncStream { continuation in
+            let reader = Task {
+                // `nil`: closed (or failed). Batches keep the FFI cost per event low.
+                while let batch = try? await subscription.nextBatch(max: 4096) {
+                    guard case .array(let events)? = try? JSONValue(parsing: batch) else { break }
+                    for event in events {
+                        if let event = try? SessionEvent(json: event) { continuation.yield(event) }
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in
+                // A cancelled Swift task does not stop the native wait; closing does.
+                try? subscription.close()
+                subscriptions.remove(subscription)
+                reader.cancel()
+            }
+        }
+    }
+
+    /// Aborts the running prompt and drops the queued one.
+    public func abort() { try? native.abort() }
+
+    /// Drops the queued prompt; returns it (as displayed).
+    @discardableResult
+    public func cancelQueue() -> String? { (try? native.cancelQueue()) ?? nil }
+
+    /// Waits until no prompt is running or queued.
+    public func waitIdle() async throws { try await callNative { try await native.waitIdle() } }
+
+    /// Runs a slash command (`name` without the slash).
+    public func executeCommand(_ name: String, args: String = "") async throws -> CommandResult {
+        let text = try await callNative { try await native.executeCommand(name: name, args: args) }
+        return try decodeJSON(CommandResult.self, text)
+    }
+
+    /// The commands users can run.
+    public func listCommands() throws -> [CommandEntry] {
+        try decodeJSON([CommandEntry].self, callNative { try native.listCommands() })
+    }
+
+    /// Shuts the session down: aborts any run, fires SessionEnd hooks once, ends every event
+    /// stream. `reason` is a SessionEnd reason (`other` by default).
+    public func shutdown(reason: String? = nil) async throws {
+        try await callNative { try await native.shutdown(reason: reason) }
+        subscriptions.closeAll()
+    }
+
+    /// Compacts the conversation now; returns the summary.
+    public func compact(instructions: String? = nil) async throws -> JSONValue {
+        let text = try await callNative { try await native.compact(instructions: instructions) }
+        return try decodeJSON(JSONValue.self, text)
+    }
+
+    /// True while a prompt runs (or one is queued to run next).
+    public var isExecuting: Bool { (try? native.isExecuting()) ?? false }
+
+    /// The queued prompt as displayed.
+    public var pendingPrompt: String? { (try? native.getPendingPrompt()) ?? nil }
+
+    /// The chat messages.
+    public func messages() throws -> [JSONValue] {
+        try decodeJSON([JSONValue].self, callNative { try native.getMessages() })
+    }
+
+    /// The full history: messages and event entries.
+    public func fullHistory() throws -> [JSONValue] {
+        try decodeJSON([JSONValue].self, callNative { try native.getFullHistory() })
+    }
+
+    /// How full the context window is.
+    public func contextState() throws -> JSONValue {
+        try decodeJSON(JSONValue.self, callNative { try native.getContextState() })
+    }
+
+    /// The answer text of the current prompt so far.
+    public var streamingText: String { (try? native.getStreamingText()) ?? "" }
+
+    /// The tool calls of the current prompt.
+    public func activeTools() throws -> [ToolState] {
+        try decodeJSON([ToolState].self, callNative { try native.getActiveTools() })
+    }
+
+    /// The session's name (`nil` clears it).
+    public var name: String? {
+        get { (try? native.getName()) ?? nil }
+        set { try? native.setName(name: newValue) }
+    }
+
+    /// The session id.
+    public var sessionId: String { (try? native.getSessionId()) ?? "" }
+}

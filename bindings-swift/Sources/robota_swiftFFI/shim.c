@@ -1,0 +1,1 @@
+// An empty C file: SwiftPM builds the header in include/ into the `robota_swiftFFI` module.

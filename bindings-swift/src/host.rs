@@ -1,0 +1,83 @@
+//! Swift objects as the engine's `HostFunction`: [`HostCallback`] is the one foreign trait
+//! every Swift extension (tool, permission handler, hook, command, provider) implements, and
+//! [`SwiftHostFunction`] hands it to core's adapters in `robota::api::host`, which own the answer
+//! shapes, defaults and cancellation rules.
+
+use std::sync::Arc;
+
+use robota::api::{async_trait, ApiErrorKind, HostCall, HostFunction, HostStream};
+use serde_json::Value;
+
+use crate::error::{HostError, RobotaError};
+
+/// A host extension implemented in Swift: answers one JSON request (the shapes are those of
+/// `robota::api::host`) with JSON text. `stream` is set for provider calls only. When the engine
+/// stops waiting, the Swift task running the call is cancelled.
+#[uniffi::export(with_foreign)]
+#[async_trait]
+pub trait HostCallback: Send + Sync {
+    /// Answers `request_json`; throwing rejects the call.
+    async fn call(
+        &self,
+        request_json: String,
+        stream: Option<Arc<ProviderStream>>,
+    ) -> Result<String, HostError>;
+}
+
+/// A [`HostCallback`] as core's [`HostFunction`].
+pub struct SwiftHostFunction(Arc<dyn HostCallback>);
+
+impl SwiftHostFunction {
+    /// The host function calling `callback`.
+    pub fn shared(callback: Arc<dyn HostCallback>) -> Arc<dyn HostFunction> {
+        Arc::new(SwiftHostFunction(callback))
+    }
+}
+
+#[async_trait]
+impl HostFunction for SwiftHostFunction {
+    async fn call(&self, call: HostCall) -> Result<Value, String> {
+        let HostCall {
+            request,
+            cancel,
+            stream,
+        } = call;
+        let stream = stream.map(|stream| Arc::new(ProviderStream { stream }));
+        let answer = self.0.call(request.to_string(), stream);
+        tokio::select! {
+            biased;
+            // Dropping `answer` cancels the Swift task.
+            () = cancel.cancelled() => Err("aborted".into()),
+            answer = answer => match answer {
+                Ok(text) => serde_json::from_str(&text)
+                    .map_err(|e| format!("the host answered invalid JSON: {e}")),
+                Err(HostError::Rejected { message }) => Err(message),
+            },
+        }
+    }
+}
+
+/// Where a Swift provider streams events while a model call runs (core's [`HostStream`]).
+#[derive(uniffi::Object)]
+pub struct ProviderStream {
+    stream: HostStream,
+}
+
+#[uniffi::export]
+impl ProviderStream {
+    /// Sends one provider event (`{"type": "text_delta", "text": …}`, `thinking_delta`,
+    /// `tool_call`, `usage`, `retry`). Throws `invalidJson` for a malformed event; an event sent
+    /// after the call is over is ignored.
+    pub fn send(&self, event_json: String) -> Result<(), RobotaError> {
+        let event: Value =
+            serde_json::from_str(&event_json).map_err(|e| RobotaError::InvalidJson {
+                message: format!("invalid provider event: {e}"),
+            })?;
+        match self.stream.send(event) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind == ApiErrorKind::InvalidJson => Err(e.into()),
+            // The call was answered, aborted or dropped: nobody listens any more.
+            Err(_) => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `NativeQuery`: `create_query` for Swift, a reusable one-call query over one session.
+
+use std::sync::Arc;
+
+use robota::api::SessionConfig;
+use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
+
+use crate::error::RobotaError;
+use crate::host::HostCallback;
+use crate::runtime::{on_runtime, runtime};
+use crate::session::{add_extensions, build_provider, NativeHook, NativeProvider, NativeTool};
+
+fn query_error(e: QueryError) -> RobotaError {
+    let message = e.to_string();
+    match e {
+        QueryError::InvalidToolRule(_) => RobotaError::InvalidArgument { message },
+        QueryError::Provider(_) => RobotaError::Provider { message },
+        _ => RobotaError::Session { message },
+    }
+}
+
+/// Everything a query is made of.
+#[derive(uniffi::Record)]
+pub struct NativeQueryOptions {
+    /// The plain options: a `robota::api::SessionConfig` as JSON (`""`: all defaults).
+    pub config_json: String,
+    /// The model provider.
+    pub provider: NativeProvider,
+    /// Tools written in Swift, beside the built-ins.
+    pub tools: Vec<NativeTool>,
+    /// Decides the tool calls the permission rules ask about.
+    pub permission_handler: Option<Arc<dyn HostCallback>>,
+    /// In-process hooks.
+    pub hooks: Vec<NativeHook>,
+    /// Permission rules allowing tools for the whole query (`Read`, `Bash(git *)`, …).
+    pub allowed_tools: Vec<String>,
+    /// Permission rules denying tools.
+    pub disallowed_tools: Vec<String>,
+}
+
+/// A query (internal; the Swift API is `Robota.createQuery`).
+#[derive(uniffi::Object)]
+pub struct NativeQuery {
+    query: Arc<Query>,
+}
+
+#[uniffi::export]
+impl NativeQuery {
+    /// Builds the query's session.
+    #[uniffi::constructor]
+    pub fn new(options: NativeQueryOptions) -> Result<Arc<Self>, RobotaError> {
+        let config = SessionConfig::from_json(&options.config_json)?;
+        let _runtime = runtime().enter();
+        let provider = build_provider(options.provider)?;
+        let mut session = config.into_session_options(Arc::clone(&provider))?;
+        add_extensions(
+            &mut session,
+            options.tools,
+            options.permission_handler,
+            options.hooks,
+        )?;
+        let mut query = QueryOptions::new(session.cwd.clone(), provider);
+        query.permission_mode = session.permission_mode;
+        query.max_turns = session.max_turns;
+        query.allowed_tools = options.allowed_tools;
+        query.disallowed_tools = options.disallowed_tools;
+        query.max_budget_usd = session.max_budget_usd;
+        query.persistence = session.persistence.clone();
+        query.settings = session.settings.clone();
+        query.session = Some(session);
+        let query = create_query(query).map_err(query_error)?;
+        Ok(Arc::new(NativeQuery {
+            query: Arc::new(query),
+        }))
+    }
+
+    /// Runs one full agent turn; returns the `QueryResult` as JSON.
+    pub async fn query(&self, prompt: String) -> Result<String, RobotaError> {
+        let query = Arc::clone(&self.query);
+        on_runtime(async move {
+            let result = query.query(&prompt).await.map_err(query_error)?;
+            serde_json::to_string(&result)
+                .map_err(|e| RobotaError::internal(format!("cannot encode the result: {e}")))
+        })
+        .await
+    }
+
+    /// Aborts the running query.
+    pub fn abort(&self) -> Result<(), RobotaError> {
+        self.query.session().abort();
+        Ok(())
+    }
+
+    /// The session id.
+    pub fn get_session_id(&self) -> Result<String, RobotaError> {
+        Ok(self.query.session().session_id().to_string())
+    }
+}

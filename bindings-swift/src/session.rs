@@ -1,0 +1,469 @@
+//! `NativeSession`: an `InteractiveSession` for Swift, with a [`NativePrompt`] per submitted
+//! prompt (awaited for how it ended, cancellable on its own) and [`NativeEvents`], a pull
+//! subscription read in batches so a fast stream does not cost one FFI round trip per event.
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use robota::api::{
+    HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo, HostTool,
+    HostToolSpec, ProviderConfig, SessionConfig,
+};
+use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
+use robota::framework::interactive::{
+    InteractiveEvent, InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
+    PromptEnd, PromptResult, PromptTicket, SubmitStatus, Subscription,
+};
+use robota::hooks::{HookEvent, SessionEndReason};
+use robota::provider::Provider;
+use robota::session::SessionOptions;
+use serde_json::{json, Value};
+
+use crate::error::RobotaError;
+use crate::host::{HostCallback, SwiftHostFunction};
+use crate::runtime::{on_runtime, runtime};
+
+/// A model provider: a `robota::api::ProviderConfig` as JSON, or, with `function`, a provider
+/// written in Swift (`json` is then its `HostProviderInfo`).
+#[derive(uniffi::Record)]
+pub struct NativeProvider {
+    /// The configuration (or, for a Swift provider, the info) as JSON.
+    pub json: String,
+    /// The Swift provider's model call.
+    pub function: Option<Arc<dyn HostCallback>>,
+}
+
+/// A Swift tool: its `HostToolSpec` as JSON and the function that runs it.
+#[derive(uniffi::Record)]
+pub struct NativeTool {
+    /// `{name, description, input_schema, read_only}`.
+    pub spec_json: String,
+    /// Runs the tool.
+    pub function: Arc<dyn HostCallback>,
+}
+
+/// A Swift hook: its `HostHookSpec` as JSON and the function that runs it.
+#[derive(uniffi::Record)]
+pub struct NativeHook {
+    /// `{event, matcher?, timeout_ms?, name?}`.
+    pub spec_json: String,
+    /// Runs the hook.
+    pub function: Arc<dyn HostCallback>,
+}
+
+/// A Swift slash command: its `CommandDescriptor` as JSON and the function that runs it.
+#[derive(uniffi::Record)]
+pub struct NativeCommand {
+    /// `{name, description, aliases?, …}`.
+    pub descriptor_json: String,
+    /// Runs the command.
+    pub function: Arc<dyn HostCallback>,
+}
+
+/// A module of Swift slash commands.
+#[derive(uniffi::Record)]
+pub struct NativeCommandModule {
+    /// The module's name.
+    pub name: String,
+    /// Its `CommandSource` as JSON (`"project"` when absent).
+    pub source_json: Option<String>,
+    /// Its commands.
+    pub commands: Vec<NativeCommand>,
+}
+
+/// Everything a session is made of.
+#[derive(uniffi::Record)]
+pub struct NativeSessionOptions {
+    /// The plain options: a `robota::api::SessionConfig` as JSON (`""`: all defaults).
+    pub config_json: String,
+    /// The model provider.
+    pub provider: NativeProvider,
+    /// Tools written in Swift, beside the built-ins.
+    pub tools: Vec<NativeTool>,
+    /// Decides the tool calls the permission rules ask about.
+    pub permission_handler: Option<Arc<dyn HostCallback>>,
+    /// In-process hooks.
+    pub hooks: Vec<NativeHook>,
+    /// Slash command modules written in Swift.
+    pub command_modules: Vec<NativeCommandModule>,
+    /// Keep the built-in commands beside `command_modules`.
+    pub builtin_commands: bool,
+}
+
+/// The provider `provider` describes. Call inside the runtime: HTTP clients are built here.
+pub(crate) fn build_provider(provider: NativeProvider) -> Result<Arc<dyn Provider>, RobotaError> {
+    match provider.function {
+        None => Ok(ProviderConfig::from_json(&provider.json)?.build()?),
+        Some(function) => {
+            let info = serde_json::from_str(&provider.json)
+                .map_err(|e| RobotaError::InvalidJson {
+                    message: format!("invalid provider info: {e}"),
+                })
+                .and_then(|value| Ok(HostProviderInfo::from_json_value(value)?))?;
+            Ok(Arc::new(HostProvider::new(
+                info,
+                SwiftHostFunction::shared(function),
+            )))
+        }
+    }
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value, RobotaError> {
+    serde_json::from_str(text).map_err(|e| RobotaError::InvalidJson {
+        message: format!("invalid {what}: {e}"),
+    })
+}
+
+/// Adds the host's tools, permission handler and hooks to `options`.
+pub(crate) fn add_extensions(
+    options: &mut SessionOptions,
+    tools: Vec<NativeTool>,
+    permission_handler: Option<Arc<dyn HostCallback>>,
+    hooks: Vec<NativeHook>,
+) -> Result<(), RobotaError> {
+    for tool in tools {
+        let spec = HostToolSpec::from_json_value(parse_json(&tool.spec_json, "tool spec")?)?;
+        options.extra_tools.push(Arc::new(HostTool::new(
+            spec,
+            SwiftHostFunction::shared(tool.function),
+        )));
+    }
+    if let Some(handler) = permission_handler {
+        options.permission_handler = Some(HostPermissionHandler::new(SwiftHostFunction::shared(
+            handler,
+        )));
+    }
+    for hook in hooks {
+        let spec = parse_json(&hook.spec_json, "hook spec")?;
+        // The engine's own event names, with the list to pick from when one is unknown.
+        if let Some(Err(e)) = spec
+            .get("event")
+            .and_then(Value::as_str)
+            .map(HookEvent::from_str)
+        {
+            return Err(RobotaError::invalid_argument(e.to_string()));
+        }
+        let spec = HostHookSpec::from_json_value(spec)?;
+        options
+            .hook_callbacks
+            .push(spec.registration(SwiftHostFunction::shared(hook.function)));
+    }
+    Ok(())
+}
+
+fn build_command_modules(
+    modules: Vec<NativeCommandModule>,
+) -> Result<Vec<CommandModule>, RobotaError> {
+    let mut built_modules = Vec::new();
+    for module in modules {
+        let source = match module.source_json.as_deref() {
+            None => CommandSource::Project,
+            Some(text) => {
+                serde_json::from_value(parse_json(text, "command source")?).map_err(|e| {
+                    RobotaError::invalid_argument(format!(
+                        "command module `{}`: bad source: {e}",
+                        module.name
+                    ))
+                })?
+            }
+        };
+        let mut commands: Vec<Arc<dyn SystemCommand>> = Vec::new();
+        for command in module.commands {
+            let descriptor = parse_json(&command.descriptor_json, "command descriptor")?;
+            commands.push(Arc::new(HostCommand::from_json_value(
+                descriptor,
+                SwiftHostFunction::shared(command.function),
+            )?));
+        }
+        built_modules.push(CommandModule {
+            name: module.name,
+            source,
+            commands,
+            session_requirements: Vec::new(),
+        });
+    }
+    Ok(built_modules)
+}
+
+/// The `complete` / `interrupted` / `error` event that ended a prompt, as JSON (`{"type":
+/// "cancelled"}` when it never ran).
+fn final_event(session: &InteractiveSession, end: PromptEnd) -> Result<String, RobotaError> {
+    let PromptEnd { result, event_seq } = end;
+    let kind = match result {
+        PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
+        PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
+        PromptResult::Error { message } => InteractiveEventKind::Error { message },
+        PromptResult::Cancelled => return Ok(json!({"type": "cancelled"}).to_string()),
+    };
+    let event = InteractiveEvent {
+        session_id: session.get_session_id(),
+        seq: event_seq.unwrap_or(0),
+        kind,
+    };
+    to_json(&event)
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<String, RobotaError> {
+    serde_json::to_string(value)
+        .map_err(|e| RobotaError::internal(format!("cannot encode a result: {e}")))
+}
+
+/// An interactive session (internal; the Swift API is `Robota.InteractiveSession`).
+#[derive(uniffi::Object)]
+pub struct NativeSession {
+    session: Arc<InteractiveSession>,
+}
+
+#[uniffi::export]
+impl NativeSession {
+    /// Creates a session (nothing runs until the first prompt).
+    #[uniffi::constructor]
+    pub fn new(options: NativeSessionOptions) -> Result<Arc<Self>, RobotaError> {
+        let config = SessionConfig::from_json(&options.config_json)?;
+        let _runtime = runtime().enter();
+        let provider = build_provider(options.provider)?;
+        let mut session = config.into_session_options(provider)?;
+        add_extensions(
+            &mut session,
+            options.tools,
+            options.permission_handler,
+            options.hooks,
+        )?;
+        let mut interactive = InteractiveSessionOptions::new(session);
+        let mut modules = build_command_modules(options.command_modules)?;
+        if options.builtin_commands {
+            interactive.command_modules.append(&mut modules);
+        } else {
+            interactive.command_modules = modules;
+        }
+        let session = InteractiveSession::new(interactive)?;
+        Ok(Arc::new(NativeSession { session }))
+    }
+
+    /// Submits a prompt: it starts at once or is queued (one may wait).
+    pub async fn submit(
+        &self,
+        input: String,
+        display_input: Option<String>,
+    ) -> Result<Arc<NativePrompt>, RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            let ticket = session
+                .submit_tracked(&input, display_input.as_deref())
+                .await?;
+            Ok(Arc::new(NativePrompt {
+                session,
+                status: ticket.status(),
+                id: ticket.id(),
+                ticket: Mutex::new(Some(ticket)),
+            }))
+        })
+        .await
+    }
+
+    /// Aborts the running prompt and drops the queued one.
+    pub fn abort(&self) -> Result<(), RobotaError> {
+        self.session.abort();
+        Ok(())
+    }
+
+    /// Drops the queued prompt; returns it (as displayed).
+    pub fn cancel_queue(&self) -> Result<Option<String>, RobotaError> {
+        Ok(self.session.cancel_queue())
+    }
+
+    /// Waits until no prompt is running or queued.
+    pub async fn wait_idle(&self) -> Result<(), RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            session.wait_idle().await;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Runs a slash command; returns its `CommandResult` as JSON.
+    pub async fn execute_command(&self, name: String, args: String) -> Result<String, RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move { to_json(&session.execute_command(&name, &args).await?) }).await
+    }
+
+    /// The commands users can run, as a JSON array.
+    pub fn list_commands(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_commands())
+    }
+
+    /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a
+    /// `SessionEndReason` name (`other` when absent).
+    pub async fn shutdown(&self, reason: Option<String>) -> Result<(), RobotaError> {
+        let reason = match reason.as_deref() {
+            None => SessionEndReason::Other,
+            Some(text) => serde_json::from_value::<SessionEndReason>(Value::String(text.into()))
+                .map_err(|e| {
+                    RobotaError::invalid_argument(format!("unknown shutdown reason `{text}`: {e}"))
+                })?,
+        };
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            session.shutdown(reason).await;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Compacts the conversation now; returns the summary as JSON.
+    pub async fn compact(&self, instructions: Option<String>) -> Result<String, RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move { to_json(&session.compact(instructions).await?) }).await
+    }
+
+    /// True while a prompt runs (or one is queued to run next).
+    pub fn is_executing(&self) -> Result<bool, RobotaError> {
+        Ok(self.session.is_executing())
+    }
+
+    /// The queued prompt as displayed.
+    pub fn get_pending_prompt(&self) -> Result<Option<String>, RobotaError> {
+        Ok(self.session.get_pending_prompt())
+    }
+
+    /// The chat messages as a JSON array.
+    pub fn get_messages(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.get_messages())
+    }
+
+    /// The full history (messages and event entries) as a JSON array.
+    pub fn get_full_history(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.get_full_history())
+    }
+
+    /// How full the context window is, as JSON.
+    pub fn get_context_state(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.get_context_state())
+    }
+
+    /// The answer text of the current prompt so far.
+    pub fn get_streaming_text(&self) -> Result<String, RobotaError> {
+        Ok(self.session.get_streaming_text())
+    }
+
+    /// The tool calls of the current prompt, as a JSON array.
+    pub fn get_active_tools(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.get_active_tools())
+    }
+
+    /// The session's name.
+    pub fn get_name(&self) -> Result<Option<String>, RobotaError> {
+        Ok(self.session.get_name())
+    }
+
+    /// Names the session (`None` clears the name).
+    pub fn set_name(&self, name: Option<String>) -> Result<(), RobotaError> {
+        self.session.set_name(name);
+        Ok(())
+    }
+
+    /// The session id.
+    pub fn get_session_id(&self) -> Result<String, RobotaError> {
+        Ok(self.session.get_session_id())
+    }
+
+    /// A new pull subscription; events emitted from now on are queued for it.
+    pub fn subscribe(&self) -> Result<Arc<NativeEvents>, RobotaError> {
+        Ok(Arc::new(NativeEvents {
+            subscription: Arc::new(self.session.subscribe_pull()),
+            closed: Arc::new(AtomicBool::new(false)),
+        }))
+    }
+}
+
+/// A submitted prompt (internal; see `InteractiveSession.submit`).
+#[derive(uniffi::Object)]
+pub struct NativePrompt {
+    session: Arc<InteractiveSession>,
+    status: SubmitStatus,
+    id: u64,
+    ticket: Mutex<Option<PromptTicket>>,
+}
+
+#[uniffi::export]
+impl NativePrompt {
+    /// `true` when the prompt was queued behind a running one.
+    pub fn was_queued(&self) -> Result<bool, RobotaError> {
+        Ok(self.status == SubmitStatus::Queued)
+    }
+
+    /// Waits until the prompt ended; returns the event that ended it as JSON (`complete`,
+    /// `interrupted`, `error`, or `{"type": "cancelled"}` when it never ran). Once only.
+    pub async fn end(&self) -> Result<String, RobotaError> {
+        let ticket = self
+            .ticket
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                RobotaError::invalid_argument("this prompt's end was already awaited")
+            })?;
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            let end = ticket.end().await;
+            final_event(&session, end)
+        })
+        .await
+    }
+
+    /// Cancels this prompt only: dropped when queued, aborted when running.
+    pub fn cancel(&self) -> Result<(), RobotaError> {
+        self.session.cancel_prompt(self.id);
+        Ok(())
+    }
+}
+
+/// A pull subscription to a session's events (internal; see `InteractiveSession.events`).
+#[derive(uniffi::Object)]
+pub struct NativeEvents {
+    subscription: Arc<Subscription>,
+    /// Set by `close`, so a wait that ends empty can tell "closed" from "timed out".
+    closed: Arc<AtomicBool>,
+}
+
+#[uniffi::export]
+impl NativeEvents {
+    /// Waits for at least one event, then returns up to `max` queued events as a JSON array;
+    /// `None` once closed.
+    pub async fn next_batch(&self, max: u32) -> Result<Option<String>, RobotaError> {
+        let subscription = Arc::clone(&self.subscription);
+        let closed = Arc::clone(&self.closed);
+        let max = usize::try_from(max).unwrap_or(usize::MAX).max(1);
+        on_runtime(async move {
+            let mut events = Vec::new();
+            let first = match subscription.try_next_event() {
+                Some(first) => Some(first),
+                // Long waits are fine: `close()` wakes it.
+                None => subscription.next_event(Duration::from_secs(3600)).await,
+            };
+            match first {
+                Some(first) => events.push(first),
+                None if closed.load(Ordering::SeqCst) => return Ok(None),
+                None => return Ok(Some("[]".to_string())),
+            }
+            while events.len() < max {
+                match subscription.try_next_event() {
+                    Some(event) => events.push(event),
+                    None => break,
+                }
+            }
+            to_json(&events).map(Some)
+        })
+        .await
+    }
+
+    /// Stops delivery; a waiting `next_batch` returns `None`.
+    pub fn close(&self) -> Result<(), RobotaError> {
+        self.closed.store(true, Ordering::SeqCst);
+        self.subscription.unsubscribe();
+        Ok(())
+    }
+}
