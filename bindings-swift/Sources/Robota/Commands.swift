@@ -13,7 +13,7 @@ public struct CommandContext: Sendable {
 }
 
 /// What a command answers.
-public struct CommandResult: Sendable, Decodable, Equatable, ExpressibleByStringLiteral {
+public struct CommandResult: Sendable, Decodable, Equatable, ExpressibleByStringInterpolation {
     /// The message for the user.
     public var message: String
     /// False when the command failed.

@@ -116,3 +116,8 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension JSONValue: CustomStringConvertible {
+    /// The value as compact JSON text.
+    public var description: String { (try? jsonText()) ?? "<unencodable>" }
+}

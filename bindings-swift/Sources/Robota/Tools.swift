@@ -12,7 +12,7 @@ public struct ToolContext: Sendable {
 }
 
 /// What a tool answers: the text the model sees, and whether the call failed.
-public struct ToolResult: Sendable, ExpressibleByStringLiteral {
+public struct ToolResult: Sendable, ExpressibleByStringInterpolation {
     /// The text for the model.
     public var content: String
     /// True when the call failed (the model is told so).
