@@ -20,12 +20,26 @@ public struct CommandResult: Sendable, Decodable, Equatable, ExpressibleByString
     public var success: Bool
     /// Structured data.
     public var data: JSONValue?
+    /// Actions for the host to apply, in order (`session_renamed`, …), as the engine sent them.
+    public var effects: [JSONValue]
+
+    enum CodingKeys: String, CodingKey { case message, success, data, effects }
+
+    /// Decodes a result (absent `effects`: none).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        message = try container.decode(String.self, forKey: .message)
+        success = try container.decode(Bool.self, forKey: .success)
+        data = try container.decodeIfPresent(JSONValue.self, forKey: .data)
+        effects = try container.decodeIfPresent([JSONValue].self, forKey: .effects) ?? []
+    }
 
     /// A result.
     public init(message: String, success: Bool = true, data: JSONValue? = nil) {
         self.message = message
         self.success = success
         self.data = data
+        self.effects = []
     }
 
     /// A successful result.

@@ -165,6 +165,33 @@ public enum PromptResult: Sendable, Equatable {
     }
 }
 
+/// A submitted prompt: whether it waits in the queue, and how it ended.
+public final class Prompt: Sendable {
+    private let native: NativePrompt
+    /// True when it was queued behind a running prompt.
+    public let wasQueued: Bool
+
+    init(native: NativePrompt, wasQueued: Bool) {
+        self.native = native
+        self.wasQueued = wasQueued
+    }
+
+    /// Waits until the prompt ended (call once). Cancelling the calling task cancels this
+    /// prompt: dropped when queued, aborted when running.
+    public func result() async throws -> PromptResult {
+        let native = self.native
+        let end = try await withTaskCancellationHandler {
+            try await callNative { try await native.end() }
+        } onCancel: {
+            try? native.cancel()
+        }
+        return try PromptResult(eventJSON: end)
+    }
+
+    /// Cancels this prompt only.
+    public func cancel() { try? native.cancel() }
+}
+
 /// The event subscriptions of one session, closed when it shuts down.
 final class Subscriptions: @unchecked Sendable {
     private let lock = NSLock()
@@ -211,15 +238,16 @@ public final class InteractiveSession: Sendable {
     /// running one (`RobotaError.queueFull` when one already waits). Cancelling the calling
     /// task cancels this prompt only.
     public func submit(_ input: String, displayInput: String? = nil) async throws -> PromptResult {
-        let prompt = try await callNative {
-            try await native.submit(input: input, displayInput: displayInput)
+        try await enqueue(input, displayInput: displayInput).result()
+    }
+
+    /// Submits a prompt and returns once the session accepted it (started or queued), without
+    /// waiting for its end: await `result()` on the returned `Prompt` for that.
+    public func enqueue(_ input: String, displayInput: String? = nil) async throws -> Prompt {
+        let native = try await callNative {
+            try await self.native.submit(input: input, displayInput: displayInput)
         }
-        let end = try await withTaskCancellationHandler {
-            try await callNative { try await prompt.end() }
-        } onCancel: {
-            try? prompt.cancel()
-        }
-        return try PromptResult(eventJSON: end)
+        return Prompt(native: native, wasQueued: (try? native.wasQueued()) ?? false)
     }
 
     /// The session's events from now on, in order. Each access is a new subscription: take
