@@ -242,6 +242,62 @@ final class SessionTests: XCTestCase {
         } catch RobotaError.shutDown {}
     }
 
+    func testResumeContinuesASavedSession() async throws {
+        let dir = try temporaryDirectory()
+        let store = Persistence.store(sessionsDir: "\(dir)/sessions", logsDir: "\(dir)/logs")
+        let first = try InteractiveSession(options: SessionOptions(
+            provider: .scripted(turns: [.text("Noted: 7.")]), cwd: dir, persistence: store))
+        _ = try await first.submit("Remember 7")
+        let id = first.sessionId
+        try await first.shutdown()
+
+        var options = SessionOptions(
+            provider: .scripted(turns: [.text("It was 7.")]), cwd: dir, persistence: store)
+        options.resumeSessionId = id
+        let resumed = try InteractiveSession(options: options)
+        XCTAssertEqual(resumed.sessionId, id)
+        let result = try await resumed.submit("What was it?")
+        XCTAssertEqual(result.response, "It was 7.")
+        let texts = try resumed.messages().compactMap {
+            $0["content"]?.arrayValue?.first?["text"]?.stringValue
+        }
+        XCTAssertEqual(texts, ["Remember 7", "Noted: 7.", "What was it?", "It was 7."])
+        try await resumed.shutdown()
+
+        // The same session cannot be resumed under a name that does not exist.
+        options.resumeSessionId = "no-such-session"
+        XCTAssertThrowsError(try InteractiveSession(options: options)) { error in
+            XCTAssertNotNil(error as? RobotaError, "\(error)")
+        }
+    }
+
+    func testCancellingTheSubmittingTaskAbortsThatPromptAndShutdownEndsTheStream() async throws {
+        let session = try InteractiveSession(options: SessionOptions(
+            provider: .json(["type": "scripted", "turns": [
+                ["text": .array(Array(repeating: "tok ", count: 500)), "delay_ms_per_chunk": 10],
+                ["text": "after"],
+            ]]),
+            cwd: try temporaryDirectory()))
+        let events = session.events
+        let ended = Task { () -> [String] in
+            var types: [String] = []
+            for await event in events where event.type != "text_delta" { types.append(event.type) }
+            return types  // reached only when the stream ends
+        }
+        let submitting = Task { try await session.submit("long") }
+        while session.streamingText.isEmpty { try await Task.sleep(nanoseconds: 5_000_000) }
+        submitting.cancel()
+        guard case .interrupted = try await submitting.value else {
+            return XCTFail("cancelling the task must abort its prompt")
+        }
+        let next = try await session.submit("next")
+        XCTAssertEqual(next.response, "after")
+        try await session.shutdown()
+        let types = await ended.value
+        XCTAssertTrue(types.contains("interrupted"), "\(types)")
+        XCTAssertTrue(types.contains("complete"), "\(types)")
+    }
+
     func testAHundredConcurrentSessions() async throws {
         let dir = try temporaryDirectory()
         let responses = try await withThrowingTaskGroup(of: String.self) { group in
