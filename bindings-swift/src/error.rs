@@ -127,3 +127,40 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for HostError {
         HostError::Rejected { message: e.reason }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_api_error_kind_keeps_its_own_case_and_message() {
+        let cases = [
+            (ApiErrorKind::InvalidArgument, "InvalidArgument"),
+            (ApiErrorKind::InvalidJson, "InvalidJson"),
+            (ApiErrorKind::Provider, "Provider"),
+            (ApiErrorKind::Session, "Session"),
+            (ApiErrorKind::QueueFull, "QueueFull"),
+            (ApiErrorKind::Busy, "Busy"),
+            (ApiErrorKind::ShutDown, "ShutDown"),
+            (ApiErrorKind::Command, "Command"),
+            (ApiErrorKind::SessionLocked, "SessionLocked"),
+        ];
+        for (kind, case) in cases {
+            let error = RobotaError::from(ApiError::new(kind, format!("{kind} happened")));
+            let debug = format!("{error:?}");
+            assert!(debug.starts_with(case), "{kind} became {debug}");
+            assert_eq!(error.to_string(), format!("{kind} happened"));
+        }
+    }
+
+    #[test]
+    fn an_unmappable_callback_error_is_a_rejection_with_its_reason() {
+        let error = HostError::from(uniffi::UnexpectedUniFFICallbackError::new("boom"));
+        assert_eq!(
+            error,
+            HostError::Rejected {
+                message: "boom".into()
+            }
+        );
+    }
+}

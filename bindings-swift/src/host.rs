@@ -81,3 +81,56 @@ impl ProviderStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use robota::api::CancellationToken;
+    use serde_json::json;
+
+    /// A callback answering a fixed result.
+    struct Fixed(Result<String, HostError>);
+
+    #[async_trait]
+    impl HostCallback for Fixed {
+        async fn call(
+            &self,
+            _request_json: String,
+            _stream: Option<Arc<ProviderStream>>,
+        ) -> Result<String, HostError> {
+            self.0.clone()
+        }
+    }
+
+    async fn answer(callback: Fixed, cancel: CancellationToken) -> Result<Value, String> {
+        SwiftHostFunction::shared(Arc::new(callback))
+            .call(HostCall {
+                request: json!({"tool": "t"}),
+                cancel,
+                stream: None,
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn answers_rejections_bad_json_and_cancellation() {
+        let ok = answer(
+            Fixed(Ok(r#"{"content": "42"}"#.into())),
+            CancellationToken::new(),
+        );
+        assert_eq!(ok.await, Ok(json!({"content": "42"})));
+        let rejected = Fixed(Err(HostError::Rejected {
+            message: "no".into(),
+        }));
+        assert_eq!(
+            answer(rejected, CancellationToken::new()).await,
+            Err("no".into())
+        );
+        let bad = answer(Fixed(Ok("{not json".into())), CancellationToken::new()).await;
+        assert!(bad.is_err_and(|e| e.starts_with("the host answered invalid JSON")));
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let aborted = answer(Fixed(Ok("{}".into())), cancel).await;
+        assert_eq!(aborted, Err("aborted".into()));
+    }
+}

@@ -90,6 +90,8 @@ pub struct NativeSessionOptions {
     pub command_modules: Vec<NativeCommandModule>,
     /// Keep the built-in commands beside `command_modules`.
     pub builtin_commands: bool,
+    /// Bound of each event subscriber's queue before `text_delta`s are coalesced (default 256).
+    pub event_buffer: Option<u32>,
 }
 
 /// The provider `provider` describes. Call inside the runtime: HTTP clients are built here.
@@ -237,6 +239,14 @@ impl NativeSession {
             interactive.command_modules.append(&mut modules);
         } else {
             interactive.command_modules = modules;
+        }
+        if let Some(buffer) = options.event_buffer {
+            if buffer == 0 {
+                return Err(RobotaError::invalid_argument(
+                    "`event_buffer` must be at least 1",
+                ));
+            }
+            interactive.event_buffer = usize::try_from(buffer).unwrap_or(usize::MAX);
         }
         let session = InteractiveSession::new(interactive)?;
         Ok(Arc::new(NativeSession { session }))

@@ -65,6 +65,9 @@ public struct SessionOptions: Sendable {
     public var commandModules: [CommandModule]
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
+    /// How many events each `events` stream may fall behind before `textDelta`s are joined
+    /// (default 256; no other event is ever dropped).
+    public var eventBuffer: UInt32?
 
     /// Options with `provider`; set the rest as properties or arguments.
     public init(
@@ -230,7 +233,8 @@ public final class InteractiveSession: Sendable {
             permissionHandler: options.permissionHandler.map(permissionBridge),
             hooks: try options.nativeHooks(),
             commandModules: try options.nativeCommandModules(),
-            builtinCommands: options.builtinCommands)
+            builtinCommands: options.builtinCommands,
+            eventBuffer: options.eventBuffer)
         native = try callNative { try NativeSession(options: nativeOptions) }
     }
 

@@ -2357,6 +2357,10 @@ public struct NativeSessionOptions {
      * Keep the built-in commands beside `command_modules`.
      */
     public var builtinCommands: Bool
+    /**
+     * Bound of each event subscriber's queue before `text_delta`s are coalesced (default 256).
+     */
+    public var eventBuffer: UInt32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2381,7 +2385,10 @@ public struct NativeSessionOptions {
          */commandModules: [NativeCommandModule], 
         /**
          * Keep the built-in commands beside `command_modules`.
-         */builtinCommands: Bool) {
+         */builtinCommands: Bool, 
+        /**
+         * Bound of each event subscriber's queue before `text_delta`s are coalesced (default 256).
+         */eventBuffer: UInt32?) {
         self.configJson = configJson
         self.provider = provider
         self.tools = tools
@@ -2389,6 +2396,7 @@ public struct NativeSessionOptions {
         self.hooks = hooks
         self.commandModules = commandModules
         self.builtinCommands = builtinCommands
+        self.eventBuffer = eventBuffer
     }
 
     
@@ -2413,7 +2421,8 @@ public struct FfiConverterTypeNativeSessionOptions: FfiConverterRustBuffer {
                 permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
                 hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf), 
                 commandModules: FfiConverterSequenceTypeNativeCommandModule.read(from: &buf), 
-                builtinCommands: FfiConverterBool.read(from: &buf)
+                builtinCommands: FfiConverterBool.read(from: &buf), 
+                eventBuffer: FfiConverterOptionUInt32.read(from: &buf)
         )
     }
 
@@ -2425,6 +2434,7 @@ public struct FfiConverterTypeNativeSessionOptions: FfiConverterRustBuffer {
         FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
         FfiConverterSequenceTypeNativeCommandModule.write(value.commandModules, into: &buf)
         FfiConverterBool.write(value.builtinCommands, into: &buf)
+        FfiConverterOptionUInt32.write(value.eventBuffer, into: &buf)
     }
 }
 
@@ -2824,6 +2834,30 @@ public func FfiConverterTypeRobotaError_lift(_ buf: RustBuffer) throws -> Robota
 #endif
 public func FfiConverterTypeRobotaError_lower(_ value: RobotaError) -> RustBuffer {
     return FfiConverterTypeRobotaError.lower(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
+    typealias SwiftType = UInt32?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt32.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt32.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
 }
 
 #if swift(>=5.8)

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs the Swift benchmarks (figures in BENCHMARKS.md): builds `librobota_swift` with the bench
+# profile (thin LTO), the benchmark executable in release mode in the trixie chroot, then
+# `throughput` and `cold-start`.
+#
+#   run.sh [EVENTS] [RUNS]    default 200000 events, 21 cold-start runs
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+repo="$(cd "$here/.." && pwd)"
+cd "$repo"
+if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+  CARGO_TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+fi
+export CARGO_TARGET_DIR
+"$here/scripts/swift-chroot.sh" ensure
+cargo build -q -p robota-swift --profile bench --locked
+export ROBOTA_SWIFT_LIB_DIR="$CARGO_TARGET_DIR/release"
+scratch="$CARGO_TARGET_DIR/swift/benches"
+cd "$here/benches"
+"$here/scripts/swift-chroot.sh" run swift build -c release --scratch-path "$scratch"
+"$here/scripts/swift-chroot.sh" run "$scratch/release/robota-bench" throughput "${1:-200000}" 3
+"$here/scripts/swift-chroot.sh" run "$scratch/release/robota-bench" cold-start "${2:-21}"
