@@ -5,13 +5,9 @@
 #
 #   run.sh [EVENTS] [RUNS]    default 200000 events, 21 cold-start runs
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-repo="$(cd "$here/.." && pwd)"
+# shellcheck source=env.sh
+. "$(dirname "$0")/../scripts/env.sh"
 cd "$repo"
-if [ -z "${CARGO_TARGET_DIR:-}" ]; then
-  CARGO_TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-fi
-export CARGO_TARGET_DIR
 "$here/scripts/swift-chroot.sh" ensure
 cargo build -q -p robota-swift --profile bench --locked
 export ROBOTA_SWIFT_LIB_DIR="$CARGO_TARGET_DIR/release"

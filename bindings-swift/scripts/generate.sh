@@ -6,10 +6,10 @@
 #
 #   generate.sh [OUT_DIR]   write there instead of into the package (for the staleness check)
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-repo="$(cd "$here/.." && pwd)"
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 cd "$repo"
-target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')}"
+target_dir="$CARGO_TARGET_DIR"
 cargo build -q -p robota-swift -p robota-uniffi-bindgen --locked
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

@@ -6,13 +6,9 @@
 #
 #   test.sh [SWIFT TEST ARGS...]   e.g. test.sh --filter SessionTests
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
-repo="$(cd "$here/.." && pwd)"
+# shellcheck source=env.sh
+. "$(dirname "$0")/env.sh"
 cd "$repo"
-if [ -z "${CARGO_TARGET_DIR:-}" ]; then
-  CARGO_TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-fi
-export CARGO_TARGET_DIR
 
 "$here/scripts/swift-chroot.sh" ensure
 cargo build -q -p robota-swift -p robota-uniffi-bindgen -p mock-llm --locked

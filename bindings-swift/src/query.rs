@@ -6,9 +6,8 @@ use robota::api::SessionConfig;
 use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
 
 use crate::error::RobotaError;
-use crate::host::HostCallback;
 use crate::runtime::{on_runtime, runtime};
-use crate::session::{add_extensions, build_provider, NativeHook, NativeProvider, NativeTool};
+use crate::session::{add_extensions, build_provider, NativeExtensions, NativeProvider};
 
 fn query_error(e: QueryError) -> RobotaError {
     let message = e.to_string();
@@ -26,12 +25,8 @@ pub struct NativeQueryOptions {
     pub config_json: String,
     /// The model provider.
     pub provider: NativeProvider,
-    /// Tools written in Swift, beside the built-ins.
-    pub tools: Vec<NativeTool>,
-    /// Decides the tool calls the permission rules ask about.
-    pub permission_handler: Option<Arc<dyn HostCallback>>,
-    /// In-process hooks.
-    pub hooks: Vec<NativeHook>,
+    /// The host's tools, permission handler and hooks.
+    pub extensions: NativeExtensions,
     /// Permission rules allowing tools for the whole query (`Read`, `Bash(git *)`, …).
     pub allowed_tools: Vec<String>,
     /// Permission rules denying tools.
@@ -53,12 +48,7 @@ impl NativeQuery {
         let _runtime = runtime().enter();
         let provider = build_provider(options.provider)?;
         let mut session = config.into_session_options(Arc::clone(&provider))?;
-        add_extensions(
-            &mut session,
-            options.tools,
-            options.permission_handler,
-            options.hooks,
-        )?;
+        add_extensions(&mut session, options.extensions)?;
         let mut query = QueryOptions::new(session.cwd.clone(), provider);
         query.permission_mode = session.permission_mode;
         query.max_turns = session.max_turns;

@@ -73,6 +73,17 @@ pub struct NativeCommandModule {
     pub commands: Vec<NativeCommand>,
 }
 
+/// The host extensions a session or a query runs with.
+#[derive(uniffi::Record)]
+pub struct NativeExtensions {
+    /// Tools written in Swift, beside the built-ins.
+    pub tools: Vec<NativeTool>,
+    /// Decides the tool calls the permission rules ask about.
+    pub permission_handler: Option<Arc<dyn HostCallback>>,
+    /// In-process hooks.
+    pub hooks: Vec<NativeHook>,
+}
+
 /// Everything a session is made of.
 #[derive(uniffi::Record)]
 pub struct NativeSessionOptions {
@@ -80,12 +91,8 @@ pub struct NativeSessionOptions {
     pub config_json: String,
     /// The model provider.
     pub provider: NativeProvider,
-    /// Tools written in Swift, beside the built-ins.
-    pub tools: Vec<NativeTool>,
-    /// Decides the tool calls the permission rules ask about.
-    pub permission_handler: Option<Arc<dyn HostCallback>>,
-    /// In-process hooks.
-    pub hooks: Vec<NativeHook>,
+    /// The host's tools, permission handler and hooks.
+    pub extensions: NativeExtensions,
     /// Slash command modules written in Swift.
     pub command_modules: Vec<NativeCommandModule>,
     /// Keep the built-in commands beside `command_modules`.
@@ -121,10 +128,13 @@ fn parse_json(text: &str, what: &str) -> Result<Value, RobotaError> {
 /// Adds the host's tools, permission handler and hooks to `options`.
 pub(crate) fn add_extensions(
     options: &mut SessionOptions,
-    tools: Vec<NativeTool>,
-    permission_handler: Option<Arc<dyn HostCallback>>,
-    hooks: Vec<NativeHook>,
+    extensions: NativeExtensions,
 ) -> Result<(), RobotaError> {
+    let NativeExtensions {
+        tools,
+        permission_handler,
+        hooks,
+    } = extensions;
     for tool in tools {
         let spec = HostToolSpec::from_json_value(parse_json(&tool.spec_json, "tool spec")?)?;
         options.extra_tools.push(Arc::new(HostTool::new(
@@ -227,12 +237,7 @@ impl NativeSession {
         let _runtime = runtime().enter();
         let provider = build_provider(options.provider)?;
         let mut session = config.into_session_options(provider)?;
-        add_extensions(
-            &mut session,
-            options.tools,
-            options.permission_handler,
-            options.hooks,
-        )?;
+        add_extensions(&mut session, options.extensions)?;
         let mut interactive = InteractiveSessionOptions::new(session);
         let mut modules = build_command_modules(options.command_modules)?;
         if options.builtin_commands {

@@ -106,14 +106,21 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
+    /// A string literal is a JSON string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer literal is a JSON number.
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    /// A float literal is a JSON number.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// `true` / `false`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An array literal is a JSON array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal is a JSON object (the last of repeated keys wins).
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// `nil` is JSON `null`.
     public init(nilLiteral: ()) { self = .null }
 }
 

@@ -61,9 +61,7 @@ public func createQuery(
     let nativeOptions = NativeQueryOptions(
         configJson: try options.configJSON(),
         provider: try options.provider.native(),
-        tools: try options.nativeTools(),
-        permissionHandler: options.permissionHandler.map(permissionBridge),
-        hooks: try options.nativeHooks(),
+        extensions: try options.nativeExtensions(),
         allowedTools: allowedTools,
         disallowedTools: disallowedTools)
     return Query(native: try callNative { try NativeQuery(options: nativeOptions) })

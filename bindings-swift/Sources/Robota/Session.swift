@@ -110,16 +110,15 @@ public struct SessionOptions: Sendable {
         return try specJSON(.object(config))
     }
 
-    func nativeTools() throws(RobotaError) -> [NativeTool] {
-        var built: [NativeTool] = []
-        for tool in tools { built.append(try tool.native()) }
-        return built
-    }
-
-    func nativeHooks() throws(RobotaError) -> [NativeHook] {
-        var built: [NativeHook] = []
-        for hook in hooks { built.append(try hook.native()) }
-        return built
+    /// The tools, permission handler and hooks for the engine.
+    func nativeExtensions() throws(RobotaError) -> NativeExtensions {
+        var builtTools: [NativeTool] = []
+        for tool in tools { builtTools.append(try tool.native()) }
+        var builtHooks: [NativeHook] = []
+        for hook in hooks { builtHooks.append(try hook.native()) }
+        return NativeExtensions(
+            tools: builtTools, permissionHandler: permissionHandler.map(permissionBridge),
+            hooks: builtHooks)
     }
 
     func nativeCommandModules() throws(RobotaError) -> [NativeCommandModule] {
@@ -229,9 +228,7 @@ public final class InteractiveSession: Sendable {
         let nativeOptions = NativeSessionOptions(
             configJson: try options.configJSON(),
             provider: try options.provider.native(),
-            tools: try options.nativeTools(),
-            permissionHandler: options.permissionHandler.map(permissionBridge),
-            hooks: try options.nativeHooks(),
+            extensions: try options.nativeExtensions(),
             commandModules: try options.nativeCommandModules(),
             builtinCommands: options.builtinCommands,
             eventBuffer: options.eventBuffer)

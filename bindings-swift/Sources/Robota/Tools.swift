@@ -87,9 +87,13 @@ extension Tool {
 
 /// A tool made of a closure.
 public struct FunctionTool: Tool {
+    /// The name the model calls.
     public let name: String
+    /// What it does, for the model.
     public let description: String
+    /// The JSON Schema of its input.
     public let inputSchema: JSONValue
+    /// Changes nothing (needs no approval).
     public let isReadOnly: Bool
     private let body: @Sendable (JSONValue, ToolContext) async throws -> ToolResult
 
@@ -106,6 +110,7 @@ public struct FunctionTool: Tool {
         self.body = body
     }
 
+    /// Runs the closure.
     public func call(input: JSONValue, context: ToolContext) async throws -> ToolResult {
         try await body(input, context)
     }

@@ -2068,6 +2068,85 @@ public func FfiConverterTypeNativeCommandModule_lower(_ value: NativeCommandModu
 
 
 /**
+ * The host extensions a session or a query runs with.
+ */
+public struct NativeExtensions {
+    /**
+     * Tools written in Swift, beside the built-ins.
+     */
+    public var tools: [NativeTool]
+    /**
+     * Decides the tool calls the permission rules ask about.
+     */
+    public var permissionHandler: HostCallback?
+    /**
+     * In-process hooks.
+     */
+    public var hooks: [NativeHook]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Tools written in Swift, beside the built-ins.
+         */tools: [NativeTool], 
+        /**
+         * Decides the tool calls the permission rules ask about.
+         */permissionHandler: HostCallback?, 
+        /**
+         * In-process hooks.
+         */hooks: [NativeHook]) {
+        self.tools = tools
+        self.permissionHandler = permissionHandler
+        self.hooks = hooks
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NativeExtensions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNativeExtensions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NativeExtensions {
+        return
+            try NativeExtensions(
+                tools: FfiConverterSequenceTypeNativeTool.read(from: &buf), 
+                permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
+                hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NativeExtensions, into buf: inout [UInt8]) {
+        FfiConverterSequenceTypeNativeTool.write(value.tools, into: &buf)
+        FfiConverterOptionTypeHostCallback.write(value.permissionHandler, into: &buf)
+        FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeExtensions_lift(_ buf: RustBuffer) throws -> NativeExtensions {
+    return try FfiConverterTypeNativeExtensions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeExtensions_lower(_ value: NativeExtensions) -> RustBuffer {
+    return FfiConverterTypeNativeExtensions.lower(value)
+}
+
+
+/**
  * A Swift hook: its `HostHookSpec` as JSON and the function that runs it.
  */
 public struct NativeHook {
@@ -2219,17 +2298,9 @@ public struct NativeQueryOptions {
      */
     public var provider: NativeProvider
     /**
-     * Tools written in Swift, beside the built-ins.
+     * The host's tools, permission handler and hooks.
      */
-    public var tools: [NativeTool]
-    /**
-     * Decides the tool calls the permission rules ask about.
-     */
-    public var permissionHandler: HostCallback?
-    /**
-     * In-process hooks.
-     */
-    public var hooks: [NativeHook]
+    public var extensions: NativeExtensions
     /**
      * Permission rules allowing tools for the whole query (`Read`, `Bash(git *)`, …).
      */
@@ -2249,14 +2320,8 @@ public struct NativeQueryOptions {
          * The model provider.
          */provider: NativeProvider, 
         /**
-         * Tools written in Swift, beside the built-ins.
-         */tools: [NativeTool], 
-        /**
-         * Decides the tool calls the permission rules ask about.
-         */permissionHandler: HostCallback?, 
-        /**
-         * In-process hooks.
-         */hooks: [NativeHook], 
+         * The host's tools, permission handler and hooks.
+         */extensions: NativeExtensions, 
         /**
          * Permission rules allowing tools for the whole query (`Read`, `Bash(git *)`, …).
          */allowedTools: [String], 
@@ -2265,9 +2330,7 @@ public struct NativeQueryOptions {
          */disallowedTools: [String]) {
         self.configJson = configJson
         self.provider = provider
-        self.tools = tools
-        self.permissionHandler = permissionHandler
-        self.hooks = hooks
+        self.extensions = extensions
         self.allowedTools = allowedTools
         self.disallowedTools = disallowedTools
     }
@@ -2290,9 +2353,7 @@ public struct FfiConverterTypeNativeQueryOptions: FfiConverterRustBuffer {
             try NativeQueryOptions(
                 configJson: FfiConverterString.read(from: &buf), 
                 provider: FfiConverterTypeNativeProvider.read(from: &buf), 
-                tools: FfiConverterSequenceTypeNativeTool.read(from: &buf), 
-                permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
-                hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf), 
+                extensions: FfiConverterTypeNativeExtensions.read(from: &buf), 
                 allowedTools: FfiConverterSequenceString.read(from: &buf), 
                 disallowedTools: FfiConverterSequenceString.read(from: &buf)
         )
@@ -2301,9 +2362,7 @@ public struct FfiConverterTypeNativeQueryOptions: FfiConverterRustBuffer {
     public static func write(_ value: NativeQueryOptions, into buf: inout [UInt8]) {
         FfiConverterString.write(value.configJson, into: &buf)
         FfiConverterTypeNativeProvider.write(value.provider, into: &buf)
-        FfiConverterSequenceTypeNativeTool.write(value.tools, into: &buf)
-        FfiConverterOptionTypeHostCallback.write(value.permissionHandler, into: &buf)
-        FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
+        FfiConverterTypeNativeExtensions.write(value.extensions, into: &buf)
         FfiConverterSequenceString.write(value.allowedTools, into: &buf)
         FfiConverterSequenceString.write(value.disallowedTools, into: &buf)
     }
@@ -2338,17 +2397,9 @@ public struct NativeSessionOptions {
      */
     public var provider: NativeProvider
     /**
-     * Tools written in Swift, beside the built-ins.
+     * The host's tools, permission handler and hooks.
      */
-    public var tools: [NativeTool]
-    /**
-     * Decides the tool calls the permission rules ask about.
-     */
-    public var permissionHandler: HostCallback?
-    /**
-     * In-process hooks.
-     */
-    public var hooks: [NativeHook]
+    public var extensions: NativeExtensions
     /**
      * Slash command modules written in Swift.
      */
@@ -2372,14 +2423,8 @@ public struct NativeSessionOptions {
          * The model provider.
          */provider: NativeProvider, 
         /**
-         * Tools written in Swift, beside the built-ins.
-         */tools: [NativeTool], 
-        /**
-         * Decides the tool calls the permission rules ask about.
-         */permissionHandler: HostCallback?, 
-        /**
-         * In-process hooks.
-         */hooks: [NativeHook], 
+         * The host's tools, permission handler and hooks.
+         */extensions: NativeExtensions, 
         /**
          * Slash command modules written in Swift.
          */commandModules: [NativeCommandModule], 
@@ -2391,9 +2436,7 @@ public struct NativeSessionOptions {
          */eventBuffer: UInt32?) {
         self.configJson = configJson
         self.provider = provider
-        self.tools = tools
-        self.permissionHandler = permissionHandler
-        self.hooks = hooks
+        self.extensions = extensions
         self.commandModules = commandModules
         self.builtinCommands = builtinCommands
         self.eventBuffer = eventBuffer
@@ -2417,9 +2460,7 @@ public struct FfiConverterTypeNativeSessionOptions: FfiConverterRustBuffer {
             try NativeSessionOptions(
                 configJson: FfiConverterString.read(from: &buf), 
                 provider: FfiConverterTypeNativeProvider.read(from: &buf), 
-                tools: FfiConverterSequenceTypeNativeTool.read(from: &buf), 
-                permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
-                hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf), 
+                extensions: FfiConverterTypeNativeExtensions.read(from: &buf), 
                 commandModules: FfiConverterSequenceTypeNativeCommandModule.read(from: &buf), 
                 builtinCommands: FfiConverterBool.read(from: &buf), 
                 eventBuffer: FfiConverterOptionUInt32.read(from: &buf)
@@ -2429,9 +2470,7 @@ public struct FfiConverterTypeNativeSessionOptions: FfiConverterRustBuffer {
     public static func write(_ value: NativeSessionOptions, into buf: inout [UInt8]) {
         FfiConverterString.write(value.configJson, into: &buf)
         FfiConverterTypeNativeProvider.write(value.provider, into: &buf)
-        FfiConverterSequenceTypeNativeTool.write(value.tools, into: &buf)
-        FfiConverterOptionTypeHostCallback.write(value.permissionHandler, into: &buf)
-        FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
+        FfiConverterTypeNativeExtensions.write(value.extensions, into: &buf)
         FfiConverterSequenceTypeNativeCommandModule.write(value.commandModules, into: &buf)
         FfiConverterBool.write(value.builtinCommands, into: &buf)
         FfiConverterOptionUInt32.write(value.eventBuffer, into: &buf)
