@@ -16,8 +16,8 @@ pub use error::{HostError, RobotaError};
 pub use host::{HostCallback, ProviderStream};
 pub use query::{NativeQuery, NativeQueryOptions};
 pub use session::{
-    NativeCommand, NativeCommandModule, NativeEvents, NativeExtensions, NativeHook, NativePrompt,
-    NativeProvider, NativeSession, NativeSessionOptions, NativeTool,
+    NativeCommand, NativeCommandModule, NativeEvent, NativeEvents, NativeExtensions, NativeHook,
+    NativePrompt, NativeProvider, NativeSession, NativeSessionOptions, NativeTool,
 };
 
 uniffi::setup_scaffolding!();

@@ -436,6 +436,44 @@ impl NativePrompt {
     }
 }
 
+/// One session event. A `text_delta` (by far the most frequent) carries only its `text`, so
+/// the fast path costs no JSON on either side; every other event is its JSON.
+#[derive(uniffi::Record)]
+pub struct NativeEvent {
+    /// The per-session sequence number.
+    pub seq: u64,
+    /// The session.
+    pub session_id: String,
+    /// The event's `type`.
+    pub event_type: String,
+    /// A `text_delta`'s text.
+    pub text: Option<String>,
+    /// Any other event, as the engine serializes it.
+    pub json: Option<String>,
+}
+
+impl NativeEvent {
+    fn new(event: InteractiveEvent) -> Result<Self, RobotaError> {
+        let event_type = event.kind.type_name().to_string();
+        if let InteractiveEventKind::TextDelta { text } = event.kind {
+            return Ok(NativeEvent {
+                seq: event.seq,
+                session_id: event.session_id,
+                event_type,
+                text: Some(text),
+                json: None,
+            });
+        }
+        Ok(NativeEvent {
+            seq: event.seq,
+            session_id: event.session_id.clone(),
+            event_type,
+            text: None,
+            json: Some(to_json(&event)?),
+        })
+    }
+}
+
 /// A pull subscription to a session's events (internal; see `InteractiveSession.events`).
 #[derive(uniffi::Object)]
 pub struct NativeEvents {
@@ -446,9 +484,9 @@ pub struct NativeEvents {
 
 #[uniffi::export]
 impl NativeEvents {
-    /// Waits for at least one event, then returns up to `max` queued events as a JSON array;
-    /// `None` once closed.
-    pub async fn next_batch(&self, max: u32) -> Result<Option<String>, RobotaError> {
+    /// Waits for at least one event, then returns up to `max` queued events; `None` once
+    /// closed.
+    pub async fn next_batch(&self, max: u32) -> Result<Option<Vec<NativeEvent>>, RobotaError> {
         let subscription = Arc::clone(&self.subscription);
         let closed = Arc::clone(&self.closed);
         let max = usize::try_from(max).unwrap_or(usize::MAX).max(1);
@@ -460,17 +498,17 @@ impl NativeEvents {
                 None => subscription.next_event(Duration::from_secs(3600)).await,
             };
             match first {
-                Some(first) => events.push(first),
+                Some(first) => events.push(NativeEvent::new(first)?),
                 None if closed.load(Ordering::SeqCst) => return Ok(None),
-                None => return Ok(Some("[]".to_string())),
+                None => return Ok(Some(Vec::new())),
             }
             while events.len() < max {
                 match subscription.try_next_event() {
-                    Some(event) => events.push(event),
+                    Some(event) => events.push(NativeEvent::new(event)?),
                     None => break,
                 }
             }
-            to_json(&events).map(Some)
+            Ok(Some(events))
         })
         .await
     }

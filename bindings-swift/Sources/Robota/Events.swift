@@ -1,6 +1,7 @@
 // Session events: `SessionEvent` (seq, session id and a typed `kind`), decoded from the engine's
 // JSON events (the same events every language gets).
 import Foundation
+import RobotaNative
 
 /// Token counts.
 public struct Usage: Sendable, Decodable, Equatable {
@@ -103,6 +104,31 @@ public struct SessionEvent: Sendable, Equatable {
 
     /// The `type` name of the event (`text_delta`, `complete`, …).
     public var type: String { json["type"]?.stringValue ?? "" }
+
+    private init(seq: UInt64, sessionId: String, kind: Kind, json: JSONValue) {
+        self.seq = seq
+        self.sessionId = sessionId
+        self.kind = kind
+        self.json = json
+    }
+
+    /// An event from the native layer: text deltas without any JSON parsing.
+    init(native: NativeEvent) throws(RobotaError) {
+        if native.eventType == "text_delta", let text = native.text {
+            self.init(
+                seq: native.seq, sessionId: native.sessionId, kind: .textDelta(text),
+                json: [
+                    "type": "text_delta", "seq": .number(Double(native.seq)),
+                    "session_id": .string(native.sessionId), "text": .string(text),
+                ])
+            return
+        }
+        let parsed: JSONValue
+        do { parsed = try JSONValue(parsing: native.json ?? "null") } catch {
+            throw .internalError("an engine event is not JSON: \(error)")
+        }
+        try self.init(json: parsed)
+    }
 
     init(json: JSONValue) throws(RobotaError) {
         guard case .object(let object) = json, let type = object["type"]?.stringValue,

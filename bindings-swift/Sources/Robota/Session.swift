@@ -264,9 +264,8 @@ public final class InteractiveSession: Sendable {
             let reader = Task {
                 // `nil`: closed (or failed). Batches keep the FFI cost per event low.
                 while let batch = try? await subscription.nextBatch(max: 4096) {
-                    guard case .array(let events)? = try? JSONValue(parsing: batch) else { break }
-                    for event in events {
-                        if let event = try? SessionEvent(json: event) { continuation.yield(event) }
+                    for event in batch {
+                        if let event = try? SessionEvent(native: event) { continuation.yield(event) }
                     }
                 }
                 continuation.finish()

@@ -487,6 +487,22 @@ fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
+    typealias FfiType = UInt64
+    typealias SwiftType = UInt64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterBool : FfiConverter {
     typealias FfiType = Int8
     typealias SwiftType = Bool
@@ -810,10 +826,10 @@ public protocol NativeEventsProtocol: AnyObject, Sendable {
     func close() throws 
     
     /**
-     * Waits for at least one event, then returns up to `max` queued events as a JSON array;
-     * `None` once closed.
+     * Waits for at least one event, then returns up to `max` queued events; `None` once
+     * closed.
      */
-    func nextBatch(max: UInt32) async throws  -> String?
+    func nextBatch(max: UInt32) async throws  -> [NativeEvent]?
     
 }
 /**
@@ -884,10 +900,10 @@ open func close()throws   {try rustCallWithError(FfiConverterTypeRobotaError_lif
 }
     
     /**
-     * Waits for at least one event, then returns up to `max` queued events as a JSON array;
-     * `None` once closed.
+     * Waits for at least one event, then returns up to `max` queued events; `None` once
+     * closed.
      */
-open func nextBatch(max: UInt32)async throws  -> String?  {
+open func nextBatch(max: UInt32)async throws  -> [NativeEvent]?  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
@@ -898,7 +914,7 @@ open func nextBatch(max: UInt32)async throws  -> String?  {
             pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
             completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
             freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterOptionString.lift,
+            liftFunc: FfiConverterOptionSequenceTypeNativeEvent.lift,
             errorHandler: FfiConverterTypeRobotaError_lift
         )
 }
@@ -2068,6 +2084,106 @@ public func FfiConverterTypeNativeCommandModule_lower(_ value: NativeCommandModu
 
 
 /**
+ * One session event. A `text_delta` (by far the most frequent) carries only its `text`, so
+ * the fast path costs no JSON on either side; every other event is its JSON.
+ */
+public struct NativeEvent: Equatable, Hashable {
+    /**
+     * The per-session sequence number.
+     */
+    public var seq: UInt64
+    /**
+     * The session.
+     */
+    public var sessionId: String
+    /**
+     * The event's `type`.
+     */
+    public var eventType: String
+    /**
+     * A `text_delta`'s text.
+     */
+    public var text: String?
+    /**
+     * Any other event, as the engine serializes it.
+     */
+    public var json: String?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The per-session sequence number.
+         */seq: UInt64, 
+        /**
+         * The session.
+         */sessionId: String, 
+        /**
+         * The event's `type`.
+         */eventType: String, 
+        /**
+         * A `text_delta`'s text.
+         */text: String?, 
+        /**
+         * Any other event, as the engine serializes it.
+         */json: String?) {
+        self.seq = seq
+        self.sessionId = sessionId
+        self.eventType = eventType
+        self.text = text
+        self.json = json
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NativeEvent: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNativeEvent: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NativeEvent {
+        return
+            try NativeEvent(
+                seq: FfiConverterUInt64.read(from: &buf), 
+                sessionId: FfiConverterString.read(from: &buf), 
+                eventType: FfiConverterString.read(from: &buf), 
+                text: FfiConverterOptionString.read(from: &buf), 
+                json: FfiConverterOptionString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NativeEvent, into buf: inout [UInt8]) {
+        FfiConverterUInt64.write(value.seq, into: &buf)
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterString.write(value.eventType, into: &buf)
+        FfiConverterOptionString.write(value.text, into: &buf)
+        FfiConverterOptionString.write(value.json, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeEvent_lift(_ buf: RustBuffer) throws -> NativeEvent {
+    return try FfiConverterTypeNativeEvent.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeEvent_lower(_ value: NativeEvent) -> RustBuffer {
+    return FfiConverterTypeNativeEvent.lower(value)
+}
+
+
+/**
  * The host extensions a session or a query runs with.
  */
 public struct NativeExtensions {
@@ -2974,6 +3090,30 @@ fileprivate struct FfiConverterOptionTypeProviderStream: FfiConverterRustBuffer 
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceTypeNativeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [NativeEvent]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceTypeNativeEvent.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceTypeNativeEvent.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -3041,6 +3181,31 @@ fileprivate struct FfiConverterSequenceTypeNativeCommandModule: FfiConverterRust
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeNativeCommandModule.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeNativeEvent: FfiConverterRustBuffer {
+    typealias SwiftType = [NativeEvent]
+
+    public static func write(_ value: [NativeEvent], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeNativeEvent.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [NativeEvent] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [NativeEvent]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeNativeEvent.read(from: &buf))
         }
         return seq
     }
@@ -3281,7 +3446,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativeevents_close() != 26137) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_robota_swift_checksum_method_nativeevents_next_batch() != 55916) {
+    if (uniffi_robota_swift_checksum_method_nativeevents_next_batch() != 49348) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativeprompt_cancel() != 37398) {

@@ -60,7 +60,7 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 let arguments = CommandLine.arguments
 switch arguments.dropFirst().first {
 case "print-now":
-    print("first")
+    FileHandle.standardOutput.write(Data("first\n".utf8))
 case "first-event":
     let options = try hermetic([ScriptedTurn(text: ["first", " event"])])
     let session = try InteractiveSession(options: options)
@@ -68,8 +68,7 @@ case "first-event":
     let printer = Task {
         for await event in stream {
             if case .textDelta = event.kind {
-                print("first")
-                fflush(stdout)
+                FileHandle.standardOutput.write(Data("first\n".utf8))
                 return
             }
         }
