@@ -60,8 +60,7 @@ public enum PermissionDecision: Sendable, Equatable {
         case .allowAlways(let rules, let destination):
             [
                 "type": "allow_always", "rules": .array(rules.map(JSONValue.string)),
-                "destination": .string(
-                    destination.rawValue.replacingOccurrences(of: "Settings", with: "_settings")),
+                "destination": .string(destination.rawValue),
             ]
         case .deny(let message): ["type": "deny", "message": .string(message)]
         }

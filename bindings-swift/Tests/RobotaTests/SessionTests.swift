@@ -142,6 +142,27 @@ final class SessionTests: XCTestCase {
         XCTAssertNotEqual(sent.first, "42")
     }
 
+    func testAllowAlwaysSavesTheRuleToTheChosenSettingsFile() async throws {
+        let dir = try temporaryDirectory()
+        let asked = Counter()
+        let session = try InteractiveSession(options: SessionOptions(
+            provider: .scripted(turns: [
+                ScriptedTurn(toolCalls: [(id: "a1", name: "lookup", input: ["key": "answer"])]),
+                ScriptedTurn(toolCalls: [(id: "a2", name: "lookup", input: ["key": "answer"])]),
+                .text("done"),
+            ]),
+            cwd: dir, tools: [LookupTool()],
+            permissionHandler: { _ in
+                asked.increment()
+                return .allowAlways(rules: ["lookup"], destination: .localSettings)
+            }))
+        let result = try await session.submit("look twice")
+        XCTAssertEqual(result.response, "done")
+        XCTAssertEqual(asked.value, 1, "the saved rule allows the second call")
+        let saved = try String(contentsOfFile: "\(dir)/.claude/settings.local.json", encoding: .utf8)
+        XCTAssertEqual(try JSONValue(parsing: saved)["permissions"]?["allow"], ["lookup"])
+    }
+
     func testHooksCommandsAndASwiftProvider() async throws {
         let hookCalls = Counter()
         let blocker = Hook(event: "PreToolUse", matcher: "lookup") { input in
