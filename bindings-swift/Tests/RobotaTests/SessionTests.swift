@@ -319,6 +319,51 @@ final class SessionTests: XCTestCase {
         XCTAssertTrue(types.contains("complete"), "\(types)")
     }
 
+    func testFailuresOfSwiftCodeAndOfTheModelReachTheRightPlace() async throws {
+        struct Broken: Error, CustomStringConvertible { var description: String { "disk on fire" } }
+        // A throwing tool is a failed tool result the model sees.
+        let mock = try MockLLM(script: toolTurns)
+        let throwing = FunctionTool(name: "lookup", description: "Fails.", isReadOnly: true) { _, _ in
+            throw Broken()
+        }
+        let query = try createQuery(options: SessionOptions(
+            provider: .anthropic(model: "claude-test", apiKey: "sk-test", baseURL: mock.baseURL),
+            cwd: try temporaryDirectory(), tools: [throwing]))
+        _ = try await query("go")
+        let toolResults = toolResultsSent(try await mock.requests())
+        XCTAssertEqual(toolResults, ["disk on fire"])
+
+        // A throwing Swift provider fails the run with its message.
+        struct FailingProvider: Provider {
+            let info = ProviderInfo(name: "failing", model: "f-1")
+            func stream(request: JSONValue, emitter: ProviderEmitter) async throws -> ProviderAnswer {
+                try emitter.text("partial")
+                throw Broken()
+            }
+        }
+        let session = try InteractiveSession(options: SessionOptions(
+            provider: .custom(FailingProvider()), cwd: try temporaryDirectory()))
+        let failed = try await session.submit("go")
+        guard case .complete(let outcome) = failed else { return XCTFail("\(failed)") }
+        XCTAssertEqual(outcome.stopReason, "error")
+
+        // An HTTP error from the model's server, with retries off.
+        let serverError = try MockLLM(script: """
+            {"turns": [{"fault": {"kind": "status", "status": 401, "message": "bad key"}}]}
+            """)
+        var options = SessionOptions(
+            provider: .json(["type": "openai", "model": "gpt-test", "api_key": "sk-bad",
+                             "base_url": .string("\(serverError.baseURL)/v1"), "max_retries": 0]),
+            cwd: try temporaryDirectory())
+        options.maxTurns = 1
+        let unauthorized = try await InteractiveSession(options: options).submit("go")
+        guard case .complete(let denied) = unauthorized else { return XCTFail("\(unauthorized)") }
+        XCTAssertEqual(denied.stopReason, "error")
+        let sent = try await serverError.requests()
+        XCTAssertEqual(sent.count, 1)
+        XCTAssertEqual((sent.first?["headers"] as? [String: Any])?["authorization"] as? String, "Bearer sk-bad")
+    }
+
     func testAHundredConcurrentSessions() async throws {
         let dir = try temporaryDirectory()
         let responses = try await withThrowingTaskGroup(of: String.self) { group in
