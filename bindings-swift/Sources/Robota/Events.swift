@@ -10,6 +10,12 @@ public struct Usage: Sendable, Decodable, Equatable {
     /// Output tokens.
     public let outputTokens: UInt64
 
+    /// Token counts.
+    public init(inputTokens: UInt64, outputTokens: UInt64) {
+        self.inputTokens = inputTokens
+        self.outputTokens = outputTokens
+    }
+
     enum CodingKeys: String, CodingKey {
         case inputTokens = "input_tokens", outputTokens = "output_tokens"
     }
