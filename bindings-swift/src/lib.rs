@@ -22,6 +22,34 @@ pub use session::{
 
 uniffi::setup_scaffolding!();
 
+/// Evaluates whether a tool call is allowed by the permission rules, without a session.
+/// `input_json`: the tool input (empty: `{}`); `context_json`: the permission context
+/// (`{"cwd", "mode"?, "rules"?: {"allow", "ask", "deny"}, "home"?, …}`). Returns the decision
+/// as JSON (`decision`, `reason`, `matched_rule`, `suggested_rules`, `basis`).
+#[uniffi::export]
+pub fn evaluate_permission(
+    tool: String,
+    input_json: String,
+    context_json: String,
+) -> Result<String, RobotaError> {
+    use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
+    let input: serde_json::Value = if input_json.trim().is_empty() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&input_json).map_err(|e| RobotaError::InvalidJson {
+            message: format!("invalid tool input: {e}"),
+        })?
+    };
+    let context: PermissionContext =
+        serde_json::from_str(&context_json).map_err(|e| RobotaError::InvalidJson {
+            message: format!(
+                "invalid permission context: {e} (it needs at least `cwd`, an absolute path)"
+            ),
+        })?;
+    serde_json::to_string(&evaluate(&tool, &input, &context))
+        .map_err(|e| RobotaError::internal(format!("cannot encode the decision: {e}")))
+}
+
 /// The library's version (the workspace version), so the Swift package can check it was built
 /// against the library it loads.
 #[uniffi::export]

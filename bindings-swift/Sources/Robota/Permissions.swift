@@ -1,5 +1,6 @@
 // The permission handler: decides the tool calls the permission rules ask about.
 import Foundation
+import RobotaNative
 
 /// A tool call waiting for the host's decision.
 public struct PermissionRequest: Sendable, Decodable {
@@ -74,4 +75,56 @@ func permissionBridge(_ handler: @escaping PermissionHandler) -> CallbackBridge 
     CallbackBridge { request, _ in
         try await handler(request.decode(PermissionRequest.self)).json
     }
+}
+
+/// What the permission rules decide about a tool call (`evaluatePermission`).
+public struct PermissionEvaluation: Sendable, Decodable, Equatable {
+    /// `allow`, `ask` or `deny`.
+    public let decision: String
+    /// Why, in words a person can act on.
+    public let reason: String
+    /// The rule that decided, when one did.
+    public let matchedRule: JSONValue?
+    /// Rules that would approve calls like this one.
+    public let suggestedRules: [String]
+    /// What the decision rests on.
+    public let basis: JSONValue
+
+    enum CodingKeys: String, CodingKey {
+        case decision, reason, matchedRule = "matched_rule", basis
+        case suggestedRules = "suggested_rules"
+    }
+
+    /// Decodes an evaluation (absent `suggested_rules`: none).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        decision = try container.decode(String.self, forKey: .decision)
+        reason = try container.decode(String.self, forKey: .reason)
+        matchedRule = try container.decodeIfPresent(JSONValue.self, forKey: .matchedRule)
+        suggestedRules = try container.decodeIfPresent([String].self, forKey: .suggestedRules) ?? []
+        basis = try container.decode(JSONValue.self, forKey: .basis)
+    }
+}
+
+/// Evaluates the permission rules for one tool call without a session (the same rule engine
+/// sessions use): `mode` is a permission mode (`default` when `nil`), `allow` / `ask` / `deny`
+/// are rules in Claude Code syntax (`Bash(git *)`, `Read(./src/**)`), `cwd` an absolute path.
+public func evaluatePermission(
+    tool: String, input: JSONValue = [:], cwd: String, mode: String? = nil,
+    allow: [String] = [], ask: [String] = [], deny: [String] = []
+) throws -> PermissionEvaluation {
+    var context: [String: JSONValue] = [
+        "cwd": .string(cwd),
+        "rules": [
+            "allow": .array(allow.map(JSONValue.string)), "ask": .array(ask.map(JSONValue.string)),
+            "deny": .array(deny.map(JSONValue.string)),
+        ],
+    ]
+    if let mode { context["mode"] = .string(mode) }
+    let inputText = try specJSON(input)
+    let contextText = try specJSON(.object(context))
+    let text = try callNative {
+        try RobotaNative.evaluatePermission(tool: tool, inputJson: inputText, contextJson: contextText)
+    }
+    return try decodeJSON(PermissionEvaluation.self, text)
 }

@@ -3399,6 +3399,22 @@ public func uniffiForeignFutureHandleCountRobotaSwift() -> Int {
     UNIFFI_FOREIGN_FUTURE_HANDLE_MAP.count
 }
 /**
+ * Evaluates whether a tool call is allowed by the permission rules, without a session.
+ * `input_json`: the tool input (empty: `{}`); `context_json`: the permission context
+ * (`{"cwd", "mode"?, "rules"?: {"allow", "ask", "deny"}, "home"?, …}`). Returns the decision
+ * as JSON (`decision`, `reason`, `matched_rule`, `suggested_rules`, `basis`).
+ */
+public func evaluatePermission(tool: String, inputJson: String, contextJson: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_func_evaluate_permission(
+        FfiConverterString.lower(tool),
+        FfiConverterString.lower(inputJson),
+        FfiConverterString.lower(contextJson),uniffiCallStatus
+    )
+})
+}
+/**
  * The library's version (the workspace version), so the Swift package can check it was built
  * against the library it loads.
  */
@@ -3424,6 +3440,9 @@ private let initializationResult: InitializationResult = {
     let scaffolding_contract_version = ffi_robota_swift_uniffi_contract_version()
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
+    }
+    if (uniffi_robota_swift_checksum_func_evaluate_permission() != 8238) {
+        return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_func_library_version() != 11978) {
         return InitializationResult.apiChecksumMismatch

@@ -364,6 +364,23 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual((sent.first?["headers"] as? [String: Any])?["authorization"] as? String, "Bearer sk-bad")
     }
 
+    func testEvaluatePermissionIsTheSessionsRuleEngine() throws {
+        let cwd = try temporaryDirectory()
+        let denied = try evaluatePermission(
+            tool: "Bash", input: ["command": "rm -rf build"], cwd: cwd,
+            allow: ["Bash(git *)"], deny: ["Bash(rm *)"])
+        XCTAssertEqual(denied.decision, "deny")
+        XCTAssertNotNil(denied.matchedRule)
+        let allowed = try evaluatePermission(
+            tool: "Bash", input: ["command": "git status"], cwd: cwd, allow: ["Bash(git *)"])
+        XCTAssertEqual(allowed.decision, "allow")
+        let asked = try evaluatePermission(tool: "Bash", input: ["command": "make"], cwd: cwd)
+        XCTAssertEqual(asked.decision, "ask")
+        XCTAssertThrowsError(try evaluatePermission(tool: "Bash", cwd: cwd, mode: "yolo")) { error in
+            XCTAssertEqual((error as? RobotaError)?.code, "invalid_json", "\(error)")
+        }
+    }
+
     func testAHundredConcurrentSessions() async throws {
         let dir = try temporaryDirectory()
         let responses = try await withThrowingTaskGroup(of: String.self) { group in

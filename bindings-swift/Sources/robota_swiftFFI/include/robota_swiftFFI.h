@@ -478,6 +478,11 @@ uint64_t uniffi_robota_swift_fn_method_nativesession_subscribe(uint64_t ptr, Rus
 uint64_t uniffi_robota_swift_fn_method_nativesession_wait_idle(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_EVALUATE_PERMISSION
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_EVALUATE_PERMISSION
+RustBuffer uniffi_robota_swift_fn_func_evaluate_permission(RustBuffer tool, RustBuffer input_json, RustBuffer context_json, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_LIBRARY_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_LIBRARY_VERSION
 RustBuffer uniffi_robota_swift_fn_func_library_version(RustCallStatus *_Nonnull out_status
@@ -742,6 +747,12 @@ void ffi_robota_swift_rust_future_free_void(uint64_t handle
 #ifndef UNIFFI_FFIDEF_FFI_ROBOTA_SWIFT_RUST_FUTURE_COMPLETE_VOID
 #define UNIFFI_FFIDEF_FFI_ROBOTA_SWIFT_RUST_FUTURE_COMPLETE_VOID
 void ffi_robota_swift_rust_future_complete_void(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_EVALUATE_PERMISSION
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_EVALUATE_PERMISSION
+uint16_t uniffi_robota_swift_checksum_func_evaluate_permission(void
+    
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIBRARY_VERSION
