@@ -77,6 +77,8 @@ run() {
     shift 4
     mount -t proc proc "$root/proc"
     mkdir -p "$root/dev/shm" && mount -t tmpfs tmpfs "$root/dev/shm"
+    # A fresh /tmp per command: what tests leave there must not pile up in the cached chroot.
+    mount -t tmpfs tmpfs "$root/tmp"
     mkdir -p "$root$repo" && mount --bind "$repo" "$root$repo"
     case "$target" in
       ""|"$repo"/*) ;;
