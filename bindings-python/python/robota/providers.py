@@ -58,8 +58,20 @@ class _HttpProvider(BuiltinProvider):
         max_retry_wait_ms: Optional[int] = None,
         headers: Optional[Mapping[str, str]] = None,
     ) -> None:
-        """``max_retry_wait_ms`` is the retry budget: the longest ``retry-after`` waited out
-        (default 60000); a longer one fails the call at once with the wait in the error."""
+        """A provider for ``model``.
+
+        Args:
+            model: The model id (``claude-sonnet-4-6``, ``gpt-4.1``, ``llama3.2``, …).
+            api_key: The API key (default: the provider's environment variable).
+            base_url: The endpoint's base URL with its scheme; see the class for whether it
+                includes ``/v1``. A URL without ``http://``/``https://`` is refused.
+            max_tokens: Output token cap per model call.
+            max_retries: Retries of a failed call (429, 5xx, 529, network) before it fails.
+            idle_timeout_ms: How long a stream may stay silent before the call fails.
+            max_retry_wait_ms: The retry budget: the longest ``retry-after`` waited out
+                (default 60000); a longer one fails the call at once with the wait in the error.
+            headers: Extra HTTP headers sent with every request.
+        """
         config: Dict[str, Any] = {"type": self._TYPE, "model": model}
         for key, value in (
             ("api_key", api_key),
@@ -81,14 +93,21 @@ class _HttpProvider(BuiltinProvider):
 
 class AnthropicProvider(_HttpProvider):
     """The Anthropic Messages API. ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY`` /
-    ``ANTHROPIC_BASE_URL``."""
+    ``ANTHROPIC_BASE_URL``.
+
+    ``base_url`` has its scheme and does **not** include ``/v1``: the default is
+    ``https://api.anthropic.com`` and requests go to ``<base_url>/v1/messages``."""
 
     _TYPE = "anthropic"
 
 
 class OpenAIProvider(_HttpProvider):
     """An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Ollama, vLLM, … via
-    ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``."""
+    ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``.
+
+    ``base_url`` has its scheme and **does** include ``/v1`` (as the OpenAI SDKs' does): the
+    default is ``https://api.openai.com/v1``, Ollama's ``http://localhost:11434/v1``, and requests
+    go to ``<base_url>/chat/completions``."""
 
     _TYPE = "openai"
 
