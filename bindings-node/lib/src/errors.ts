@@ -41,6 +41,54 @@ export class RobotaError extends Error {
   }
 }
 
+/** The engine's (snake_case) names of the options this package spells in camelCase. */
+const OPTION_NAMES: Readonly<Record<string, string>> = {
+  permission_mode: 'permissionMode',
+  system_prompt: 'systemPrompt',
+  append_system_prompt: 'appendSystemPrompt',
+  max_turns: 'maxTurns',
+  session_id: 'sessionId',
+  load_project_context: 'loadProjectContext',
+  settings_from_environment: 'settingsFromEnvironment',
+  builtin_tools: 'builtinTools',
+  resume_session_id: 'resumeSessionId',
+  fork_session: 'forkSession',
+  max_budget_usd: 'maxBudgetUsd',
+  auto_compact: 'autoCompact',
+  context_window: 'contextWindow',
+  sessions_dir: 'sessionsDir',
+  logs_dir: 'logsDir',
+  api_key: 'apiKey',
+  base_url: 'baseUrl',
+  max_tokens: 'maxTokens',
+  max_retries: 'maxRetries',
+  idle_timeout_ms: 'idleTimeoutMs',
+  max_retry_wait_ms: 'maxRetryWaitMs',
+  log_path: 'logPath',
+  input_schema: 'inputSchema',
+  read_only: 'readOnly',
+  replaces_builtin: 'replacesBuiltin',
+  timeout_ms: 'timeoutMs',
+  on_failure: 'onFailure',
+  argument_hint: 'argumentHint',
+  model_invocable: 'modelInvocable',
+  user_invocable: 'userInvocable',
+  event_buffer: 'eventBuffer',
+  builtin_commands: 'builtinCommands',
+  allowed_tools: 'allowedTools',
+  disallowed_tools: 'disallowedTools',
+};
+
+/** `message` with the engine's option names (in backticks) spelled as this package spells them:
+ * `` `max_turns` `` becomes `` `maxTurns` ``, `` `input_schema.properties` `` becomes
+ * `` `inputSchema.properties` ``. Wire fields (event and hook JSON) keep their names. */
+export function inCallerNames(message: string): string {
+  return message.replace(/`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?=[`.[])/g, (whole, name: string) => {
+    const camel = OPTION_NAMES[name];
+    return camel === undefined ? whole : `\`${camel}`;
+  });
+}
+
 /** Converts an error thrown by the native addon (`[kind] message`) into a {@link RobotaError}. */
 export function toRobotaError(error: unknown): RobotaError {
   if (error instanceof RobotaError) {
@@ -49,9 +97,11 @@ export function toRobotaError(error: unknown): RobotaError {
   const message = error instanceof Error ? error.message : String(error);
   const match = /^\[([a-z_]+)\] ([\s\S]*)$/.exec(message);
   if (match !== null && match[1] !== undefined && CODES.has(match[1])) {
-    return new RobotaError(match[1] as RobotaErrorCode, match[2] ?? '', { cause: error });
+    return new RobotaError(match[1] as RobotaErrorCode, inCallerNames(match[2] ?? ''), { cause: error });
   }
-  return new RobotaError('session', message, { cause: error });
+  // A JavaScript error from the package's own checks (`TypeError` and the like).
+  const code: RobotaErrorCode = error instanceof TypeError || error instanceof RangeError ? 'invalid_argument' : 'session';
+  return new RobotaError(code, inCallerNames(message), { cause: error });
 }
 
 /** Runs `f`, rethrowing native errors as {@link RobotaError}s. */

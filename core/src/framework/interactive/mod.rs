@@ -931,8 +931,9 @@ impl Inner {
 }
 
 /// The argument a one-line display shows: a path, command, pattern or URL, else the first
-/// string argument.
-fn first_arg(input: &Value) -> String {
+/// string argument (what [`ToolState::first_arg`] holds), so a host can show a call as
+/// `Bash(ls -la)` — in a permission prompt, say — the way the tool events do.
+pub fn first_arg(input: &Value) -> String {
     const KEYS: [&str; 6] = ["file_path", "path", "command", "pattern", "url", "query"];
     let found = KEYS
         .iter()
