@@ -263,11 +263,14 @@ export function hookRegistrations(hooks: HooksOption | undefined): HookRegistrat
   return out;
 }
 
-/** The name a hook goes by in messages. */
+/** The name a hook goes by in messages: its `name`, else its function's own name, else its event
+ * and position (`PreToolUse hook #2`). An arrow function takes the name of the property it is
+ * written in (`callback`, `PreToolUse`), which names nothing: those count as unnamed. */
 function hookName(hook: HookRegistration, index: number): string {
   if (typeof hook.name === 'string' && hook.name.length > 0) return hook.name;
   const fn = typeof hook.callback === 'function' ? hook.callback.name : '';
-  return fn.length > 0 ? fn : `${String(hook.event)} hook #${index + 1}`;
+  const named = fn.length > 0 && fn !== 'callback' && fn !== String(hook.event);
+  return named ? fn : `${String(hook.event)} hook #${index + 1}`;
 }
 
 /** What a command's `execute` gets. */
