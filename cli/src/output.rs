@@ -18,7 +18,7 @@ use robota::session::SessionEvent;
 use crate::args::{Cli, OutputFormat, PermissionPrompt};
 use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
-use crate::render::{Progress, Terminal};
+use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
 
@@ -92,10 +92,16 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     // Text mode shows progress (tool calls, denials, warnings) on stderr as it happens; the JSON
     // formats carry it in their output, and print a line on stderr only with --verbose.
     let text_mode = format == OutputFormat::Text;
+    let shown = terminal.clone();
     let opened = open_session(cli, handler, move |event| {
         if verbose && !text_mode {
             if let Some(line) = describe(&event) {
                 eprintln!("{line}");
+            }
+        } else if text_mode {
+            // Reported as the session opens, before the prompt's progress is followed.
+            if let Some(line) = settings_warning_line(&event) {
+                shown.note(&line);
             }
         }
     })?;

@@ -391,7 +391,6 @@ fn session_line(event: &SessionEvent) -> Option<String> {
     }
     match event {
         SessionEvent::Warning { source, message } => Some(format!("! {source}: {message}")),
-        SessionEvent::SettingsWarning { warning } => Some(format!("! settings: {warning}")),
         SessionEvent::PersistenceError { operation, message } => Some(format!(
             "! could not save the session ({operation}): {message}"
         )),
@@ -403,6 +402,15 @@ fn session_line(event: &SessionEvent) -> Option<String> {
             "! could not save the rule to {}: {message}",
             file.display()
         )),
+        _ => None,
+    }
+}
+
+/// The line for a settings warning, which the session reports once as it opens — before any
+/// prompt's progress is followed, so it is shown from the session's own events (`on_event`).
+pub fn settings_warning_line(event: &SessionEvent) -> Option<String> {
+    match event {
+        SessionEvent::SettingsWarning { warning } => Some(format!("! settings: {warning}")),
         _ => None,
     }
 }

@@ -18,7 +18,7 @@ use crate::args::Cli;
 use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::output::{follow, Finished};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
-use crate::render::{Progress, Terminal};
+use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 
 /// What the REPL does after a command.
@@ -134,8 +134,14 @@ fn open(
 ) -> Result<Arc<InteractiveSession>, CliError> {
     let handler: Arc<dyn PermissionHandler> =
         Arc::new(StdinPermissionHandler::new(lines.clone(), terminal.clone()));
-    // Progress and warnings are shown from the interactive events (see `run_prompt`).
-    let opened = open_session(cli, Some(handler), |_event| {})?;
+    // Progress is shown from the interactive events (see `run_prompt`); settings warnings come
+    // as the session opens.
+    let shown = terminal.clone();
+    let opened = open_session(cli, Some(handler), move |event| {
+        if let Some(line) = settings_warning_line(&event) {
+            shown.note(&line);
+        }
+    })?;
     let session = opened.session;
     let which = resumed_notice(cli, &session)
         .unwrap_or_else(|| format!("session {}", session.get_session_id()));

@@ -913,6 +913,17 @@ fn read_write_answer() -> Value {
     ])
 }
 
+/// Adds a misspelt key to the project's settings (a settings warning as the session opens).
+fn add_unknown_setting(project: &Project) {
+    let path = project.path().join(".robota/settings.json");
+    let text = std::fs::read_to_string(&path).expect("read settings");
+    let mut settings: Value = serde_json::from_str(&text).expect("settings are JSON");
+    settings["colour"] = json!("red");
+    project.write_settings(settings);
+}
+
+const UNKNOWN_SETTING_WARNING: &str = "`colour`: unknown setting; it is ignored";
+
 /// True when `text` shows an event or a request as JSON.
 fn shows_json(text: &str) -> bool {
     text.contains("{\"") || text.contains("\"type\"")
@@ -924,6 +935,7 @@ async fn print_mode_shows_progress_on_stderr_and_only_the_answer_on_stdout() {
     let project = Project::new();
     project.use_mock(&mock);
     std::fs::write(project.path().join("notes.txt"), "hi\n").expect("write notes");
+    add_unknown_setting(&project);
     let output = project.run(&["-p", "read my notes"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "The notes say hi.\n");
@@ -947,6 +959,10 @@ async fn print_mode_shows_progress_on_stderr_and_only_the_answer_on_stdout() {
         "{progress}"
     );
     assert!(!project.path().join("out.txt").exists());
+    assert!(
+        lines[0].starts_with("! settings: ") && lines[0].contains(UNKNOWN_SETTING_WARNING),
+        "{progress}"
+    );
     // Not a terminal: no spinner, no escape sequences, no JSON.
     assert!(
         !progress.contains('\x1b') && !progress.contains('\r'),
@@ -994,7 +1010,8 @@ async fn the_prompt_comes_from_an_argument_or_from_stdin() {
     assert_eq!(empty.status.code(), Some(2), "{}", stderr(&empty));
     assert!(stderr(&empty).contains("empty"), "{}", stderr(&empty));
 
-    // A positional prompt without -p starts the REPL with it.
+    // A positional prompt without -p starts the REPL with it (after any settings warning).
+    add_unknown_setting(&project);
     let output = project.run_with_input(&["FIRST-PROMPT"], b"next one\n/exit\n");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
@@ -1003,6 +1020,9 @@ async fn the_prompt_comes_from_an_argument_or_from_stdin() {
         stdout(&output)
     );
     assert!(sent_text(&mock, 1).contains("FIRST-PROMPT"));
+    let shown = stderr(&output);
+    assert!(shown.contains(UNKNOWN_SETTING_WARNING), "{shown}");
+    assert!(shown.contains("\n> FIRST-PROMPT\n"), "{shown}");
     assert!(sent_text(&mock, 2).contains("next one"));
 }
 
