@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import {
+  evaluatePermission,
   InteractiveSession,
   OpenAIProvider,
   RobotaError,
@@ -275,6 +276,32 @@ describe('construction errors name the option in its own spelling', () => {
       /`inputSchema` must describe an object/,
     );
     bad(() => new ScriptedProvider('nope' as never), 'invalid_argument', /`turns`/);
+  });
+
+  test('arguments of the wrong type name the argument, never a Rust type', async () => {
+    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted(), eventBuffer: -5 }), 'invalid_argument', /`eventBuffer` must be a whole number of at least 1, not a number \(-5\)/);
+    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted(), tools: 'x' as never }), 'invalid_argument', /`tools` must be a list/);
+    bad(
+      () => new InteractiveSession({ ...hermetic(), provider: scripted(), commandModules: [{ name: 'm' } as never] }),
+      'invalid_argument',
+      /command module `m`: `commands` must be a list/,
+    );
+    bad(() => evaluatePermission(42 as never, {}, { cwd: '/' }), 'invalid_argument', /`tool` must be a string, not a number \(42\)/);
+    const session = new InteractiveSession({ ...hermetic(), provider: new ScriptedProvider([{ text: 'a' }]) });
+    bad(() => session.setName(5 as never), 'invalid_argument', /setName\(name\): `name` must be a string/);
+    const rejects = async (p: Promise<unknown>, pattern: RegExp): Promise<void> => {
+      await assert.rejects(p, (e: unknown) => {
+        assert.ok(e instanceof RobotaError && e.code === 'invalid_argument', String(e));
+        assert.match(e.message, pattern);
+        assert.doesNotMatch(e.message, /rust type|String`/);
+        return true;
+      });
+    };
+    await rejects(session.executeCommand(5 as never), /executeCommand\(name, args\): `name` must be a string/);
+    await rejects(session.compact(5 as never), /compact\(instructions\): `instructions` must be a string/);
+    // A value the addon itself cannot convert.
+    await rejects(session.submit('x', { displayInput: 5 as never }), /wrong type: expected a string, got number 5/);
+    await session.shutdown();
   });
 
   test('an empty prompt', async () => {

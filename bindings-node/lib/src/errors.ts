@@ -89,6 +89,45 @@ export function inCallerNames(message: string): string {
   });
 }
 
+/** `a number (5)`, `null`, `an object`: what a caller passed, for a message. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'string':
+      return `a string (${JSON.stringify(value)})`;
+    case 'number':
+    case 'bigint':
+    case 'boolean':
+      return `a ${typeof value} (${String(value)})`;
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'a function';
+    default:
+      return `an ${typeof value}`;
+  }
+}
+
+/** Throws an `invalid_argument` {@link RobotaError} unless `value` is a string; `what` names it
+ * (`` setName(name): `name` ``). */
+export function expectString(value: unknown, what: string): asserts value is string {
+  if (typeof value !== 'string') {
+    throw new RobotaError('invalid_argument', `${what} must be a string, not ${describeValue(value)}`);
+  }
+}
+
+/** The addon's own message for an argument of the wrong type (`Failed to convert JavaScript value
+ * \`Number 5 \` into rust type \`String\``), in the caller's words. */
+function wrongArgumentType(message: string): string | undefined {
+  const match = /^Failed to convert JavaScript value `(\w+) ?(.*?) ?` into rust type `(.+?)`/.exec(message);
+  if (match === null) return undefined;
+  const [, jsType = '', shown = '', rustType = ''] = match;
+  const expected = rustType === 'String' ? 'a string' : rustType === 'bool' ? 'true or false' : /^[iuf]\d+$|^[iu]size$/.test(rustType) ? 'a number' : 'another type';
+  const got = shown.length > 0 ? `${jsType.toLowerCase()} ${shown}` : jsType.toLowerCase();
+  return `an argument has the wrong type: expected ${expected}, got ${got}`;
+}
+
 /** Converts an error thrown by the native addon (`[kind] message`) into a {@link RobotaError}. */
 export function toRobotaError(error: unknown): RobotaError {
   if (error instanceof RobotaError) {
@@ -98,6 +137,10 @@ export function toRobotaError(error: unknown): RobotaError {
   const match = /^\[([a-z_]+)\] ([\s\S]*)$/.exec(message);
   if (match !== null && match[1] !== undefined && CODES.has(match[1])) {
     return new RobotaError(match[1] as RobotaErrorCode, inCallerNames(match[2] ?? ''), { cause: error });
+  }
+  const wrongType = wrongArgumentType(message);
+  if (wrongType !== undefined) {
+    return new RobotaError('invalid_argument', wrongType, { cause: error });
   }
   // A JavaScript error from the package's own checks (`TypeError` and the like).
   const code: RobotaErrorCode = error instanceof TypeError || error instanceof RangeError ? 'invalid_argument' : 'session';

@@ -7,7 +7,7 @@
  * a denial (permission handler), a failed hook, or a failed command — never a crash.
  */
 
-import { RobotaError, messageOf } from './errors.js';
+import { RobotaError, describeValue, messageOf } from './errors.js';
 import type { CommandResult, PermissionMode } from './types.js';
 import { CustomProvider, type ProviderLike, type ProviderRequest, type ScriptedTurn } from './providers.js';
 
@@ -598,9 +598,14 @@ export function createDispatcher(
  * checks the rest (tool names and schemas, hook events and policies) when the session is made. */
 export function declareExtensions(extensions: HostExtensions): Record<string, unknown> {
   const invalid = (message: string): RobotaError => new RobotaError('invalid_argument', message);
+  const list = <T>(value: T[] | undefined, what: string, shape: string): T[] => {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) throw invalid(`\`${what}\` must be a list of ${shape}, not ${describeValue(value)}`);
+    return value;
+  };
   const declared: Record<string, unknown> = {
     provider: extensions.provider.toConfig(),
-    tools: (extensions.tools ?? []).map((t) => {
+    tools: list(extensions.tools, 'tools', 'tools (see tool())').map((t) => {
       if (t === null || typeof t !== 'object') throw invalid(`tools: ${String(t)} is not a tool (see tool())`);
       if (typeof t.execute !== 'function') throw invalid(`tool \`${String(t.name)}\`: \`execute\` must be a function`);
       const declaredTool: Record<string, unknown> = {
@@ -629,9 +634,17 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
       if (h.onFailure !== undefined) hook.on_failure = h.onFailure;
       return hook;
     }),
-    command_modules: (extensions.commandModules ?? []).map((m) => ({
-      name: m.name,
-      commands: m.commands.map((c) => {
+    command_modules: list(extensions.commandModules, 'commandModules', '{name, commands}').map((m) => {
+      if (m === null || typeof m !== 'object' || typeof m.name !== 'string') {
+        throw invalid(`commandModules: ${describeValue(m)} is not a command module {name, commands}`);
+      }
+      if (!Array.isArray(m.commands)) {
+        throw invalid(`command module \`${m.name}\`: \`commands\` must be a list of {name, description, execute}`);
+      }
+      const commands = m.commands.map((c) => {
+        if (c === null || typeof c !== 'object') {
+          throw invalid(`command module \`${m.name}\`: ${describeValue(c)} is not a command {name, description, execute}`);
+        }
         if (typeof c.execute !== 'function') {
           throw invalid(`command \`${c.name}\`: \`execute\` must be a function`);
         }
@@ -645,8 +658,9 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
         if (c.blocking === true) command.lifecycle = 'blocking';
         if (c.argumentHint !== undefined) command.argument_hint = c.argumentHint;
         return command;
-      }),
-    })),
+      });
+      return { name: m.name, commands };
+    }),
   };
   return declared;
 }

@@ -10,7 +10,7 @@
 
 import { EventEmitter } from 'node:events';
 
-import { RobotaError, native, nativeAsync, toRobotaError } from './errors.js';
+import { RobotaError, describeValue, expectString, native, nativeAsync, toRobotaError } from './errors.js';
 import { createDispatcher, declareExtensions } from './extensions.js';
 import { nativeAddon } from './native.js';
 import { sessionConfig, type SessionOptions } from './options.js';
@@ -89,7 +89,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
       session: native(() => sessionConfig(options)),
       builtin_commands: options.builtinCommands !== false,
     };
-    if (options.eventBuffer !== undefined) document.event_buffer = options.eventBuffer;
+    if (options.eventBuffer !== undefined) {
+      const buffer: unknown = options.eventBuffer;
+      if (typeof buffer !== 'number' || !Number.isInteger(buffer) || buffer < 1) {
+        throw new RobotaError('invalid_argument', `\`eventBuffer\` must be a whole number of at least 1, not ${describeValue(buffer)}`);
+      }
+      document.event_buffer = buffer;
+    }
     this.#hasPermissionHandler = typeof options.permissionHandler === 'function';
     const dispatch = createDispatcher(options, {
       permissionRequestEmitted: (requestId) => this.#permissionRequestEmitted(requestId),
@@ -251,6 +257,8 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * reject with a `command` {@link RobotaError}; `busy` while a prompt runs for blocking ones;
    * `shut_down` after {@link shutdown}. */
   async executeCommand(name: string, args = ''): Promise<CommandResult> {
+    expectString(name, 'executeCommand(name, args): `name`');
+    expectString(args, 'executeCommand(name, args): `args`');
     const json = await nativeAsync(() => this.#native.executeCommand(name, args));
     return JSON.parse(json) as CommandResult;
   }
@@ -380,6 +388,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** Names the session (`null` clears it). */
   setName(name: string | null): void {
+    if (name !== null) expectString(name, 'setName(name): `name`');
     native(() => this.#native.setName(name));
   }
 
@@ -395,6 +404,7 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** Compacts the conversation now (refused with `busy` while a prompt runs). */
   async compact(instructions?: string): Promise<unknown> {
+    if (instructions !== undefined) expectString(instructions, 'compact(instructions): `instructions`');
     return JSON.parse(await nativeAsync(() => this.#native.compact(instructions))) as unknown;
   }
 }
