@@ -307,6 +307,11 @@ def test_obviously_invalid_values_fail_at_construction_naming_the_field(opts: Di
     replacing = tool(name="Read", replaces_builtin=True)(lambda file_path: "")
     InteractiveSession(provider=ScriptedProvider([]), tools=[replacing], **shadowing)
 
+    with pytest.raises(robota.InvalidArgumentError, match=r"`turns\[1\]` must be a dict or a string, not int"):
+        ScriptedProvider(["hi", 42])  # type: ignore[list-item]
+    with pytest.raises(robota.InvalidArgumentError, match="`turns` must be a list of turns, not str"):
+        ScriptedProvider("hi")
+
 
 async def test_an_empty_prompt_is_refused(opts: Dict[str, Any]) -> None:
     async with InteractiveSession(provider=ScriptedProvider(["hi"]), **opts) as session:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._native import NativeStream
+from .errors import InvalidArgumentError
 
 __all__ = [
     "BuiltinProvider",
@@ -120,9 +121,18 @@ class ScriptedProvider(BuiltinProvider):
     def __init__(
         self, turns: Sequence[Union[str, Mapping[str, Any]]], *, context_window: Optional[int] = None
     ) -> None:
-        self.turns: List[Dict[str, Any]] = [
-            {"text": t} if isinstance(t, str) else dict(t) for t in turns
-        ]
+        if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence):
+            raise InvalidArgumentError(f"ScriptedProvider: `turns` must be a list of turns, not {type(turns).__name__}")
+        self.turns: List[Dict[str, Any]] = []
+        for index, turn in enumerate(turns):
+            if isinstance(turn, str):
+                self.turns.append({"text": turn})
+            elif isinstance(turn, Mapping):
+                self.turns.append(dict(turn))
+            else:
+                raise InvalidArgumentError(
+                    f"ScriptedProvider: `turns[{index}]` must be a dict or a string, not {type(turn).__name__}"
+                )
         self.context_window = context_window
 
     def to_config(self) -> Dict[str, Any]:
