@@ -168,6 +168,44 @@ describe('hooks fail closed', () => {
     assert.equal(outcome.ran, true);
   });
 
+  test('a throwing PermissionRequest hook denies the call before the permission handler is asked', async () => {
+    let ran = false;
+    const asked: string[] = [];
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: new ScriptedProvider([call('write_it', { what: 'x' }), { text: 'after' }]),
+      tools: [
+        tool({
+          name: 'write_it',
+          description: 'Writes.',
+          inputSchema: { type: 'object' },
+          execute: () => {
+            ran = true;
+            return 'written';
+          },
+        }),
+      ],
+      hooks: {
+        PermissionRequest: function approver(): never {
+          throw new ReferenceError('approvers is not defined');
+        },
+      },
+      permissionHandler: (request) => {
+        asked.push(request.tool_name);
+        return true;
+      },
+    });
+    const { warnings } = await warningsDuring(() => within(10_000, session.submit('go'), 'submit'));
+    const content = toolResults(session)[0]?.content ?? '';
+    await session.shutdown();
+    assert.equal(ran, false);
+    assert.deepEqual(asked, []);
+    assert.match(content, /approver/);
+    assert.match(content, /ReferenceError: approvers is not defined/);
+    assert.ok(warnings.some((w) => /approver/.test(w.message)), warnings.map((w) => w.message).join('\n'));
+  });
+
   test("onFailure: 'block' is refused where nothing can be blocked, naming the hook", () => {
     assert.throws(
       () =>
