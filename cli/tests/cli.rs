@@ -995,7 +995,10 @@ async fn a_permission_answer_is_followed_by_the_calls_end_not_json() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_prompt_comes_from_an_argument_or_from_stdin() {
-    let mock = mock(json!([{"text": "one"}, {"text": "two"}, {"text": "three"}])).await;
+    let mock = mock(json!([
+        {"text": "one"}, {"text": "piped"}, {"text": "two"}, {"text": "three"}
+    ]))
+    .await;
     let project = Project::new();
     project.use_mock(&mock);
 
@@ -1004,6 +1007,12 @@ async fn the_prompt_comes_from_an_argument_or_from_stdin() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "one\n");
     assert!(sent_text(&mock, 0).contains("TODO-FROM-STDIN"));
+
+    // So does `-p` without a prompt when stdin is not a terminal (`cat task.md | robota -p`).
+    let output = project.run_with_input(&["-p"], b"PIPED-TASK");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "piped\n");
+    assert!(sent_text(&mock, 1).contains("PIPED-TASK"));
 
     // An empty stdin is a usage error, not an empty prompt.
     let empty = project.run(&["-p", "-"]);
@@ -1019,11 +1028,11 @@ async fn the_prompt_comes_from_an_argument_or_from_stdin() {
         "{}",
         stdout(&output)
     );
-    assert!(sent_text(&mock, 1).contains("FIRST-PROMPT"));
+    assert!(sent_text(&mock, 2).contains("FIRST-PROMPT"));
     let shown = stderr(&output);
     assert!(shown.contains(UNKNOWN_SETTING_WARNING), "{shown}");
     assert!(shown.contains("\n> FIRST-PROMPT\n"), "{shown}");
-    assert!(sent_text(&mock, 2).contains("next one"));
+    assert!(sent_text(&mock, 3).contains("next one"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
