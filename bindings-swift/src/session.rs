@@ -307,7 +307,7 @@ impl NativeSession {
 
     /// The commands users can run, as a JSON array.
     pub fn list_commands(&self) -> Result<String, RobotaError> {
-        to_json(&self.session.list_commands())
+        to_json(&self.session.list_commands()?)
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a
@@ -374,10 +374,9 @@ impl NativeSession {
         Ok(self.session.get_name())
     }
 
-    /// Names the session (`None` clears the name).
+    /// Names the session (`None` clears the name); refused once shut down.
     pub fn set_name(&self, name: Option<String>) -> Result<(), RobotaError> {
-        self.session.set_name(name);
-        Ok(())
+        Ok(self.session.set_name(name)?)
     }
 
     /// The session id.

@@ -342,10 +342,13 @@ public final class InteractiveSession: Sendable {
         try decodeJSON([ToolState].self, callNative { try native.getActiveTools() })
     }
 
-    /// The session's name (`nil` clears it).
-    public var name: String? {
-        get { (try? native.getName()) ?? nil }
-        set { try? native.setName(name: newValue) }
+    /// The session's name.
+    public var name: String? { (try? native.getName()) ?? nil }
+
+    /// Names the session (`nil` clears the name). Throws `RobotaError.shutDown` once the
+    /// session is shut down (the name would not be saved).
+    public func setName(_ name: String?) throws {
+        try callNative { try native.setName(name: name) }
     }
 
     /// The session id.

@@ -1397,7 +1397,7 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listCommands() throws  -> String
     
     /**
-     * Names the session (`None` clears the name).
+     * Names the session (`None` clears the name); refused once shut down.
      */
     func setName(name: String?) throws 
     
@@ -1673,7 +1673,7 @@ open func listCommands()throws  -> String  {
 }
     
     /**
-     * Names the session (`None` clears the name).
+     * Names the session (`None` clears the name); refused once shut down.
      */
 open func setName(name: String?)throws   {try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
@@ -3519,7 +3519,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_robota_swift_checksum_method_nativesession_set_name() != 42235) {
+    if (uniffi_robota_swift_checksum_method_nativesession_set_name() != 65084) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_shutdown() != 57790) {

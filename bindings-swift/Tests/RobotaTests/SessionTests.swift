@@ -256,11 +256,16 @@ final class SessionTests: XCTestCase {
         }
         let session = try InteractiveSession(options: SessionOptions(
             provider: .scripted(turns: [.text("hi")]), cwd: try temporaryDirectory()))
+        try session.setName("before")
+        XCTAssertEqual(session.name, "before")
         try await session.shutdown()
         do {
             _ = try await session.submit("after shutdown")
             XCTFail("a shut-down session must refuse prompts")
         } catch RobotaError.shutDown {}
+        XCTAssertThrowsError(try session.setName("after")) { error in
+            XCTAssertEqual((error as? RobotaError)?.code, "shut_down", "\(error)")
+        }
     }
 
     func testResumeContinuesASavedSession() async throws {
