@@ -1,7 +1,7 @@
 //! [`ReplayProvider`]: plays back the model side of a recorded run, offline.
 //!
 //! The input is a JSON Lines log of execution events, as written by
-//! [`JsonlRecorder`](crate::engine::JsonlRecorder): one event object per line, tagged by `type`.
+//! the engine's `JsonlRecorder`: one event object per line, tagged by `type`.
 //! Each `provider_response` line becomes one model call, in order (its text streamed with the
 //! recorded deltas when the log has them); a `provider_error` line replays that failure. Other
 //! event types are skipped, so a full session log works too. A last line without its newline

@@ -253,7 +253,7 @@ fn canonicalize_allowing_missing(path: &Path) -> Result<PathBuf, String> {
 ///   removed otherwise.
 ///
 /// A session saved in a store uses `.robota/sessions/<id>/` (see
-/// [`SessionStore::session_dir`](crate::session::store::SessionStore::session_dir)): the files
+/// the session layer's `SessionStore::session_dir`): the files
 /// stay readable after a resume and are deleted with the session. Without a configured directory
 /// a private one under the system temp dir is used, removed when the tools are dropped.
 #[derive(Debug)]
