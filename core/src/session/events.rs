@@ -16,10 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::context::ContextState;
+use super::loaded_context::{ContextWarning, LoadedContextFile};
 use super::permission_handler::{PermissionResolution, ResolvedBy, SettingsTarget};
 use super::recovery::RecoveryReport;
 use crate::engine::EngineEvent;
-use crate::framework::context::{ContextWarning, LoadedContextFile};
 use crate::hooks::{CompactTrigger, HandlerSummary, HookEvent, HookFailure, HookOutcome};
 use crate::permissions::{DecisionBasis, PermissionMode};
 

@@ -70,6 +70,7 @@ use super::assemble::{assemble, Assembly};
 use super::compaction::{
     check_summary, compacted_history, summary_prompt, CompactionSummary, MAX_COMPACTION_ATTEMPTS,
 };
+use super::compaction_policy::CompactionPolicy;
 use super::context::{estimated_tokens, exact_tokens, ContextState};
 use super::enforcer::{EnforcerOptions, PermissionEnforcer};
 use super::error::SessionError;
@@ -86,7 +87,6 @@ use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, RunOptions, RunOutcome,
     RunStopReason,
 };
-use crate::framework::config::CompactionPolicy;
 use crate::framework::context::{
     build_system_prompt, load_project_context, ContextOptions, ContextWarning, ProjectContext,
     ProjectInfo, PromptMetadata,

@@ -34,12 +34,17 @@ use crate::hooks::{HookEvent, HookInput, SubagentStopInput, MAX_CONSECUTIVE_STOP
 use crate::message::{Conversation, Message, MODEL_CONTEXT_METADATA};
 use crate::tools::ToolRegistry;
 
+/// Prefix of every tool that runs one of the session's commands (the framework projects its
+/// commands as tools under this prefix); such tools act on the parent session, so subagents never
+/// get them.
+pub const COMMAND_TOOL_PREFIX: &str = "robota_command_";
+
 /// Whether a subagent never gets tool `name`: agent-spawning tools (`Agent`; subagents cannot
 /// spawn subagents) and every projected `robota_command_*` tool, since commands act on the
 /// parent session (a subagent must not compact or clear its parent's conversation, nor start
 /// another subagent through `robota_command_agent`).
 pub fn is_withheld_from_subagents(name: &str) -> bool {
-    name == "Agent" || name.starts_with(crate::framework::commands::COMMAND_TOOL_PREFIX)
+    name == "Agent" || name.starts_with(COMMAND_TOOL_PREFIX)
 }
 
 /// What one subagent run is made of.

@@ -12,8 +12,7 @@ use super::host::{CommandHostContext, SystemCommand};
 use super::registry::{CommandRegistry, CommandRegistryError};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
-/// Prefix of every projected command tool.
-pub const COMMAND_TOOL_PREFIX: &str = "robota_command_";
+pub use crate::session::COMMAND_TOOL_PREFIX;
 
 /// Providers accept tool names of at most this many characters.
 const MAX_TOOL_NAME_LEN: usize = 64;

@@ -58,6 +58,7 @@ mod resolve;
 mod sandbox;
 mod validate;
 
+pub use crate::session::compaction_policy::{CompactionPolicy, DEFAULT_COMPACTION_THRESHOLD};
 pub use error::{SettingsError, SettingsWarning, SettingsWarningKind};
 
 use std::collections::BTreeMap;
@@ -67,9 +68,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The default automatic-compaction threshold: a fraction of the model's context window.
-pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.835;
 
 /// Provider `type` values that robota knows how to construct. Any other type is accepted with a
 /// [`SettingsWarningKind::UnknownProviderType`] warning, because a host may register its own.
@@ -386,24 +384,6 @@ impl PermissionSettings {
     /// The rules of one list, in layer order.
     pub fn rules_in(&self, list: RuleList) -> impl Iterator<Item = &SourcedRule> {
         self.rules.iter().filter(move |rule| rule.list == list)
-    }
-}
-
-/// Automatic compaction policy (`autoCompactThreshold`: a fraction in (0, 1], or `false`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct CompactionPolicy {
-    /// Whether the session compacts automatically.
-    pub enabled: bool,
-    /// Fraction of the context window at which it does.
-    pub threshold: f64,
-}
-
-impl Default for CompactionPolicy {
-    fn default() -> Self {
-        CompactionPolicy {
-            enabled: true,
-            threshold: DEFAULT_COMPACTION_THRESHOLD,
-        }
     }
 }
 

@@ -45,6 +45,7 @@ mod prompt;
 mod tasks;
 mod text;
 
+pub use crate::session::loaded_context::{ContextFileKind, ContextWarning, LoadedContextFile};
 pub use compact::extract_compact_instructions;
 pub use detect::{detect_project, ProjectInfo, ProjectStack};
 pub use file_refs::{
@@ -61,46 +62,12 @@ pub use tasks::{
 use std::io;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Bytes shared by all instruction files (AGENTS.md, CLAUDE.md, local and user variants): 64 KiB.
 /// Enough for several substantial files; small next to a 200K-token context window, so project
 /// instructions never crowd out the conversation. Truncation markers are not counted.
 pub const DEFAULT_INSTRUCTIONS_BUDGET_BYTES: usize = 64 * 1024;
-
-/// What a context file is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContextFileKind {
-    /// `AGENTS.md` in a project directory.
-    AgentsMd,
-    /// `AGENTS.local.md` in a project directory.
-    AgentsLocalMd,
-    /// `CLAUDE.md` or `.claude/CLAUDE.md` in a project directory.
-    ClaudeMd,
-    /// `CLAUDE.local.md` in a project directory.
-    ClaudeLocalMd,
-    /// `~/.robota/AGENTS.md`.
-    UserAgentsMd,
-    /// `~/.claude/CLAUDE.md`.
-    UserClaudeMd,
-    /// `.robota/memory/MEMORY.md`.
-    Memory,
-    /// A task file under `.agents/tasks/`.
-    Task,
-}
-
-impl ContextFileKind {
-    /// True for the files rendered under "Agent Instructions".
-    pub fn is_agents(self) -> bool {
-        matches!(
-            self,
-            ContextFileKind::AgentsMd
-                | ContextFileKind::AgentsLocalMd
-                | ContextFileKind::UserAgentsMd
-        )
-    }
-}
 
 /// One instruction file as it goes into the prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -117,30 +84,6 @@ pub struct InstructionFile {
     pub total_bytes: usize,
     /// True when the budget cut the file (possibly to nothing).
     pub truncated: bool,
-}
-
-/// One file read while loading the context, for the session's "context loaded" event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadedContextFile {
-    /// The file.
-    pub path: PathBuf,
-    /// What it is.
-    pub kind: ContextFileKind,
-    /// Its size in bytes.
-    pub bytes: usize,
-    /// Bytes that went into the prompt.
-    pub included_bytes: usize,
-    /// True when it was cut.
-    pub truncated: bool,
-}
-
-/// A file that exists but could not be read. Loading goes on without it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextWarning {
-    /// The file.
-    pub path: PathBuf,
-    /// What went wrong.
-    pub message: String,
 }
 
 /// Why the context could not be loaded at all.
