@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use robota::framework::assembly::provider::{open_replay, provider_from_settings, BuiltProvider};
 use robota::framework::config::{load_settings, SettingsOptions};
 use robota::framework::interactive::{
     InteractiveError, InteractiveSession, InteractiveSessionOptions,
 };
 use robota::permissions::PermissionMode;
-use robota::provider::from_settings::{open_replay, provider_from_settings, BuiltProvider};
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
 use robota::session::{

@@ -11,6 +11,7 @@
 //! live in one process and tests can use a fake home.
 
 pub mod agents;
+pub mod assembly;
 pub mod commands;
 pub mod config;
 pub mod context;

@@ -5,7 +5,6 @@
 //! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
 
 pub mod anthropic;
-pub mod from_settings;
 mod http;
 pub mod openai;
 pub mod replay;

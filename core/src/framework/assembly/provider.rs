@@ -17,12 +17,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::anthropic::{AnthropicConfig, AnthropicProvider, DEFAULT_BASE_URL as ANTHROPIC_URL};
-use super::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
-use super::replay::ReplayProvider;
-use super::scripted::{ScriptedProvider, ScriptedTurn};
-use super::{HttpOptions, Provider};
 use crate::framework::config::{ProviderProfile, Settings};
+use crate::provider::anthropic::{
+    AnthropicConfig, AnthropicProvider, DEFAULT_BASE_URL as ANTHROPIC_URL,
+};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
+use crate::provider::replay::ReplayProvider;
+use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
+use crate::provider::{HttpOptions, Provider};
 
 /// The model used with `ANTHROPIC_API_KEY` when neither settings nor the host name one.
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
