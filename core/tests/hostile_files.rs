@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use robota::files::FileError;
 use robota::framework::agents::{load_agent_definitions, AgentDefinitionError};
+use robota::framework::assembly::provider::{open_replay, provider_from_settings};
 use robota::framework::config::{load_settings, SettingsError, SettingsOptions};
 use robota::framework::context::{load_project_context, ContextOptions};
-use robota::provider::from_settings::{open_replay, provider_from_settings};
 use robota::session::store::SessionStore;
 use robota::session::{Session, SessionError, SessionOptions};
 use serde_json::json;

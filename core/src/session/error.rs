@@ -6,11 +6,11 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::lock::{held_message, LockHolder};
-use crate::framework::config::SettingsError;
 use crate::hooks::{HookConfigError, HookEvent, Severity};
 
 /// A permission rule in a settings file that does not parse.
@@ -40,6 +40,57 @@ impl fmt::Display for RuleError {
     }
 }
 
+/// A settings file that could not be read or has an invalid value, as the framework's settings
+/// loader reported it: its message, the file and JSON path when known, and the loader's own error
+/// (`robota::framework::config::SettingsError`, reachable with [`SettingsProblem::error`] and
+/// a downcast).
+#[derive(Debug, Clone)]
+pub struct SettingsProblem {
+    /// The settings file, when known.
+    pub file: Option<PathBuf>,
+    /// The JSON path of the offending value, when known.
+    pub json_path: Option<String>,
+    error: Arc<dyn std::error::Error + Send + Sync>,
+}
+
+impl SettingsProblem {
+    /// A problem with no file or JSON path, from its message.
+    pub fn new(message: impl Into<String>) -> Self {
+        SettingsProblem::from_error(message.into(), None, None)
+    }
+
+    /// A problem reported by `error`, about `file` at `json_path`.
+    pub fn from_error(
+        error: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+        file: Option<PathBuf>,
+        json_path: Option<String>,
+    ) -> Self {
+        SettingsProblem {
+            file,
+            json_path,
+            error: Arc::from(error.into()),
+        }
+    }
+
+    /// The error as the settings loader reported it (downcast to
+    /// `robota::framework::config::SettingsError` for its details).
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.error
+    }
+}
+
+impl fmt::Display for SettingsProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for SettingsProblem {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
 /// What went wrong.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -47,7 +98,7 @@ pub enum SessionError {
     /// A settings file could not be read, is not valid JSON, or has an invalid value (unknown
     /// permission mode, wrong type, missing environment variable, …).
     #[error(transparent)]
-    Settings(#[from] SettingsError),
+    Settings(SettingsProblem),
     /// Permission rules that do not parse (every one is listed).
     #[error("invalid permission rules:\n{}", errors.iter().map(|e| format!("  {e}")).collect::<Vec<_>>().join("\n"))]
     InvalidPermissionRules {
@@ -173,20 +224,7 @@ impl SessionError {
     /// The settings file the error is about, when there is one (the first, when several).
     pub fn file(&self) -> Option<&Path> {
         match self {
-            SessionError::Settings(error) => match error {
-                SettingsError::Read { path, .. } | SettingsError::Parse { path, .. } => Some(path),
-                SettingsError::File(error) => Some(error.path()),
-                SettingsError::InvalidValue { source_label, .. }
-                | SettingsError::MissingField { source_label, .. }
-                | SettingsError::MissingEnvVar { source_label, .. }
-                | SettingsError::UnknownProfile { source_label, .. }
-                | SettingsError::InvalidPermissionMode { source_label, .. } => {
-                    source_label.path.as_deref()
-                }
-                // Variants added to the settings errors later carry no file until listed here.
-                #[allow(unreachable_patterns)]
-                _ => None,
-            },
+            SessionError::Settings(problem) => problem.file.as_deref(),
             SessionError::InvalidPermissionRules { errors } => {
                 errors.first().and_then(|e| e.file.as_deref())
             }
@@ -198,14 +236,7 @@ impl SessionError {
     /// The JSON path of the offending value, when known (the first, when several).
     pub fn json_path(&self) -> Option<&str> {
         match self {
-            SessionError::Settings(error) => match error {
-                SettingsError::InvalidValue { json_path, .. }
-                | SettingsError::MissingField { json_path, .. }
-                | SettingsError::MissingEnvVar { json_path, .. }
-                | SettingsError::InvalidPermissionMode { json_path, .. } => Some(json_path),
-                SettingsError::UnknownProfile { .. } => Some("currentProvider"),
-                _ => None,
-            },
+            SessionError::Settings(problem) => problem.json_path.as_deref(),
             SessionError::InvalidPermissionRules { errors } => {
                 errors.first().map(|e| e.json_path.as_str())
             }

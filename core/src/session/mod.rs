@@ -29,8 +29,6 @@ pub mod store;
 pub mod usage;
 
 mod agent_hook;
-mod assemble;
-pub(crate) use assemble::settings_home;
 pub mod compaction;
 pub mod compaction_policy;
 pub mod context;
@@ -39,6 +37,7 @@ pub mod error;
 pub mod events;
 pub mod fs_resolver;
 pub mod hook_condition;
+pub(crate) mod inputs;
 pub mod loaded_context;
 pub mod options;
 pub mod permission_handler;
@@ -49,17 +48,21 @@ mod subagent;
 
 pub use context::ContextState;
 pub use enforcer::{EnforcerOptions, PermissionEnforcer};
-pub use error::{RuleError, SessionError};
+pub use error::{RuleError, SessionError, SettingsProblem};
 pub use events::{SessionEvent, SessionEventCallback, SessionWarning};
 pub use fs_resolver::FsPathResolver;
 pub use hook_condition::PermissionRuleCondition;
 pub use lock::LockHolder;
-pub use options::{HookCallbackRegistration, SessionOptions, SessionPersistence, SessionSettings};
+pub use options::{
+    HookCallbackRegistration, PreloadedSettings, SessionOptions, SessionPersistence,
+    SessionSettings,
+};
 pub use permission_handler::{
     AllowScope, FnPermissionHandler, PermissionHandler, PermissionRequest, PermissionResolution,
     PermissionResponse, ResolvedBy, SettingsDestination, SettingsTarget,
 };
 pub use recovery::{RecoveryReport, UnfinishedTurn};
+pub(crate) use run::absolute_cwd;
 pub use run::{Session, STOP_HOOK_MESSAGE_METADATA};
 pub use settings_writer::{add_permission_rules, SettingsWriteError};
 pub use subagent::{is_withheld_from_subagents, SubagentOutcome, SubagentRun, COMMAND_TOOL_PREFIX};

@@ -1,7 +1,9 @@
 //! How a [`Session`](super::Session) is assembled: [`SessionOptions`] and where its settings come
 //! from ([`SessionSettings`]).
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +15,6 @@ use super::permission_handler::PermissionHandler;
 use super::store::SessionStore;
 use super::usage::PriceTable;
 use crate::engine::{EngineConfig, ExecutionEventCallback};
-use crate::framework::config::LoadedSettings;
 use crate::hooks::{HookCallback, HookEvent, OnHookFailure};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
@@ -37,11 +38,11 @@ pub enum SessionSettings {
         /// Settings from code, above every file (a JSON object).
         overrides: Option<Value>,
     },
-    /// Settings the host already loaded (e.g. with
-    /// [`load_settings`](crate::framework::config::load_settings)). The home directory (for
-    /// `~/` rules and the user settings file "allow always" can write to) is taken from the path
-    /// of a loaded user layer; without one there is no user destination.
-    Loaded(Box<LoadedSettings>),
+    /// Settings the host already loaded (the framework's `LoadedSettings`, e.g. from
+    /// `robota::framework::config::load_settings`; `Box::new(loaded)` converts). The home
+    /// directory (for `~/` rules and the user settings file "allow always" can write to) is taken
+    /// from the path of a loaded user layer; without one there is no user destination.
+    Loaded(Box<dyn PreloadedSettings>),
     /// No settings at all: no rules, no hooks, default mode.
     None,
 }
@@ -55,6 +56,29 @@ impl SessionSettings {
             overrides: None,
         }
     }
+}
+
+/// Settings loaded before the session is created, carried unread to the framework's assembly,
+/// which interprets them. Sealed: the framework's `LoadedSettings` is the one implementation.
+pub trait PreloadedSettings: fmt::Debug + Send + Sync + sealed::Sealed + 'static {
+    /// A copy, so that session options can be cloned.
+    fn clone_boxed(&self) -> Box<dyn PreloadedSettings>;
+    /// The settings, for assembly to recover their type.
+    fn as_any(&self) -> &dyn Any;
+    /// The settings by value, for assembly to recover their type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl Clone for Box<dyn PreloadedSettings> {
+    fn clone(&self) -> Self {
+        self.clone_boxed()
+    }
+}
+
+/// Keeps [`PreloadedSettings`] implemented by the crate's own settings type only.
+pub(crate) mod sealed {
+    /// The seal.
+    pub trait Sealed {}
 }
 
 /// Where a session is saved.

@@ -3,16 +3,16 @@
 //!
 //! # Lifecycle
 //!
-//! - [`Session::new`] loads and checks the settings (a bad rule, mode, matcher or JSON is an
-//!   error naming the file, key and problem; warnings become `settings_warning` events), builds
+//! - [`Session::new`] (defined by the framework's assembly, which loads and checks the settings:
+//!   a bad rule, mode, matcher or JSON is an error naming the file, key and problem) hands this
+//!   layer the resolved settings; warnings become `settings_warning` events. The session builds
 //!   the tools (bare-name deny rules remove tools from what the model sees) and the
 //!   [`PermissionEnforcer`]. It does no async work and fires no hook.
 //! - The system prompt: [`SessionOptions::system_prompt`] when given; otherwise, unless
-//!   [`SessionOptions::load_project_context`] is off, built from the project folder
-//!   (AGENTS.md/CLAUDE.md from the git root down to cwd and the user files under the settings'
-//!   home, memory, tasks, then environment metadata) with
-//!   [`build_system_prompt`](crate::framework::context::build_system_prompt);
-//!   [`SessionOptions::append_system_prompt`] follows either. The files read are reported in a
+//!   [`SessionOptions::load_project_context`] is off, built by the framework from the project
+//!   folder (AGENTS.md/CLAUDE.md from the git root down to cwd and the user files under the
+//!   settings' home, memory, tasks, then environment metadata) once the session knows its model
+//!   and permission mode; [`SessionOptions::append_system_prompt`] follows either. The files read are reported in a
 //!   `context_loaded` event at SessionStart, and the project's "Compact Instructions" focus
 //!   compaction summaries unless [`SessionOptions::compact_instructions`] is set.
 //! - **SessionStart** (source `startup`) fires once, on the first [`Session::run`] or an earlier
@@ -66,7 +66,6 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_hook::ReadOnlyInvestigator;
-use super::assemble::{assemble, Assembly};
 use super::compaction::{
     check_summary, compacted_history, summary_prompt, CompactionSummary, MAX_COMPACTION_ATTEMPTS,
 };
@@ -76,6 +75,7 @@ use super::enforcer::{EnforcerOptions, PermissionEnforcer};
 use super::error::SessionError;
 use super::events::{EventSink, SessionEvent, SessionWarning};
 use super::hook_condition::PermissionRuleCondition;
+use super::inputs::{ProjectPromptBuilder, PromptFacts, ResolvedSettings};
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
@@ -86,10 +86,6 @@ use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, RunOptions, RunOutcome,
     RunStopReason,
-};
-use crate::framework::context::{
-    build_system_prompt, load_project_context, ContextOptions, ContextWarning, ProjectContext,
-    ProjectInfo, PromptMetadata,
 };
 use crate::hooks::{
     AsyncHookResult, CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner,
@@ -195,9 +191,14 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Creates a session: loads and checks its settings, builds its tools, permission enforcer
-    /// and hooks. Fires no hook (see [`Session::start`]).
-    pub fn new(options: SessionOptions) -> Result<Session, SessionError> {
+    /// Creates a session from resolved settings (and, when the project supplies the system
+    /// prompt, its builder): builds its tools, permission enforcer and hooks. Fires no hook (see
+    /// [`Session::start`]). [`Session::new`] resolves them.
+    pub(crate) fn from_resolved(
+        options: SessionOptions,
+        resolved: ResolvedSettings,
+        project_prompt: Option<ProjectPromptBuilder>,
+    ) -> Result<Session, SessionError> {
         let cwd = absolute_cwd(&options.cwd)?;
         let store = match &options.persistence {
             SessionPersistence::None => None,
@@ -244,11 +245,11 @@ impl Session {
             None => None,
         };
         let events = EventSink::new(options.on_event.clone());
-        let Assembly {
+        let ResolvedSettings {
             home,
             warnings,
             rules,
-            mode,
+            default_mode,
             bypass_disabled,
             hooks: hooks_config,
             env,
@@ -256,14 +257,16 @@ impl Session {
             sensitive_paths,
             settings_targets,
             compaction,
-            language,
-            task_context_enabled,
             sandbox: sandbox_settings,
-        } = assemble(
-            &cwd,
-            options.settings,
-            options.permission_mode.or(restored_mode),
-        )?;
+        } = resolved;
+        let mode = options
+            .permission_mode
+            .or(restored_mode)
+            .or(default_mode)
+            .unwrap_or_default();
+        if bypass_disabled && mode == PermissionMode::BypassPermissions {
+            return Err(SessionError::BypassPermissionsDisabled);
+        }
 
         let mut sandbox_settings = sandbox_settings;
         let home_dir = home.as_deref();
@@ -439,24 +442,19 @@ impl Session {
             .engine
             .context_window
             .unwrap_or_else(|| options.provider.capabilities().context_window);
-        let project = if options.system_prompt.is_none() && options.load_project_context {
-            Some(project_prompt(
-                &cwd,
-                home.clone(),
-                task_context_enabled,
-                PromptFacts {
-                    model: &model,
-                    language,
-                    permission_mode: enforcer.permission_mode(),
-                },
-            ))
-        } else {
-            None
-        };
+        let project = project_prompt.map(|build| {
+            build(&PromptFacts {
+                model: model.clone(),
+                permission_mode: enforcer.permission_mode(),
+            })
+        });
         let (assembled_prompt, context_loaded, project_compact_instructions) = match project {
             Some(project) => (
                 Some(project.system_prompt),
-                Some(project.event),
+                Some(SessionEvent::ContextLoaded {
+                    files: project.files,
+                    warnings: project.warnings,
+                }),
                 project.compact_instructions,
             ),
             None => (options.system_prompt, None, None),
@@ -1667,76 +1665,6 @@ fn stop_failure_type(error: &ProviderError) -> &'static str {
     }
 }
 
-/// What the system prompt's environment section says besides the cwd, platform and date.
-struct PromptFacts<'a> {
-    model: &'a str,
-    language: Option<String>,
-    permission_mode: PermissionMode,
-}
-
-/// The system prompt assembled from the project folder, with what the session reports about it.
-struct ProjectPrompt {
-    system_prompt: String,
-    event: SessionEvent,
-    compact_instructions: Option<String>,
-}
-
-/// Loads the project context for `cwd` and builds the system prompt from it. A context that
-/// cannot be loaded at all (an unusable cwd) does not stop the session: the prompt then has only
-/// the environment section, and the failure is a warning in the `context_loaded` event.
-fn project_prompt(
-    cwd: &Path,
-    home: Option<PathBuf>,
-    load_task_context: bool,
-    facts: PromptFacts<'_>,
-) -> ProjectPrompt {
-    let mut options = ContextOptions::new(cwd, home);
-    options.load_task_context = load_task_context;
-    let mut metadata = PromptMetadata::new(cwd);
-    metadata.model = Some(facts.model.to_string());
-    metadata.language = facts.language;
-    metadata.permission_mode = Some(facts.permission_mode.as_str().to_string());
-    match load_project_context(&options) {
-        Ok(context) => ProjectPrompt {
-            system_prompt: build_system_prompt(&context, &metadata),
-            compact_instructions: context.compact_instructions.clone(),
-            event: SessionEvent::ContextLoaded {
-                files: context.loaded_files,
-                warnings: context.warnings,
-            },
-        },
-        Err(error) => ProjectPrompt {
-            system_prompt: build_system_prompt(&empty_context(cwd), &metadata),
-            compact_instructions: None,
-            event: SessionEvent::ContextLoaded {
-                files: Vec::new(),
-                warnings: vec![ContextWarning {
-                    path: cwd.to_path_buf(),
-                    message: error.to_string(),
-                }],
-            },
-        },
-    }
-}
-
-/// A project context with nothing in it, for building the environment-only prompt.
-fn empty_context(cwd: &Path) -> ProjectContext {
-    ProjectContext {
-        cwd: cwd.to_path_buf(),
-        project_dir: cwd.to_path_buf(),
-        git_root: None,
-        git_branch: None,
-        instructions: Vec::new(),
-        memory: None,
-        tasks: Vec::new(),
-        task_context: None,
-        project: ProjectInfo::default(),
-        compact_instructions: None,
-        loaded_files: Vec::new(),
-        warnings: Vec::new(),
-    }
-}
-
 /// `prompt` followed by `append` (separated by a blank line); either alone when the other is
 /// missing or empty.
 fn append_prompt(prompt: Option<String>, append: Option<String>) -> Option<String> {
@@ -1748,7 +1676,8 @@ fn append_prompt(prompt: Option<String>, append: Option<String>) -> Option<Strin
     }
 }
 
-fn absolute_cwd(cwd: &Path) -> Result<PathBuf, SessionError> {
+/// `cwd` made absolute against the current directory.
+pub(crate) fn absolute_cwd(cwd: &Path) -> Result<PathBuf, SessionError> {
     let cwd = if cwd.is_absolute() {
         cwd.to_path_buf()
     } else {

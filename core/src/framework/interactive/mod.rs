@@ -278,7 +278,7 @@ impl InteractiveSession {
                     .map(|d| d.join(&session.cwd))
                     .unwrap_or_else(|_| session.cwd.clone())
             };
-            let home = crate::session::settings_home(&session.settings, &cwd);
+            let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
             let catalog = load_agent_definitions(&cwd, home.as_deref())?;
             let section = catalog.prompt_section();
             session.append_system_prompt = Some(match session.append_system_prompt.take() {

@@ -1,4 +1,4 @@
-//! Turning settings into what a session runs with: permission rules (every layer's rules keep
+//! Turning settings into what a session runs with ([`ResolvedSettings`]): permission rules (every layer's rules keep
 //! their file), the permission mode, the merged hooks, the `env` for tool and hook processes, the
 //! workspace directories and the paths that always need approval to write.
 //!
@@ -7,50 +7,39 @@
 //! (unknown keys, rules that may not do what their author expects) come back as
 //! [`SessionWarning`]s.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::error::{RuleError, SessionError};
-use super::events::SessionWarning;
-use super::options::SessionSettings;
-use super::permission_handler::{SettingsDestination, SettingsTarget};
 use crate::framework::config::{
-    load_settings, settings_paths, CompactionPolicy, LoadedSettings, SettingsOptions,
-    SettingsSource, SettingsSourceKind,
+    load_settings, settings_paths, CompactionPolicy, LoadedSettings, SettingsError,
+    SettingsOptions, SettingsSource, SettingsSourceKind,
 };
 use crate::hooks::{HandlerKind, HookConfigError, HooksConfig, Severity};
-use crate::permissions::{PermissionMode, RuleList, RuleSet, RuleSource};
-use crate::sandbox::SandboxSettings;
+use crate::permissions::{RuleList, RuleSet, RuleSource};
+use crate::session::inputs::ResolvedSettings;
+use crate::session::{
+    PreloadedSettings, RuleError, SessionError, SessionSettings, SessionWarning,
+    SettingsDestination, SettingsProblem, SettingsTarget,
+};
 
-/// The settings of a session, interpreted.
-pub(crate) struct Assembly {
-    pub(crate) home: Option<PathBuf>,
-    pub(crate) warnings: Vec<SessionWarning>,
-    pub(crate) rules: RuleSet,
-    pub(crate) mode: PermissionMode,
-    pub(crate) bypass_disabled: bool,
-    pub(crate) hooks: HooksConfig,
-    pub(crate) env: BTreeMap<String, String>,
-    pub(crate) additional_directories: Vec<PathBuf>,
-    pub(crate) sensitive_paths: Vec<PathBuf>,
-    pub(crate) settings_targets: Vec<SettingsTarget>,
-    /// The settings' automatic-compaction policy (`autoCompactThreshold`).
-    pub(crate) compaction: CompactionPolicy,
+/// What the settings say about the system prompt the project folder supplies.
+pub(crate) struct PromptSettings {
     /// The settings' `language` (neutral metadata in the system prompt).
     pub(crate) language: Option<String>,
     /// The settings' `taskContext.enabled`.
     pub(crate) task_context_enabled: bool,
-    /// The settings' `sandbox` object.
-    pub(crate) sandbox: SandboxSettings,
 }
 
+/// Loads (unless already loaded) and interprets the settings of a session in `cwd`. Every bad
+/// rule or hook definition is an error naming its file; the permission mode asked for in code
+/// is applied by the session, which also knows a resumed session's mode.
 pub(crate) fn assemble(
     cwd: &Path,
     settings: SessionSettings,
-    mode_override: Option<PermissionMode>,
-) -> Result<Assembly, SessionError> {
+) -> Result<(ResolvedSettings, PromptSettings), SessionError> {
     let (loaded, home) = match settings {
         SessionSettings::FromEnvironment => {
             let options = SettingsOptions::from_env(cwd);
@@ -71,8 +60,9 @@ pub(crate) fn assemble(
             (Some(load_settings(&options)?), home)
         }
         SessionSettings::Loaded(loaded) => {
+            let loaded = loaded_settings(loaded)?;
             let home = home_of(&loaded);
-            (Some(*loaded), home)
+            (Some(loaded), home)
         }
         SessionSettings::None => (None, None),
     };
@@ -82,7 +72,7 @@ pub(crate) fn assemble(
     let mut hooks = HooksConfig::new();
     let mut env = BTreeMap::new();
     let mut additional_directories = Vec::new();
-    let mut mode = PermissionMode::Default;
+    let mut default_mode = None;
     let mut bypass_disabled = false;
     let mut compaction = CompactionPolicy::default();
     let language = loaded.as_ref().and_then(|l| l.settings.language.clone());
@@ -129,18 +119,11 @@ pub(crate) fn assemble(
         if let Some(setting) = loaded.settings.permissions.default_mode {
             // The settings module only accepts Claude Code's names, which the permission module
             // parses too.
-            mode = setting.as_str().parse().unwrap_or_default();
+            default_mode = Some(setting.as_str().parse().unwrap_or_default());
         }
         bypass_disabled = loaded.settings.permissions.disable_bypass_permissions_mode;
         compaction = loaded.settings.compaction;
     }
-    if let Some(requested) = mode_override {
-        mode = requested;
-    }
-    if bypass_disabled && mode == PermissionMode::BypassPermissions {
-        return Err(SessionError::BypassPermissionsDisabled);
-    }
-
     let mut sensitive_paths: Vec<PathBuf> = settings_paths(home.as_deref(), cwd)
         .into_iter()
         .map(|(_, path)| path)
@@ -159,11 +142,11 @@ pub(crate) fn assemble(
         })
         .collect();
 
-    Ok(Assembly {
+    let resolved = ResolvedSettings {
         home,
         warnings,
         rules,
-        mode,
+        default_mode,
         bypass_disabled,
         hooks,
         env,
@@ -171,10 +154,27 @@ pub(crate) fn assemble(
         sensitive_paths,
         settings_targets,
         compaction,
-        language,
-        task_context_enabled,
         sandbox,
-    })
+    };
+    Ok((
+        resolved,
+        PromptSettings {
+            language,
+            task_context_enabled,
+        },
+    ))
+}
+
+/// The framework's [`LoadedSettings`] behind [`SessionSettings::Loaded`] (the only type that
+/// implements the sealed [`PreloadedSettings`]).
+fn loaded_settings(loaded: Box<dyn PreloadedSettings>) -> Result<LoadedSettings, SessionError> {
+    match loaded.into_any().downcast::<LoadedSettings>() {
+        Ok(loaded) => Ok(*loaded),
+        Err(_) => Err(SessionError::Settings(SettingsProblem::new(
+            "SessionSettings::Loaded holds settings of an unknown kind; pass LoadedSettings \
+             from robota::framework::config::load_settings",
+        ))),
+    }
 }
 
 /// The home directory a session with these settings uses for user-level files (the same one
@@ -184,7 +184,10 @@ pub(crate) fn settings_home(settings: &SessionSettings, cwd: &Path) -> Option<Pa
     match settings {
         SessionSettings::FromEnvironment => SettingsOptions::from_env(cwd).home,
         SessionSettings::Load { home, .. } => home.clone(),
-        SessionSettings::Loaded(loaded) => home_of(loaded),
+        SessionSettings::Loaded(loaded) => loaded
+            .as_any()
+            .downcast_ref::<LoadedSettings>()
+            .and_then(home_of),
         SessionSettings::None => None,
     }
 }
@@ -205,6 +208,53 @@ fn home_of(loaded: &LoadedSettings) -> Option<PathBuf> {
             None
         }
     })
+}
+
+impl crate::session::options::sealed::Sealed for LoadedSettings {}
+
+impl PreloadedSettings for LoadedSettings {
+    fn clone_boxed(&self) -> Box<dyn PreloadedSettings> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+impl From<SettingsError> for SessionError {
+    /// The settings error as the session reports it, with the file and JSON path it names.
+    fn from(error: SettingsError) -> Self {
+        let file = match &error {
+            SettingsError::Read { path, .. } | SettingsError::Parse { path, .. } => {
+                Some(path.clone())
+            }
+            SettingsError::File(error) => Some(error.path().to_path_buf()),
+            SettingsError::InvalidValue { source_label, .. }
+            | SettingsError::MissingField { source_label, .. }
+            | SettingsError::MissingEnvVar { source_label, .. }
+            | SettingsError::UnknownProfile { source_label, .. }
+            | SettingsError::InvalidPermissionMode { source_label, .. } => {
+                source_label.path.clone()
+            }
+            // Variants added to the settings errors later carry no file until listed here.
+            #[allow(unreachable_patterns)]
+            _ => None,
+        };
+        let json_path = match &error {
+            SettingsError::InvalidValue { json_path, .. }
+            | SettingsError::MissingField { json_path, .. }
+            | SettingsError::MissingEnvVar { json_path, .. }
+            | SettingsError::InvalidPermissionMode { json_path, .. } => Some(json_path.clone()),
+            SettingsError::UnknownProfile { .. } => Some("currentProvider".to_string()),
+            _ => None,
+        };
+        SessionError::Settings(SettingsProblem::from_error(error, file, json_path))
+    }
 }
 
 /// Claude Code's name for a layer, shown when a decision explains which rule decided.
