@@ -42,16 +42,24 @@ PathLike = Union[str, "os.PathLike[str]"]
 class TurnResult:
     """How a submitted prompt ended (what ``await session.submit(...)`` returns)."""
 
-    #: ``complete``, ``interrupted`` (aborted), ``error`` (the prompt was refused or the model
-    #: call failed; see ``error``) or
-    #: ``cancelled`` (it was queued and dropped by abort/cancel_queue before it ran).
-    status: Literal["complete", "interrupted", "error", "cancelled"]
+    #: How the prompt ended, in the vocabulary every binding shares: ``complete`` (the model
+    #: answered), ``refused`` (the model refused; see :attr:`refusal`), ``truncated`` (the answer
+    #: was cut off at the output token limit; a follow-up prompt lets the model go on),
+    #: ``error`` (a model call failed — auth, network, retries exhausted — or the prompt could
+    #: not run; see ``error`` and ``error_details``), ``interrupted`` (aborted) or ``cancelled``
+    #: (it was queued and dropped by abort/cancel_queue before it ran).
+    status: Literal["complete", "refused", "truncated", "error", "interrupted", "cancelled"]
     #: True when the prompt waited for another one to finish first.
     queued: bool
     #: The final answer text (what streamed until the abort, for ``interrupted``).
     response: str
     #: The error message, for ``error``.
     error: Optional[str]
+    #: For ``error``: ``kind`` (``auth``, ``rate_limit``, ``overloaded``, ``context_length``,
+    #: ``network``, ``invalid_request``, ``provider``, ``prompt_rejected``, …), ``message``,
+    #: ``provider``, ``status`` (the HTTP status), ``retryable`` (whether sending the prompt
+    #: again may help) and ``retry_after_ms`` (the wait the provider asked for), when known.
+    error_details: Optional[Dict[str, Any]]
     #: The run's outcome (``usage``, ``stop_reason``, ``tools_executed``, ``rounds``, …) when
     #: there is one.
     outcome: Optional[Dict[str, Any]]
@@ -66,6 +74,18 @@ class TurnResult:
         return self.status == "complete"
 
     @property
+    def refusal(self) -> Optional[Dict[str, Any]]:
+        """For ``refused``: ``text``, and ``category`` / ``explanation`` when the provider gave
+        them."""
+        refusal = (self.outcome or {}).get("refusal")
+        return dict(refusal) if isinstance(refusal, dict) else None
+
+    @property
+    def retryable(self) -> bool:
+        """True when the prompt failed in a way that sending it again may fix."""
+        return bool((self.error_details or {}).get("retryable", False))
+
+    @property
     def stop_reason(self) -> Optional[str]:
         """Why the run ended (``end_turn``, ``max_turns``, ``interrupted``, …)."""
         return None if self.outcome is None else self.outcome.get("stop_reason")
@@ -74,26 +94,28 @@ class TurnResult:
     def _from_native(value: Dict[str, Any]) -> "TurnResult":
         queued = value.get("status") == "queued"
         raw = value.get("event") or {}
-        kind: Literal["complete", "interrupted", "error", "cancelled"]
+        kind: Literal["complete", "refused", "truncated", "error", "interrupted", "cancelled"]
         tag = raw.get("type")
         if tag == "complete":
             kind = "complete"
+        elif tag == "refused":
+            kind = "refused"
+        elif tag == "truncated":
+            kind = "truncated"
         elif tag == "interrupted":
             kind = "interrupted"
         elif tag == "error":
             kind = "error"
         else:
-            return TurnResult("cancelled", queued, "", None, None, None)
+            return TurnResult("cancelled", queued, "", None, None, None, None)
         event = event_from_dict(raw)
         outcome = raw.get("outcome")
         response = str((outcome or {}).get("response", ""))
         error = raw.get("message") if kind == "error" else None
-        failure = (outcome or {}).get("error")
-        if kind == "complete" and failure:
-            # The run ended on a model error (after retries): report it as a failure.
-            kind = "error"
-            error = str(failure.get("message", failure)) if isinstance(failure, dict) else str(failure)
-        return TurnResult(kind, queued, response, error, outcome, event)
+        details = raw.get("error") if kind == "error" else None
+        return TurnResult(
+            kind, queued, response, error, dict(details) if isinstance(details, dict) else None, outcome, event
+        )
 
 
 class EventStream:
