@@ -150,8 +150,11 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   }
 
   /**
-   * Submits a prompt and resolves when it has ended: `complete`, `interrupted`, `error`, or
-   * `cancelled` when it was dropped from the queue. While a prompt runs one more may be queued;
+   * Submits a prompt and resolves when it has ended: `complete` (the model answered),
+   * `refused`, `truncated` (cut off at the output token limit), `error` (a model call failed —
+   * 401, unreachable host, retries exhausted — or the prompt could not run; `error` has the
+   * kind, HTTP status and whether a retry may help), `interrupted`, or `cancelled` when it was
+   * dropped from the queue. While a prompt runs one more may be queued;
    * a third is refused with a `queue_full` {@link RobotaError}. An aborted `signal` aborts the
    * prompt (or drops it from the queue) and leaves any other prompt alone.
    */
