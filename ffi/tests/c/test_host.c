@@ -920,6 +920,7 @@ static void test_query(robota_runtime *rt) {
   CHECK(contains(r.json, "\"response\":\"Query answer\""));
   CHECK(contains(r.json, "\"num_turns\":1"));
   CHECK(contains(r.json, "\"session_id\""));
+  CHECK(contains(r.json, "\"status\":\"complete\""));
   result_init(&r);
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_run(q, "again", 5, on_result, &r, &e_));
   CHECK(wait_for(&r.done, 1, 10000));
