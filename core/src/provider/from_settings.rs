@@ -406,6 +406,7 @@ fn scripted_turns(
 mod tests {
     use super::*;
     use crate::framework::config::{ProviderOrigin, ResolvedProvider, SettingsSource};
+    use serde_json::json;
 
     fn with_profile(profile: ProviderProfile) -> Settings {
         Settings {
@@ -455,6 +456,49 @@ mod tests {
         };
         let error = http_options(&bad).expect_err("not a number").to_string();
         assert!(error.contains("`options.maxRetryWaitMs`"), "{error}");
+    }
+
+    #[test]
+    fn prompt_caching_comes_from_profile_options_then_the_environment() {
+        let with = |options: serde_json::Value| ProviderProfile {
+            options: Some(options),
+            ..bare_profile("claude", "anthropic")
+        };
+        let no_env = |_: &str| None;
+        let disabled = |name: &str| (name == "DISABLE_PROMPT_CACHING").then(|| "1".to_string());
+        let cases = [
+            (
+                json!({}),
+                &no_env as &dyn Fn(&str) -> Option<String>,
+                Some(CacheTtl::FiveMinutes),
+            ),
+            (
+                json!({"promptCacheTtl": "1h"}),
+                &no_env,
+                Some(CacheTtl::OneHour),
+            ),
+            (json!({"promptCaching": false}), &no_env, None),
+            (json!({}), &disabled, None),
+            // The profile's explicit choice wins over the environment.
+            (
+                json!({"promptCaching": true}),
+                &disabled,
+                Some(CacheTtl::FiveMinutes),
+            ),
+        ];
+        for (options, var, expected) in cases {
+            let got = prompt_caching(&with(options.clone()), var).expect("valid");
+            assert_eq!(got, expected, "{options}");
+        }
+        for bad in [
+            json!({"promptCacheTtl": "2h"}),
+            json!({"promptCaching": "no"}),
+        ] {
+            let error = prompt_caching(&with(bad.clone()), &no_env)
+                .expect_err("invalid")
+                .to_string();
+            assert!(error.contains("options.promptCach"), "{bad}: {error}");
+        }
     }
 
     #[test]
