@@ -490,6 +490,28 @@ async fn a_server_tool_only_reply_is_an_answer_and_every_request_counts() {
 }
 
 #[tokio::test]
+async fn a_tool_call_delivered_in_message_start_runs() {
+    let mock = mock(json!({"turns": [
+        {"text": "Reading it.", "tool_calls": [{"id": "toolu_1", "name": "Read", "input": {"file_path": "a.txt"}}],
+         "content_in_start": true, "split_bytes": 5},
+        {"text": "It says hello.", "content_in_start": true}
+    ]}))
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("a.txt"), "hello from a.txt").expect("write");
+    let session = session(&dir, anthropic(&mock));
+    let (result, types) = prompt(&session, "read a.txt").await;
+    assert_eq!(result.status(), OutcomeStatus::Complete, "{result:?}");
+    let outcome = result.outcome().expect("outcome");
+    assert_eq!(outcome.response, "It says hello.");
+    assert_eq!(outcome.tools_executed, ["Read"]);
+    assert!(types.contains(&"tool_end".to_string()), "{types:?}");
+    // The Read result went back to the model.
+    let second = mock.requests()[1].body["messages"].to_string();
+    assert!(second.contains("hello from a.txt"), "{second}");
+}
+
+#[tokio::test]
 async fn a_spliced_stream_dispatches_no_tool_and_ends_as_an_error() {
     let mock = mock(json!({"turns": [{
         "tool_calls": [{"name": "Write", "input": {"file_path": "spliced.txt", "content": "no"}}],
