@@ -122,6 +122,12 @@ export declare class NativeSession {
   compact(instructions?: string | undefined | null): Promise<string>
 }
 
+/**
+ * The prompt that asks the model to go on with an answer cut off at the output token limit,
+ * and how it is shown in the history: `[prompt, displayInput]`.
+ */
+export declare function continuePrompt(): Array<string>
+
 /** The engine version this addon was built from. */
 export declare function engineVersion(): string
 

@@ -45,11 +45,18 @@ describe('outcomes', () => {
   });
 
   test('a cut-off answer resolves truncated', async () => {
-    await mock.setScript({ turns: [{ text: ['Half of ', 'it'], stop_reason: 'max_tokens' }] });
+    await fetch(`${mock.baseUrl}/_mock/reset`, { method: 'POST', body: '{}' });
+    await mock.setScript({ turns: [{ text: ['Half of ', 'it'], stop_reason: 'max_tokens' }, { text: ' and the rest.' }] });
     const session = new InteractiveSession({ ...hermetic(), provider: provider() });
     const result = await within(10_000, session.submit('write a lot'), 'submit');
     assert.equal(result.status, 'truncated');
     assert.equal(result.status === 'truncated' && result.outcome.response, 'Half of it');
+    // The host chooses to continue: the model sees the cut-off answer and is asked to go on.
+    const after = await within(10_000, session.continueAnswer(), 'continue');
+    assert.equal(after.status === 'complete' && after.outcome.response, ' and the rest.');
+    const sent = JSON.stringify((await mock.requests())[1]?.body.messages);
+    assert.match(sent, /Half of it/);
+    assert.match(sent, /cut off/);
     await session.shutdown();
   });
 

@@ -46,10 +46,11 @@ async def test_a_cut_off_answer_is_truncated(mock_llm: MockLlm, opts: Dict[str, 
         assert result.status == "truncated"
         assert result.response == "Half of it"
         assert isinstance(result.event, TruncatedEvent)
-        # The session goes on: the next prompt continues from the cut-off answer.
-        after = await session.submit("Continue where you stopped.")
+        # The host chooses to continue: the model sees the cut-off answer and is asked to go on.
+        after = await session.continue_answer()
         assert after.status == "complete" and after.response == " and the rest."
-        assert "Half of it" in str(mock_llm.requests()[1]["body"]["messages"])
+        sent = str(mock_llm.requests()[1]["body"]["messages"])
+        assert "Half of it" in sent and "cut off" in sent
 
 
 async def test_a_failed_model_call_is_an_error_with_kind_status_and_retry_advice(

@@ -197,6 +197,17 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     return result;
   }
 
+  /**
+   * Asks the model to go on with an answer that was cut off at the output token limit (a prompt
+   * that resolved `truncated`): submits the engine's continuation prompt like {@link submit},
+   * shown as `(continue)`. The cut-off answer is in the history, so the model sees where it
+   * stopped.
+   */
+  async continueAnswer(options: Omit<SubmitOptions, 'displayInput'> = {}): Promise<PromptResult> {
+    const [prompt, displayInput] = nativeAddon.continuePrompt();
+    return this.submit(prompt ?? '', { ...options, displayInput });
+  }
+
   /** Aborts the running prompt (its `submit()` resolves `interrupted`) and drops the queued
    * one (`cancelled`). */
   abort(): void {

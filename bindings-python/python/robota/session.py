@@ -347,6 +347,13 @@ class InteractiveSession:
             await self._pump.wait_delivered(result.event.seq)
         return result
 
+    async def continue_answer(self) -> TurnResult:
+        """Asks the model to go on with an answer that was cut off at the output token limit (a
+        prompt that ended ``truncated``): submits the engine's continuation prompt like
+        :meth:`submit`, shown as ``(continue)``. The cut-off answer is in the history, so the
+        model sees where it stopped."""
+        return await self.submit(_native.CONTINUE_PROMPT, display_input=_native.CONTINUE_DISPLAY_INPUT)
+
     def abort(self) -> None:
         """Aborts the running prompt (pending permission requests are cancelled, running tools
         stopped) and drops the queued one. The running prompt's ``submit`` returns

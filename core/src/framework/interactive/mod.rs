@@ -107,6 +107,10 @@ pub enum SubmitStatus {
     Queued,
 }
 
+/// How [`InteractiveSession::continue_answer`]'s prompt ([`CONTINUE_PROMPT`]) is shown in the
+/// history and to hosts.
+pub const CONTINUE_DISPLAY_INPUT: &str = "(continue)";
+
 /// How one submitted prompt ended: what a [`PromptTicket`] resolves to. Serialized with a
 /// `status` tag from the one outcome vocabulary ([`OutcomeStatus`]): `complete`, `refused`,
 /// `truncated`, `error`, `interrupted`, `cancelled`. Every status but `cancelled` is also the
@@ -502,7 +506,7 @@ impl InteractiveSession {
     /// the history, so the model sees where it stopped. Works after any prompt; it is only
     /// useful after a truncated one.
     pub async fn continue_answer(&self) -> Result<PromptTicket, InteractiveError> {
-        self.submit_tracked(CONTINUE_PROMPT, Some("(continue)"))
+        self.submit_tracked(CONTINUE_PROMPT, Some(CONTINUE_DISPLAY_INPUT))
             .await
     }
 
