@@ -53,9 +53,10 @@ from .events import (
     UnknownEvent,
     event_from_dict,
 )
-from .hooks import Hook, HookResult
+from .hooks import Hook, HookEventName, HookResult, OnFailure
 from .permissions import (
     PermissionDecision,
+    PermissionMode,
     PermissionRequest,
     allow,
     allow_always,
@@ -75,7 +76,7 @@ from .providers import (
 )
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
-from .session import EventStream, InteractiveSession, TurnResult
+from .session import EventStream, EventType, InteractiveSession, TurnResult
 from .tools import Tool, ToolContext, ToolResult, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
@@ -87,6 +88,7 @@ __all__ = [
     "InteractiveSession",
     "TurnResult",
     "EventStream",
+    "EventType",
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",
@@ -112,6 +114,7 @@ __all__ = [
     # permissions
     "PermissionRequest",
     "PermissionDecision",
+    "PermissionMode",
     "allow",
     "allow_session",
     "allow_always",
@@ -120,6 +123,8 @@ __all__ = [
     # hooks
     "Hook",
     "HookResult",
+    "HookEventName",
+    "OnFailure",
     # commands
     "SystemCommand",
     "CommandModule",
