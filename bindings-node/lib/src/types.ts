@@ -288,6 +288,8 @@ export const EVENT_TYPES = [
   'context_update',
   'compaction',
   'complete',
+  'refused',
+  'truncated',
   'error',
   'interrupted',
   'skill_activation',

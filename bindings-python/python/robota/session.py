@@ -35,6 +35,7 @@ from .events import (
     Event,
     InterruptedEvent,
     PermissionRequestEvent,
+    RefusedEvent,
     SessionEvent,
     SessionRecoveredEvent,
     SkillActivationEvent,
@@ -42,6 +43,7 @@ from .events import (
     ThinkingEvent,
     ToolEndEvent,
     ToolStartEvent,
+    TruncatedEvent,
     event_from_dict,
 )
 from .hooks import HooksLike, hooks_to_native
@@ -624,6 +626,12 @@ class InteractiveSession:
     def on(self, event_type: Literal["compaction"], listener: Callable[[CompactionEvent], Any]) -> Callable[[CompactionEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["complete"], listener: Callable[[CompleteEvent], Any]) -> Callable[[CompleteEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["refused"], listener: Callable[[RefusedEvent], Any]) -> Callable[[RefusedEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["truncated"], listener: Callable[[TruncatedEvent], Any]
+    ) -> Callable[[TruncatedEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["error"], listener: Callable[[ErrorEvent], Any]) -> Callable[[ErrorEvent], Any]: ...
     @overload
