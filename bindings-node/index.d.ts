@@ -23,7 +23,8 @@ export declare class NativePromptTicket {
   cancel(): boolean
   /**
    * Resolves once the prompt has ended: `{"seq", "result"}` as JSON, `result` being how the
-   * prompt ended (`status`: `complete`, `interrupted`, `error`, `cancelled`) and `seq` the
+   * prompt ended (`status`: `complete`, `refused`, `truncated`, `error`, `interrupted`,
+   * `cancelled`) and `seq` the
    * `seq` of the event that ended it (already queued for the listener), 0 when there was
    * none or event delivery has stopped. While pending it keeps Node alive, which is how a
    * running prompt keeps a script from exiting early. Only the first call resolves; later
@@ -120,6 +121,12 @@ export declare class NativeSession {
   /** Compacts the conversation now; resolves to the summary as JSON. */
   compact(instructions?: string | undefined | null): Promise<string>
 }
+
+/**
+ * The prompt that asks the model to go on with an answer cut off at the output token limit,
+ * and how it is shown in the history: `[prompt, displayInput]`.
+ */
+export declare function continuePrompt(): Array<string>
 
 /** The engine version this addon was built from. */
 export declare function engineVersion(): string

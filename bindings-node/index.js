@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.NativePromptTicket = nativeBinding.NativePromptTicket
 module.exports.NativeQuery = nativeBinding.NativeQuery
 module.exports.NativeSession = nativeBinding.NativeSession
+module.exports.continuePrompt = nativeBinding.continuePrompt
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.evaluatePermission = nativeBinding.evaluatePermission
 module.exports.stopSessionProcesses = nativeBinding.stopSessionProcesses

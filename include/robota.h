@@ -457,9 +457,13 @@ robota_status robota_session_options_add_command(struct robota_session_options *
 //   log (JSONL), offline.
 // - `{"type": "anthropic", "model": "...", "api_key"?: "...", "base_url"?: "...",
 //   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "max_retry_wait_ms"?: n,
-//   "headers"?: {...}}`: the Anthropic Messages API; `api_key`/`base_url` default to
-//   `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`. `max_retry_wait_ms` (default 60000) is the
-//   longest `retry-after` waited out; a longer one fails the call at once.
+//   "headers"?: {...}, "prompt_caching"?: bool, "prompt_cache_ttl"?: "5m" | "1h"}`: the
+//   Anthropic Messages API; `api_key`/`base_url` default to `ANTHROPIC_API_KEY` /
+//   `ANTHROPIC_BASE_URL`. `max_retry_wait_ms` (default 60000) is the longest `retry-after`
+//   waited out; a longer one fails the call at once. Prompt caching is on unless
+//   `prompt_caching` is false (or, when it is absent, `DISABLE_PROMPT_CACHING=1`): breakpoints
+//   on the tools, the system prompt and the conversation prefix; `prompt_cache_ttl` "1h" keeps
+//   the cache an hour.
 // - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API
 //   (`OPENAI_API_KEY` / `OPENAI_BASE_URL`).
 //
@@ -542,7 +546,9 @@ robota_status robota_query_new(const struct robota_provider *provider,
 // Runs one query with `prompt` (`len` bytes of UTF-8) and returns at once; `callback` is
 // called exactly once on an engine thread with the result as JSON: `{"response", "messages":
 // [...], "usage": {...}, "cost_usd", "num_turns", "duration_ms", "session_id",
-// "stop_reason"}` (an aborted run has stop reason `"aborted"`), or an error
+// "stop_reason", "status", "refusal"?}` — `status` is `complete`, `refused` (with `refusal`:
+// `text`, `category`?, `explanation`?), `truncated` (the answer was cut off at the output
+// token limit) or `interrupted` (aborted; stop reason `"interrupted"`) — or an error
 // (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_SESSION`: refused, e.g.
 // another run of this query is in progress; `ROBOTA_STATUS_CANCELLED`: the runtime went away).
 // Argument errors are returned directly and `callback` is then not called.
@@ -663,8 +669,8 @@ robota_status robota_session_new(const struct robota_provider *provider,
 
 // Submits a prompt (`prompt`, `len` bytes of UTF-8). Returns as soon as the prompt is
 // accepted: it runs (or, while another runs, waits in the one-slot queue) on the engine;
-// follow it through events (`complete`, `interrupted` or `error` end every accepted prompt)
-// or `robota_session_wait_idle`.
+// follow it through events (`complete`, `refused`, `truncated`, `error` or `interrupted` end
+// every accepted prompt that ran) or `robota_session_wait_idle`.
 //
 // Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
 // `ROBOTA_STATUS_QUEUE_FULL` (a prompt is already queued), `ROBOTA_STATUS_SESSION`.
@@ -679,10 +685,15 @@ robota_status robota_session_submit(const struct robota_session *s,
 
 // Submits a prompt like `robota_session_submit` and reports how *this* prompt ended: returns
 // as soon as the prompt is accepted, then calls `callback` exactly once on an engine thread
-// with the result as JSON — `{"status": "complete", "outcome": {...}}`, `{"status":
-// "interrupted", "outcome"?: {...}}`, `{"status": "error", "message": "..."}` or `{"status":
-// "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
-// session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
+// with the result as JSON, `status` being one of the outcome vocabulary every binding shares:
+// `{"status": "complete", "outcome": {...}}` (the model answered), `{"status": "refused",
+// "outcome": {..., "refusal": {"text", "category"?, "explanation"?}}}` (the model refused),
+// `{"status": "truncated", "outcome": {...}}` (the answer was cut off at the output token
+// limit), `{"status": "error", "message": "...", "error": {"kind", "message", "provider"?,
+// "status"?, "retryable", "retry_after_ms"?}, "outcome"?: {...}}` (a model call failed — auth,
+// network, retries exhausted — or the prompt could not run), `{"status": "interrupted",
+// "outcome"?: {...}}` or `{"status": "cancelled"}` (dropped from the queue by
+// `robota_session_cancel_queue` / `abort`, or the session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
 // away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
 // one, else 0; `*out_prompt_id` (may be NULL) to the prompt's id for
 // `robota_session_cancel_prompt`. Errors are returned directly (and `callback` is then not

@@ -67,6 +67,16 @@ pub fn evaluate_permission(
     to_json(&evaluate(&tool, &input, &context))
 }
 
+/// The prompt that asks the model to go on with an answer cut off at the output token limit,
+/// and how it is shown in the history: `[prompt, displayInput]`.
+#[napi]
+pub fn continue_prompt() -> Vec<String> {
+    vec![
+        robota::engine::CONTINUE_PROMPT.to_string(),
+        robota::framework::interactive::CONTINUE_DISPLAY_INPUT.to_string(),
+    ]
+}
+
 /// The engine version this addon was built from.
 #[napi]
 pub fn engine_version() -> String {

@@ -114,7 +114,8 @@ impl NativePromptTicket {
     }
 
     /// Resolves once the prompt has ended: `{"seq", "result"}` as JSON, `result` being how the
-    /// prompt ended (`status`: `complete`, `interrupted`, `error`, `cancelled`) and `seq` the
+    /// prompt ended (`status`: `complete`, `refused`, `truncated`, `error`, `interrupted`,
+    /// `cancelled`) and `seq` the
     /// `seq` of the event that ended it (already queued for the listener), 0 when there was
     /// none or event delivery has stopped. While pending it keeps Node alive, which is how a
     /// running prompt keeps a script from exiting early. Only the first call resolves; later

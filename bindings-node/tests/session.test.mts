@@ -370,8 +370,11 @@ describe('JS extensions', () => {
     assert.deepEqual(thinking, ['Look it up.']);
     assert.deepEqual(toolResults(session)[0], { content: 'sunny in Oslo', is_error: false });
     const failed = await within(10_000, session.submit('again'), 'failing submit');
-    assert.equal(failed.status === 'complete' && failed.outcome.error?.kind, 'rate_limit');
-    assert.match(failed.status === 'complete' ? (failed.outcome.error?.message ?? '') : '', /slow down/);
+    // A failed model call ends the prompt as an error, never as complete.
+    assert.equal(failed.status, 'error');
+    assert.equal(failed.status === 'error' && failed.error.kind, 'rate_limit');
+    assert.match(failed.status === 'error' ? failed.error.message : '', /slow down/);
+    assert.equal(failed.status === 'error' && failed.outcome?.response, 'partial');
     const controller = new AbortController();
     session.once('text_delta', () => controller.abort());
     const aborted = await within(5_000, session.submit('slow', { signal: controller.signal }), 'aborted submit');

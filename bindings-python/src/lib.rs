@@ -50,6 +50,11 @@ fn evaluate_permission<'py>(
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("CONTINUE_PROMPT", robota::engine::CONTINUE_PROMPT)?;
+    m.add(
+        "CONTINUE_DISPLAY_INPUT",
+        robota::framework::interactive::CONTINUE_DISPLAY_INPUT,
+    )?;
     m.add_class::<session::NativeSession>()?;
     m.add_class::<session::NativeEvents>()?;
     m.add_class::<query::NativeQuery>()?;

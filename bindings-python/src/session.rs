@@ -77,12 +77,10 @@ fn final_event(session: &InteractiveSession, end: PromptEnd) -> Value {
     let PromptEnd { result, event_seq } = end;
     // Only a prompt that never ran has no event; 0 (no wait on the Python side) otherwise.
     let seq = event_seq.unwrap_or(0);
-    let kind = match result {
-        PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
-        PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
-        PromptResult::Error { message } => InteractiveEventKind::Error { message },
-        PromptResult::Cancelled => return json!({"type": "cancelled"}),
-    };
+    if result == PromptResult::Cancelled {
+        return json!({"type": "cancelled"});
+    }
+    let kind = result.event();
     let event = InteractiveEvent {
         session_id: session.get_session_id(),
         seq,

@@ -199,16 +199,14 @@ fn build_command_modules(
     Ok(built_modules)
 }
 
-/// The `complete` / `interrupted` / `error` event that ended a prompt, as JSON (`{"type":
+/// The `complete` / `refused` / `truncated` / `interrupted` / `error` event that ended a prompt, as JSON (`{"type":
 /// "cancelled"}` when it never ran).
 fn final_event(session: &InteractiveSession, end: PromptEnd) -> Result<String, RobotaError> {
     let PromptEnd { result, event_seq } = end;
-    let kind = match result {
-        PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
-        PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
-        PromptResult::Error { message } => InteractiveEventKind::Error { message },
-        PromptResult::Cancelled => return Ok(json!({"type": "cancelled"}).to_string()),
-    };
+    if result == PromptResult::Cancelled {
+        return Ok(json!({"type": "cancelled"}).to_string());
+    }
+    let kind = result.event();
     let event = InteractiveEvent {
         session_id: session.get_session_id(),
         seq: event_seq.unwrap_or(0),

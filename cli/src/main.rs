@@ -7,9 +7,10 @@
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //!
-//! Exit codes: 0 success, 1 the run failed (model/network error, refused prompt), 2 usage or
-//! configuration error (bad flag, bad settings, missing API key), 130 interrupted (Ctrl-C), 143
-//! terminated (SIGTERM), 129 hung up (SIGHUP). On any of these signals the running turn is
+//! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
+//! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
+//! model refused, 4 the answer was cut off at the output token limit, 130 interrupted (Ctrl-C),
+//! 143 terminated (SIGTERM), 129 hung up (SIGHUP). On any of these signals the running turn is
 //! aborted and the session shut down before the CLI exits, so no process it started is left
 //! running (see [`signals`]).
 
@@ -32,6 +33,10 @@ use driver::CliError;
 pub const EXIT_RUN_ERROR: u8 = 1;
 /// Exit code: bad arguments or configuration.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: the model refused to answer (`stop_reason: "refused"`).
+pub const EXIT_REFUSED: u8 = 3;
+/// Exit code: the answer was cut off at the output token limit (`stop_reason: "truncated"`).
+pub const EXIT_TRUNCATED: u8 = 4;
 /// Exit code: interrupted by Ctrl-C (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 /// Exit code: ended by SIGTERM (128 + 15).

@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 
 use robota::engine::{RunOutcome, RunStopReason};
 use robota::framework::interactive::{
-    InteractiveEvent, InteractiveEventKind, InteractiveSession, Subscription,
+    InteractiveEvent, InteractiveSession, PromptResult, Subscription,
 };
+use robota::framework::outcome::{ErrorInfo, OutcomeStatus};
 use robota::message::ProviderErrorKind;
 use robota::session::SessionEvent;
 
@@ -20,25 +21,16 @@ use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
-use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
+use crate::{EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_RUN_ERROR, EXIT_TRUNCATED};
 
-/// How a submitted prompt ended, from its terminal event.
-pub enum Finished {
-    /// `complete`: the run's outcome.
-    Complete(RunOutcome),
-    /// `interrupted`: what streamed until the abort (`None` if it came before the run).
-    Interrupted(Option<RunOutcome>),
-    /// `error`: the prompt could not run.
-    Error(String),
-}
-
-/// Reads `subscription` until the prompt's terminal event (`complete`, `interrupted` or
-/// `error`), passing every event (the terminal one included) to `on_event`.
+/// Reads `subscription` until the event that ends the prompt (`complete`, `refused`,
+/// `truncated`, `error` or `interrupted`), passing every event (that one included) to
+/// `on_event`, and returns how the prompt ended.
 pub async fn follow(
     session: &InteractiveSession,
     subscription: &Subscription,
     mut on_event: impl FnMut(&InteractiveEvent),
-) -> Finished {
+) -> PromptResult {
     loop {
         let Some(event) = subscription.next_event(Duration::from_secs(1)).await else {
             if session.is_executing() {
@@ -52,7 +44,7 @@ pub async fn follow(
                     }
                     continue;
                 }
-                None => return Finished::Error("the prompt ended without a result".into()),
+                None => return could_not_run("the prompt ended without a result".into()),
             }
         };
         if let Some(finished) = terminal(&event, &mut on_event) {
@@ -64,15 +56,17 @@ pub async fn follow(
 fn terminal(
     event: &InteractiveEvent,
     on_event: &mut impl FnMut(&InteractiveEvent),
-) -> Option<Finished> {
+) -> Option<PromptResult> {
     on_event(event);
-    match &event.kind {
-        InteractiveEventKind::Complete { outcome } => Some(Finished::Complete(outcome.clone())),
-        InteractiveEventKind::Interrupted { outcome } => {
-            Some(Finished::Interrupted(outcome.clone()))
-        }
-        InteractiveEventKind::Error { message } => Some(Finished::Error(message.clone())),
-        _ => None,
+    PromptResult::from_event(&event.kind)
+}
+
+/// A prompt that could not run, with `message`.
+fn could_not_run(message: String) -> PromptResult {
+    PromptResult::Error {
+        error: ErrorInfo::new("session", message.clone()),
+        message,
+        outcome: None,
     }
 }
 
@@ -176,7 +170,7 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             while let Some(event) = subscription.try_next_event() {
                 print_event(format, &event);
             }
-            Finished::Error(error.to_string())
+            could_not_run(error.to_string())
         }
     };
     drop(progress);
@@ -184,21 +178,31 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     shut_down(&session).await;
     watcher.abort();
 
-    let outcome = match finished {
-        Finished::Complete(outcome) => outcome,
-        Finished::Interrupted(outcome) => outcome.unwrap_or_else(|| RunOutcome {
+    let status = finished.status();
+    let outcome = match &finished {
+        // The prompt never ran: no result line, the message says why (exit 1).
+        PromptResult::Error {
+            message,
+            outcome: None,
+            ..
+        } => return Err(CliError::run(message.clone())),
+        PromptResult::Cancelled => return Err(CliError::run("the prompt was cancelled")),
+        other => other.outcome().cloned().unwrap_or_else(|| RunOutcome {
             interrupted: true,
             stop_reason: RunStopReason::Interrupted,
             ..empty_outcome()
         }),
-        Finished::Error(message) => return Err(CliError::run(message)),
+    };
+    let error = match &finished {
+        PromptResult::Error { error, .. } => Some(error.clone()),
+        _ => None,
     };
 
     let stop_reason = serde_json::to_value(outcome.stop_reason).unwrap_or(Value::Null);
-    let is_error = outcome.stop_reason == RunStopReason::Error;
     let session_id = session.get_session_id();
-    let result_line = json!({
+    let mut result_line = json!({
         "type": "result",
+        "subtype": status,
         "response": outcome.response,
         "usage": outcome.usage,
         "cost_usd": session.session().usage().cost_usd,
@@ -206,8 +210,14 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         "duration_ms": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "session_id": session_id,
         "stop_reason": stop_reason,
-        "is_error": is_error,
+        "is_error": status == OutcomeStatus::Error,
     });
+    if let Some(refusal) = &outcome.refusal {
+        result_line["refusal"] = json!(refusal);
+    }
+    if let Some(error) = &error {
+        result_line["error"] = json!(error);
+    }
     let mut stdout = std::io::stdout().lock();
     match format {
         OutputFormat::Text => {
@@ -229,21 +239,42 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         ));
         return Ok(signal.exit_code());
     }
-    if outcome.interrupted {
-        note("interrupted");
-        return Ok(EXIT_INTERRUPTED);
+    match status {
+        OutcomeStatus::Interrupted | OutcomeStatus::Cancelled => {
+            note("interrupted");
+            Ok(EXIT_INTERRUPTED)
+        }
+        OutcomeStatus::Error => {
+            let message = match (&outcome.error, &opened.base_url) {
+                (Some(error), Some(url)) if error.kind == ProviderErrorKind::Network => {
+                    format!("could not reach the model at {url}: {error}")
+                }
+                (Some(error), _) => error.to_string(),
+                (None, _) => error.map(|e| e.message).unwrap_or_default(),
+            };
+            eprintln!("robota: {message}");
+            Ok(EXIT_RUN_ERROR)
+        }
+        OutcomeStatus::Refused => {
+            let refusal = outcome.refusal.unwrap_or_default();
+            let why = match (&refusal.category, &refusal.explanation) {
+                (_, Some(explanation)) => format!(": {explanation}"),
+                (Some(category), None) => format!(" (category: {category})"),
+                (None, None) => String::new(),
+            };
+            eprintln!("robota: the model refused to answer{why}");
+            Ok(EXIT_REFUSED)
+        }
+        OutcomeStatus::Truncated => {
+            eprintln!(
+                "robota: the answer was cut off at the output token limit (max_tokens); raise \
+                 it, or continue the answer in this session: robota --resume {session_id} -p \
+                 \"Continue\""
+            );
+            Ok(EXIT_TRUNCATED)
+        }
+        OutcomeStatus::Complete => Ok(0),
     }
-    if let Some(error) = &outcome.error {
-        let message = match (error.kind, &opened.base_url) {
-            (ProviderErrorKind::Network, Some(url)) => {
-                format!("could not reach the model at {url}: {error}")
-            }
-            _ => error.to_string(),
-        };
-        eprintln!("robota: {message}");
-        return Ok(EXIT_RUN_ERROR);
-    }
-    Ok(0)
 }
 
 /// One line about the OS sandbox for `--verbose`.
@@ -282,6 +313,7 @@ fn empty_outcome() -> RunOutcome {
         usage: Default::default(),
         stop_reason: RunStopReason::Completed,
         error: None,
+        refusal: None,
         tools_executed: Vec::new(),
         execution_id: String::new(),
     }

@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use robota::framework::commands::{CommandEffect, CommandResult, InteractionPrompt};
-use robota::framework::interactive::InteractiveSession;
+use robota::framework::interactive::{InteractiveSession, PromptResult};
 use robota::hooks::SessionEndReason;
 use robota::session::PermissionHandler;
 
 use crate::args::Cli;
 use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
-use crate::output::{follow, Finished};
+use crate::output::follow;
 use crate::prompt::{StdinLines, StdinPermissionHandler};
 use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
@@ -171,13 +171,21 @@ async fn run_prompt(session: &InteractiveSession, terminal: &Arc<Terminal>, line
     subscription.unsubscribe();
     terminal.finish_answer();
     match finished {
-        Finished::Complete(outcome) | Finished::Interrupted(Some(outcome)) => {
-            if let Some(error) = outcome.error {
-                eprintln!("robota: {error}");
+        PromptResult::Error { message, .. } => eprintln!("robota: {message}"),
+        PromptResult::Refused { outcome } => {
+            let explanation = outcome.refusal.and_then(|r| r.explanation);
+            match explanation {
+                Some(why) => eprintln!("robota: the model refused to answer: {why}"),
+                None => eprintln!("robota: the model refused to answer"),
             }
         }
-        Finished::Interrupted(None) => {}
-        Finished::Error(message) => eprintln!("robota: {message}"),
+        PromptResult::Truncated { .. } => eprintln!(
+            "robota: the answer was cut off at the output token limit; say \"continue\" to have \
+             the model go on"
+        ),
+        PromptResult::Complete { .. }
+        | PromptResult::Interrupted { .. }
+        | PromptResult::Cancelled => {}
     }
 }
 

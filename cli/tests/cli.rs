@@ -1269,3 +1269,98 @@ async fn in_a_terminal_print_mode_keeps_stdout_the_answer_only() {
         "The notes say hi.\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_is_reported_as_refused_with_exit_3() {
+    let details = json!({"type": "refusal", "category": "cyber", "explanation": "Not that."});
+    let mock = mock(json!([{"refusal": "I can't help with that.", "stop_details": details}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "do harm", "--output-format", "json"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let result = json_result(&output);
+    assert_eq!(result["subtype"], "refused", "{result}");
+    assert_eq!(result["stop_reason"], "refused", "{result}");
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["response"], "I can't help with that.");
+    assert_eq!(result["refusal"]["category"], "cyber", "{result}");
+    assert_eq!(result["refusal"]["explanation"], "Not that.", "{result}");
+    assert!(
+        !result["response"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Maximum rounds"),
+        "{result}"
+    );
+    assert!(stderr(&output).contains("refused"), "{}", stderr(&output));
+    assert!(stderr(&output).contains("Not that."), "{}", stderr(&output));
+    assert_eq!(mock.requests().len(), 1, "a refusal is never re-asked");
+
+    // Text mode: the refusal text on stdout, the same exit code.
+    let mock = self::mock(json!([{"refusal": "No."}])).await;
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "do harm"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "No.\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_answer_is_truncated_with_exit_4_in_stream_json() {
+    let mock =
+        mock(json!([{"text": ["Half of ", "an answer"], "stop_reason": "max_tokens"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "write a lot", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(4), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert!(types.contains(&"truncated"), "{types:?}");
+    assert!(!types.contains(&"complete"), "{types:?}");
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["subtype"], "truncated", "{last}");
+    assert_eq!(last["stop_reason"], "truncated", "{last}");
+    assert_eq!(last["response"], "Half of an answer");
+    assert!(
+        stderr(&output).contains("max_tokens"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_model_call_is_an_error_result_with_exit_1() {
+    let mock = mock(json!([{"fault": {"kind": "status", "status": 401}}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "hi", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert!(types.contains(&"error"), "{types:?}");
+    assert!(!types.contains(&"complete"), "{types:?}");
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["subtype"], "error", "{last}");
+    assert_eq!(last["is_error"], true, "{last}");
+    assert_eq!(last["stop_reason"], "error", "{last}");
+    assert_eq!(last["error"]["kind"], "auth", "{last}");
+    assert_eq!(last["error"]["status"], 401, "{last}");
+    assert_eq!(last["error"]["retryable"], false, "{last}");
+    assert!(!stderr(&output).is_empty());
+
+    // json: the same result object.
+    let mock = self::mock(json!([{"fault": {"kind": "status", "status": 529}}])).await;
+    project.use_mock(&mock);
+    let output = project.run(&["-p", "hi", "--output-format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let result = json_result(&output);
+    assert_eq!(result["subtype"], "error", "{result}");
+    assert_eq!(result["error"]["kind"], "overloaded", "{result}");
+    assert_eq!(result["error"]["retryable"], true, "{result}");
+}

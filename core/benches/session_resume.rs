@@ -120,6 +120,7 @@ fn log_turn(
                 },
                 usage,
                 model: "claude-sonnet-4-6".into(),
+                ..ProviderResponse::default()
             },
         })?;
         usage_totals.record_call(prices, "claude-sonnet-4-6", &usage);

@@ -208,3 +208,21 @@ async fn max_retry_wait_ms_bounds_the_wait_a_provider_sits_out() {
     );
     assert_eq!(mock.requests().len(), 1, "no retry");
 }
+
+#[test]
+fn provider_config_prompt_cache_ttl_is_checked_when_built() {
+    let bad = ProviderConfig::from_json(
+        r#"{"type":"anthropic","model":"m","api_key":"k","prompt_cache_ttl":"2h"}"#,
+    )
+    .expect("parses");
+    let err = bad.build().err().expect("an unknown TTL is refused");
+    assert_eq!(err.kind, ApiErrorKind::InvalidArgument);
+    assert!(err.message.contains("prompt_cache_ttl"), "{}", err.message);
+    for good in [
+        r#"{"type":"anthropic","model":"m","api_key":"k","prompt_cache_ttl":"1h"}"#,
+        r#"{"type":"anthropic","model":"m","api_key":"k","prompt_caching":false}"#,
+    ] {
+        let config = ProviderConfig::from_json(good).expect("parses");
+        assert!(config.build().is_ok(), "{good}");
+    }
+}

@@ -101,12 +101,15 @@ impl Wire {
 
     /// A provider pointed at the mock's base URL (each provider appends its own endpoint path:
     /// Anthropic `/v1/messages`, OpenAI `/chat/completions` under a base ending in `/v1`).
+    /// Anthropic prompt caching is off: these tests compare exact wire shapes, and the cache
+    /// breakpoints have tests of their own (`tests/prompt_cache.rs`).
     fn provider(self, mock: &MockLlm, http: HttpOptions) -> Arc<dyn Provider> {
         match self {
             Wire::Anthropic => Arc::new(
                 AnthropicProvider::new(AnthropicConfig {
                     api_key: Some("sk-ant-test".into()),
                     base_url: Some(mock.base_url()),
+                    prompt_caching: None,
                     http,
                     ..AnthropicConfig::new(ANTHROPIC_MODEL)
                 })
@@ -668,7 +671,7 @@ fn transcript(wire: Wire, body: &Value) -> Vec<String> {
     let mut out = Vec::new();
     match wire {
         Wire::Anthropic => {
-            if let Some(system) = body["system"].as_str() {
+            if let Some(system) = anthropic_system(body) {
                 out.push(format!("system: {system}"));
             }
             for message in body["messages"].as_array().expect("messages") {
@@ -784,6 +787,21 @@ fn result_error_flags(wire: Wire, body: &Value) -> Vec<(String, Option<bool>)> {
     out
 }
 
+/// The system prompt of an Anthropic body: a string, or (with prompt caching) one text block.
+fn anthropic_system(body: &Value) -> Option<String> {
+    match &body["system"] {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(blocks) => Some(
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        _ => None,
+    }
+}
+
 /// The fields every request from these engines carries, whatever the round.
 fn assert_common_request_fields(wire: Wire, body: &Value) {
     assert_eq!(body["model"], wire.model());
@@ -791,7 +809,7 @@ fn assert_common_request_fields(wire: Wire, body: &Value) {
     match wire {
         Wire::Anthropic => {
             assert!(body["max_tokens"].as_u64().unwrap_or(0) > 0, "max_tokens");
-            assert_eq!(body["system"], SYSTEM_PROMPT);
+            assert_eq!(anthropic_system(body).as_deref(), Some(SYSTEM_PROMPT));
         }
         Wire::OpenAi => {
             assert_eq!(body["stream_options"], json!({"include_usage": true}));
@@ -2222,7 +2240,7 @@ async fn max_turns_summary(wire: Wire) {
     assert_eq!(outcome.stop_reason, RunStopReason::MaxTurns);
     assert!(!outcome.interrupted);
     assert_eq!(outcome.response, "Read a and b; c remains.");
-    assert_eq!(outcome.rounds, 2, "the summary call is not a round");
+    assert_eq!(outcome.rounds, 3, "the summary call counts as a request");
     assert_eq!(
         outcome.usage.input_tokens, 60,
         "the summary call's usage counts"

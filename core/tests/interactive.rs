@@ -729,17 +729,24 @@ async fn tracked_prompts_resolve_to_their_own_result() {
         PromptResult::Cancelled
     );
 
-    // an error the session reports (the script has no more turns) ends the prompt with it
+    // a failed model call (the script has no more turns) ends the prompt as an error, with
+    // the provider's kind and the run's outcome
     session.wait_idle().await;
     let failing = session.submit_tracked("sixth", None).await.expect("sixth");
     match tokio::time::timeout(WAIT, failing.result())
         .await
         .expect("in time")
     {
-        PromptResult::Complete { outcome } => {
-            assert!(outcome.error.is_some(), "{outcome:?}")
+        PromptResult::Error {
+            message,
+            error,
+            outcome,
+        } => {
+            assert!(message.contains("no more turns"), "{message}");
+            assert_eq!(error.kind, "provider");
+            assert!(!error.retryable);
+            assert!(outcome.is_some_and(|o| o.error.is_some()));
         }
-        PromptResult::Error { message } => assert!(!message.is_empty()),
         other => panic!("sixth: {other:?}"),
     }
 

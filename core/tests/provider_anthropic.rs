@@ -131,6 +131,9 @@ async fn request_headers_and_body_field_by_field() {
             headers: vec![("x-gateway".into(), "g1".into())],
             ..fast_http()
         },
+        // Compared field by field without cache breakpoints; they have tests of their own
+        // (`tests/prompt_cache.rs`).
+        prompt_caching: None,
         ..AnthropicConfig::new(MODEL)
     })
     .expect("provider");

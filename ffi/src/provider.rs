@@ -29,9 +29,13 @@ pub struct robota_provider {
 ///   log (JSONL), offline.
 /// - `{"type": "anthropic", "model": "...", "api_key"?: "...", "base_url"?: "...",
 ///   "max_tokens"?: n, "max_retries"?: n, "idle_timeout_ms"?: n, "max_retry_wait_ms"?: n,
-///   "headers"?: {...}}`: the Anthropic Messages API; `api_key`/`base_url` default to
-///   `ANTHROPIC_API_KEY` / `ANTHROPIC_BASE_URL`. `max_retry_wait_ms` (default 60000) is the
-///   longest `retry-after` waited out; a longer one fails the call at once.
+///   "headers"?: {...}, "prompt_caching"?: bool, "prompt_cache_ttl"?: "5m" | "1h"}`: the
+///   Anthropic Messages API; `api_key`/`base_url` default to `ANTHROPIC_API_KEY` /
+///   `ANTHROPIC_BASE_URL`. `max_retry_wait_ms` (default 60000) is the longest `retry-after`
+///   waited out; a longer one fails the call at once. Prompt caching is on unless
+///   `prompt_caching` is false (or, when it is absent, `DISABLE_PROMPT_CACHING=1`): breakpoints
+///   on the tools, the system prompt and the conversation prefix; `prompt_cache_ttl` "1h" keeps
+///   the cache an hour.
 /// - `{"type": "openai", ...same fields}`: an OpenAI-compatible chat completions API
 ///   (`OPENAI_API_KEY` / `OPENAI_BASE_URL`).
 ///

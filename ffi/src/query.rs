@@ -105,7 +105,9 @@ pub unsafe extern "C" fn robota_query_new(
 /// Runs one query with `prompt` (`len` bytes of UTF-8) and returns at once; `callback` is
 /// called exactly once on an engine thread with the result as JSON: `{"response", "messages":
 /// [...], "usage": {...}, "cost_usd", "num_turns", "duration_ms", "session_id",
-/// "stop_reason"}` (an aborted run has stop reason `"aborted"`), or an error
+/// "stop_reason", "status", "refusal"?}` — `status` is `complete`, `refused` (with `refusal`:
+/// `text`, `category`?, `explanation`?), `truncated` (the answer was cut off at the output
+/// token limit) or `interrupted` (aborted; stop reason `"interrupted"`) — or an error
 /// (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_SESSION`: refused, e.g.
 /// another run of this query is in progress; `ROBOTA_STATUS_CANCELLED`: the runtime went away).
 /// Argument errors are returned directly and `callback` is then not called.

@@ -391,8 +391,8 @@ fn create_session(
 
 /// Submits a prompt (`prompt`, `len` bytes of UTF-8). Returns as soon as the prompt is
 /// accepted: it runs (or, while another runs, waits in the one-slot queue) on the engine;
-/// follow it through events (`complete`, `interrupted` or `error` end every accepted prompt)
-/// or `robota_session_wait_idle`.
+/// follow it through events (`complete`, `refused`, `truncated`, `error` or `interrupted` end
+/// every accepted prompt that ran) or `robota_session_wait_idle`.
 ///
 /// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
 /// `ROBOTA_STATUS_QUEUE_FULL` (a prompt is already queued), `ROBOTA_STATUS_SESSION`.
@@ -424,10 +424,15 @@ pub unsafe extern "C" fn robota_session_submit(
 
 /// Submits a prompt like `robota_session_submit` and reports how *this* prompt ended: returns
 /// as soon as the prompt is accepted, then calls `callback` exactly once on an engine thread
-/// with the result as JSON — `{"status": "complete", "outcome": {...}}`, `{"status":
-/// "interrupted", "outcome"?: {...}}`, `{"status": "error", "message": "..."}` or `{"status":
-/// "cancelled"}` (dropped from the queue by `robota_session_cancel_queue` / `abort`, or the
-/// session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
+/// with the result as JSON, `status` being one of the outcome vocabulary every binding shares:
+/// `{"status": "complete", "outcome": {...}}` (the model answered), `{"status": "refused",
+/// "outcome": {..., "refusal": {"text", "category"?, "explanation"?}}}` (the model refused),
+/// `{"status": "truncated", "outcome": {...}}` (the answer was cut off at the output token
+/// limit), `{"status": "error", "message": "...", "error": {"kind", "message", "provider"?,
+/// "status"?, "retryable", "retry_after_ms"?}, "outcome"?: {...}}` (a model call failed — auth,
+/// network, retries exhausted — or the prompt could not run), `{"status": "interrupted",
+/// "outcome"?: {...}}` or `{"status": "cancelled"}` (dropped from the queue by
+/// `robota_session_cancel_queue` / `abort`, or the session shut down before it ran) — or with `ROBOTA_STATUS_CANCELLED` when the runtime went
 /// away first. `*out_queued` (may be NULL) is set to 1 when the prompt waits behind a running
 /// one, else 0; `*out_prompt_id` (may be NULL) to the prompt's id for
 /// `robota_session_cancel_prompt`. Errors are returned directly (and `callback` is then not

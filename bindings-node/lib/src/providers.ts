@@ -52,17 +52,32 @@ function httpConfig(type: string, options: HttpProviderOptions): Record<string, 
   return config;
 }
 
+/** Options of {@link AnthropicProvider}. */
+export interface AnthropicProviderOptions extends HttpProviderOptions {
+  /**
+   * Prompt caching (default `true`): `cache_control` breakpoints on the tool definitions, the
+   * system prompt and the conversation prefix, so each call pays full price only for what is new
+   * since the last one. `false` sends none (as does `DISABLE_PROMPT_CACHING=1` when unset).
+   */
+  promptCaching?: boolean;
+  /** How long the cache is kept: `'5m'` (default) or `'1h'` (cache writes cost 2× the input price). */
+  promptCacheTtl?: '5m' | '1h';
+}
+
 /** The Anthropic Messages API. */
 export class AnthropicProvider implements ProviderLike {
   /** The options given. */
-  readonly options: HttpProviderOptions;
+  readonly options: AnthropicProviderOptions;
   /** A provider for `options.model`. */
-  constructor(options: HttpProviderOptions) {
+  constructor(options: AnthropicProviderOptions) {
     this.options = { ...options };
   }
   /** @inheritdoc */
   toConfig(): Record<string, unknown> {
-    return httpConfig('anthropic', this.options);
+    const config = httpConfig('anthropic', this.options);
+    if (this.options.promptCaching !== undefined) config.prompt_caching = this.options.promptCaching;
+    if (this.options.promptCacheTtl !== undefined) config.prompt_cache_ttl = this.options.promptCacheTtl;
+    return config;
   }
 }
 

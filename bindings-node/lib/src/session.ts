@@ -192,8 +192,11 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   }
 
   /**
-   * Submits a prompt and resolves when it has ended: `complete`, `interrupted`, `error`, or
-   * `cancelled` when it was dropped from the queue. While a prompt runs one more may be queued;
+   * Submits a prompt and resolves when it has ended: `complete` (the model answered),
+   * `refused`, `truncated` (cut off at the output token limit), `error` (a model call failed —
+   * 401, unreachable host, retries exhausted — or the prompt could not run; `error` has the
+   * kind, HTTP status and whether a retry may help), `interrupted`, or `cancelled` when it was
+   * dropped from the queue. While a prompt runs one more may be queued;
    * a third is refused with a `queue_full` {@link RobotaError}. An aborted `signal` aborts the
    * prompt (or drops it from the queue) and leaves any other prompt alone.
    */
@@ -234,6 +237,17 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     // Its events (the terminal one included) reach the listeners before the Promise settles.
     await this.#eventsEmitted(seq);
     return result;
+  }
+
+  /**
+   * Asks the model to go on with an answer that was cut off at the output token limit (a prompt
+   * that resolved `truncated`): submits the engine's continuation prompt like {@link submit},
+   * shown as `(continue)`. The cut-off answer is in the history, so the model sees where it
+   * stopped.
+   */
+  async continueAnswer(options: Omit<SubmitOptions, 'displayInput'> = {}): Promise<PromptResult> {
+    const [prompt, displayInput] = nativeAddon.continuePrompt();
+    return this.submit(prompt ?? '', { ...options, displayInput });
   }
 
   /** Aborts the running prompt (its `submit()` resolves `interrupted`) and drops the queued

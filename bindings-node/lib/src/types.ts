@@ -21,11 +21,58 @@ export interface Usage {
 /** Why a run ended. */
 export type RunStopReason =
   | 'completed'
+  | 'refused'
+  | 'truncated'
   | 'interrupted'
   | 'max_turns'
   | 'unknown_tools'
   | 'context_limit'
   | 'error';
+
+/**
+ * How a prompt ended, in the vocabulary every binding (Rust, C, Python, Node) and the CLI share:
+ * `complete` (the model answered), `refused` (the model refused), `truncated` (the answer was
+ * cut off at the output token limit), `error` (a model call failed, or the prompt could not
+ * run), `interrupted` (aborted while it ran), `cancelled` (dropped before it ran).
+ */
+export type OutcomeStatus =
+  | 'complete'
+  | 'refused'
+  | 'truncated'
+  | 'error'
+  | 'interrupted'
+  | 'cancelled';
+
+/** What the provider said when the model refused. */
+export interface Refusal {
+  /** What the model wrote as it refused (empty when nothing). */
+  text: string;
+  /** The provider's category (Anthropic `stop_details.category`: `cyber`, `bio`, …). */
+  category?: string;
+  /** The provider's explanation (Anthropic `stop_details.explanation`). */
+  explanation?: string;
+}
+
+/** A failure as every binding reports it. */
+export interface ErrorInfo {
+  /**
+   * `auth`, `rate_limit`, `overloaded`, `context_length`, `network`, `invalid_request` or
+   * `provider` for a failed model call; `prompt_rejected`, `budget_exceeded`, `busy`,
+   * `shut_down`, `session_locked`, `invalid_argument` or `session` for a prompt that could not
+   * run.
+   */
+  kind: string;
+  /** What went wrong and, where known, how to fix it. */
+  message: string;
+  /** The provider whose call failed. */
+  provider?: string;
+  /** The HTTP status of the failed call. */
+  status?: number;
+  /** Whether sending the same prompt again may succeed. */
+  retryable: boolean;
+  /** The wait the provider asked for before retrying, in milliseconds. */
+  retry_after_ms?: number;
+}
 
 /** What one prompt produced (the engine's `RunOutcome`). */
 export interface RunOutcome {
@@ -33,7 +80,7 @@ export interface RunOutcome {
   response: string;
   /** True when the run was aborted. */
   interrupted: boolean;
-  /** Model/tool rounds. */
+  /** Model calls made (every request, a forced summary included). */
   rounds: number;
   /** Tokens used. */
   usage: Usage;
@@ -41,6 +88,8 @@ export interface RunOutcome {
   stop_reason: RunStopReason;
   /** The model error that ended the run, if one did. */
   error?: { kind: string; message: string; provider: string; retryable: boolean; status?: number };
+  /** What the provider said, when `stop_reason` is `refused`. */
+  refusal?: Refusal;
   /** Tools that ran successfully, in order. */
   tools_executed: string[];
   /** This run's id. */
@@ -210,8 +259,14 @@ export type RobotaEvent = EventEnvelope &
       }
     | { type: 'context_update'; state: ContextState }
     | { type: 'compaction'; trigger: 'manual' | 'auto'; tokens_before: number; tokens_after: number }
+    /** The model answered. */
     | { type: 'complete'; outcome: RunOutcome }
-    | { type: 'error'; message: string }
+    /** The model refused (never re-asked): `outcome.refusal` says what the provider said. */
+    | { type: 'refused'; outcome: RunOutcome }
+    /** The answer was cut off at the output token limit; `outcome.response` is what was written. */
+    | { type: 'truncated'; outcome: RunOutcome }
+    /** A model call failed (auth, network, retries exhausted, …) or the prompt could not run. */
+    | { type: 'error'; message: string; error: ErrorInfo; outcome?: RunOutcome }
     | { type: 'interrupted'; outcome?: RunOutcome }
     | { type: 'skill_activation'; data: unknown }
     | { type: 'background_task_event'; data: unknown }
@@ -233,6 +288,8 @@ export const EVENT_TYPES = [
   'context_update',
   'compaction',
   'complete',
+  'refused',
+  'truncated',
   'error',
   'interrupted',
   'skill_activation',
@@ -313,7 +370,7 @@ export interface QueryResult {
   usage: Usage;
   /** Cost in USD (`null` when the model has no known price). */
   cost_usd: number | null;
-  /** Model/tool rounds. */
+  /** Model calls made (every request, a forced summary included). */
   num_turns: number;
   /** Wall time. */
   duration_ms: number;
@@ -321,13 +378,22 @@ export interface QueryResult {
   session_id: string;
   /** Why it ended. */
   stop_reason: RunStopReason;
+  /** How it ended (a failed model call rejects the promise instead). */
+  status: Exclude<OutcomeStatus, 'error' | 'cancelled'>;
+  /** What the provider said, when `status` is `refused`. */
+  refusal?: Refusal;
 }
 
 /** How a prompt ended, as `submit()` resolves. */
 export type PromptResult =
   | { status: 'complete'; outcome: RunOutcome }
+  /** The model refused: `outcome.refusal` says what the provider said. */
+  | { status: 'refused'; outcome: RunOutcome }
+  /** The answer was cut off at the output token limit. */
+  | { status: 'truncated'; outcome: RunOutcome }
   | { status: 'interrupted'; outcome?: RunOutcome }
-  | { status: 'error'; message: string }
+  /** A model call failed (401, unreachable host, retries exhausted, …) or the prompt could not run. */
+  | { status: 'error'; message: string; error: ErrorInfo; outcome?: RunOutcome }
   /** Dropped from the queue (abort, cancelQueue, AbortSignal, shutdown) before it ran. */
   | { status: 'cancelled' };
 

@@ -3,6 +3,10 @@
 from typing import Any, Awaitable, Dict, List, Optional
 
 __version__: str
+#: The prompt that asks the model to go on with an answer cut off at the output token limit.
+CONTINUE_PROMPT: str
+#: How that prompt is shown in the history.
+CONTINUE_DISPLAY_INPUT: str
 
 class RobotaError(Exception):
     """Base class of every error robota raises."""

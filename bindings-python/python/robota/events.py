@@ -21,6 +21,8 @@ __all__ = [
     "ContextUpdateEvent",
     "CompactionEvent",
     "CompleteEvent",
+    "RefusedEvent",
+    "TruncatedEvent",
     "ErrorEvent",
     "InterruptedEvent",
     "SkillActivationEvent",
@@ -162,11 +164,52 @@ class CompleteEvent(Event):
 
 
 @dataclass(slots=True)
+class RefusedEvent(Event):
+    """A prompt ended with the model refusing (never re-asked). ``outcome["refusal"]`` holds
+    ``text`` (what the model said), ``category`` and ``explanation`` (what the provider said),
+    the last two when the provider gave them."""
+
+    type: ClassVar[str] = "refused"
+    outcome: Dict[str, Any]
+
+    @property
+    def response(self) -> str:
+        """The refusal as the model wrote it."""
+        return str(self.outcome.get("response", ""))
+
+    @property
+    def refusal(self) -> Dict[str, Any]:
+        """``text``, and ``category`` / ``explanation`` when the provider gave them."""
+        return dict(self.outcome.get("refusal") or {})
+
+
+@dataclass(slots=True)
+class TruncatedEvent(Event):
+    """A prompt ended with its answer cut off at the output token limit (``max_tokens``);
+    ``outcome["response"]`` is what was written (the history has it too, so a follow-up prompt
+    such as "Continue where you stopped" has the model go on)."""
+
+    type: ClassVar[str] = "truncated"
+    outcome: Dict[str, Any]
+
+    @property
+    def response(self) -> str:
+        """The answer up to where it was cut off."""
+        return str(self.outcome.get("response", ""))
+
+
+@dataclass(slots=True)
 class ErrorEvent(Event):
-    """A prompt could not run or failed."""
+    """A prompt failed or could not run: a model call failed (auth, network, retries
+    exhausted, …), a hook rejected it, the budget is spent, an ``@file`` cannot be attached.
+    ``error`` holds ``kind``, ``message``, ``provider``, ``status`` (HTTP), ``retryable`` and
+    ``retry_after_ms`` (the last three when known); ``outcome`` the run's outcome when it had
+    started."""
 
     type: ClassVar[str] = "error"
     message: str
+    error: Dict[str, Any]
+    outcome: Optional[Dict[str, Any]]
 
 
 @dataclass(slots=True)
@@ -267,7 +310,11 @@ _FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
         d["session_id"], d["seq"], d, d.get("trigger", ""), d.get("tokens_before", 0), d.get("tokens_after", 0)
     ),
     "complete": lambda d: CompleteEvent(d["session_id"], d["seq"], d, d.get("outcome") or {}),
-    "error": lambda d: ErrorEvent(d["session_id"], d["seq"], d, d.get("message", "")),
+    "refused": lambda d: RefusedEvent(d["session_id"], d["seq"], d, d.get("outcome") or {}),
+    "truncated": lambda d: TruncatedEvent(d["session_id"], d["seq"], d, d.get("outcome") or {}),
+    "error": lambda d: ErrorEvent(
+        d["session_id"], d["seq"], d, d.get("message", ""), dict(d.get("error") or {}), d.get("outcome")
+    ),
     "interrupted": lambda d: InterruptedEvent(d["session_id"], d["seq"], d, d.get("outcome")),
     "skill_activation": lambda d: SkillActivationEvent(d["session_id"], d["seq"], d, d.get("data")),
     "background_task_event": lambda d: BackgroundTaskEvent(d["session_id"], d["seq"], d, d.get("data")),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Union
 
 from ._native import NativeStream
 from .errors import InvalidArgumentError
@@ -97,9 +97,40 @@ class AnthropicProvider(_HttpProvider):
     ``ANTHROPIC_BASE_URL``.
 
     ``base_url`` has its scheme and does **not** include ``/v1``: the default is
-    ``https://api.anthropic.com`` and requests go to ``<base_url>/v1/messages``."""
+    ``https://api.anthropic.com`` and requests go to ``<base_url>/v1/messages``.
+
+    Prompt caching is on by default: ``cache_control`` breakpoints on the tool definitions, the
+    system prompt and the conversation prefix, so each call pays full price only for what is new
+    since the last one. ``prompt_caching=False`` sends none (as does the environment variable
+    ``DISABLE_PROMPT_CACHING=1`` when this is not given); ``prompt_cache_ttl="1h"`` keeps the
+    cache an hour instead of five minutes (cache writes then cost 2× the input price)."""
 
     _TYPE = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        prompt_caching: Optional[bool] = None,
+        prompt_cache_ttl: Optional[Literal["5m", "1h"]] = None,
+        **options: Any,
+    ) -> None:
+        """An Anthropic provider for ``model``.
+
+        Args:
+            model: The model id (``claude-sonnet-4-6``, …).
+            prompt_caching: ``False`` sends no ``cache_control`` (default: on, unless
+                ``DISABLE_PROMPT_CACHING=1`` is set).
+            prompt_cache_ttl: ``"5m"`` (the default) or ``"1h"``: how long the cache is kept.
+            **options: The options of every HTTP provider: ``api_key``, ``base_url``,
+                ``max_tokens``, ``max_retries``, ``idle_timeout_ms``, ``max_retry_wait_ms``,
+                ``headers`` (see :class:`OpenAIProvider` for their meaning; the same here).
+        """
+        super().__init__(model, **options)
+        if prompt_caching is not None:
+            self._config["prompt_caching"] = prompt_caching
+        if prompt_cache_ttl is not None:
+            self._config["prompt_cache_ttl"] = prompt_cache_ttl
 
 
 class OpenAIProvider(_HttpProvider):

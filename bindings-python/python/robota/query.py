@@ -31,17 +31,25 @@ class QueryResult:
     usage: Dict[str, Any]
     #: Cost in USD (``None`` when the model has no known price).
     cost_usd: Optional[float]
-    #: Model/tool rounds this query ran.
+    #: Model calls this query made (every request, a forced summary included).
     num_turns: int
     #: Wall time in milliseconds.
     duration_ms: int
     #: The session id (the same for every query of one :class:`Query`).
     session_id: str
-    #: Why the query ended: ``"completed"`` (the model answered), ``"interrupted"`` (aborted),
-    #: ``"max_turns"`` (the round cap; the response is the model's summary), ``"unknown_tools"``
-    #: (the model kept calling tools that do not exist), ``"context_limit"`` (the conversation no
-    #: longer fits) or ``"error"`` (a model call failed).
+    #: Why the query ended: ``"completed"`` (the model answered), ``"refused"`` (the model
+    #: refused; see :attr:`refusal`), ``"truncated"`` (the answer was cut off at the output token
+    #: limit), ``"interrupted"`` (aborted), ``"max_turns"`` (the round cap; the response is the
+    #: model's summary), ``"unknown_tools"`` (the model kept calling tools that do not exist) or
+    #: ``"context_limit"`` (the conversation no longer fits). A failed model call raises
+    #: :class:`robota.ProviderError`.
     stop_reason: str
+    #: How the query ended, in the vocabulary every binding shares: ``complete``, ``refused``,
+    #: ``truncated`` or ``interrupted`` (a failed model call raises
+    #: :class:`robota.ProviderError` instead).
+    status: Literal["complete", "refused", "truncated", "interrupted"] = "complete"
+    #: For ``refused``: ``text``, and ``category`` / ``explanation`` when the provider gave them.
+    refusal: Optional[Dict[str, Any]] = None
 
     @staticmethod
     def _from_dict(d: Mapping[str, Any]) -> "QueryResult":
@@ -54,7 +62,19 @@ class QueryResult:
             duration_ms=int(d.get("duration_ms", 0)),
             session_id=str(d.get("session_id", "")),
             stop_reason=str(d.get("stop_reason", "")),
+            status=_query_status(d.get("status")),
+            refusal=dict(d["refusal"]) if isinstance(d.get("refusal"), dict) else None,
         )
+
+
+def _query_status(value: Any) -> Literal["complete", "refused", "truncated", "interrupted"]:
+    if value == "refused":
+        return "refused"
+    if value == "truncated":
+        return "truncated"
+    if value == "interrupted":
+        return "interrupted"
+    return "complete"
 
 
 class Query:

@@ -35,6 +35,7 @@ from .events import (
     Event,
     InterruptedEvent,
     PermissionRequestEvent,
+    RefusedEvent,
     SessionEvent,
     SessionRecoveredEvent,
     SkillActivationEvent,
@@ -42,6 +43,7 @@ from .events import (
     ThinkingEvent,
     ToolEndEvent,
     ToolStartEvent,
+    TruncatedEvent,
     event_from_dict,
 )
 from .hooks import HooksLike, hooks_to_native
@@ -81,16 +83,24 @@ PathLike = Union[str, "os.PathLike[str]"]
 class TurnResult:
     """How a submitted prompt ended (what ``await session.submit(...)`` returns)."""
 
-    #: ``complete``, ``interrupted`` (aborted), ``error`` (the prompt was refused or the model
-    #: call failed; see ``error``) or
-    #: ``cancelled`` (it was queued and dropped by abort/cancel_queue before it ran).
-    status: Literal["complete", "interrupted", "error", "cancelled"]
+    #: How the prompt ended, in the vocabulary every binding shares: ``complete`` (the model
+    #: answered), ``refused`` (the model refused; see :attr:`refusal`), ``truncated`` (the answer
+    #: was cut off at the output token limit; a follow-up prompt lets the model go on),
+    #: ``error`` (a model call failed — auth, network, retries exhausted — or the prompt could
+    #: not run; see ``error`` and ``error_details``), ``interrupted`` (aborted) or ``cancelled``
+    #: (it was queued and dropped by abort/cancel_queue before it ran).
+    status: Literal["complete", "refused", "truncated", "error", "interrupted", "cancelled"]
     #: True when the prompt waited for another one to finish first.
     queued: bool
     #: The final answer text (what streamed until the abort, for ``interrupted``).
     response: str
     #: The error message, for ``error``.
     error: Optional[str]
+    #: For ``error``: ``kind`` (``auth``, ``rate_limit``, ``overloaded``, ``context_length``,
+    #: ``network``, ``invalid_request``, ``provider``, ``prompt_rejected``, …), ``message``,
+    #: ``provider``, ``status`` (the HTTP status), ``retryable`` (whether sending the prompt
+    #: again may help) and ``retry_after_ms`` (the wait the provider asked for), when known.
+    error_details: Optional[Dict[str, Any]]
     #: The run's outcome (``usage``, ``stop_reason``, ``tools_executed``, ``rounds``, …) when
     #: there is one.
     outcome: Optional[Dict[str, Any]]
@@ -105,6 +115,18 @@ class TurnResult:
         return self.status == "complete"
 
     @property
+    def refusal(self) -> Optional[Dict[str, Any]]:
+        """For ``refused``: ``text``, and ``category`` / ``explanation`` when the provider gave
+        them."""
+        refusal = (self.outcome or {}).get("refusal")
+        return dict(refusal) if isinstance(refusal, dict) else None
+
+    @property
+    def retryable(self) -> bool:
+        """True when the prompt failed in a way that sending it again may fix."""
+        return bool((self.error_details or {}).get("retryable", False))
+
+    @property
     def stop_reason(self) -> Optional[str]:
         """Why the run ended: ``"completed"`` (the model answered), ``"interrupted"`` (aborted),
         ``"max_turns"`` (the round cap; the response is the model's summary), ``"unknown_tools"``
@@ -116,26 +138,28 @@ class TurnResult:
     def _from_native(value: Dict[str, Any]) -> "TurnResult":
         queued = value.get("status") == "queued"
         raw = value.get("event") or {}
-        kind: Literal["complete", "interrupted", "error", "cancelled"]
+        kind: Literal["complete", "refused", "truncated", "error", "interrupted", "cancelled"]
         tag = raw.get("type")
         if tag == "complete":
             kind = "complete"
+        elif tag == "refused":
+            kind = "refused"
+        elif tag == "truncated":
+            kind = "truncated"
         elif tag == "interrupted":
             kind = "interrupted"
         elif tag == "error":
             kind = "error"
         else:
-            return TurnResult("cancelled", queued, "", None, None, None)
+            return TurnResult("cancelled", queued, "", None, None, None, None)
         event = event_from_dict(raw)
         outcome = raw.get("outcome")
         response = str((outcome or {}).get("response", ""))
         error = raw.get("message") if kind == "error" else None
-        failure = (outcome or {}).get("error")
-        if kind == "complete" and failure:
-            # The run ended on a model error (after retries): report it as a failure.
-            kind = "error"
-            error = str(failure.get("message", failure)) if isinstance(failure, dict) else str(failure)
-        return TurnResult(kind, queued, response, error, outcome, event)
+        details = raw.get("error") if kind == "error" else None
+        return TurnResult(
+            kind, queued, response, error, dict(details) if isinstance(details, dict) else None, outcome, event
+        )
 
 
 class EventStream:
@@ -422,6 +446,13 @@ class InteractiveSession:
             await self._pump.wait_delivered(result.event.seq)
         return result
 
+    async def continue_answer(self) -> TurnResult:
+        """Asks the model to go on with an answer that was cut off at the output token limit (a
+        prompt that ended ``truncated``): submits the engine's continuation prompt like
+        :meth:`submit`, shown as ``(continue)``. The cut-off answer is in the history, so the
+        model sees where it stopped."""
+        return await self.submit(_native.CONTINUE_PROMPT, display_input=_native.CONTINUE_DISPLAY_INPUT)
+
     def abort(self) -> None:
         """Aborts the running prompt (pending permission requests are cancelled, running tools
         stopped) and drops the queued one. The running prompt's ``submit`` returns
@@ -595,6 +626,12 @@ class InteractiveSession:
     def on(self, event_type: Literal["compaction"], listener: Callable[[CompactionEvent], Any]) -> Callable[[CompactionEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["complete"], listener: Callable[[CompleteEvent], Any]) -> Callable[[CompleteEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["refused"], listener: Callable[[RefusedEvent], Any]) -> Callable[[RefusedEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["truncated"], listener: Callable[[TruncatedEvent], Any]
+    ) -> Callable[[TruncatedEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["error"], listener: Callable[[ErrorEvent], Any]) -> Callable[[ErrorEvent], Any]: ...
     @overload

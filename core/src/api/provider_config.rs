@@ -13,7 +13,8 @@ use super::error::{ApiError, ApiErrorKind};
 use crate::provider::replay::ReplayProvider;
 use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use crate::provider::{
-    AnthropicConfig, AnthropicProvider, HttpOptions, OpenAiConfig, OpenAiProvider, Provider,
+    AnthropicConfig, AnthropicProvider, CacheTtl, HttpOptions, OpenAiConfig, OpenAiProvider,
+    Provider,
 };
 
 /// The fields shared by the HTTP providers. Unset `api_key` / `base_url` fall back to the
@@ -47,6 +48,15 @@ pub struct HttpProviderConfig {
     /// Extra HTTP headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// Anthropic prompt caching: `cache_control` breakpoints on the tools, the system prompt and
+    /// the conversation prefix (default `true`; `false` sends none). OpenAI-compatible servers
+    /// cache a repeated prefix on their own: robota keeps the prefix byte-stable, and this field
+    /// does not apply to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_caching: Option<bool>,
+    /// How long Anthropic keeps the cached prefix: `"5m"` (the default) or `"1h"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_ttl: Option<String>,
 }
 
 impl HttpProviderConfig {
@@ -205,6 +215,20 @@ impl ProviderConfig {
                 config.base_url = c.base_url.clone().or(config.base_url);
                 config.max_tokens = c.max_tokens;
                 c.apply_http(&mut config.http);
+                let ttl = match c.prompt_cache_ttl.as_deref() {
+                    None => CacheTtl::default(),
+                    Some(value) => CacheTtl::parse(value).ok_or_else(|| {
+                        ApiError::invalid_argument(format!(
+                            "invalid prompt_cache_ttl `{value}`: use \"5m\" (the default) or \"1h\""
+                        ))
+                    })?,
+                };
+                match c.prompt_caching {
+                    Some(false) => config.prompt_caching = None,
+                    Some(true) => config.prompt_caching = Some(ttl),
+                    // Unset: on, unless DISABLE_PROMPT_CACHING turned it off.
+                    None => config.prompt_caching = config.prompt_caching.map(|_| ttl),
+                }
                 let provider = AnthropicProvider::new(config).map_err(|e| provider_error(&e))?;
                 Ok(Arc::new(provider))
             }

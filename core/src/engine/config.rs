@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EngineEvent, ExecutionEvent};
 use crate::message::{ProviderError, Usage};
-use crate::provider::ThinkingConfig;
+use crate::provider::{Refusal, ThinkingConfig};
 
 /// Round cap used when the configuration does not set one (the TypeScript core default).
 pub const DEFAULT_MAX_TURNS: u32 = 10;
@@ -155,6 +155,13 @@ pub enum RunStopReason {
     ContextLimit,
     /// A model call failed; see [`RunOutcome::error`].
     Error,
+    /// The model refused to answer; see [`RunOutcome::refusal`]. Never retried or re-asked.
+    Refused,
+    /// The answer was cut off at the output token limit (`max_tokens` / `length`); the response
+    /// is what was written until then. Tool calls of the cut-off response were not run. Send a
+    /// continuation (for example [`CONTINUE_PROMPT`](crate::engine::CONTINUE_PROMPT)) to have
+    /// the model go on, or raise the limit.
+    Truncated,
 }
 
 impl RunStopReason {
@@ -167,6 +174,8 @@ impl RunStopReason {
             RunStopReason::UnknownTools => "unknown_tools",
             RunStopReason::ContextLimit => "context_limit",
             RunStopReason::Error => "error",
+            RunStopReason::Refused => "refused",
+            RunStopReason::Truncated => "truncated",
         }
     }
 }
@@ -179,7 +188,8 @@ pub struct RunOutcome {
     pub response: String,
     /// True when the run was aborted.
     pub interrupted: bool,
-    /// Model/tool rounds run (the forced summary call, when made, is not counted).
+    /// Model calls made (every round, a forced summary and a `pause_turn` continuation
+    /// included); the `num_turns` of results.
     pub rounds: u32,
     /// Tokens used by every model call of the run, summed.
     pub usage: Usage,
@@ -188,6 +198,9 @@ pub struct RunOutcome {
     /// The provider error that ended the run, when `stop_reason` is `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ProviderError>,
+    /// What the provider said about the refusal, when `stop_reason` is `refused`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
     /// Names of the tools that were executed, in call order (calls that were not executed, such as
     /// unknown tools or calls skipped by an abort, are not listed).
     pub tools_executed: Vec<String>,

@@ -353,6 +353,7 @@ mod tests {
                     ..Usage::default()
                 },
                 model: "m".into(),
+                ..ProviderResponse::default()
             },
         };
         assert_eq!(round_trip(&response), response);

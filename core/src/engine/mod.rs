@@ -60,7 +60,10 @@ pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
 pub use gate::{GateCall, GateDecision, ToolCallGate};
 pub use recorder::JsonlRecorder;
 pub use round::RENAMED_TOOL_CALL_IDS;
-pub use summary::{MAX_TURNS_INSTRUCTION, SUMMARY_FALLBACK};
+pub use summary::{
+    CONTINUE_PROMPT, EMPTY_REPLY_FALLBACK, EMPTY_REPLY_INSTRUCTION, MAX_TURNS_INSTRUCTION,
+    SUMMARY_FALLBACK,
+};
 pub use tool_batch::INTERRUPTED_RESULT;
 
 use crate::message::{Conversation, Message};

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::events::{EngineEvent, ExecutionEvent};
 use super::run::Run;
-use crate::message::{ContentBlock, Message, MessageState, ProviderError};
+use crate::message::{
+    ContentBlock, Message, MessageState, ProviderError, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
+};
 use crate::provider::{ProviderRequest, ProviderResponse, ProviderToolCall, StreamEvent};
 
 /// How many characters of unparsable tool arguments are quoted back to the model.
@@ -34,8 +36,11 @@ pub(crate) struct ParsedCall {
     pub name: String,
     /// The arguments; the raw text as a JSON string when they were not valid JSON.
     pub input: Value,
-    /// Why the call must not be executed (unusable arguments), as told to the model.
+    /// Why the call must not be executed (unusable arguments, a cut-off response), as told to
+    /// the model.
     pub problem: Option<String>,
+    /// The result's `error_code` for `problem` (`invalid_arguments` when `None`).
+    pub problem_code: Option<&'static str>,
 }
 
 impl Run<'_> {
@@ -173,6 +178,7 @@ pub(crate) fn assistant_message(
             name: call.name.clone(),
             input,
             problem,
+            problem_code: None,
         });
     }
     let mut message = Message::assistant(content, state);
@@ -193,6 +199,18 @@ pub(crate) fn assistant_message(
         "stop_reason".into(),
         serde_json::to_value(response.stop_reason).unwrap_or(Value::Null),
     );
+    if let Some(refusal) = &response.refusal {
+        message.metadata.insert(
+            REFUSAL_METADATA.into(),
+            serde_json::to_value(refusal).unwrap_or(Value::Null),
+        );
+    }
+    if !response.server_blocks.is_empty() {
+        message.metadata.insert(
+            SERVER_BLOCKS_METADATA.into(),
+            Value::Array(response.server_blocks.clone()),
+        );
+    }
     (message, calls)
 }
 
@@ -368,6 +386,7 @@ mod tests {
             stop_reason: StopReason::ToolUse,
             usage: Default::default(),
             model: String::new(),
+            ..Default::default()
         };
         let (message, calls) =
             assistant_message(&response, MessageState::Complete, 3, "fallback-model");

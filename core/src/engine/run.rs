@@ -14,14 +14,28 @@ use super::budget::{self, ToolResultBudget, CONTEXT_OVERFLOW_TOOL_RESULT, HARD_L
 use super::config::{RunOptions, RunOutcome, RunStopReason};
 use super::events::{Emitter, EngineEvent, ExecutionEvent, HistoryMutation};
 use super::round::{assistant_message, ParsedCall};
-use super::summary::{unknown_tools_instruction, MAX_TURNS_INSTRUCTION};
-use super::tool_batch::{CallResult, UNKNOWN_TOOL};
+use super::summary::{
+    unknown_tools_instruction, EMPTY_REPLY_FALLBACK, EMPTY_REPLY_INSTRUCTION,
+    MAX_TURNS_INSTRUCTION, SUMMARY_FALLBACK,
+};
+use super::tool_batch::{CallResult, TRUNCATED_RESPONSE, UNKNOWN_TOOL};
 use super::Engine;
 use crate::message::{
     new_id, ContentBlock, Conversation, Message, MessageState, ProviderError, Role, Usage,
     PROVIDER_ERROR_METADATA,
 };
-use crate::provider::{ProviderRequest, StopReason, ToolChoice, ToolDefinition};
+use crate::provider::{ProviderRequest, Refusal, StopReason, ToolChoice, ToolDefinition};
+
+/// What a tool call of a refused or cut-off response is answered with (it is not run).
+fn unrun_call_notice(stop: StopReason) -> &'static str {
+    if stop == StopReason::Refusal {
+        "The response ended in a refusal, so this tool call was not executed."
+    } else {
+        "The response was cut off at the output token limit (max_tokens) before it ended, so \
+         this tool call was not executed: its arguments may be incomplete. Continue with a \
+         shorter step, or split the work into smaller tool calls."
+    }
+}
 
 /// Where a committed message came from (decides which execution events follow the append).
 enum Commit<'b> {
@@ -38,10 +52,15 @@ enum LoopEnd {
     Interrupted(String),
     /// A model call failed.
     Failed(String, ProviderError),
+    /// The model refused; the refusal's text and what the provider said.
+    Refused(String, Refusal),
+    /// The answer was cut off at the output token limit; the text written until then.
+    Truncated(String),
     /// The hard context guard blocked the next call; the notice text.
     ContextLimit(String),
-    /// Ask for a final answer without tools, then end with this reason.
-    Summarize(RunStopReason, String),
+    /// Ask for a final answer without tools (this instruction; the fallback answer when none
+    /// comes), then end with this reason.
+    Summarize(RunStopReason, String, &'static str),
 }
 
 /// The state of one run.
@@ -118,18 +137,30 @@ impl<'a> Run<'a> {
         self.commit(input, 0, Commit::User);
 
         let end = self.round_loop().await;
+        let mut refusal = None;
         let (response, stop_reason, error) = match end {
             LoopEnd::Completed(text) => (text, RunStopReason::Completed, None),
             LoopEnd::Interrupted(text) => (text, RunStopReason::Interrupted, None),
             LoopEnd::Failed(text, error) => (text, RunStopReason::Error, Some(error)),
+            LoopEnd::Refused(text, details) => {
+                refusal = Some(details);
+                (text, RunStopReason::Refused, None)
+            }
+            LoopEnd::Truncated(text) => (text, RunStopReason::Truncated, None),
             LoopEnd::ContextLimit(text) => (text, RunStopReason::ContextLimit, None),
-            LoopEnd::Summarize(reason, instruction) => {
-                let summary = self.forced_summary(&instruction).await;
-                if summary.interrupted {
-                    (summary.text, RunStopReason::Interrupted, None)
+            LoopEnd::Summarize(reason, instruction, fallback) => {
+                let summary = self.forced_summary(&instruction, fallback).await;
+                let reason = if summary.interrupted {
+                    RunStopReason::Interrupted
+                } else if summary.refusal.is_some() {
+                    RunStopReason::Refused
+                } else if summary.truncated {
+                    RunStopReason::Truncated
                 } else {
-                    (summary.text, reason, None)
-                }
+                    reason
+                };
+                refusal = summary.refusal;
+                (summary.text, reason, None)
             }
         };
         RunOutcome {
@@ -139,6 +170,7 @@ impl<'a> Run<'a> {
             usage: self.usage,
             stop_reason,
             error,
+            refusal,
             tools_executed: self.tools_executed,
             execution_id: self.execution_id,
         }
@@ -153,7 +185,11 @@ impl<'a> Run<'a> {
                 return LoopEnd::Interrupted(String::new());
             }
             if self.max_turns > 0 && self.rounds >= self.max_turns {
-                return LoopEnd::Summarize(RunStopReason::MaxTurns, MAX_TURNS_INSTRUCTION.into());
+                return LoopEnd::Summarize(
+                    RunStopReason::MaxTurns,
+                    MAX_TURNS_INSTRUCTION.into(),
+                    SUMMARY_FALLBACK,
+                );
             }
             let round = self.rounds + 1;
 
@@ -214,10 +250,25 @@ impl<'a> Run<'a> {
             self.usage.add(&response.usage);
             let interrupted =
                 response.stop_reason == StopReason::Aborted || self.cancel.is_cancelled();
-            if !interrupted && response.tool_calls.is_empty() && response.text.trim().is_empty() {
+            let stop = if interrupted {
+                StopReason::Aborted
+            } else {
+                response.stop_reason
+            };
+            let holds_nothing = response.tool_calls.is_empty()
+                && response.text.trim().is_empty()
+                && response.server_blocks.is_empty();
+            if holds_nothing && matches!(stop, StopReason::EndTurn | StopReason::StopSequence)
+                || holds_nothing && stop == StopReason::PauseTurn && response.thinking.is_empty()
+            {
                 // Nothing to show and nothing to do: the reply is not stored (an empty assistant
                 // message is rejected by providers later) and the model is asked once more.
-                return LoopEnd::Summarize(RunStopReason::Completed, MAX_TURNS_INSTRUCTION.into());
+                // (A refusal or a cut-off answer is an outcome of its own, even when empty.)
+                return LoopEnd::Summarize(
+                    RunStopReason::Completed,
+                    EMPTY_REPLY_INSTRUCTION.into(),
+                    EMPTY_REPLY_FALLBACK,
+                );
             }
 
             let state = if interrupted {
@@ -225,16 +276,30 @@ impl<'a> Run<'a> {
             } else {
                 MessageState::Complete
             };
-            let (message, calls) =
+            let (message, mut calls) =
                 assistant_message(&response, state, round, self.engine.provider.model());
             let text = message.text();
             let assistant_chars = budget::serialized_chars(&message);
             self.commit_assistant(round, message);
+            if stop == StopReason::Refusal || stop == StopReason::MaxTokens {
+                // Tool calls of a refused or cut-off response are not trusted to be whole: each
+                // is answered as not executed, and the run ends with the outcome.
+                for call in &mut calls {
+                    call.problem = Some(unrun_call_notice(stop).to_string());
+                    call.problem_code = Some(TRUNCATED_RESPONSE);
+                }
+            }
             if calls.is_empty() {
-                return if interrupted {
-                    LoopEnd::Interrupted(text)
-                } else {
-                    LoopEnd::Completed(text)
+                return match stop {
+                    StopReason::Aborted => LoopEnd::Interrupted(text),
+                    StopReason::Refusal => {
+                        LoopEnd::Refused(text, response.refusal.clone().unwrap_or_default())
+                    }
+                    StopReason::MaxTokens => LoopEnd::Truncated(text),
+                    // The provider paused a long turn (server tools): sending the conversation
+                    // back as it is lets the model continue in the next call.
+                    StopReason::PauseTurn => continue,
+                    _ => LoopEnd::Completed(text),
                 };
             }
 
@@ -262,12 +327,20 @@ impl<'a> Run<'a> {
             if interrupted || self.cancel.is_cancelled() {
                 return LoopEnd::Interrupted(text);
             }
+            match stop {
+                StopReason::Refusal => {
+                    return LoopEnd::Refused(text, response.refusal.clone().unwrap_or_default())
+                }
+                StopReason::MaxTokens => return LoopEnd::Truncated(text),
+                _ => {}
+            }
             if requested_unknown {
                 unknown_streak += 1;
                 if unknown_guard > 0 && unknown_streak >= unknown_guard {
                     return LoopEnd::Summarize(
                         RunStopReason::UnknownTools,
                         unknown_tools_instruction(&unknown_names),
+                        SUMMARY_FALLBACK,
                     );
                 }
             } else {

@@ -20,6 +20,18 @@ pub const MAX_TURNS_INSTRUCTION: &str = "Tool round limit reached. Provide your 
 pub const SUMMARY_FALLBACK: &str =
     "Maximum rounds reached. Partial results available in conversation history.";
 
+/// The prompt that asks the model to go on with an answer that was cut off at the output token
+/// limit (a run that ended [`Truncated`](super::RunStopReason::Truncated)). The cut-off answer is
+/// in the history, so the model sees where it stopped.
+pub const CONTINUE_PROMPT: &str = "Your previous answer was cut off at the output token limit. Continue exactly where it stopped, without repeating what you already wrote.";
+
+/// The instruction sent when the model's reply held nothing at all (no text, no tool call).
+pub const EMPTY_REPLY_INSTRUCTION: &str =
+    "Your last reply was empty. Respond to the user now, based on the conversation so far.";
+
+/// The answer used when the model's reply was empty and asking again brought nothing either.
+pub const EMPTY_REPLY_FALLBACK: &str = "The model returned an empty reply.";
+
 /// The instruction sent when the model kept calling tools that are not registered.
 pub(crate) fn unknown_tools_instruction(names: &BTreeSet<String>) -> String {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -35,12 +47,18 @@ pub(crate) struct Summary {
     pub text: String,
     /// True when an abort cut the summary call short.
     pub interrupted: bool,
+    /// Set when the model refused instead of answering.
+    pub refusal: Option<crate::provider::Refusal>,
+    /// True when the answer was cut off at the output token limit.
+    pub truncated: bool,
 }
 
 impl Run<'_> {
-    /// Makes the tool-less summary call and commits its answer (or the fallback).
-    pub(crate) async fn forced_summary(&mut self, instruction: &str) -> Summary {
+    /// Makes the tool-less summary call and commits its answer (or `fallback`).
+    pub(crate) async fn forced_summary(&mut self, instruction: &str, fallback: &str) -> Summary {
         let round = self.rounds + 1;
+        // The summary is a request like any other: it counts in `rounds` (`num_turns`).
+        self.rounds = round;
         if self.rounds > 0 {
             self.emitter.event(|| EngineEvent::TextDelta {
                 text: "\n\n".into(),
@@ -62,10 +80,12 @@ impl Run<'_> {
                     return Summary {
                         text,
                         interrupted: true,
+                        refusal: None,
+                        truncated: false,
                     };
                 }
                 let detail = error.to_string();
-                return self.commit_fallback(round, Some(detail));
+                return self.commit_fallback(round, fallback, Some(detail));
             }
         };
         self.usage.add(&response.usage);
@@ -73,8 +93,10 @@ impl Run<'_> {
         // rather than left orphaned in the history.
         let dropped_tool_calls = std::mem::take(&mut response.tool_calls).len();
         let interrupted = response.stop_reason == StopReason::Aborted || self.cancel.is_cancelled();
-        if !interrupted && response.text.trim().is_empty() {
-            return self.commit_fallback(round, None);
+        let refused = !interrupted && response.stop_reason == StopReason::Refusal;
+        let truncated = !interrupted && response.stop_reason == StopReason::MaxTokens;
+        if !interrupted && !refused && response.text.trim().is_empty() {
+            return self.commit_fallback(round, fallback, None);
         }
         let state = if interrupted {
             MessageState::Interrupted
@@ -93,16 +115,21 @@ impl Run<'_> {
         }
         let text = message.text();
         self.commit_assistant(round, message);
-        Summary { text, interrupted }
+        Summary {
+            text,
+            interrupted,
+            refusal: refused.then(|| response.refusal.unwrap_or_default()),
+            truncated,
+        }
     }
 
-    /// Commits [`SUMMARY_FALLBACK`] as the answer (streamed too, so a UI shows it).
-    fn commit_fallback(&mut self, round: u32, error: Option<String>) -> Summary {
+    /// Commits `fallback` as the answer (streamed too, so a UI shows it).
+    fn commit_fallback(&mut self, round: u32, fallback: &str, error: Option<String>) -> Summary {
         self.emitter.event(|| EngineEvent::TextDelta {
-            text: SUMMARY_FALLBACK.into(),
+            text: fallback.into(),
         });
         let mut message = Message::assistant(
-            vec![crate::message::ContentBlock::text(SUMMARY_FALLBACK)],
+            vec![crate::message::ContentBlock::text(fallback)],
             MessageState::Complete,
         );
         message.metadata.insert("round".into(), round.into());
@@ -117,8 +144,10 @@ impl Run<'_> {
         }
         self.commit_assistant(round, message);
         Summary {
-            text: SUMMARY_FALLBACK.to_string(),
+            text: fallback.to_string(),
             interrupted: false,
+            refusal: None,
+            truncated: false,
         }
     }
 }

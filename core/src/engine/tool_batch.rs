@@ -32,6 +32,8 @@ pub const INTERRUPTED_RESULT: &str = "Execution interrupted by user";
 pub(crate) const UNKNOWN_TOOL: &str = "unknown_tool";
 /// Error code: the arguments were not a JSON object.
 pub(crate) const INVALID_ARGUMENTS: &str = "invalid_arguments";
+/// Error code of a call not run because the response holding it was cut off (max_tokens).
+pub(crate) const TRUNCATED_RESPONSE: &str = "truncated_response";
 /// Error code: the call was skipped or stopped by an abort.
 pub(crate) const INTERRUPTED: &str = "interrupted";
 /// Error code: the tool panicked.
@@ -114,7 +116,10 @@ fn plan(tools: &ToolRegistry, call: &ParsedCall) -> Plan {
         return Plan::Answer(result);
     };
     match &call.problem {
-        Some(problem) => Plan::Answer(CallResult::not_executed(problem.clone(), INVALID_ARGUMENTS)),
+        Some(problem) => Plan::Answer(CallResult::not_executed(
+            problem.clone(),
+            call.problem_code.unwrap_or(INVALID_ARGUMENTS),
+        )),
         None => Plan::Execute(Arc::clone(tool)),
     }
 }
@@ -449,6 +454,7 @@ mod tests {
             name: name.to_string(),
             input: serde_json::json!({}),
             problem: None,
+            problem_code: None,
         }
     }
 

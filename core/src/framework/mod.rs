@@ -2,7 +2,8 @@
 //! project context (AGENTS.md / CLAUDE.md, memory, tasks), the system prompt and `@file` prompt
 //! references — and the client-facing surface on top of a session: [`interactive`]
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
-//! [`query`] (`create_query`, one full agent turn per call), and [`agents`] (subagents: agent
+//! [`query`] (`create_query`, one full agent turn per call), [`outcome`] (how a prompt ended:
+//! the one status vocabulary every binding shares), and [`agents`] (subagents: agent
 //! definitions, worktree isolation, running a subagent).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
@@ -16,4 +17,5 @@ pub mod commands;
 pub mod config;
 pub mod context;
 pub mod interactive;
+pub mod outcome;
 pub mod query;

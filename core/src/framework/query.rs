@@ -12,10 +12,11 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::engine::RunStopReason;
+use crate::engine::{RunStopReason, CONTINUE_PROMPT};
+use crate::framework::outcome::OutcomeStatus;
 use crate::message::{Message, ProviderError, Usage};
 use crate::permissions::PermissionMode;
-use crate::provider::Provider;
+use crate::provider::{Provider, Refusal};
 use crate::session::{
     PermissionHandler, Session, SessionError, SessionEvent, SessionOptions, SessionPersistence,
     SessionSettings,
@@ -102,14 +103,21 @@ pub struct QueryResult {
     pub usage: Usage,
     /// Cost of this query in USD (`None` when the model has no known price).
     pub cost_usd: Option<f64>,
-    /// Model/tool rounds this query ran.
+    /// Model calls this query made (every round, a forced summary included).
     pub num_turns: u32,
     /// Wall time of the query.
     pub duration_ms: u64,
     /// The session id (the same for every query of one [`Query`]).
     pub session_id: String,
-    /// Why the query ended.
+    /// Why the query ended: `completed`, `refused`, `truncated`, `interrupted`, `max_turns`,
+    /// `unknown_tools` or `context_limit` (a failed model call is [`QueryError::Provider`]).
     pub stop_reason: RunStopReason,
+    /// How the query ended, in the vocabulary every binding shares: `complete`, `refused`,
+    /// `truncated` or `interrupted`.
+    pub status: OutcomeStatus,
+    /// What the provider said about the refusal, when `status` is `refused`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
 }
 
 /// Why a query did not run.
@@ -230,6 +238,8 @@ impl Query {
             _ => None,
         };
         Ok(QueryResult {
+            status: OutcomeStatus::of(&outcome),
+            refusal: outcome.refusal,
             response: outcome.response,
             messages: self.session.messages(),
             usage: outcome.usage,
@@ -239,6 +249,12 @@ impl Query {
             session_id: self.session.session_id().to_string(),
             stop_reason: outcome.stop_reason,
         })
+    }
+
+    /// Asks the model to go on with an answer that was cut off at the output token limit (a
+    /// result with status `truncated`): runs [`CONTINUE_PROMPT`] as the next query.
+    pub async fn continue_answer(&self) -> Result<QueryResult, QueryError> {
+        self.query(CONTINUE_PROMPT).await
     }
 
     /// The session (abort, usage, history, shutdown).

@@ -18,6 +18,15 @@ pub const PROVIDER_ERROR_ANNOTATION: &str =
 /// Metadata key the engine sets on an assistant message whose call failed after text streamed.
 pub const PROVIDER_ERROR_METADATA: &str = "provider_error";
 
+/// Metadata key of an assistant message the model ended with a refusal: the provider layer's
+/// `Refusal` (refusal text, the provider's category and explanation).
+pub const REFUSAL_METADATA: &str = "refusal";
+
+/// Metadata key of an assistant message's server-tool blocks (Anthropic web search, code
+/// execution, …): the wire blocks, verbatim and in order, which the Anthropic provider sends back
+/// with the message.
+pub const SERVER_BLOCKS_METADATA: &str = "server_blocks";
+
 /// Metadata key of a user message's model-only context (hook `additionalContext`, attached
 /// files): a string the model sees before the message's text, while the history — and every user
 /// interface reading it — keeps the text as the user typed it. Set by the session layer.

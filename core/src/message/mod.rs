@@ -10,7 +10,7 @@ mod history;
 pub use error::{ProviderError, ProviderErrorKind};
 pub use history::{
     Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA,
-    PROVIDER_ERROR_ANNOTATION, PROVIDER_ERROR_METADATA,
+    PROVIDER_ERROR_ANNOTATION, PROVIDER_ERROR_METADATA, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
 };
 
 use serde::{Deserialize, Serialize};

@@ -4,13 +4,40 @@
 //! Transport concerns (retries, timeouts, cancellation, HTTP error mapping) live in the shared
 //! HTTP transport (`provider/http.rs`, configured by [`HttpOptions`]); this module owns only what
 //! is specific to Anthropic's wire format.
+//!
+//! # Prompt caching
+//!
+//! Unless [`AnthropicConfig::prompt_caching`] is `None`, every request carries `cache_control`
+//! breakpoints: the API caches the request prefix up to each marked block (tools, then system
+//! prompt, then messages) and allows at most [`MAX_CACHE_BREAKPOINTS`] of them. They go on
+//!
+//! 1. the last tool definition (the tools change least often);
+//! 2. the system prompt;
+//! 3. the last block of the last user message *before* the last assistant message — where the
+//!    previous call's request ended, so this call reads everything up to there from the cache,
+//!    however many blocks were added since (the API only looks back 20 blocks from a breakpoint);
+//! 4. the last block of the last message — the moving breakpoint that writes this call's prefix
+//!    for the next call.
+//!
+//! With a one-hour TTL every breakpoint gets it (the API wants longer TTLs before shorter ones).
+//! Cache reads and writes come back in [`Usage`] (`cache_read_input_tokens`,
+//! `cache_creation_input_tokens`) and are priced as such.
+//!
+//! # Stream fidelity
+//!
+//! Besides text, thinking and tool calls, the parser keeps: a refusal's `stop_details`
+//! (category, explanation) in [`ProviderResponse::refusal`]; server-tool blocks (web search,
+//! code execution, …) verbatim in [`ProviderResponse::server_blocks`], sent back with the
+//! message; content delivered whole in `message_start.message.content`. A second
+//! `message_start` before `message_stop` (two responses spliced into one stream) is a provider
+//! error: nothing from such a stream is used, and no tool runs from it.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -20,10 +47,12 @@ use super::http::{
 };
 use super::sse::SseEvent;
 use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
     StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
 };
-use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
+use crate::message::{
+    ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage, SERVER_BLOCKS_METADATA,
+};
 
 /// Base URL used when neither the config nor `ANTHROPIC_BASE_URL` names one (the official SDK's).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -41,6 +70,9 @@ const MAX_DEFAULT_MAX_TOKENS: u32 = 32_000;
 
 const PROVIDER_NAME: &str = "anthropic";
 
+/// The `anthropic-beta` value that enables the one-hour cache TTL.
+const EXTENDED_CACHE_TTL_BETA: &str = "extended-cache-ttl-2025-04-11";
+
 /// Settings for [`AnthropicProvider`].
 #[derive(Clone, PartialEq)]
 pub struct AnthropicConfig {
@@ -56,9 +88,49 @@ pub struct AnthropicConfig {
     pub max_tokens: Option<u32>,
     /// The `anthropic-version` header; [`DEFAULT_ANTHROPIC_VERSION`] by default.
     pub anthropic_version: String,
+    /// Prompt caching (on by default; `DISABLE_PROMPT_CACHING=1` turns it off in
+    /// [`from_env`](Self::from_env)): `cache_control` breakpoints on the tool definitions, the
+    /// system prompt and the conversation prefix, so each call pays full price only for what is
+    /// new since the last one (see the module docs). `None` sends no `cache_control`.
+    pub prompt_caching: Option<CacheTtl>,
     /// Timeouts, retries, size caps, extra headers.
     pub http: HttpOptions,
 }
+
+/// How long Anthropic keeps a cached prompt prefix after its last use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes, the API's default (cache writes cost 1.25× the input price).
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour (cache writes cost 2× the input price): for sessions with pauses longer than five
+    /// minutes between prompts.
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The wire value: `5m` or `1h`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
+
+    /// Reads `5m` or `1h`.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim() {
+            "5m" => Some(CacheTtl::FiveMinutes),
+            "1h" => Some(CacheTtl::OneHour),
+            _ => None,
+        }
+    }
+}
+
+/// The most `cache_control` breakpoints the Messages API accepts in one request.
+pub const MAX_CACHE_BREAKPOINTS: usize = 4;
 
 impl AnthropicConfig {
     /// A config for `model` with no key and every other setting at its default.
@@ -69,6 +141,7 @@ impl AnthropicConfig {
             model: model.into(),
             max_tokens: None,
             anthropic_version: DEFAULT_ANTHROPIC_VERSION.to_string(),
+            prompt_caching: Some(CacheTtl::FiveMinutes),
             http: HttpOptions::default(),
         }
     }
@@ -81,10 +154,19 @@ impl AnthropicConfig {
 
     fn from_vars(model: impl Into<String>, var: impl Fn(&str) -> Option<String>) -> Self {
         let non_empty = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        // Claude Code's switch: any value but "0"/"false" turns caching off.
+        let caching_off = non_empty("DISABLE_PROMPT_CACHING")
+            .is_some_and(|v| !matches!(v.trim(), "0" | "false" | "FALSE" | "False"));
+        let defaults = Self::new(model);
         AnthropicConfig {
             api_key: non_empty("ANTHROPIC_API_KEY"),
             base_url: non_empty("ANTHROPIC_BASE_URL"),
-            ..Self::new(model)
+            prompt_caching: if caching_off {
+                None
+            } else {
+                defaults.prompt_caching
+            },
+            ..defaults
         }
     }
 }
@@ -98,6 +180,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("anthropic_version", &self.anthropic_version)
+            .field("prompt_caching", &self.prompt_caching)
             .field("http", &self.http)
             .finish()
     }
@@ -107,6 +190,7 @@ impl fmt::Debug for AnthropicConfig {
 pub struct AnthropicProvider {
     model: String,
     max_tokens: Option<u32>,
+    prompt_caching: Option<CacheTtl>,
     base_url: String,
     transport: HttpTransport,
 }
@@ -161,6 +245,14 @@ impl AnthropicProvider {
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if config.prompt_caching == Some(CacheTtl::OneHour) {
+            // The one-hour cache was introduced behind this beta flag; sending it is harmless
+            // where the option is generally available.
+            headers.insert(
+                "anthropic-beta",
+                HeaderValue::from_static(EXTENDED_CACHE_TTL_BETA),
+            );
+        }
         let transport = HttpTransport::new(
             format!("{base_url}/v1/messages"),
             headers,
@@ -175,6 +267,7 @@ impl AnthropicProvider {
         Ok(AnthropicProvider {
             model: config.model,
             max_tokens: config.max_tokens,
+            prompt_caching: config.prompt_caching,
             base_url,
             transport,
         })
@@ -197,7 +290,16 @@ impl AnthropicProvider {
 
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        build_body(&self.model, self.max_tokens, request)
+        let mut body = build_body(&self.model, self.max_tokens, request);
+        if let Some(ttl) = self.prompt_caching {
+            mark_cache_breakpoints(&mut body, ttl);
+        }
+        body
+    }
+
+    /// The prompt-cache TTL in use; `None` when prompt caching is off.
+    pub fn prompt_caching(&self) -> Option<CacheTtl> {
+        self.prompt_caching
     }
 }
 
@@ -365,6 +467,62 @@ fn build_body(model: &str, configured_max_tokens: Option<u32>, request: &Provide
     Value::Object(body)
 }
 
+/// Puts the prompt-cache breakpoints on a request body (see the module docs).
+fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
+    let marker = match ttl {
+        CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
+        CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),
+    };
+    let Some(body) = body.as_object_mut() else {
+        return;
+    };
+    let mut marked = 0usize;
+    if let Some(Value::Array(tools)) = body.get_mut("tools") {
+        if let Some(Value::Object(last)) = tools.last_mut() {
+            last.insert("cache_control".into(), marker.clone());
+            marked += 1;
+        }
+    }
+    if let Some(Value::String(system)) = body.get("system") {
+        let block = json!([{"type": "text", "text": system, "cache_control": marker}]);
+        body.insert("system".into(), block);
+        marked += 1;
+    }
+    let Some(Value::Array(messages)) = body.get_mut("messages") else {
+        return;
+    };
+    let role = |m: &Value| m.get("role").and_then(Value::as_str).map(str::to_owned);
+    let last_assistant = messages
+        .iter()
+        .rposition(|m| role(m).as_deref() == Some("assistant"));
+    // Where the previous call's request ended: the last user message before the last assistant.
+    let previous_tail = last_assistant.and_then(|end| {
+        messages[..end]
+            .iter()
+            .rposition(|m| role(m).as_deref() == Some("user"))
+    });
+    let last = messages.len().checked_sub(1);
+    let mut targets: Vec<usize> = [previous_tail, last].into_iter().flatten().collect();
+    targets.dedup();
+    for index in targets {
+        if marked >= MAX_CACHE_BREAKPOINTS {
+            break;
+        }
+        let block = messages[index]
+            .get_mut("content")
+            .and_then(Value::as_array_mut)
+            .and_then(|blocks| blocks.last_mut())
+            .and_then(Value::as_object_mut);
+        // Thinking blocks cannot carry a breakpoint; a message never ends with one but the last.
+        if let Some(block) =
+            block.filter(|b| b.get("type").and_then(Value::as_str) != Some("thinking"))
+        {
+            block.insert("cache_control".into(), marker.clone());
+            marked += 1;
+        }
+    }
+}
+
 /// Converts the conversation to Anthropic messages.
 ///
 /// Tool messages become user messages of `tool_result` blocks, and consecutive messages of the same
@@ -375,7 +533,7 @@ fn convert_messages(messages: &[Message]) -> Vec<Value> {
     for message in messages {
         let (role, blocks) = match message.role {
             Role::System => continue, // folded into `system`
-            Role::Assistant => ("assistant", assistant_blocks(&message.content)),
+            Role::Assistant => ("assistant", assistant_blocks(message)),
             Role::User | Role::Tool => ("user", user_blocks(&message.content)),
         };
         if blocks.is_empty() {
@@ -424,10 +582,10 @@ fn user_blocks(content: &[ContentBlock]) -> Vec<Value> {
         .collect()
 }
 
-fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
+fn assistant_blocks(message: &Message) -> Vec<Value> {
     let mut thinking = Vec::new();
     let mut rest = Vec::new();
-    for block in content {
+    for block in &message.content {
         match block {
             // The API requires thinking blocks first, and only accepts them with the signature it
             // issued; unsigned thinking (e.g. from another provider) is dropped.
@@ -454,6 +612,11 @@ fn assistant_blocks(content: &[ContentBlock]) -> Vec<Value> {
             ContentBlock::ToolResult { .. } => {}
         }
     }
+    // Server-tool blocks (the provider's own tool calls and their results) go back verbatim,
+    // after the thinking they followed.
+    if let Some(Value::Array(server)) = message.metadata.get(SERVER_BLOCKS_METADATA) {
+        thinking.extend(server.iter().filter(|b| b.is_object()).cloned());
+    }
     thinking.extend(rest);
     thinking
 }
@@ -473,7 +636,7 @@ enum WireEvent {
     },
     ContentBlockStart {
         index: usize,
-        content_block: WireBlock,
+        content_block: Value,
     },
     ContentBlockDelta {
         index: usize,
@@ -504,12 +667,26 @@ struct WireMessage {
     model: Option<String>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// Content the API delivered whole with the message (normally empty: blocks stream after).
+    #[serde(default)]
+    content: Vec<Value>,
 }
 
 #[derive(Deserialize, Default)]
 struct WireMessageDelta {
     #[serde(default)]
     stop_reason: Option<String>,
+    /// `{"type": "refusal", "category": …, "explanation": …}` with a refusal.
+    #[serde(default)]
+    stop_details: Option<WireStopDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireStopDetails {
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    explanation: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -543,10 +720,29 @@ enum WireBlock {
         #[serde(default)]
         input: Value,
     },
-    #[serde(other)]
+}
+
+/// What a content block is, read from its JSON: one of the blocks robota interprets, a block of
+/// a tool the provider runs itself (kept verbatim), or something to skip.
+enum StartedBlock {
+    Known(WireBlock),
+    Server(Value),
     Other,
 }
 
+impl StartedBlock {
+    fn classify(block: Value) -> Result<Self, serde_json::Error> {
+        let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+        Ok(match kind {
+            "text" | "thinking" | "tool_use" => StartedBlock::Known(serde_json::from_value(block)?),
+            // Server tools (web search, web fetch, code execution, MCP connectors): the call and
+            // its result both come from the API, and the API wants them back verbatim.
+            "server_tool_use" | "mcp_tool_use" => StartedBlock::Server(block),
+            other if other.ends_with("_tool_result") => StartedBlock::Server(block),
+            _ => StartedBlock::Other,
+        })
+    }
+}
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum WireDelta {
@@ -633,8 +829,16 @@ enum BlockSlot {
     Thinking(usize),
     /// Index into `tools`.
     Tool(usize),
-    /// A block this version does not use (server tools, redacted thinking, …).
+    /// Index into `server`: a server tool's block, kept verbatim.
+    Server(usize),
+    /// A block this version does not use (redacted thinking, …).
     Ignored,
+}
+
+struct ServerBlock {
+    block: Value,
+    /// Streamed `input_json_delta`s of a `server_tool_use`, parsed into `input` at its stop.
+    partial_input: String,
 }
 
 struct ToolState {
@@ -650,9 +854,14 @@ struct AnthropicAssembler {
     text: String,
     thinking: Vec<ThinkingBlock>,
     tools: Vec<ToolState>,
+    server: Vec<ServerBlock>,
     blocks: HashMap<usize, BlockSlot>,
     usage: Usage,
     stop_reason: Option<String>,
+    stop_details: Option<WireStopDetails>,
+    /// A `message_start` was seen: a second one before `message_stop` means two responses were
+    /// spliced into one stream.
+    started: bool,
 }
 
 impl AnthropicAssembler {
@@ -662,9 +871,90 @@ impl AnthropicAssembler {
             text: String::new(),
             thinking: Vec::new(),
             tools: Vec::new(),
+            server: Vec::new(),
             blocks: HashMap::new(),
             usage: Usage::default(),
             stop_reason: None,
+            stop_details: None,
+            started: false,
+        }
+    }
+
+    /// Handles one content block as it starts (from `content_block_start`, or whole from
+    /// `message_start.message.content`).
+    fn start_block(
+        &mut self,
+        index: usize,
+        content_block: Value,
+        emitter: &mut Emitter<'_, '_>,
+    ) -> Result<(), serde_json::Error> {
+        match StartedBlock::classify(content_block)? {
+            StartedBlock::Known(WireBlock::Text { text }) => {
+                self.blocks.insert(index, BlockSlot::Text);
+                self.push_text(text, emitter);
+            }
+            StartedBlock::Known(WireBlock::Thinking {
+                thinking,
+                signature,
+            }) => {
+                let slot = self.new_thinking_slot(index, signature.filter(|s| !s.is_empty()));
+                self.push_thinking(slot, thinking, emitter);
+            }
+            StartedBlock::Known(WireBlock::ToolUse { id, name, input }) => {
+                let position = self.tools.len();
+                self.tools.push(ToolState {
+                    call: ProviderToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        arguments: String::new(),
+                    },
+                    start_input: input,
+                    done: false,
+                });
+                self.blocks.insert(index, BlockSlot::Tool(position));
+                emitter.emit(StreamEvent::ToolCallStart {
+                    index: position,
+                    id,
+                    name,
+                });
+            }
+            StartedBlock::Server(block) => {
+                self.server.push(ServerBlock {
+                    block,
+                    partial_input: String::new(),
+                });
+                self.blocks
+                    .insert(index, BlockSlot::Server(self.server.len() - 1));
+            }
+            StartedBlock::Other => {
+                self.blocks.insert(index, BlockSlot::Ignored);
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles the end of a content block.
+    fn stop_block(&mut self, index: usize) {
+        match self.blocks.get(&index).copied() {
+            Some(BlockSlot::Tool(position)) => {
+                if let Some(tool) = self.tools.get_mut(position) {
+                    Self::finish_tool(tool);
+                }
+            }
+            Some(BlockSlot::Server(position)) => {
+                if let Some(server) = self.server.get_mut(position) {
+                    let partial = std::mem::take(&mut server.partial_input);
+                    if !partial.trim().is_empty() {
+                        if let (Ok(input), Some(block)) = (
+                            serde_json::from_str::<Value>(&partial),
+                            server.block.as_object_mut(),
+                        ) {
+                            block.insert("input".into(), input);
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
 
@@ -735,6 +1025,14 @@ impl AnthropicAssembler {
                 tool.call
             })
             .collect();
+        let refusal = (stop_reason == StopReason::Refusal).then(|| {
+            let details = self.stop_details.unwrap_or_default();
+            Refusal {
+                text: self.text.clone(),
+                category: details.category.filter(|c| !c.is_empty()),
+                explanation: details.explanation.filter(|e| !e.is_empty()),
+            }
+        });
         ProviderResponse {
             text: self.text,
             thinking: self.thinking,
@@ -742,6 +1040,8 @@ impl AnthropicAssembler {
             stop_reason,
             usage: self.usage,
             model: self.model,
+            refusal,
+            server_blocks: self.server.into_iter().map(|s| s.block).collect(),
         }
     }
 }
@@ -761,50 +1061,39 @@ impl StreamAssembler for AnthropicAssembler {
             .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
         match wire {
             WireEvent::MessageStart { message } => {
+                if self.started {
+                    // Two responses spliced into one stream (a proxy or a reconnect gone wrong):
+                    // nothing from it can be trusted, least of all a half-streamed tool call.
+                    return Err(ProviderError::new(
+                        ProviderErrorKind::Provider,
+                        PROVIDER_NAME,
+                        "the stream is corrupt: a second message_start arrived before the first \
+                         message ended (message_stop), so two responses were spliced together; \
+                         nothing from it was used",
+                    ));
+                }
+                self.started = true;
                 if let Some(model) = message.model.filter(|m| !m.is_empty()) {
                     self.model = model;
                 }
                 if let Some(usage) = message.usage {
                     self.apply_usage(&usage);
                 }
+                // Blocks delivered whole with the message come first; streamed blocks follow
+                // with their own indexes.
+                for (index, block) in message.content.into_iter().enumerate() {
+                    self.start_block(index, block, emitter)
+                        .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+                    self.stop_block(index);
+                }
             }
             WireEvent::ContentBlockStart {
                 index,
                 content_block,
-            } => match content_block {
-                WireBlock::Text { text } => {
-                    self.blocks.insert(index, BlockSlot::Text);
-                    self.push_text(text, emitter);
-                }
-                WireBlock::Thinking {
-                    thinking,
-                    signature,
-                } => {
-                    let slot = self.new_thinking_slot(index, signature.filter(|s| !s.is_empty()));
-                    self.push_thinking(slot, thinking, emitter);
-                }
-                WireBlock::ToolUse { id, name, input } => {
-                    let position = self.tools.len();
-                    self.tools.push(ToolState {
-                        call: ProviderToolCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            arguments: String::new(),
-                        },
-                        start_input: input,
-                        done: false,
-                    });
-                    self.blocks.insert(index, BlockSlot::Tool(position));
-                    emitter.emit(StreamEvent::ToolCallStart {
-                        index: position,
-                        id,
-                        name,
-                    });
-                }
-                WireBlock::Other => {
-                    self.blocks.insert(index, BlockSlot::Ignored);
-                }
-            },
+            } => {
+                self.start_block(index, content_block, emitter)
+                    .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+            }
             WireEvent::ContentBlockDelta { index, delta } => {
                 let slot = self.blocks.get(&index).copied();
                 match delta {
@@ -828,6 +1117,11 @@ impl StreamAssembler for AnthropicAssembler {
                         }
                     }
                     WireDelta::InputJsonDelta { partial_json } => {
+                        if let Some(BlockSlot::Server(position)) = slot {
+                            if let Some(server) = self.server.get_mut(position) {
+                                server.partial_input.push_str(&partial_json);
+                            }
+                        }
                         if let Some(BlockSlot::Tool(position)) = slot {
                             if let Some(tool) = self.tools.get_mut(position) {
                                 tool.call.arguments.push_str(&partial_json);
@@ -843,16 +1137,13 @@ impl StreamAssembler for AnthropicAssembler {
                     WireDelta::Other => {}
                 }
             }
-            WireEvent::ContentBlockStop { index } => {
-                if let Some(BlockSlot::Tool(position)) = self.blocks.get(&index).copied() {
-                    if let Some(tool) = self.tools.get_mut(position) {
-                        Self::finish_tool(tool);
-                    }
-                }
-            }
+            WireEvent::ContentBlockStop { index } => self.stop_block(index),
             WireEvent::MessageDelta { delta, usage } => {
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
+                }
+                if delta.stop_details.is_some() {
+                    self.stop_details = delta.stop_details;
                 }
                 if let Some(usage) = usage {
                     self.apply_usage(&usage);
@@ -872,9 +1163,11 @@ impl StreamAssembler for AnthropicAssembler {
         let stop_reason = match self.stop_reason.as_deref() {
             Some("end_turn") => StopReason::EndTurn,
             Some("tool_use") => StopReason::ToolUse,
-            Some("max_tokens") => StopReason::MaxTokens,
+            // The context window filled up mid-answer: cut off like a max_tokens stop.
+            Some("max_tokens") | Some("model_context_window_exceeded") => StopReason::MaxTokens,
             Some("stop_sequence") => StopReason::StopSequence,
             Some("refusal") => StopReason::Refusal,
+            Some("pause_turn") => StopReason::PauseTurn,
             Some(_) => StopReason::Other,
             None if !self.tools.is_empty() => StopReason::ToolUse,
             None => StopReason::EndTurn,
@@ -1326,7 +1619,9 @@ mod tests {
             ("max_tokens", StopReason::MaxTokens),
             ("stop_sequence", StopReason::StopSequence),
             ("refusal", StopReason::Refusal),
-            ("pause_turn", StopReason::Other),
+            ("pause_turn", StopReason::PauseTurn),
+            ("model_context_window_exceeded", StopReason::MaxTokens),
+            ("compaction", StopReason::Other),
         ] {
             let stream = sse(&[
                 json!({"type": "message_delta", "delta": {"stop_reason": wire}}),

@@ -134,6 +134,13 @@ pub(crate) trait StreamAssembler: Send {
         emitter: &mut Emitter<'_, '_>,
     ) -> Result<Progress, ProviderError>;
 
+    /// Whether a body that ended cleanly without the terminal event still carried a whole
+    /// response (e.g. an OpenAI-compatible stream that stopped after its finish reason without
+    /// `data: [DONE]`). A body cut by a transport error is an error whatever this says.
+    fn complete_without_terminal(&self) -> bool {
+        false
+    }
+
     /// The response after the terminal event.
     fn finish(self) -> ProviderResponse;
 
@@ -380,6 +387,9 @@ impl HttpTransport {
                 Ok(Progress::Continue) => {}
                 Err(error) => return Attempt::Failed(error),
             }
+        }
+        if assembler.complete_without_terminal() {
+            return Attempt::Done;
         }
         Attempt::Failed(ProviderError::new(
             ProviderErrorKind::Provider,

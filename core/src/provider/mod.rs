@@ -11,7 +11,7 @@ pub mod replay;
 pub mod scripted;
 pub mod sse;
 
-pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 
@@ -133,8 +133,12 @@ pub enum StopReason {
     MaxTokens,
     /// A stop sequence matched.
     StopSequence,
-    /// The model refused.
+    /// The model refused (Anthropic `refusal`, OpenAI `content_filter` or a `refusal` message);
+    /// [`ProviderResponse::refusal`] has what the provider said about it.
     Refusal,
+    /// The provider paused a long-running turn (Anthropic `pause_turn`, server tools): sending
+    /// the response back as it is lets the model continue.
+    PauseTurn,
     /// The call was cancelled; the response holds what had streamed.
     Aborted,
     /// A reason this version does not know.
@@ -163,6 +167,22 @@ pub struct ThinkingBlock {
     pub signature: Option<String>,
 }
 
+/// What the provider said when the model refused to answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// What the model said as it refused: the refusal message (OpenAI `refusal`) or the answer
+    /// text that streamed before the refusal cut it off (Anthropic); empty when there was none.
+    #[serde(default)]
+    pub text: String,
+    /// The provider's category for the refusal (Anthropic `stop_details.category`: `cyber`,
+    /// `bio`, …), when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The provider's explanation (Anthropic `stop_details.explanation`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
+}
+
 /// The assembled result of one call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProviderResponse {
@@ -180,6 +200,16 @@ pub struct ProviderResponse {
     pub usage: Usage,
     /// The model that answered (as the provider reported it).
     pub model: String,
+    /// Set when the model refused ([`StopReason::Refusal`]): the refusal text and the provider's
+    /// explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// Content blocks of tools the provider ran itself (Anthropic server tools such as web
+    /// search: `server_tool_use`, `web_search_tool_result`, …), verbatim in wire form and in
+    /// order, so they can be sent back with the conversation (a `pause_turn` continues from
+    /// them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_blocks: Vec<serde_json::Value>,
 }
 
 /// What a provider can do.

@@ -21,7 +21,7 @@ use super::http::{
 };
 use super::sse::SseEvent;
 use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
     StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
 };
 use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
@@ -457,7 +457,10 @@ struct WireChoice {
 #[derive(Deserialize)]
 struct WireDelta {
     #[serde(default)]
-    content: Option<String>,
+    content: Option<WireContent>,
+    /// The model's refusal message (OpenAI), streamed instead of `content`.
+    #[serde(default)]
+    refusal: Option<String>,
     /// DeepSeek's (and vLLM's) reasoning text.
     #[serde(default)]
     reasoning_content: Option<String>,
@@ -466,6 +469,74 @@ struct WireDelta {
     reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
+}
+
+/// `delta.content`: a string, or (Mistral's reasoning models) a list of typed parts.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireContent {
+    Text(String),
+    Parts(Vec<WirePart>),
+}
+
+/// One typed content part: `{"type": "text", "text": …}` or `{"type": "thinking", "thinking":
+/// [{"type": "text", "text": …}]}` (the thinking may also be a plain string). Other part types
+/// (images, references) carry no text to stream and are skipped.
+#[derive(Deserialize)]
+struct WirePart {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<WireThinking>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WireThinking {
+    Text(String),
+    Parts(Vec<WirePart>),
+}
+
+impl WireThinking {
+    fn text(self) -> String {
+        match self {
+            WireThinking::Text(text) => text,
+            WireThinking::Parts(parts) => parts
+                .into_iter()
+                .filter(|p| p.kind == "text" || p.kind.is_empty())
+                .filter_map(|p| p.text)
+                .collect(),
+        }
+    }
+}
+
+impl WireContent {
+    /// The answer text and the thinking text the content carries, in that order of streaming.
+    fn split(self) -> (String, String) {
+        match self {
+            WireContent::Text(text) => (text, String::new()),
+            WireContent::Parts(parts) => {
+                let mut text = String::new();
+                let mut thinking = String::new();
+                for part in parts {
+                    match part.kind.as_str() {
+                        "text" => text.push_str(part.text.as_deref().unwrap_or("")),
+                        "thinking" | "reasoning" => {
+                            if let Some(t) = part.thinking {
+                                thinking.push_str(&t.text());
+                            } else if let Some(t) = part.text {
+                                thinking.push_str(&t);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                (text, thinking)
+            }
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -541,6 +612,8 @@ struct OpenAiAssembler {
     model: String,
     text: String,
     reasoning: String,
+    /// The refusal message, when the model refused (`delta.refusal`).
+    refusal: String,
     /// Tool calls in order of first appearance.
     calls: Vec<CallState>,
     /// Wire `index` → position in `calls`.
@@ -556,6 +629,7 @@ impl OpenAiAssembler {
             model: model.to_string(),
             text: String::new(),
             reasoning: String::new(),
+            refusal: String::new(),
             calls: Vec::new(),
             positions: HashMap::new(),
             finish_reason: None,
@@ -635,9 +709,20 @@ impl OpenAiAssembler {
                 signature: None,
             }]
         };
+        let refusal = (stop_reason == StopReason::Refusal).then(|| Refusal {
+            text: if self.refusal.is_empty() {
+                self.text.clone()
+            } else {
+                self.refusal
+            },
+            category: None,
+            explanation: None,
+        });
         ProviderResponse {
             text: self.text,
             thinking,
+            refusal,
+            server_blocks: Vec::new(),
             tool_calls: self
                 .calls
                 .into_iter()
@@ -696,7 +781,8 @@ impl StreamAssembler for OpenAiAssembler {
             .find(|c| c.index.unwrap_or(0) == 0);
         if let Some(choice) = choice {
             if let Some(delta) = choice.delta {
-                for reasoning in [delta.reasoning_content, delta.reasoning]
+                let (content, part_thinking) = delta.content.map(WireContent::split).unzip();
+                for reasoning in [delta.reasoning_content, delta.reasoning, part_thinking]
                     .into_iter()
                     .flatten()
                     .filter(|r| !r.is_empty())
@@ -704,9 +790,16 @@ impl StreamAssembler for OpenAiAssembler {
                     self.reasoning.push_str(&reasoning);
                     emitter.emit(StreamEvent::ThinkingDelta(reasoning));
                 }
-                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                if let Some(text) = content.filter(|t| !t.is_empty()) {
                     self.text.push_str(&text);
                     emitter.emit(StreamEvent::TextDelta(text));
+                }
+                if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
+                    // The refusal is what the model says to the user: it streams as answer text
+                    // too, and is kept apart so the outcome can say it was a refusal.
+                    self.refusal.push_str(&refusal);
+                    self.text.push_str(&refusal);
+                    emitter.emit(StreamEvent::TextDelta(refusal));
                 }
                 for tool_call in delta.tool_calls.unwrap_or_default() {
                     self.on_tool_call(tool_call, emitter);
@@ -719,9 +812,16 @@ impl StreamAssembler for OpenAiAssembler {
         Ok(Progress::Continue)
     }
 
+    fn complete_without_terminal(&self) -> bool {
+        // Some servers end the body after the finish-reason chunk without `data: [DONE]`; the
+        // official SDKs accept that, and the answer is whole.
+        self.finish_reason.is_some()
+    }
+
     fn finish(self) -> ProviderResponse {
         let has_calls = !self.calls.is_empty();
         let stop_reason = match self.finish_reason.as_deref() {
+            _ if !self.refusal.is_empty() => StopReason::Refusal,
             // Some servers say "stop" even when they return tool calls.
             Some("tool_calls") | Some("function_call") => StopReason::ToolUse,
             Some("stop") | None if has_calls => StopReason::ToolUse,

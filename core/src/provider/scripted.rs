@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
     StopReason, StreamEvent, StreamSink, ThinkingBlock,
 };
 use crate::message::{ProviderError, ProviderErrorKind, Usage};
@@ -132,6 +132,10 @@ pub struct ScriptedTurn {
     /// The model name reported in the response (`scripted` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Makes the turn a refusal (stop reason `refusal` unless `stop_reason` says otherwise):
+    /// `{"text"?, "category"?, "explanation"?}`; an empty `text` means the turn's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
 }
 
 impl ScriptedTurn {
@@ -423,13 +427,20 @@ impl Provider for ScriptedProvider {
                 arguments,
             });
         }
-        response.stop_reason = turn
-            .stop_reason
-            .unwrap_or(if response.tool_calls.is_empty() {
-                StopReason::EndTurn
-            } else {
-                StopReason::ToolUse
-            });
+        response.stop_reason = turn.stop_reason.unwrap_or(if turn.refusal.is_some() {
+            StopReason::Refusal
+        } else if response.tool_calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        });
+        if response.stop_reason == StopReason::Refusal {
+            let mut refusal = turn.refusal.clone().unwrap_or_default();
+            if refusal.text.is_empty() {
+                refusal.text = response.text.clone();
+            }
+            response.refusal = Some(refusal);
+        }
         Ok(response)
     }
 }

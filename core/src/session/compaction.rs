@@ -154,6 +154,7 @@ mod tests {
             stop_reason,
             usage: Usage::default(),
             model: "m".into(),
+            ..ProviderResponse::default()
         }
     }
 

@@ -1632,6 +1632,7 @@ pub(super) fn accumulate(total: &mut Option<RunOutcome>, next: RunOutcome) -> Ru
                 usage: sum.usage,
                 stop_reason: next.stop_reason,
                 error: next.error,
+                refusal: next.refusal,
                 tools_executed: sum.tools_executed,
                 execution_id: next.execution_id,
             }
@@ -1649,6 +1650,7 @@ pub(super) fn interrupted_before_start() -> RunOutcome {
         usage: Usage::default(),
         stop_reason: RunStopReason::Interrupted,
         error: None,
+        refusal: None,
         tools_executed: Vec::new(),
         execution_id: uuid::Uuid::new_v4().to_string(),
     }

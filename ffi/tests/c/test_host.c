@@ -846,6 +846,62 @@ static void test_submit_tracked(robota_runtime *rt) {
   robota_session_free(s);
 }
 
+/* ---- outcomes: refused, truncated and a failed model call, each as its own status ---- */
+static void test_outcomes(robota_runtime *rt) {
+  robota_provider *p = make_provider(
+      rt,
+      "{\"type\":\"scripted\",\"turns\":[{\"text\":\"I can't help with that.\","
+      "\"refusal\":{\"category\":\"cyber\",\"explanation\":\"Policy.\"}},"
+      "{\"text\":\"Half an ans\",\"stop_reason\":\"max_tokens\"}]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  result_slot refused, truncated;
+  result_init(&refused);
+  result_init(&truncated);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit_tracked(s, "harm", 4, on_result,
+                                                                &refused, NULL, NULL, &e_));
+  CHECK(wait_for(&refused.done, 1, 20000));
+  CHECK(contains(refused.json, "\"status\":\"refused\""));
+  CHECK(contains(refused.json, "\"stop_reason\":\"refused\""));
+  CHECK(contains(refused.json, "\"category\":\"cyber\""));
+  CHECK(contains(refused.json, "\"explanation\":\"Policy.\""));
+  CHECK(!contains(refused.json, "Maximum rounds"));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_submit_tracked(s, "long", 4, on_result,
+                                                                &truncated, NULL, NULL, &e_));
+  CHECK(wait_for(&truncated.done, 1, 20000));
+  CHECK(contains(truncated.json, "\"status\":\"truncated\""));
+  CHECK(contains(truncated.json, "Half an ans"));
+  robota_session_free(s);
+
+  /* Nothing listens on port 1: the model call fails, and the prompt ends as an error with the
+   * failure's kind and whether a retry may help — never as complete. */
+  p = make_provider(rt,
+                    "{\"type\":\"anthropic\",\"model\":\"m\",\"api_key\":\"k\","
+                    "\"base_url\":\"http://127.0.0.1:1\",\"max_retries\":0}");
+  o = make_options(BASE_OPTIONS);
+  s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  counts c;
+  counts_init(&c);
+  uint64_t sub = 0;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_subscribe(s, on_event, &c, NULL, &sub, &e_));
+  result_slot failed;
+  result_init(&failed);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_tracked(s, "hi", 2, on_result, &failed, NULL, NULL, &e_));
+  CHECK(wait_for(&failed.done, 1, 20000));
+  CHECK(contains(failed.json, "\"status\":\"error\""));
+  CHECK(contains(failed.json, "\"kind\":\"network\""));
+  CHECK(contains(failed.json, "\"retryable\":true"));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_idle(s, 20000, &e_));
+  CHECK(atomic_load(&c.completes) == 0);
+  CHECK(atomic_load(&c.errors) == 1);
+  robota_session_free(s);
+}
+
 /* ---- query ---- */
 static void test_query(robota_runtime *rt) {
   robota_provider *p = make_provider(
@@ -864,6 +920,7 @@ static void test_query(robota_runtime *rt) {
   CHECK(contains(r.json, "\"response\":\"Query answer\""));
   CHECK(contains(r.json, "\"num_turns\":1"));
   CHECK(contains(r.json, "\"session_id\""));
+  CHECK(contains(r.json, "\"status\":\"complete\""));
   result_init(&r);
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_query_run(q, "again", 5, on_result, &r, &e_));
   CHECK(wait_for(&r.done, 1, 10000));
@@ -1256,6 +1313,7 @@ int main(void) {
   test_free_in_flight(rt);
   test_cancel_queue(rt);
   test_submit_tracked(rt);
+  test_outcomes(rt);
   test_malformed_answers(rt);
   test_query(rt);
   test_replay(rt);

@@ -21,6 +21,12 @@ enum Wire<'a> {
         index: usize,
         content_block: Block<'a>,
     },
+    // A block given whole as JSON (server-tool blocks).
+    #[serde(rename = "content_block_start")]
+    RawBlockStart {
+        index: usize,
+        content_block: &'a Value,
+    },
     ContentBlockDelta {
         index: usize,
         delta: Delta<'a>,
@@ -49,7 +55,7 @@ impl Wire<'_> {
     fn name(&self) -> &'static str {
         match self {
             Wire::MessageStart { .. } => "message_start",
-            Wire::ContentBlockStart { .. } => "content_block_start",
+            Wire::ContentBlockStart { .. } | Wire::RawBlockStart { .. } => "content_block_start",
             Wire::ContentBlockDelta { .. } => "content_block_delta",
             Wire::ContentBlockStop { .. } => "content_block_stop",
             Wire::Ping | Wire::PaddedPing { .. } => "ping",
@@ -70,7 +76,7 @@ struct StartMessage<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     role: &'static str,
-    content: [Value; 0],
+    content: Vec<Value>,
     model: &'a str,
     stop_reason: Option<&'a str>,
     stop_sequence: Option<&'a str>,
@@ -119,6 +125,8 @@ enum Delta<'a> {
 struct StopDelta<'a> {
     stop_reason: &'a str,
     stop_sequence: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_details: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -135,13 +143,19 @@ struct ErrorDetail<'a> {
 
 /// The full event sequence for `turn`; `include_terminal: false` drops `message_stop`.
 pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<Event> {
-    let usage = turn.usage.unwrap_or_default();
+    let usage = ctx.usage(turn);
+    let default_id = |i: usize| format!("toolu_mock_{}_{i}", ctx.turn_index);
+    let content = if turn.content_in_start {
+        whole_content(turn, &default_id)
+    } else {
+        Vec::new()
+    };
     let mut out = vec![Wire::MessageStart {
         message: StartMessage {
             id: format!("msg_mock_{}", ctx.seq),
             kind: "message",
             role: "assistant",
-            content: [],
+            content,
             model: ctx.model,
             stop_reason: None,
             stop_sequence: None,
@@ -154,42 +168,52 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
         out: &mut out,
         next_index: 0,
     };
-    if let Some(thinking) = &turn.thinking {
-        let index = blocks.start(Block::Thinking { thinking: "" });
-        for piece in thinking.pieces() {
-            blocks.delta(index, Delta::Thinking { thinking: piece });
+    if turn.content_in_start {
+        blocks.next_index = whole_content(turn, &default_id).len();
+        // The streamed part is empty: the ping still comes, right after message_start.
+        blocks.out.push(Wire::Ping.event());
+    } else {
+        if let Some(thinking) = &turn.thinking {
+            let index = blocks.start(Block::Thinking { thinking: "" });
+            for piece in thinking.pieces() {
+                blocks.delta(index, Delta::Thinking { thinking: piece });
+            }
+            let signature = turn.thinking_signature.as_deref().unwrap_or("sig_mock");
+            blocks.delta(index, Delta::Signature { signature });
+            blocks.stop(index);
         }
-        let signature = turn.thinking_signature.as_deref().unwrap_or("sig_mock");
-        blocks.delta(index, Delta::Signature { signature });
-        blocks.stop(index);
-    }
-    if let Some(text) = &turn.text {
-        let index = blocks.start(Block::Text { text: "" });
-        for piece in text.pieces() {
-            blocks.delta(index, Delta::Text { text: piece });
+        for block in &turn.server_blocks {
+            let index = blocks.start_raw(block);
+            blocks.stop(index);
         }
-        blocks.stop(index);
-    }
-    for (i, call) in turn.tool_calls.iter().enumerate() {
-        let default_id = format!("toolu_mock_{}_{i}", ctx.turn_index);
-        let index = blocks.start(Block::ToolUse {
-            id: call.id.as_deref().unwrap_or(&default_id),
-            name: &call.name,
-            input: Map::new(),
-        });
-        for piece in call.argument_pieces() {
-            blocks.delta(
-                index,
-                Delta::InputJson {
-                    partial_json: &piece,
-                },
-            );
+        for text in [&turn.text, &turn.refusal].into_iter().flatten() {
+            let index = blocks.start(Block::Text { text: "" });
+            for piece in text.pieces() {
+                blocks.delta(index, Delta::Text { text: piece });
+            }
+            blocks.stop(index);
         }
-        blocks.stop(index);
-    }
-    if blocks.next_index == 0 {
-        // No content blocks: the ping still comes, right after message_start.
-        out.push(Wire::Ping.event());
+        for (i, call) in turn.tool_calls.iter().enumerate() {
+            let id = default_id(i);
+            let index = blocks.start(Block::ToolUse {
+                id: call.id.as_deref().unwrap_or(&id),
+                name: &call.name,
+                input: Map::new(),
+            });
+            for piece in call.argument_pieces() {
+                blocks.delta(
+                    index,
+                    Delta::InputJson {
+                        partial_json: &piece,
+                    },
+                );
+            }
+            blocks.stop(index);
+        }
+        if blocks.next_index == 0 {
+            // No content blocks: the ping still comes, right after message_start.
+            out.push(Wire::Ping.event());
+        }
     }
 
     out.push(
@@ -197,6 +221,7 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
             delta: StopDelta {
                 stop_reason: &anthropic_stop_reason(turn),
                 stop_sequence: None,
+                stop_details: turn.stop_details.as_ref(),
             },
             usage: OutputUsage {
                 output_tokens: usage.output_tokens,
@@ -208,6 +233,35 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
         out.push(Wire::MessageStop.event());
     }
     out
+}
+
+/// The turn's content as whole blocks, for `message_start.message.content`.
+fn whole_content(turn: &Turn, default_id: &dyn Fn(usize) -> String) -> Vec<Value> {
+    let mut content = Vec::new();
+    if let Some(thinking) = &turn.thinking {
+        content.push(serde_json::json!({
+            "type": "thinking",
+            "thinking": thinking.joined(),
+            "signature": turn.thinking_signature.as_deref().unwrap_or("sig_mock"),
+        }));
+    }
+    content.extend(turn.server_blocks.iter().cloned());
+    for text in [&turn.text, &turn.refusal].into_iter().flatten() {
+        content.push(serde_json::json!({"type": "text", "text": text.joined()}));
+    }
+    for (i, call) in turn.tool_calls.iter().enumerate() {
+        let input = match (&call.arguments_chunks, &call.raw_arguments) {
+            (None, None) => call.input.clone(),
+            _ => serde_json::from_str(&call.argument_pieces().concat()).unwrap_or_default(),
+        };
+        content.push(serde_json::json!({
+            "type": "tool_use",
+            "id": call.id.clone().unwrap_or_else(|| default_id(i)),
+            "name": call.name,
+            "input": input,
+        }));
+    }
+    content
 }
 
 fn start_usage(usage: &Usage) -> StartUsage {
@@ -234,6 +288,22 @@ impl Blocks<'_> {
         self.next_index += 1;
         self.out.push(
             Wire::ContentBlockStart {
+                index,
+                content_block,
+            }
+            .event(),
+        );
+        if index == 0 {
+            self.out.push(Wire::Ping.event());
+        }
+        index
+    }
+
+    fn start_raw(&mut self, content_block: &Value) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.out.push(
+            Wire::RawBlockStart {
                 index,
                 content_block,
             }

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod anthropic;
+mod cache;
 mod history;
 mod openai;
 mod plan;
@@ -20,7 +21,9 @@ use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
-pub use script::{Chunks, CloseMode, Fault, MockError, Script, SseOptions, ToolCall, Turn, Usage};
+pub use script::{
+    Chunks, CloseMode, Fault, MockError, PromptCacheSim, Script, SseOptions, ToolCall, Turn, Usage,
+};
 pub use server::RecordedRequest;
 
 /// A running mock provider. Dropping it (or calling [`MockLlm::shutdown`]) stops accepting

@@ -4,6 +4,7 @@
 //! Like `anthropic`, JSON comes from `Serialize` structs so keys keep the API's order.
 
 use serde::Serialize;
+use serde_json::{json, Value};
 
 use crate::plan::{openai_finish_reason, padded, to_json, Ctx};
 use crate::script::{Turn, Usage};
@@ -38,9 +39,12 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     role: Option<&'static str>,
-    // `Some(None)` serializes as `"content": null`, as in the role chunk of a tool-only reply.
+    // `Some(Value::Null)` serializes as `"content": null`, as in the role chunk of a tool-only
+    // reply; a string, or a list of typed parts (`content_parts`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<Option<&'a str>>,
+    content: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refusal: Option<Option<&'a str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -149,27 +153,56 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
     out.push(c.chunk(
         Delta {
             role: Some("assistant"),
-            content: Some(turn.text.as_ref().map(|_| "")),
+            content: Some(match (&turn.text, turn.content_parts) {
+                (Some(_), false) => Value::from(""),
+                (Some(_), true) => Value::Array(Vec::new()),
+                (None, _) => Value::Null,
+            }),
+            // The API announces the refusal slot in the role chunk.
+            refusal: turn.refusal.as_ref().map(|_| None),
             ..Delta::default()
         },
         None,
     ));
     if let Some(thinking) = &turn.thinking {
         for piece in thinking.pieces() {
-            out.push(c.chunk(
+            let delta = if turn.content_parts {
+                Delta {
+                    content: Some(
+                        json!([{"type": "thinking", "thinking": [{"type": "text", "text": piece}]}]),
+                    ),
+                    ..Delta::default()
+                }
+            } else {
                 Delta {
                     reasoning_content: Some(piece),
+                    ..Delta::default()
+                }
+            };
+            out.push(c.chunk(delta, None));
+        }
+    }
+    if let Some(text) = &turn.text {
+        for piece in text.pieces() {
+            let content = if turn.content_parts {
+                json!([{"type": "text", "text": piece}])
+            } else {
+                Value::from(piece)
+            };
+            out.push(c.chunk(
+                Delta {
+                    content: Some(content),
                     ..Delta::default()
                 },
                 None,
             ));
         }
     }
-    if let Some(text) = &turn.text {
-        for piece in text.pieces() {
+    if let Some(refusal) = &turn.refusal {
+        for piece in refusal.pieces() {
             out.push(c.chunk(
                 Delta {
-                    content: Some(Some(piece)),
+                    refusal: Some(Some(piece)),
                     ..Delta::default()
                 },
                 None,
@@ -214,7 +247,7 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
     if include_terminal {
         out.push(c.chunk(Delta::default(), Some(&openai_finish_reason(turn))));
         if ctx.include_usage {
-            out.push(c.usage_chunk(&turn.usage.unwrap_or_default()));
+            out.push(c.usage_chunk(&ctx.usage(turn)));
         }
         out.push(Event::data("[DONE]".to_owned()));
     }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::script::{CloseMode, Fault, SseOptions, Turn};
+use crate::cache::InputUsage;
+use crate::script::{CloseMode, Fault, SseOptions, Turn, Usage};
 use crate::sse::Event;
 use crate::{anthropic, openai};
 
@@ -27,10 +28,26 @@ pub(crate) struct Ctx<'a> {
     pub seq: u64,
     /// Index of the turn being served, used in default tool-call ids.
     pub turn_index: usize,
+    /// Input usage computed from the request (script `prompt_cache`), replacing the turn's.
+    pub input_usage: Option<InputUsage>,
     /// OpenAI `stream_options.include_usage`.
     pub include_usage: bool,
     /// Unix time for OpenAI's `created`.
     pub created: u64,
+}
+
+impl Ctx<'_> {
+    /// The usage to report for `turn`: the script's, with the input side computed from the
+    /// request when the script simulates the prompt cache.
+    pub fn usage(&self, turn: &Turn) -> Usage {
+        let mut usage = turn.usage.unwrap_or_default();
+        if let Some(input) = self.input_usage {
+            usage.input_tokens = input.input_tokens;
+            usage.cache_read_input_tokens = input.cache_read_input_tokens;
+            usage.cache_creation_input_tokens = input.cache_creation_input_tokens;
+        }
+        usage
+    }
 }
 
 /// How the response body ends after the last planned event.
@@ -59,13 +76,26 @@ pub(crate) struct Plan {
 /// Builds the plan for a streaming turn (a `status` fault never gets here).
 pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
     let include_terminal = !matches!(turn.fault, Some(Fault::MissingTerminal {}));
-    let mut events = match dialect {
+    let build = |include_terminal| match dialect {
         Dialect::Anthropic => anthropic::events(turn, ctx, include_terminal),
         Dialect::OpenAi => openai::events(turn, ctx, include_terminal),
+    };
+    let mut events = match &turn.raw_body {
+        Some(body) => vec![Event::raw(body.clone())],
+        None => build(include_terminal),
     };
     let mut end = End::Clean;
     match &turn.fault {
         None | Some(Fault::MissingTerminal {}) | Some(Fault::Status { .. }) => {}
+        Some(Fault::Splice { after_events }) => {
+            events.truncate(*after_events);
+            events.extend(build(true));
+        }
+        Some(Fault::NoDone {}) => {
+            if dialect == Dialect::OpenAi {
+                events.pop(); // `data: [DONE]` is always last
+            }
+        }
         Some(Fault::Reset {
             after_events,
             close,
@@ -144,6 +174,7 @@ pub(crate) fn anthropic_stop_reason(turn: &Turn) -> String {
         Some("length") => "max_tokens".into(),
         Some("content_filter") => "refusal".into(),
         Some(other) => other.into(),
+        None if turn.refusal.is_some() => "refusal".into(),
         None if turn.tool_calls.is_empty() => "end_turn".into(),
         None => "tool_use".into(),
     }

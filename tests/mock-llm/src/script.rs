@@ -30,8 +30,32 @@ pub struct Script {
     /// When false, requests are not recorded (keeps memory flat in long benchmarks).
     #[serde(default = "default_true")]
     pub record: bool,
+    /// When set, input token counts are computed from each request (instead of taken from the
+    /// turn's `usage`), with prompt-cache reads and writes accounted as the provider would:
+    /// Anthropic from the request's `cache_control` breakpoints, OpenAI from the longest prefix
+    /// shared with an earlier request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<PromptCacheSim>,
     /// The turns, served in order.
     pub turns: Vec<Turn>,
+}
+
+/// How mock-llm counts input tokens and simulates the provider's prompt cache (script field
+/// `prompt_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptCacheSim {
+    /// Characters of the request's canonical JSON per token. Default 4.
+    #[serde(default = "default_chars_per_token")]
+    pub chars_per_token: u64,
+    /// The shortest prefix (in tokens) that is cached; shorter ones are silently not cached, as
+    /// with the real APIs (Anthropic: 1024 or more by model; OpenAI: 1024). Default 0.
+    #[serde(default)]
+    pub min_tokens: u64,
+}
+
+fn default_chars_per_token() -> u64 {
+    4
 }
 
 fn default_true() -> bool {
@@ -54,6 +78,31 @@ pub struct Turn {
     /// Tool calls, in order, after any text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// A refusal message: OpenAI `delta.refusal` deltas; Anthropic text deltas with stop reason
+    /// `refusal` (unless `stop_reason` says otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Chunks>,
+    /// Anthropic `message_delta.delta.stop_details`, sent verbatim (e.g. `{"type": "refusal",
+    /// "category": "cyber", "explanation": "…"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_details: Option<Value>,
+    /// Anthropic content blocks sent whole (`content_block_start` + `content_block_stop`) before
+    /// the text, e.g. server-tool blocks (`server_tool_use`, `web_search_tool_result`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_blocks: Vec<Value>,
+    /// OpenAI: send text and thinking as lists of typed content parts (Mistral's reasoning
+    /// models): `"content": [{"type": "text", "text": …}]`, `"content": [{"type": "thinking",
+    /// "thinking": [{"type": "text", "text": …}]}]`.
+    #[serde(default)]
+    pub content_parts: bool,
+    /// Anthropic: deliver the text and tool calls whole inside `message_start.message.content`
+    /// instead of as streamed blocks.
+    #[serde(default)]
+    pub content_in_start: bool,
+    /// Send these bytes verbatim as the response body instead of building events from the turn
+    /// (a recorded stream); `split_bytes` still applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_body: Option<String>,
     /// Token usage to report. Absent = all zeros.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -329,6 +378,16 @@ pub enum Fault {
         #[serde(default = "one")]
         after_events: usize,
     },
+    /// Send `after_events` events, then the whole turn again from its first event (two responses
+    /// spliced into one stream, as a broken proxy or reconnect produces).
+    Splice {
+        /// Events of the first copy sent before the second begins.
+        #[serde(default)]
+        after_events: usize,
+    },
+    /// OpenAI: send the turn whole (finish-reason and usage chunks included) but without the
+    /// closing `data: [DONE]`. Anthropic streams have no such terminator: no effect there.
+    NoDone {},
     /// Send `after_events` events, then an in-stream error event, then end the body.
     StreamError {
         /// Events sent before the error.
@@ -368,6 +427,7 @@ impl Script {
         Script {
             repeat: false,
             record: true,
+            prompt_cache: None,
             turns,
         }
     }
@@ -424,6 +484,27 @@ impl Turn {
     }
 
     fn validate(&self) -> Result<(), String> {
+        if self.raw_body.is_some()
+            && (self.text.is_some()
+                || self.thinking.is_some()
+                || !self.tool_calls.is_empty()
+                || self.refusal.is_some()
+                || !self.server_blocks.is_empty()
+                || self.fault.is_some())
+        {
+            return Err(
+                "raw_body: a raw body replaces the turn's content and faults; give \
+                        either raw_body or content"
+                    .into(),
+            );
+        }
+        for (j, block) in self.server_blocks.iter().enumerate() {
+            if !block.get("type").is_some_and(Value::is_string) {
+                return Err(format!(
+                    "server_blocks[{j}]: a content block is a JSON object with a \"type\""
+                ));
+            }
+        }
         for (j, call) in self.tool_calls.iter().enumerate() {
             if call.arguments_chunks.is_some() && call.raw_arguments.is_some() {
                 return Err(format!(

@@ -26,6 +26,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::cache::{CacheSim, InputUsage};
 use crate::plan::{self, to_json, Ctx, Dialect, End, Plan};
 use crate::script::{Fault, Script};
 use crate::sse;
@@ -63,6 +64,7 @@ struct Inner {
     cursor: usize,
     seq: u64,
     requests: Vec<RecordedRequest>,
+    cache: CacheSim,
 }
 
 /// What a model request gets.
@@ -86,6 +88,7 @@ impl Shared {
                 cursor: 0,
                 seq: 0,
                 requests: Vec::new(),
+                cache: CacheSim::default(),
             }),
         }
     }
@@ -106,6 +109,14 @@ impl Shared {
         let mut inner = self.lock();
         inner.script = Arc::new(script);
         inner.cursor = 0;
+        inner.cache.clear();
+    }
+
+    /// The input usage of a request under the script's prompt-cache simulation, if it has one.
+    fn input_usage(&self, dialect: Dialect, body: &Value) -> Option<InputUsage> {
+        let mut inner = self.lock();
+        let sim = inner.script.prompt_cache?;
+        Some(inner.cache.account(dialect, body, &sim))
     }
 
     pub(crate) fn reset(&self) {
@@ -113,6 +124,7 @@ impl Shared {
         inner.cursor = 0;
         inner.seq = 0;
         inner.requests.clear();
+        inner.cache.clear();
     }
 
     /// Numbers and records a request; when `consume`, also hands it the next turn. Both happen
@@ -505,9 +517,12 @@ async fn model_request(
             return dialect_error(dialect, status, &msg, 0);
         }
     };
-    let checked = serde_json::from_slice::<Value>(&bytes)
-        .map_err(|e| format!("request body is not valid JSON: {e}"))
-        .and_then(|v| check_request(dialect, &v));
+    let parsed = serde_json::from_slice::<Value>(&bytes)
+        .map_err(|e| format!("request body is not valid JSON: {e}"));
+    let checked = parsed
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|v| check_request(dialect, v));
     let info = match checked {
         Ok(info) => info,
         Err(msg) => {
@@ -575,10 +590,14 @@ async fn model_request(
         return resp;
     }
 
+    let input_usage = parsed
+        .ok()
+        .and_then(|body| shared.input_usage(dialect, &body));
     let ctx = Ctx {
         model: &info.model,
         seq,
         turn_index: index,
+        input_usage,
         include_usage: dialect == Dialect::OpenAi && info.include_usage,
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)

@@ -10,6 +10,8 @@ pub(crate) struct Event {
     pub name: Option<&'static str>,
     /// The payload; usually JSON, but deliberately not for `[DONE]` and malformed events.
     pub data: String,
+    /// `data` is the wire bytes themselves (a recorded body), written without framing.
+    pub raw: bool,
 }
 
 impl Event {
@@ -18,17 +20,34 @@ impl Event {
         Event {
             name: Some(name),
             data,
+            raw: false,
         }
     }
 
     /// A data-only event (OpenAI style).
     pub fn data(data: String) -> Self {
-        Event { name: None, data }
+        Event {
+            name: None,
+            data,
+            raw: false,
+        }
+    }
+
+    /// Bytes written as they are, without SSE framing (a recorded response body).
+    pub fn raw(bytes: String) -> Self {
+        Event {
+            name: None,
+            data: bytes,
+            raw: true,
+        }
     }
 }
 
 /// Encodes `event` as SSE bytes under `opts`.
 pub(crate) fn encode(event: &Event, opts: &SseOptions) -> Vec<u8> {
+    if event.raw {
+        return event.data.clone().into_bytes();
+    }
     let eol = if opts.crlf { "\r\n" } else { "\n" };
     let sp = if opts.no_space { "" } else { " " };
     let mut out = String::with_capacity(event.data.len() + 64);

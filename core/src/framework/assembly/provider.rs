@@ -7,7 +7,9 @@
 //! file named by `options.file`, relative to the project directory); `replay` (a recorded session
 //! log named by `options.log`). Provider-owned `options` also accept `maxRetries`,
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
-//! HTTP providers.
+//! HTTP providers, and for `anthropic` `promptCaching` (default `true`; the
+//! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
+//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`).
 //!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
@@ -19,7 +21,7 @@ use serde_json::Value;
 
 use crate::framework::config::{ProviderProfile, Settings};
 use crate::provider::anthropic::{
-    AnthropicConfig, AnthropicProvider, DEFAULT_BASE_URL as ANTHROPIC_URL,
+    AnthropicConfig, AnthropicProvider, CacheTtl, DEFAULT_BASE_URL as ANTHROPIC_URL,
 };
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
 use crate::provider::replay::ReplayProvider;
@@ -217,6 +219,7 @@ fn build_anthropic(
     config.base_url = base_url.clone();
     config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
     config.http = http_options(profile)?;
+    config.prompt_caching = prompt_caching(profile, var)?;
     let provider =
         AnthropicProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
     Ok(BuiltProvider {
@@ -317,6 +320,37 @@ fn option_u64(profile: &ProviderProfile, key: &str) -> Result<Option<u64>, FromS
     }
 }
 
+/// Anthropic prompt caching from `options.promptCaching` (default true) and
+/// `options.promptCacheTtl` (`"5m"` default, or `"1h"`); `DISABLE_PROMPT_CACHING` (Claude Code's
+/// variable) turns it off unless the profile turns it on explicitly.
+fn prompt_caching(
+    profile: &ProviderProfile,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<CacheTtl>, FromSettingsError> {
+    let invalid = |message: &str| FromSettingsError::Profile {
+        profile: profile.name.clone(),
+        message: message.to_owned(),
+    };
+    let enabled = match option(profile, "promptCaching") {
+        None | Some(Value::Null) => var("DISABLE_PROMPT_CACHING")
+            .is_none_or(|v| matches!(v.trim(), "0" | "false" | "FALSE" | "False")),
+        Some(Value::Bool(on)) => on,
+        Some(_) => return Err(invalid("`options.promptCaching` must be true or false")),
+    };
+    let ttl = match option(profile, "promptCacheTtl") {
+        None | Some(Value::Null) => CacheTtl::default(),
+        Some(Value::String(ttl)) => CacheTtl::parse(&ttl).ok_or_else(|| {
+            invalid("`options.promptCacheTtl` must be \"5m\" (the default) or \"1h\"")
+        })?,
+        Some(_) => {
+            return Err(invalid(
+                "`options.promptCacheTtl` must be \"5m\" (the default) or \"1h\"",
+            ))
+        }
+    };
+    Ok(enabled.then_some(ttl))
+}
+
 fn option_path(
     profile: &ProviderProfile,
     key: &str,
@@ -372,6 +406,7 @@ fn scripted_turns(
 mod tests {
     use super::*;
     use crate::framework::config::{ProviderOrigin, ResolvedProvider, SettingsSource};
+    use serde_json::json;
 
     fn with_profile(profile: ProviderProfile) -> Settings {
         Settings {
@@ -421,6 +456,49 @@ mod tests {
         };
         let error = http_options(&bad).expect_err("not a number").to_string();
         assert!(error.contains("`options.maxRetryWaitMs`"), "{error}");
+    }
+
+    #[test]
+    fn prompt_caching_comes_from_profile_options_then_the_environment() {
+        let with = |options: serde_json::Value| ProviderProfile {
+            options: Some(options),
+            ..bare_profile("claude", "anthropic")
+        };
+        let no_env = |_: &str| None;
+        let disabled = |name: &str| (name == "DISABLE_PROMPT_CACHING").then(|| "1".to_string());
+        let cases = [
+            (
+                json!({}),
+                &no_env as &dyn Fn(&str) -> Option<String>,
+                Some(CacheTtl::FiveMinutes),
+            ),
+            (
+                json!({"promptCacheTtl": "1h"}),
+                &no_env,
+                Some(CacheTtl::OneHour),
+            ),
+            (json!({"promptCaching": false}), &no_env, None),
+            (json!({}), &disabled, None),
+            // The profile's explicit choice wins over the environment.
+            (
+                json!({"promptCaching": true}),
+                &disabled,
+                Some(CacheTtl::FiveMinutes),
+            ),
+        ];
+        for (options, var, expected) in cases {
+            let got = prompt_caching(&with(options.clone()), var).expect("valid");
+            assert_eq!(got, expected, "{options}");
+        }
+        for bad in [
+            json!({"promptCacheTtl": "2h"}),
+            json!({"promptCaching": "no"}),
+        ] {
+            let error = prompt_caching(&with(bad.clone()), &no_env)
+                .expect_err("invalid")
+                .to_string();
+            assert!(error.contains("options.promptCach"), "{bad}: {error}");
+        }
     }
 
     #[test]

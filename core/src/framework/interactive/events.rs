@@ -19,6 +19,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::engine::RunOutcome;
+use crate::framework::outcome::ErrorInfo;
 use crate::hooks::CompactTrigger;
 use crate::permissions::PermissionMode;
 use crate::session::{ContextState, RecoveryReport, SessionEvent};
@@ -135,15 +136,34 @@ pub enum InteractiveEventKind {
         /// Estimated tokens after.
         tokens_after: u64,
     },
-    /// A prompt finished (not aborted).
+    /// A prompt ended with the model's answer.
     Complete {
         /// The run's outcome (response, usage, stop reason, …).
         outcome: RunOutcome,
     },
-    /// A prompt could not run or failed (unresolvable `@file`, rejected, budget, …).
+    /// A prompt ended with the model refusing (never re-asked): `outcome.refusal` has the
+    /// refusal text and the provider's category and explanation.
+    Refused {
+        /// The run's outcome.
+        outcome: RunOutcome,
+    },
+    /// A prompt ended with its answer cut off at the output token limit; `outcome.response` is
+    /// what was written (see `InteractiveSession::continue_answer`).
+    Truncated {
+        /// The run's outcome.
+        outcome: RunOutcome,
+    },
+    /// A prompt failed or could not run: a model call failed (auth, network, retries
+    /// exhausted, …), a hook rejected it, the budget is spent, an `@file` cannot be attached.
+    /// Also sent (after the prompt's own end) when a compaction the model asked for fails.
     Error {
-        /// What went wrong and how to fix it.
+        /// What went wrong and how to fix it (the same as `error.message`).
         message: String,
+        /// The failure: kind, HTTP status, whether a retry may help, the wait asked for.
+        error: ErrorInfo,
+        /// The run's outcome when the run had started (usage, text streamed before the failure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<RunOutcome>,
     },
     /// A prompt was aborted; the outcome holds what streamed until then.
     Interrupted {
@@ -182,6 +202,19 @@ pub enum InteractiveEventKind {
 }
 
 impl InteractiveEventKind {
+    /// True for the events that end a prompt: `complete`, `refused`, `truncated`, `error` and
+    /// `interrupted` (an `error` may also report a failed compaction after a prompt ended).
+    pub fn ends_prompt(&self) -> bool {
+        matches!(
+            self,
+            InteractiveEventKind::Complete { .. }
+                | InteractiveEventKind::Refused { .. }
+                | InteractiveEventKind::Truncated { .. }
+                | InteractiveEventKind::Error { .. }
+                | InteractiveEventKind::Interrupted { .. }
+        )
+    }
+
     /// The event's `type` as serialized (`text_delta`, `complete`, …), without serializing it.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -193,6 +226,8 @@ impl InteractiveEventKind {
             InteractiveEventKind::ContextUpdate { .. } => "context_update",
             InteractiveEventKind::Compaction { .. } => "compaction",
             InteractiveEventKind::Complete { .. } => "complete",
+            InteractiveEventKind::Refused { .. } => "refused",
+            InteractiveEventKind::Truncated { .. } => "truncated",
             InteractiveEventKind::Error { .. } => "error",
             InteractiveEventKind::Interrupted { .. } => "interrupted",
             InteractiveEventKind::SkillActivation { .. } => "skill_activation",

@@ -7,8 +7,9 @@
 //! with the prompt), and ordered event subscriptions (see [`events`]).
 //!
 //! Prompts run on a background task so `submit` returns as soon as the prompt is accepted; hosts
-//! follow progress through events (`complete`, `interrupted` or `error` end every accepted
-//! prompt) or wait with [`InteractiveSession::wait_idle`].
+//! follow progress through events (`complete`, `refused`, `truncated`, `error` or `interrupted`
+//! end every accepted prompt that ran: see [`crate::framework::outcome`]), await a
+//! [`PromptTicket`], or wait with [`InteractiveSession::wait_idle`].
 
 pub mod events;
 mod host;
@@ -19,13 +20,14 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{EngineEvent, RunOutcome};
+use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{load_agent_definitions, AgentCatalog, AgentDefinitionError};
 use crate::framework::commands::{
     default_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
     CommandModule, CommandRegistry, CommandRegistryError, CommandResult, SessionRequirement,
 };
 use crate::framework::context::{resolve_file_references, FileRefOptions};
+use crate::framework::outcome::{ErrorInfo, OutcomeStatus};
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
 use crate::session::{
@@ -112,13 +114,31 @@ pub enum SubmitStatus {
     Queued,
 }
 
+/// How [`InteractiveSession::continue_answer`]'s prompt ([`CONTINUE_PROMPT`]) is shown in the
+/// history and to hosts.
+pub const CONTINUE_DISPLAY_INPUT: &str = "(continue)";
+
 /// How one submitted prompt ended: what a [`PromptTicket`] resolves to. Serialized with a
-/// `status` tag (`complete`, `interrupted`, `error`, `cancelled`).
+/// `status` tag from the one outcome vocabulary ([`OutcomeStatus`]): `complete`, `refused`,
+/// `truncated`, `error`, `interrupted`, `cancelled`. Every status but `cancelled` is also the
+/// `type` of the event that ended the prompt, with the same fields.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum PromptResult {
-    /// The run finished (the same outcome as the `complete` event).
+    /// The model answered (the same outcome as the `complete` event).
     Complete {
+        /// The run's outcome.
+        outcome: RunOutcome,
+    },
+    /// The model refused (the `refused` event): `outcome.refusal` has the refusal text and the
+    /// provider's category and explanation. The prompt was not re-asked.
+    Refused {
+        /// The run's outcome.
+        outcome: RunOutcome,
+    },
+    /// The answer was cut off at the output token limit (the `truncated` event); `outcome` has
+    /// what was written. [`InteractiveSession::continue_answer`] asks the model to go on.
+    Truncated {
         /// The run's outcome.
         outcome: RunOutcome,
     },
@@ -128,15 +148,112 @@ pub enum PromptResult {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<RunOutcome>,
     },
-    /// The run could not start or failed (a hook rejected the prompt, the budget is spent, …);
-    /// the same message as the `error` event.
+    /// A model call failed (401, unreachable host, retries exhausted, …) or the prompt could not
+    /// run (a hook rejected it, the budget is spent, …); the same as the `error` event.
     Error {
-        /// What went wrong and how to fix it.
+        /// What went wrong and how to fix it (`error.message`).
         message: String,
+        /// The failure: kind, HTTP status, whether a retry may help, the wait asked for.
+        error: ErrorInfo,
+        /// The run's outcome when the run had started (usage, what streamed before the failure).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<RunOutcome>,
     },
     /// The prompt never ran: it was dropped from the queue (`cancel_queue`, `abort`) or the
     /// session shut down first.
     Cancelled,
+}
+
+impl PromptResult {
+    /// How the prompt ended, as the shared status.
+    pub fn status(&self) -> OutcomeStatus {
+        match self {
+            PromptResult::Complete { .. } => OutcomeStatus::Complete,
+            PromptResult::Refused { .. } => OutcomeStatus::Refused,
+            PromptResult::Truncated { .. } => OutcomeStatus::Truncated,
+            PromptResult::Interrupted { .. } => OutcomeStatus::Interrupted,
+            PromptResult::Error { .. } => OutcomeStatus::Error,
+            PromptResult::Cancelled => OutcomeStatus::Cancelled,
+        }
+    }
+
+    /// The run's outcome, when the run started.
+    pub fn outcome(&self) -> Option<&RunOutcome> {
+        match self {
+            PromptResult::Complete { outcome }
+            | PromptResult::Refused { outcome }
+            | PromptResult::Truncated { outcome } => Some(outcome),
+            PromptResult::Interrupted { outcome } | PromptResult::Error { outcome, .. } => {
+                outcome.as_ref()
+            }
+            PromptResult::Cancelled => None,
+        }
+    }
+
+    /// The result for a run that returned `outcome` (its status decides the variant).
+    pub fn from_outcome(outcome: RunOutcome) -> Self {
+        match OutcomeStatus::of(&outcome) {
+            OutcomeStatus::Interrupted | OutcomeStatus::Cancelled => PromptResult::Interrupted {
+                outcome: Some(outcome),
+            },
+            OutcomeStatus::Refused => PromptResult::Refused { outcome },
+            OutcomeStatus::Truncated => PromptResult::Truncated { outcome },
+            OutcomeStatus::Error => {
+                let error = match &outcome.error {
+                    Some(error) => ErrorInfo::from_provider(error),
+                    None => ErrorInfo::new("provider", "the model call failed"),
+                };
+                PromptResult::Error {
+                    message: error.message.clone(),
+                    error,
+                    outcome: Some(outcome),
+                }
+            }
+            OutcomeStatus::Complete => PromptResult::Complete { outcome },
+        }
+    }
+
+    /// The result an event that ends a prompt reports (`None` for any other event); the inverse
+    /// of [`event`](Self::event).
+    pub fn from_event(event: &InteractiveEventKind) -> Option<Self> {
+        Some(match event.clone() {
+            InteractiveEventKind::Complete { outcome } => PromptResult::Complete { outcome },
+            InteractiveEventKind::Refused { outcome } => PromptResult::Refused { outcome },
+            InteractiveEventKind::Truncated { outcome } => PromptResult::Truncated { outcome },
+            InteractiveEventKind::Interrupted { outcome } => PromptResult::Interrupted { outcome },
+            InteractiveEventKind::Error {
+                message,
+                error,
+                outcome,
+            } => PromptResult::Error {
+                message,
+                error,
+                outcome,
+            },
+            _ => return None,
+        })
+    }
+
+    /// The event that reports this result (a prompt cancelled before it ran has none; it is
+    /// reported as `interrupted` without an outcome when an event is needed).
+    pub fn event(&self) -> InteractiveEventKind {
+        match self.clone() {
+            PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
+            PromptResult::Refused { outcome } => InteractiveEventKind::Refused { outcome },
+            PromptResult::Truncated { outcome } => InteractiveEventKind::Truncated { outcome },
+            PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
+            PromptResult::Error {
+                message,
+                error,
+                outcome,
+            } => InteractiveEventKind::Error {
+                message,
+                error,
+                outcome,
+            },
+            PromptResult::Cancelled => InteractiveEventKind::Interrupted { outcome: None },
+        }
+    }
 }
 
 /// A submitted prompt: whether it started or waits, and (awaited with
@@ -376,7 +493,8 @@ impl InteractiveSession {
     }
 
     /// Like [`submit`](Self::submit), and returns a [`PromptTicket`] that resolves to how this
-    /// prompt ended (complete, interrupted, error, or cancelled before it ran) — so a host can
+    /// prompt ended (complete, refused, truncated, error, interrupted, or cancelled before it ran)
+    /// — so a host can
     /// await its own prompt without matching events to prompts. Must be called within a tokio
     /// runtime.
     pub async fn submit_tracked(
@@ -399,6 +517,16 @@ impl InteractiveSession {
         let (tx, done) = tokio::sync::oneshot::channel();
         let (status, id) = self.enqueue(input, display_input, Some(tx))?;
         Ok(PromptTicket { status, id, done })
+    }
+
+    /// Asks the model to go on with an answer that was cut off at the output token limit (a
+    /// prompt that ended [`PromptResult::Truncated`]): submits [`CONTINUE_PROMPT`] like
+    /// [`submit_tracked`](Self::submit_tracked), shown as `(continue)`. The cut-off answer is in
+    /// the history, so the model sees where it stopped. Works after any prompt; it is only
+    /// useful after a truncated one.
+    pub async fn continue_answer(&self) -> Result<PromptTicket, InteractiveError> {
+        self.submit_tracked(CONTINUE_PROMPT, Some(CONTINUE_DISPLAY_INPUT))
+            .await
     }
 
     /// Refuses calls once the session is shut down.
@@ -432,7 +560,11 @@ impl InteractiveSession {
             Ok(resolved) => resolved,
             Err(diagnostics) => {
                 let message = diagnostics.to_string();
-                self.inner.hub.emit(InteractiveEventKind::Error { message });
+                self.inner.hub.emit(InteractiveEventKind::Error {
+                    error: ErrorInfo::new("invalid_argument", message.clone()),
+                    message,
+                    outcome: None,
+                });
                 return Err(InteractiveError::FileReferences(diagnostics.to_string()));
             }
         };
@@ -732,26 +864,21 @@ impl Inner {
                 }
                 Ok(outcome) => {
                     self.append_summaries(&outcome);
-                    PromptResult::Complete { outcome }
+                    // Complete, refused, truncated, or error when a model call failed.
+                    PromptResult::from_outcome(outcome)
                 }
                 // Aborted before the run started: there is no outcome to report.
                 Err(_) if cancel.is_cancelled() => PromptResult::Interrupted { outcome: None },
-                Err(error) => PromptResult::Error {
-                    message: error.to_string(),
-                },
+                Err(error) => {
+                    let error = ErrorInfo::from_session(&error);
+                    PromptResult::Error {
+                        message: error.message.clone(),
+                        error,
+                        outcome: None,
+                    }
+                }
             };
-            let event_seq = self.hub.emit(match &ended {
-                PromptResult::Complete { outcome } => InteractiveEventKind::Complete {
-                    outcome: outcome.clone(),
-                },
-                PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted {
-                    outcome: outcome.clone(),
-                },
-                PromptResult::Error { message } => InteractiveEventKind::Error {
-                    message: message.clone(),
-                },
-                PromptResult::Cancelled => InteractiveEventKind::Interrupted { outcome: None },
-            });
+            let event_seq = self.hub.emit(ended.event());
             if let Some(done) = prompt.done.take() {
                 // The host may have dropped its ticket; nothing then waits for the result.
                 let _ = done.send(PromptEnd {
@@ -762,8 +889,12 @@ impl Inner {
             if let Some(instructions) = compaction {
                 // The session emits the `compaction` event itself on success.
                 if let Err(error) = self.session.compact(instructions).await {
+                    let mut info = ErrorInfo::from_session(&error);
+                    info.message = format!("Compaction failed: {error}");
                     self.hub.emit(InteractiveEventKind::Error {
-                        message: format!("Compaction failed: {error}"),
+                        message: info.message.clone(),
+                        error: info,
+                        outcome: None,
                     });
                 }
             }
