@@ -4,7 +4,9 @@
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
 //! [`query`] (`create_query`, one full agent turn per call), [`outcome`] (how a prompt ended:
 //! the one status vocabulary every binding shares), and [`agents`] (subagents: agent
-//! definitions, worktree isolation, running a subagent).
+//! definitions, worktree isolation, running a subagent). [`assembly`] is the one place that turns
+//! settings and project context into a session's resolved inputs (and builds a provider from a
+//! settings profile).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home

@@ -1,8 +1,10 @@
 //! The session layer: one conversation with its settings, permission enforcement, hooks,
 //! persistence and usage accounting, on top of the execution engine.
 //!
-//! - [`Session`] (`run`): assembles a session from a project folder's settings and runs prompts
-//!   with the lifecycle hooks around them.
+//! - [`Session`] (`run`): a session built from resolved inputs (`inputs`: permission rules with
+//!   their sources, hooks, environment, compaction policy, the project's system prompt — the
+//!   framework's assembly resolves them from settings and the project folder; this layer never
+//!   reads either) that runs prompts with the lifecycle hooks around them.
 //! - [`PermissionEnforcer`] (`enforcer`): the engine's tool-call gate — deny rules, PreToolUse
 //!   hooks, rules and mode, PermissionRequest/Notification hooks, the host's
 //!   [`PermissionHandler`]; PostToolUse/PostToolUseFailure after each call.
