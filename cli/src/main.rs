@@ -58,6 +58,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.prompt.clone() {
+            _ if cli.init_only => output::run_setup_only(&cli).await,
             Some(prompt) => output::run_headless(&cli, prompt).await,
             None => repl::run_repl(&cli).await,
         }

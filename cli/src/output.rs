@@ -141,22 +141,26 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             }
         })
     };
-    let submitted = session.submit(&prompt, None, None).await;
-    let finished = match submitted {
-        Ok(_) => {
-            follow(&session, &subscription, |event| {
-                print_event(format, event);
-            })
+    run_setup_hooks(cli, &session).await?;
+    let mut finished = submit_and_follow(&session, &subscription, &prompt, format).await;
+    // Background hooks (asynchronous Stop hooks above all) finish before a headless run exits;
+    // one that asks to wake the agent (`asyncRewake`, exit 2) gets its turn, as in Claude Code.
+    let mut wakes = 0;
+    while matches!(finished, Finished::Complete(_)) && received.get().is_none() {
+        let Some(wake) = session
+            .session()
+            .finish_background_hooks(BACKGROUND_HOOK_WAIT)
             .await
+        else {
+            break;
+        };
+        wakes += 1;
+        if wakes > robota::hooks::MAX_CONSECUTIVE_STOP_BLOCKS {
+            note("background hooks kept waking the agent; stopping here");
+            break;
         }
-        Err(error) => {
-            // The `error` event is already queued: stream it before failing.
-            while let Some(event) = subscription.try_next_event() {
-                print_event(format, &event);
-            }
-            Finished::Error(error.to_string())
-        }
-    };
+        finished = submit_and_follow(&session, &subscription, &wake, format).await;
+    }
     subscription.unsubscribe();
     shut_down(&session).await;
     watcher.abort();
@@ -223,6 +227,63 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// How long a headless run waits for background hooks before it exits.
+const BACKGROUND_HOOK_WAIT: Duration = Duration::from_secs(600);
+
+/// Submits `prompt` and follows it to its terminal event, streaming events in stream-json.
+async fn submit_and_follow(
+    session: &InteractiveSession,
+    subscription: &Subscription,
+    prompt: &str,
+    format: OutputFormat,
+) -> Finished {
+    match session.submit(prompt, None, None).await {
+        Ok(_) => {
+            follow(session, subscription, |event| {
+                print_event(format, event);
+            })
+            .await
+        }
+        Err(error) => {
+            // The `error` event is already queued: stream it before failing.
+            while let Some(event) = subscription.try_next_event() {
+                print_event(format, &event);
+            }
+            Finished::Error(error.to_string())
+        }
+    }
+}
+
+/// Runs the Setup hooks `--init` / `--maintenance` ask for (their messages and errors arrive as
+/// events with the prompt's).
+pub(crate) async fn run_setup_hooks(
+    cli: &Cli,
+    session: &InteractiveSession,
+) -> Result<(), CliError> {
+    if let Some(trigger) = cli.setup_trigger() {
+        session
+            .session()
+            .run_setup(trigger)
+            .await
+            .map_err(|error| CliError::run(format!("Setup hooks: {error}")))?;
+    }
+    Ok(())
+}
+
+/// `--init-only`: runs the Setup hooks (trigger `init`) and exits; hook messages and errors go
+/// to stderr.
+pub async fn run_setup_only(cli: &Cli) -> Result<u8, CliError> {
+    let opened = open_session(cli, None, |event| {
+        if let Some(line) = describe(&event) {
+            eprintln!("{line}");
+        }
+    })?;
+    let session = opened.session.clone();
+    let result = run_setup_hooks(cli, &session).await;
+    shut_down(&session).await;
+    result.map(|()| 0)
+}
+
 /// One line about the OS sandbox for `--verbose`.
 pub(crate) fn sandbox_line(status: &robota::sandbox::SandboxStatus) -> String {
     use robota::sandbox::NetworkPolicy;
@@ -286,6 +347,9 @@ pub fn describe(event: &SessionEvent) -> Option<String> {
             serde_json::to_string(event).ok()
         }
         SessionEvent::SettingsWarning { .. } | SessionEvent::PersistenceError { .. } => {
+            serde_json::to_string(event).ok()
+        }
+        SessionEvent::HookSystemMessage { .. } | SessionEvent::HookError { .. } => {
             serde_json::to_string(event).ok()
         }
         _ => None,

@@ -34,6 +34,7 @@ enum Next {
 pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
     let lines = StdinLines::spawn();
     let mut session = open(cli, &lines)?;
+    crate::output::run_setup_hooks(cli, &session).await?;
     // The session Ctrl-C acts on (replaced on `/resume`).
     let current = Arc::new(Mutex::new(session.clone()));
 

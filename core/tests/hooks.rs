@@ -226,6 +226,10 @@ async fn every_event_gets_claude_codes_stdin_json_and_environment() {
             ),
         ),
         (
+            HookInput::setup(common(), SetupTrigger::Maintenance),
+            with("Setup", json!({"trigger": "maintenance"})),
+        ),
+        (
             HookInput::session_end(common(), SessionEndReason::PromptInputExit),
             with("SessionEnd", json!({"reason": "prompt_input_exit"})),
         ),

@@ -184,6 +184,16 @@ export interface RecoveryReport {
   details?: string[];
 }
 
+/** One task of the agent's todo list (`todo_update` events). */
+export interface TodoItem {
+  /** What to do, in the imperative ("Run the tests"). */
+  content: string;
+  /** Where it stands. */
+  status: 'pending' | 'in_progress' | 'completed';
+  /** The task in the present continuous, shown while it runs ("Running the tests"). */
+  active_form: string;
+}
+
 /** Fields every event carries. */
 export interface EventEnvelope {
   /** The session that produced it. */
@@ -217,6 +227,8 @@ export type RobotaEvent = EventEnvelope &
     | { type: 'background_task_event'; data: unknown }
     /** Resuming found damage it repaired, data it could not keep, or an unfinished prompt. */
     | { type: 'session_recovered'; message: string; report: RecoveryReport }
+    /** The agent's task list changed (a `TodoWrite` call succeeded): the whole new list. */
+    | { type: 'todo_update'; todos: TodoItem[] }
     | { type: 'session'; event: { type: string; [key: string]: unknown } }
   );
 

@@ -3,7 +3,8 @@
 //! references — and the client-facing surface on top of a session: [`interactive`]
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
 //! [`query`] (`create_query`, one full agent turn per call), and [`agents`] (subagents: agent
-//! definitions, worktree isolation, running a subagent).
+//! definitions, worktree isolation, running a subagent). [`frontmatter`] reads the YAML frontmatter
+//! of Markdown definition files (agents now; skills and commands share it).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
@@ -14,5 +15,6 @@ pub mod agents;
 pub mod commands;
 pub mod config;
 pub mod context;
+pub mod frontmatter;
 pub mod interactive;
 pub mod query;

@@ -1,0 +1,99 @@
+/** The Claude Code tools models call (TodoWrite, MultiEdit, NotebookEdit) against mock-llm. */
+
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { AnthropicProvider, InteractiveSession, type RobotaEventOf } from '@robota/native';
+
+import { hermetic, startMockLlm, within, type MockLlm } from './helpers.mjs';
+
+describe('Claude Code tools', () => {
+  let mock: MockLlm;
+  before(async () => {
+    mock = await startMockLlm();
+  });
+  after(async () => {
+    await mock.stop();
+  });
+
+  test('TodoWrite emits todo_update; MultiEdit and NotebookEdit ask like Edit', async () => {
+    const options = hermetic();
+    const app = path.join(options.cwd, 'app.ts');
+    const notebook = path.join(options.cwd, 'nb.ipynb');
+    writeFileSync(app, 'let a = 1;\nlet b = 2;\n');
+    writeFileSync(
+      notebook,
+      JSON.stringify({
+        cells: [{ cell_type: 'code', id: 'c1', metadata: {}, execution_count: 4, outputs: [], source: ['x = 1'] }],
+        metadata: {},
+        nbformat: 4,
+        nbformat_minor: 5,
+      }),
+    );
+    await mock.setScript({
+      turns: [
+        {
+          tool_calls: [
+            {
+              id: 'toolu_todo',
+              name: 'TodoWrite',
+              input: {
+                todos: [
+                  { content: 'Edit app.ts', status: 'completed', activeForm: 'Editing app.ts' },
+                  { content: 'Update the notebook', status: 'in_progress', activeForm: 'Updating the notebook' },
+                ],
+              },
+            },
+          ],
+        },
+        {
+          tool_calls: [
+            {
+              id: 'toolu_multi',
+              name: 'MultiEdit',
+              input: {
+                file_path: app,
+                edits: [
+                  { old_string: 'let a = 1;', new_string: 'const a = 1;' },
+                  { old_string: 'let b = 2;', new_string: 'const b = 2;' },
+                ],
+              },
+            },
+          ],
+        },
+        {
+          tool_calls: [
+            { id: 'toolu_nb', name: 'NotebookEdit', input: { notebook_path: notebook, cell_id: 'c1', new_source: 'x = 2' } },
+          ],
+        },
+        { text: 'done' },
+      ],
+    });
+    const asked: string[] = [];
+    const session = new InteractiveSession({
+      ...options,
+      provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: mock.baseUrl }),
+      permissionHandler: (request) => {
+        asked.push(request.tool_name);
+        return true;
+      },
+    });
+    const updates: Array<RobotaEventOf<'todo_update'>> = [];
+    session.on('todo_update', (event) => updates.push(event));
+    const result = await within(20_000, session.submit('work'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.equal(updates.length, 1);
+    assert.deepEqual(updates[0]?.todos, [
+      { content: 'Edit app.ts', status: 'completed', active_form: 'Editing app.ts' },
+      { content: 'Update the notebook', status: 'in_progress', active_form: 'Updating the notebook' },
+    ]);
+    assert.equal(readFileSync(app, 'utf8'), 'const a = 1;\nconst b = 2;\n');
+    const cells = (JSON.parse(readFileSync(notebook, 'utf8')) as { cells: Array<Record<string, unknown>> }).cells;
+    assert.deepEqual(cells[0]?.source, ['x = 2']);
+    assert.equal(cells[0]?.execution_count, null);
+    assert.deepEqual(asked, ['MultiEdit', 'NotebookEdit']);
+    await session.shutdown();
+  });
+});

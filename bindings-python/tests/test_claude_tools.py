@@ -1,0 +1,103 @@
+"""The Claude Code tools models call (TodoWrite, MultiEdit, NotebookEdit) through a real model
+call against mock-llm: the todo list arrives as a typed ``todo_update`` event, and the editing
+tools pass the permission handler like Edit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List
+
+import robota
+from robota import AnthropicProvider, InteractiveSession, PermissionRequest, TodoUpdateEvent, allow
+
+from conftest import MockLlm
+
+
+def call(name: str, input: Dict[str, Any], id: str) -> Dict[str, Any]:
+    return {"tool_calls": [{"id": id, "name": name, "input": input}]}
+
+
+async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
+    work = Path(opts["cwd"])
+    (work / "app.py").write_text("a = 1\nb = 2\n")
+    (work / "nb.ipynb").write_text(
+        json.dumps(
+            {
+                "cells": [{"cell_type": "markdown", "id": "intro", "metadata": {}, "source": "# Notes"}],
+                "metadata": {},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
+    mock_llm.script(
+        [
+            call(
+                "TodoWrite",
+                {
+                    "todos": [
+                        {"content": "Edit app.py", "status": "in_progress", "activeForm": "Editing app.py"},
+                        {"content": "Add a cell", "status": "pending", "activeForm": "Adding a cell"},
+                    ]
+                },
+                "toolu_todo",
+            ),
+            call(
+                "MultiEdit",
+                {
+                    "file_path": str(work / "app.py"),
+                    "edits": [
+                        {"old_string": "a = 1", "new_string": "a = 10"},
+                        {"old_string": "b = 2", "new_string": "b = 20"},
+                    ],
+                },
+                "toolu_multi",
+            ),
+            call(
+                "NotebookEdit",
+                {
+                    "notebook_path": str(work / "nb.ipynb"),
+                    "cell_id": "intro",
+                    "new_source": "print('hi')",
+                    "cell_type": "code",
+                    "edit_mode": "insert",
+                },
+                "toolu_nb",
+            ),
+            {"text": "done"},
+        ]
+    )
+    asked: List[str] = []
+
+    def handler(request: PermissionRequest) -> Any:
+        asked.append(request.tool_name)
+        return allow()
+
+    options = dict(opts, builtin_tools=True)
+    provider = AnthropicProvider("claude-test", api_key="sk-test", base_url=mock_llm.base_url, max_retries=0)
+    updates: List[TodoUpdateEvent] = []
+    async with InteractiveSession(provider=provider, permission_handler=handler, **options) as session:
+        session.on("todo_update", lambda e: updates.append(e))
+        result = await session.submit("work")
+        assert result.status == "complete", result
+    assert len(updates) == 1
+    assert isinstance(updates[0], robota.TodoUpdateEvent)
+    assert [(t.content, t.status, t.active_form) for t in updates[0].todos] == [
+        ("Edit app.py", "in_progress", "Editing app.py"),
+        ("Add a cell", "pending", "Adding a cell"),
+    ]
+    assert (work / "app.py").read_text() == "a = 10\nb = 20\n"
+    cells = json.loads((work / "nb.ipynb").read_text())["cells"]
+    assert [c["cell_type"] for c in cells] == ["markdown", "code"]
+    assert cells[1]["source"] == "print('hi')"
+    # TodoWrite needs no approval; the editing tools ask like Edit does.
+    assert asked == ["MultiEdit", "NotebookEdit"]
+    results = [
+        block
+        for request in mock_llm.requests()
+        for message in request["body"]["messages"]
+        for block in (message["content"] if isinstance(message["content"], list) else [])
+        if block.get("type") == "tool_result"
+    ]
+    assert any("Todos have been modified successfully" in json.dumps(b) for b in results)
