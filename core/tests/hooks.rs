@@ -2027,8 +2027,9 @@ fn config_warnings_keep_the_config_usable() {
     match warning("hooks.TeammateIdle") {
         HookProblem::UnknownEvent { name, valid } => {
             assert_eq!(name, "TeammateIdle");
-            assert_eq!(valid.len(), 16);
+            assert_eq!(valid.len(), 17);
             assert!(valid.contains(&"PreToolUse".to_string()));
+            assert!(valid.contains(&"Setup".to_string()));
         }
         other => panic!("{other:?}"),
     }
