@@ -1,4 +1,8 @@
-/** The Claude Code tools models call (TodoWrite, MultiEdit, NotebookEdit) against mock-llm. */
+/**
+ * The Claude Code tools models call (TodoWrite, MultiEdit, NotebookEdit) against mock-llm: the
+ * todo list arrives as a `todo_update` event, the editing tools ask like Edit, and PreToolUse hooks
+ * see (and can block) all three.
+ */
 
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -18,11 +22,13 @@ describe('Claude Code tools', () => {
     await mock.stop();
   });
 
-  test('TodoWrite emits todo_update; MultiEdit and NotebookEdit ask like Edit', async () => {
+  test('TodoWrite emits todo_update; MultiEdit and NotebookEdit ask like Edit; hooks see all three', async () => {
     const options = hermetic();
     const app = path.join(options.cwd, 'app.ts');
     const notebook = path.join(options.cwd, 'nb.ipynb');
+    const locked = path.join(options.cwd, 'locked.ts');
     writeFileSync(app, 'let a = 1;\nlet b = 2;\n');
+    writeFileSync(locked, 'const keep = true;\n');
     writeFileSync(
       notebook,
       JSON.stringify({
@@ -68,10 +74,20 @@ describe('Claude Code tools', () => {
             { id: 'toolu_nb', name: 'NotebookEdit', input: { notebook_path: notebook, cell_id: 'c1', new_source: 'x = 2' } },
           ],
         },
+        {
+          tool_calls: [
+            {
+              id: 'toolu_locked',
+              name: 'MultiEdit',
+              input: { file_path: locked, edits: [{ old_string: 'true', new_string: 'false' }] },
+            },
+          ],
+        },
         { text: 'done' },
       ],
     });
     const asked: string[] = [];
+    const hooked: string[] = [];
     const session = new InteractiveSession({
       ...options,
       provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: mock.baseUrl }),
@@ -79,6 +95,18 @@ describe('Claude Code tools', () => {
         asked.push(request.tool_name);
         return true;
       },
+      hooks: [
+        {
+          event: 'PreToolUse',
+          matcher: 'TodoWrite|MultiEdit|NotebookEdit',
+          callback: (input) => {
+            hooked.push(String(input.tool_name));
+            return JSON.stringify(input.tool_input).includes('locked')
+              ? { type: 'block', reason: 'locked.ts is read-only' }
+              : undefined;
+          },
+        },
+      ],
     });
     const updates: Array<RobotaEventOf<'todo_update'>> = [];
     session.on('todo_update', (event) => updates.push(event));
@@ -93,7 +121,10 @@ describe('Claude Code tools', () => {
     const cells = (JSON.parse(readFileSync(notebook, 'utf8')) as { cells: Array<Record<string, unknown>> }).cells;
     assert.deepEqual(cells[0]?.source, ['x = 2']);
     assert.equal(cells[0]?.execution_count, null);
+    // TodoWrite needs no approval; the call the hook blocked never asked nor ran.
     assert.deepEqual(asked, ['MultiEdit', 'NotebookEdit']);
+    assert.deepEqual(hooked, ['TodoWrite', 'MultiEdit', 'NotebookEdit', 'MultiEdit']);
+    assert.equal(readFileSync(locked, 'utf8'), 'const keep = true;\n');
     await session.shutdown();
   });
 });

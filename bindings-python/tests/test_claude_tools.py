@@ -1,6 +1,6 @@
 """The Claude Code tools models call (TodoWrite, MultiEdit, NotebookEdit) through a real model
-call against mock-llm: the todo list arrives as a typed ``todo_update`` event, and the editing
-tools pass the permission handler like Edit."""
+call against mock-llm: the todo list arrives as a typed ``todo_update`` event, the editing
+tools pass the permission handler like Edit, and PreToolUse hooks see (and can block) all three."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import robota
-from robota import AnthropicProvider, InteractiveSession, PermissionRequest, TodoUpdateEvent, allow
+from robota import (
+    AnthropicProvider,
+    Hook,
+    HookResult,
+    InteractiveSession,
+    PermissionRequest,
+    TodoUpdateEvent,
+    allow,
+)
 
 from conftest import MockLlm
 
@@ -21,6 +29,7 @@ def call(name: str, input: Dict[str, Any], id: str) -> Dict[str, Any]:
 async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
     work = Path(opts["cwd"])
     (work / "app.py").write_text("a = 1\nb = 2\n")
+    (work / "locked.py").write_text("keep = True\n")
     (work / "nb.ipynb").write_text(
         json.dumps(
             {
@@ -65,6 +74,14 @@ async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: 
                 },
                 "toolu_nb",
             ),
+            call(
+                "MultiEdit",
+                {
+                    "file_path": str(work / "locked.py"),
+                    "edits": [{"old_string": "keep = True", "new_string": "keep = False"}],
+                },
+                "toolu_locked",
+            ),
             {"text": "done"},
         ]
     )
@@ -74,10 +91,23 @@ async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: 
         asked.append(request.tool_name)
         return allow()
 
+    hooked: List[str] = []
+
+    def pre_tool(hook_input: Dict[str, Any]) -> Any:
+        hooked.append(hook_input["tool_name"])
+        if "locked" in json.dumps(hook_input["tool_input"]):
+            return HookResult.block("locked.py is read-only")
+        return None
+
     options = dict(opts, builtin_tools=True)
     provider = AnthropicProvider("claude-test", api_key="sk-test", base_url=mock_llm.base_url, max_retries=0)
     updates: List[TodoUpdateEvent] = []
-    async with InteractiveSession(provider=provider, permission_handler=handler, **options) as session:
+    async with InteractiveSession(
+        provider=provider,
+        permission_handler=handler,
+        hooks=[Hook("PreToolUse", pre_tool, matcher="TodoWrite|MultiEdit|NotebookEdit")],
+        **options,
+    ) as session:
         session.on("todo_update", lambda e: updates.append(e))
         result = await session.submit("work")
         assert result.status == "complete", result
@@ -91,8 +121,11 @@ async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: 
     cells = json.loads((work / "nb.ipynb").read_text())["cells"]
     assert [c["cell_type"] for c in cells] == ["markdown", "code"]
     assert cells[1]["source"] == "print('hi')"
-    # TodoWrite needs no approval; the editing tools ask like Edit does.
+    # TodoWrite needs no approval; the editing tools ask like Edit does. The hook saw every call
+    # with Claude Code's tool names, and the call it blocked never asked nor ran.
     assert asked == ["MultiEdit", "NotebookEdit"]
+    assert hooked == ["TodoWrite", "MultiEdit", "NotebookEdit", "MultiEdit"]
+    assert (work / "locked.py").read_text() == "keep = True\n"
     results = [
         block
         for request in mock_llm.requests()
@@ -101,3 +134,4 @@ async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: 
         if block.get("type") == "tool_result"
     ]
     assert any("Todos have been modified successfully" in json.dumps(b) for b in results)
+    assert any("locked.py is read-only" in json.dumps(b) and b.get("is_error") for b in results)

@@ -267,7 +267,8 @@ fn c_test_host_passes() {
 }
 
 /// Claude Code's tools from C: a model call to TodoWrite over HTTP brings a `todo_update` event,
-/// and MultiEdit edits a file in the session's directory.
+/// MultiEdit edits a file in the session's directory, a settings PreToolUse command hook sees
+/// both, and an `Edit(...)` deny rule stops MultiEdit on the file it names.
 #[test]
 fn c_test_claude_tools_passes() {
     let root = workspace_root();
@@ -280,7 +281,9 @@ fn c_test_claude_tools_passes() {
     std::fs::create_dir_all(&dir).expect("project dir");
     let dir = std::fs::canonicalize(&dir).expect("canonical");
     std::fs::write(dir.join("notes.txt"), "one\ntwo\n").expect("write");
+    std::fs::write(dir.join("locked.txt"), "keep\n").expect("write");
     let notes = dir.join("notes.txt").display().to_string();
+    let locked = dir.join("locked.txt").display().to_string();
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     let mock = runtime
         .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
@@ -295,6 +298,9 @@ fn c_test_claude_tools_passes() {
                         {"old_string": "one", "new_string": "one 1"},
                         {"old_string": "two", "new_string": "two 2"}
                     ]}}]},
+                {"tool_calls": [{"id": "toolu_locked", "name": "MultiEdit", "input": {
+                    "file_path": locked,
+                    "edits": [{"old_string": "keep", "new_string": "lost"}]}}]},
                 {"text": "done"}
             ]
         })))
@@ -310,7 +316,7 @@ fn c_test_claude_tools_passes() {
         ],
     );
     assert!(stdout.contains("all checks passed"), "{stdout}");
-    assert_eq!(mock.requests().len(), 3, "three model calls over HTTP");
+    assert_eq!(mock.requests().len(), 4, "four model calls over HTTP");
     runtime.block_on(mock.shutdown());
 }
 

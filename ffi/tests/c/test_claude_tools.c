@@ -1,7 +1,11 @@
 /* test_claude_tools.c: a model call to TodoWrite over HTTP (ROBOTA_MOCK_URL, a mock-llm whose
- * first turn calls TodoWrite and second MultiEdit) delivers a `todo_update` event with the list,
- * and MultiEdit edits the file in the session's directory. Built with -std=c11 -Wall -Wextra
- * -Werror -pedantic and run by ffi/tests/c_abi.rs. Exits 0 when every check passes. */
+ * first turn calls TodoWrite, second MultiEdit on notes.txt, third MultiEdit on locked.txt)
+ * delivers a `todo_update` event with the list, and MultiEdit edits the file in the session's
+ * directory. Settings given with the options add a PreToolUse command hook (it logs each call's
+ * input to hooked.jsonl) and an `Edit(./locked.txt)` deny rule, which MultiEdit obeys like Edit
+ * (refused before any hook runs).
+ * Built with -std=c11 -Wall -Wextra -Werror -pedantic and run by ffi/tests/c_abi.rs. Exits 0
+ * when every check passes. */
 #include "common.h"
 
 #include <unistd.h>
@@ -30,6 +34,16 @@ static void on_event(void *user_data, const robota_event *ev) {
   if (kind_is(ev, "complete")) atomic_fetch_add(&s->completes, 1);
 }
 
+/* Reads the file at `path` into `out` (NUL-terminated, at most `size - 1` bytes). */
+static int read_small(const char *path, char *out, size_t size) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return 0;
+  size_t n = fread(out, 1, size - 1, f);
+  out[n] = '\0';
+  fclose(f);
+  return 1;
+}
+
 int main(void) {
   const char *url = getenv("ROBOTA_MOCK_URL");
   const char *dir = getenv("ROBOTA_TEST_DIR");
@@ -42,10 +56,14 @@ int main(void) {
            "{\"type\":\"anthropic\",\"model\":\"mock-model\",\"api_key\":\"test-key\","
            "\"base_url\":\"%s\",\"max_retries\":0}",
            url);
-  char options[1024];
+  char options[2048];
   snprintf(options, sizeof options,
            "{\"cwd\": \"%s\", \"home\": \"%s\", \"system_prompt\": \"test\","
-           " \"load_project_context\": false, \"permission_mode\": \"acceptEdits\"}",
+           " \"load_project_context\": false, \"permission_mode\": \"acceptEdits\","
+           " \"settings\": {\"permissions\": {\"deny\": [\"Edit(./locked.txt)\"]},"
+           " \"hooks\": {\"PreToolUse\": [{\"matcher\": \"TodoWrite|MultiEdit\", \"hooks\":"
+           " [{\"type\": \"command\", \"command\":"
+           " \"cat >> \\\"$CLAUDE_PROJECT_DIR/hooked.jsonl\\\"; echo >> \\\"$CLAUDE_PROJECT_DIR/hooked.jsonl\\\"\"}]}]}}}",
            dir, dir);
   robota_provider *p = make_provider(NULL, config);
   robota_session *s = NULL;
@@ -69,20 +87,25 @@ int main(void) {
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_messages(s, &json, &e_));
   CHECK(json != NULL && strstr(json, "Todos have been modified successfully") != NULL);
   CHECK(json != NULL && strstr(json, "Applied 2 edits") != NULL);
+  CHECK(json != NULL && strstr(json, "Edit(./locked.txt)") != NULL);
   robota_string_free(json);
   robota_session_free(s);
 
-  char path[512];
-  snprintf(path, sizeof path, "%s/notes.txt", dir);
-  FILE *f = fopen(path, "r");
   char text[64] = {0};
-  CHECK(f != NULL);
-  if (f != NULL) {
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-  }
-  CHECK(strcmp(text, "one 1\ntwo 2\n") == 0);
+  char path[512];
+  snprintf(path, sizeof path, "%s/locked.txt", dir);
+  CHECK(read_small(path, text, sizeof text) && strcmp(text, "keep\n") == 0);
+  snprintf(path, sizeof path, "%s/hooked.jsonl", dir);
+  char hooked[8192] = {0};
+  CHECK(read_small(path, hooked, sizeof hooked));
+  const char *todo = strstr(hooked, "\"tool_name\":\"TodoWrite\"");
+  const char *multi = strstr(hooked, "\"tool_name\":\"MultiEdit\"");
+  CHECK(todo != NULL && multi != NULL && todo < multi);
+  /* The deny rule refused the second MultiEdit before any hook ran, as it does for Edit. */
+  CHECK(multi != NULL && strstr(multi + 1, "\"tool_name\":\"MultiEdit\"") == NULL);
+
+  snprintf(path, sizeof path, "%s/notes.txt", dir);
+  CHECK(read_small(path, text, sizeof text) && strcmp(text, "one 1\ntwo 2\n") == 0);
 
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
