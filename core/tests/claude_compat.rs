@@ -195,9 +195,10 @@ async fn an_unreadable_deny_rule_is_still_an_error() {
         json!({"permissions": {"deny": ["(rm -rf /)"]}}),
     );
     let mock = Mock::start(json!({"turns": []})).await;
-    let error = robota::session::Session::new(options(&project, &mock, &Events::default()))
-        .err()
-        .expect("refused");
+    let Err(error) = robota::session::Session::new(options(&project, &mock, &Events::default()))
+    else {
+        panic!("a deny rule naming no tool must refuse the session");
+    };
     assert!(
         matches!(error, SessionError::InvalidPermissionRules { .. }),
         "{error}"
