@@ -84,6 +84,28 @@ async fn one_bad_rule_never_stops_the_session() {
                 && w.contains("no `Skill` tool yet")),
         "{warnings:#?}"
     );
+    // Every form Claude Code accepts loads without a complaint.
+    for rule in [
+        "Bash(pnpm knip:prod:*)",
+        "Bash(timeout:*)",
+        "Bash(npm run test:*)",
+        "WebFetch(domain:*)",
+        "WebFetch(domain:docs.rs)",
+        "Read(~/.zshrc)",
+        "Edit(/src/**)",
+        "mcp__github",
+        "TodoWrite",
+        "NotebookEdit(./notebooks/**)",
+        "Bash(git push:*)",
+        "Read(./.env)",
+    ] {
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.contains(&format!("invalid permission rule `{rule}`"))),
+            "{rule}: {warnings:#?}"
+        );
+    }
     // Comments are skipped with a note.
     assert!(
         warnings.iter().any(|w| w.contains("is a comment")),
@@ -159,14 +181,19 @@ async fn one_bad_rule_never_stops_the_session() {
     );
 }
 
-/// Without the invalid rule the allowed commands need no approval: the fallback above is what
-/// made them ask.
+/// Without the invalid rule the allowed commands need no approval (the fallback above is what
+/// made them ask), and `WebFetch(domain:*)` allows every domain.
 #[tokio::test]
 async fn legacy_prefix_rules_allow_what_claude_code_allows() {
     let project = Project::new();
     project.settings(
         ".claude/settings.json",
-        json!({"permissions": {"allow": ["Bash(pnpm knip:prod:*)", "Bash(timeout:*)"]}}),
+        json!({"permissions": {"allow": [
+            "// legacy prefix rules",
+            "Bash(pnpm knip:prod:*)",
+            "Bash(timeout:*)",
+            "WebFetch(domain:*)"
+        ]}}),
     );
     let mock = Mock::start(json!({"turns": []})).await;
     let session = session(options(&project, &mock, &Events::default()));
@@ -184,6 +211,10 @@ async fn legacy_prefix_rules_allow_what_claude_code_allows() {
         .enforcer()
         .evaluate("Bash", &json!({"command": "pnpm knip"}));
     assert_eq!(decision.decision, Decision::Ask);
+    let decision = session
+        .enforcer()
+        .evaluate("WebFetch", &json!({"url": "https://example.org/page"}));
+    assert_eq!(decision.decision, Decision::Allow, "{decision:?}");
 }
 
 /// A deny rule whose tool name cannot be read stays a settings error (nothing to fall back on).
