@@ -422,3 +422,38 @@ mod tests {
         assert!(scalar.problem.contains("key: value"), "{scalar}");
     }
 }
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+
+    /// Nested aliases that would expand to gigabytes ("billion laughs") are never expanded: the
+    /// parser's budget refuses the strict parse, and the lenient retry reads the lines as text.
+    #[test]
+    fn alias_bombs_are_refused_quickly() {
+        let mut yaml = String::from("---\nname: bomb\n");
+        yaml.push_str(&format!("a0: &a0 [{}]\n", vec!["\"lol\""; 9].join(",")));
+        for level in 1..10 {
+            let prev = level - 1;
+            let items = vec![format!("*a{prev}"); 9].join(",");
+            yaml.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        yaml.push_str("description: x\n---\nbody\n");
+        let started = std::time::Instant::now();
+        let result = parse(&yaml);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        if let Ok(parsed) = result {
+            for field in &parsed.fields {
+                assert!(
+                    field.value.to_string().len() < yaml.len(),
+                    "`{}` was expanded",
+                    field.key
+                );
+            }
+        }
+    }
+}
