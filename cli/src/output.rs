@@ -105,6 +105,23 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     if verbose {
         eprintln!("{}", sandbox_line(&sandbox));
     }
+    // Configuration problems robota worked around (a skipped rule, an agent file it could not
+    // use, …) are never silent: `--verbose` prints each one as it is found, stream-json lists
+    // them in the init line, and otherwise one line on stderr says how many there are.
+    let warnings: Vec<String> = session
+        .session()
+        .warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if !verbose && format != OutputFormat::StreamJson && !warnings.is_empty() {
+        eprintln!(
+            "robota: {} configuration warning{} (run with -v to see {})",
+            warnings.len(),
+            if warnings.len() == 1 { "" } else { "s" },
+            if warnings.len() == 1 { "it" } else { "them" }
+        );
+    }
     if format == OutputFormat::StreamJson {
         let init = json!({
             "type": "system",
@@ -114,6 +131,7 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             "permission_mode": session.session().permission_mode(),
             "tools": session.session().tool_names(),
             "sandbox": sandbox,
+            "warnings": warnings,
         });
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{init}");

@@ -1026,3 +1026,61 @@ async fn init_flags_run_the_setup_hooks() {
         stderr(&output)
     );
 }
+
+/// Configuration problems robota works around are never silent in a headless run: a count on
+/// stderr, each one with `--verbose`, all of them in the stream-json init line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_reports_configuration_warnings() {
+    let mock = mock(json!([{"text": "one"}, {"text": "two"}, {"text": "three"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let claude = project.path().join(".claude");
+    std::fs::create_dir_all(&claude).expect("mkdir .claude");
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({"permissions": {"allow": ["Bash(git status)", "mcp__*"]}}).to_string(),
+    )
+    .expect("write settings");
+    let agents = project.home.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).expect("mkdir agents");
+    std::fs::write(
+        agents.join("broken.md"),
+        "---\nname: broken\ndescription: x\ntools: [Read\n  - Grep\n---\nbody\n",
+    )
+    .expect("write agent");
+
+    let output = project.run(&["-p", "hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "one\n");
+    assert!(
+        stderr(&output).contains("robota: 2 configuration warnings (run with -v to see them)"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = project.run(&["-p", "hi", "-v"]);
+    let err = stderr(&output);
+    assert!(err.contains("invalid permission rule `mcp__*`"), "{err}");
+    assert!(err.contains("broken.md"), "{err}");
+    assert!(!err.contains("configuration warnings"), "{err}");
+
+    let output = project.run(&["-p", "hi", "--output-format", "stream-json"]);
+    let init: Value = serde_json::from_str(stdout(&output).lines().next().unwrap_or_default())
+        .expect("init line");
+    let warnings = init["warnings"].as_array().expect("warnings list");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("settings.json") && w.contains("permissions.allow[1]"))),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("broken.md")
+                && w.contains("line 4")
+                && w.contains("agent definition skipped"))),
+        "{warnings:?}"
+    );
+}
