@@ -5,13 +5,32 @@
  */
 
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { AnthropicProvider, InteractiveSession, type RobotaEventOf } from '@robota/native';
+import { AnthropicProvider, InteractiveSession, type HookRegistration, type RobotaEventOf } from '@robota/native';
 
 import { hermetic, startMockLlm, within, type MockLlm } from './helpers.mjs';
+
+/** A session on mock-llm whose permission handler records the tools it is asked about and
+ * allows them. */
+function askingSession(
+  mock: MockLlm,
+  options: ReturnType<typeof hermetic>,
+  asked: string[],
+  hooks: HookRegistration[] = [],
+): InteractiveSession {
+  return new InteractiveSession({
+    ...options,
+    provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: mock.baseUrl }),
+    permissionHandler: (request) => {
+      asked.push(request.tool_name);
+      return true;
+    },
+    hooks,
+  });
+}
 
 describe('Claude Code tools', () => {
   let mock: MockLlm;
@@ -88,26 +107,18 @@ describe('Claude Code tools', () => {
     });
     const asked: string[] = [];
     const hooked: string[] = [];
-    const session = new InteractiveSession({
-      ...options,
-      provider: new AnthropicProvider({ model: 'claude-test', apiKey: 'sk-test', baseUrl: mock.baseUrl }),
-      permissionHandler: (request) => {
-        asked.push(request.tool_name);
-        return true;
-      },
-      hooks: [
-        {
-          event: 'PreToolUse',
-          matcher: 'TodoWrite|MultiEdit|NotebookEdit',
-          callback: (input) => {
-            hooked.push(String(input.tool_name));
-            return JSON.stringify(input.tool_input).includes('locked')
-              ? { type: 'block', reason: 'locked.ts is read-only' }
-              : undefined;
-          },
+    const session = askingSession(mock, options, asked, [
+      {
+        event: 'PreToolUse',
+        matcher: 'TodoWrite|MultiEdit|NotebookEdit',
+        callback: (input) => {
+          hooked.push(String(input.tool_name));
+          return JSON.stringify(input.tool_input).includes('locked')
+            ? { type: 'block', reason: 'locked.ts is read-only' }
+            : undefined;
         },
-      ],
-    });
+      },
+    ]);
     const updates: Array<RobotaEventOf<'todo_update'>> = [];
     session.on('todo_update', (event) => updates.push(event));
     const result = await within(20_000, session.submit('work'), 'submit');
@@ -125,6 +136,33 @@ describe('Claude Code tools', () => {
     assert.deepEqual(asked, ['MultiEdit', 'NotebookEdit']);
     assert.deepEqual(hooked, ['TodoWrite', 'MultiEdit', 'NotebookEdit', 'MultiEdit']);
     assert.equal(readFileSync(locked, 'utf8'), 'const keep = true;\n');
+    await session.shutdown();
+  });
+  test('configuration warnings reach the host; the valid entries still apply', async () => {
+    const options = hermetic();
+    mkdirSync(path.join(options.cwd, '.claude'));
+    writeFileSync(
+      path.join(options.cwd, '.claude', 'settings.json'),
+      JSON.stringify({ permissions: { allow: ['// tools we trust', 'mcp__*', 'Bash(echo:*)'] } }),
+    );
+    await mock.setScript({
+      turns: [{ tool_calls: [{ id: 'toolu_echo', name: 'Bash', input: { command: 'echo allowed' } }] }, { text: 'done' }],
+    });
+    const asked: string[] = [];
+    const session = askingSession(mock, options, asked);
+    const warnings = session.getWarnings();
+    const rule = warnings.filter((w) => w.json_path === 'permissions.allow[1]');
+    assert.equal(rule.length, 1, JSON.stringify(warnings));
+    assert.equal(rule[0]?.kind, 'permission_rule');
+    assert.ok(rule[0]?.file?.endsWith('settings.json'));
+    assert.match(rule[0]?.message ?? '', /invalid permission rule `mcp__\*`.*the rule is skipped/);
+    assert.ok(
+      warnings.some((w) => w.message.includes('is a comment (`// tools we trust`) and was skipped')),
+      JSON.stringify(warnings),
+    );
+    const result = await within(20_000, session.submit('echo'), 'submit');
+    assert.equal(result.status, 'complete');
+    assert.deepEqual(asked, [], 'the remaining allow rule took effect');
     await session.shutdown();
   });
 });

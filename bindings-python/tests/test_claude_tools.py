@@ -11,6 +11,7 @@ from typing import Any, Dict, List
 import robota
 from robota import (
     AnthropicProvider,
+    ConfigWarning,
     Hook,
     HookResult,
     InteractiveSession,
@@ -135,3 +136,51 @@ async def test_todo_write_multi_edit_and_notebook_edit(mock_llm: MockLlm, opts: 
     ]
     assert any("Todos have been modified successfully" in json.dumps(b) for b in results)
     assert any("locked.py is read-only" in json.dumps(b) and b.get("is_error") for b in results)
+
+
+async def test_configuration_warnings_reach_the_host(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
+    """A settings rule robota cannot parse and a broken agent file in ``~/.claude/agents`` do
+    not stop the session: both are warnings the host reads, and the valid rules still apply."""
+    work = Path(opts["cwd"])
+    home = Path(opts["home"])
+    (work / ".claude").mkdir()
+    (work / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["// tools we trust", "mcp__*", "Bash(echo:*)"]}})
+    )
+    agents = home / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "broken.md").write_text("---\nname: broken\ndescription: x\ntools: [Read\n  - Grep\n---\nbody\n")
+    (agents / "helper.md").write_text(
+        "---\nname: helper\ndescription: |\n  Helps.\n  <example>user: \"help\"</example>\n"
+        "tools:\n  - Read\n  - NotebookRead\n---\nHelp.\n"
+    )
+    mock_llm.script([call("Bash", {"command": "echo allowed"}, "toolu_echo"), {"text": "done"}])
+    asked: List[str] = []
+
+    def handler(request: PermissionRequest) -> Any:
+        asked.append(request.tool_name)
+        return allow()
+
+    provider = AnthropicProvider("claude-test", api_key="sk-test", base_url=mock_llm.base_url, max_retries=0)
+    async with InteractiveSession(
+        provider=provider, permission_handler=handler, **dict(opts, builtin_tools=True)
+    ) as session:
+        warnings = session.get_warnings()
+        assert all(isinstance(w, ConfigWarning) for w in warnings)
+        rule = [w for w in warnings if w.json_path == "permissions.allow[1]"]
+        assert len(rule) == 1, warnings
+        assert rule[0].kind == "permission_rule"
+        assert rule[0].file is not None and rule[0].file.endswith("settings.json")
+        assert "invalid permission rule `mcp__*`" in rule[0].message
+        assert "the rule is skipped" in rule[0].message
+        broken = [w for w in warnings if w.file is not None and w.file.endswith("broken.md")]
+        assert len(broken) == 1, warnings
+        assert broken[0].kind == "agent_definition"
+        assert "line 4: agent definition skipped: invalid YAML frontmatter" in broken[0].message
+        assert any("`NotebookRead`" in w.message and "does not have" in w.message for w in warnings), warnings
+        result = await session.submit("echo")
+        assert result.ok, result
+    # The remaining rule took effect: the command ran without asking.
+    assert asked == []
+    system = json.dumps(mock_llm.requests()[0]["body"]["system"])
+    assert "helper" in system, "the valid agent still loads"

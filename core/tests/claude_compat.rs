@@ -350,12 +350,22 @@ async fn user_level_agents_and_claude_md_load_without_a_settings_file() {
         robota::framework::interactive::InteractiveSessionOptions::new(options),
     )
     .expect("session");
+    assert_eq!(
+        interactive.get_warnings(),
+        interactive.session().warnings(),
+        "hosts read the same warnings"
+    );
     let warnings: Vec<String> = interactive
-        .session()
-        .warnings()
+        .get_warnings()
         .iter()
         .map(ToString::to_string)
         .collect();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("broken.md") && w.contains("line 4: agent definition skipped")),
+        "{warnings:#?}"
+    );
     assert!(
         warnings.iter().any(|w| w.contains("explainer.md")
             && w.contains("`NotebookRead`")

@@ -184,6 +184,23 @@ export interface RecoveryReport {
   details?: string[];
 }
 
+/**
+ * A configuration problem the session worked around when it opened (`session.getWarnings()`):
+ * a settings entry it skipped or made ask, an agent definition file it could not use, a tool an
+ * agent lists that the session does not have.
+ */
+export interface ConfigWarning {
+  /** The file concerned (a settings file, an agent definition), when there is one. */
+  file?: string;
+  /** The JSON path of the entry (`permissions.allow[3]`; `tools` for an agent's tool list),
+   * empty when it is about the whole file. */
+  json_path: string;
+  /** What kind of problem: `permission_rule`, `unknown_key`, `hook_config`, `agent_definition`, … */
+  kind: string;
+  /** A sentence for the user: the problem and what robota did about it. */
+  message: string;
+}
+
 /** One task of the agent's todo list (`todo_update` events). */
 export interface TodoItem {
   /** What to do, in the imperative ("Run the tests"). */

@@ -77,7 +77,7 @@ from .providers import (
 )
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
-from .session import EventStream, InteractiveSession, TurnResult
+from .session import ConfigWarning, EventStream, InteractiveSession, TurnResult
 from .tools import Tool, ToolContext, ToolResult, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
@@ -89,6 +89,7 @@ __all__ = [
     "InteractiveSession",
     "TurnResult",
     "EventStream",
+    "ConfigWarning",
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",

@@ -610,6 +610,15 @@ impl InteractiveSession {
         self.inner.session.recovery_report().cloned()
     }
 
+    /// The configuration problems the session worked around when it opened: settings entries it
+    /// skipped or made ask (an unparsable permission rule, an unknown key, a hook entry), agent
+    /// definition files it could not use and tools agents list that it does not have. Each names
+    /// its file and JSON path. They are also sent as `settings_warning` events while the session
+    /// opens, before a host can subscribe; this is where a host reads them.
+    pub fn get_warnings(&self) -> Vec<SessionWarning> {
+        self.inner.session.warnings().to_vec()
+    }
+
     /// Compacts the conversation now (refused while a prompt runs).
     pub async fn compact(
         &self,
