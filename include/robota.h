@@ -398,16 +398,23 @@ robota_status robota_session_options_add_tool(struct robota_session_options *opt
 
 // Adds a hook callback: `spec_json` is `{"event": "PreToolUse" | "PostToolUse" |
 // "UserPromptSubmit" | "Stop" | ... (the settings.json event names), "matcher"?: "Bash|Edit"
-// (Claude Code syntax; default all), "timeout_ms"?: n}`.
+// (Claude Code syntax; default all), "timeout_ms"?: n, "name"?: "guard" (the hook's name in
+// messages and events), "on_failure"?: "block" | "allow"}`.
 //
 // `callback` gets the hook input as JSON (what a command hook reads on stdin:
 // `{"session_id", "cwd", "hook_event_name", "tool_name", "tool_input", ...}`); resolve with
-// `{"type": "continue"}`, `{"type": "block", "reason": "..."}` (for PreToolUse: the call is
-// denied with the reason), `{"type": "text", "text": "..."}`, `{"type": "output", "output":
-// {hook JSON output}}` or `{"type": "error", "message": "..."}`; a rejection is a failed
-// (non-blocking) hook. On timeout the completion is cancelled.
+// `null` (carry on), a JSON string (added context), Claude Code's hook JSON output
+// (`{"decision": "block", "reason": "..."}`, `{"hookSpecificOutput": {"permissionDecision":
+// "deny", ...}}`, ...) or the tagged forms `{"type": "continue"}`, `{"type": "block", "reason":
+// "..."}` (for PreToolUse: the call is denied with the reason), `{"type": "text", "text":
+// "..."}`, `{"type": "output", "output": {hook JSON output}}`, `{"type": "error", "message":
+// "..."}`. A rejection, a timeout (the completion is then cancelled) or an answer that is none
+// of these is a failed hook: on PreToolUse and PermissionRequest it blocks the call, the reason
+// naming the hook and the failure, unless `"on_failure": "allow"`; elsewhere the action goes
+// ahead. Either way a `hook_error` session event reports it.
 //
-// Errors, `free_user_data` and threading: as for `robota_session_options_add_tool`.
+// Errors, `free_user_data` and threading: as for `robota_session_options_add_tool`; an unknown
+// event or an `on_failure` the event cannot honour is `ROBOTA_STATUS_INVALID_ARGUMENT`.
 //
 // # Safety
 // As `robota_session_options_add_tool`.

@@ -74,6 +74,14 @@ impl HostBridge {
         })
     }
 
+    /// Shows `message` to the developer as a process warning (fire and forget).
+    pub(crate) fn warn(&self, message: &str) {
+        let request = json!({"call_id": 0, "kind": "warning", "message": message}).to_string();
+        let _ = self
+            .function
+            .call(request, ThreadsafeFunctionCallMode::NonBlocking);
+    }
+
     fn notify_cancel(&self, call_id: u64) {
         let request = json!({"call_id": call_id, "kind": "cancel"}).to_string();
         // Fire and forget: the reply (if any) is ignored, and a closing environment is fine.

@@ -14,9 +14,8 @@ use robota::api::{
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::{builtin_command_modules, CommandModule, CommandSource};
-use robota::hooks::HookEvent;
 use robota::provider::Provider;
-use robota::session::SessionOptions;
+use robota::session::{SessionEvent, SessionOptions};
 use robota::tools::Tool;
 
 use crate::host::{BridgeFunction, HostBridge};
@@ -110,11 +109,11 @@ pub(crate) fn build_options(
         session.permission_handler = Some(HostPermissionHandler::new(function));
     }
     for (index, hook) in options.hooks.into_iter().enumerate() {
-        check_hook_event(&hook)?;
         let spec = HostHookSpec::from_json_value(hook)?;
         let function = BridgeFunction::new(bridge, "hook", json!({ "index": index }));
         session.hook_callbacks.push(spec.registration(function));
     }
+    report_to_developer(&mut session, bridge);
     let mut command_modules = if options.builtin_commands {
         builtin_command_modules()
     } else {
@@ -139,19 +138,18 @@ pub(crate) fn build_options(
     })
 }
 
-/// Names an unknown hook `event` the way settings errors do, listing the valid ones.
-fn check_hook_event(hook: &Value) -> Result<(), ApiError> {
-    let Some(event) = hook.get("event").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    event.parse::<HookEvent>().map(|_| ()).map_err(|_| {
-        ApiError::invalid_argument(format!(
-            "unknown hook event `{event}` (expected one of {})",
-            HookEvent::ALL
-                .iter()
-                .map(|e| e.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })
+/// Sends the events that mean the host's own code misbehaved (a hook that failed; see
+/// [`SessionEvent::developer_warning`]) to JavaScript as a process warning, so they are seen even
+/// by a script that listens to no event.
+fn report_to_developer(session: &mut SessionOptions, bridge: &Arc<HostBridge>) {
+    let previous = session.on_event.take();
+    let bridge = Arc::downgrade(bridge);
+    session.on_event = Some(Arc::new(move |event: SessionEvent| {
+        if let (Some(line), Some(bridge)) = (event.developer_warning(), bridge.upgrade()) {
+            bridge.warn(&line);
+        }
+        if let Some(previous) = &previous {
+            previous(event);
+        }
+    }));
 }

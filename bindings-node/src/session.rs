@@ -261,7 +261,11 @@ impl NativeSession {
     /// The user-invocable commands as JSON.
     #[napi]
     pub fn list_commands(&self) -> napi::Result<String> {
-        to_json(&self.session.list_commands())
+        let commands = self
+            .session
+            .list_commands()
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&commands)
     }
 
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the
@@ -354,8 +358,8 @@ impl NativeSession {
 
     /// Names the session (`null` clears the name).
     #[napi]
-    pub fn set_name(&self, name: Option<String>) {
-        self.session.set_name(name);
+    pub fn set_name(&self, name: Option<String>) -> napi::Result<()> {
+        self.session.set_name(name).map_err(|e| api_error(e.into()))
     }
 
     /// The session id.

@@ -599,13 +599,13 @@ describe('control', () => {
     bad(() => new InteractiveSession({ provider: { toConfig: () => ({ type: 'gemini' }) } }), 'invalid_argument', /unknown provider type `gemini`/);
     bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), permissionMode: 'yolo' as never }), 'invalid_json', /permission|yolo/i);
     bad(() => new InteractiveSession({ provider: scripted([]), colour: 'red' } as never), 'invalid_argument', /unknown option `colour`/);
-    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), forkSession: true }), 'invalid_argument', /fork_session/);
+    bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), forkSession: true }), 'invalid_argument', /`forkSession` needs `resumeSessionId`/);
     bad(
       () => new InteractiveSession({ ...hermetic(), provider: scripted([]), hooks: [{ event: 'Nope' as never, callback: () => undefined }] }),
       'invalid_argument',
       /unknown hook event `Nope`/,
     );
-    assert.throws(() => tool({ name: '', description: '', inputSchema: {}, execute: () => '' }), TypeError);
+    bad(() => tool({ name: '', description: '', inputSchema: {}, execute: () => '' }), 'invalid_argument', /`name`/);
   });
 
   test('a slow listener never loses text: the bounded queue coalesces text_delta only', async () => {

@@ -1,7 +1,6 @@
 //! Turns what `robota` (Python) passes for providers, tools, the permission handler, hooks and
 //! command modules into the engine's types.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -11,11 +10,10 @@ use robota::api::{
     HostToolSpec, ProviderConfig,
 };
 use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
-use robota::hooks::HookEvent;
 use robota::provider::Provider;
-use robota::session::SessionOptions;
+use robota::session::{SessionEvent, SessionOptions};
 use robota::tools::Tool;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::bridge::LoopSlot;
 use crate::convert::from_py;
@@ -70,24 +68,36 @@ pub fn build_extensions(
         let (spec, func): (Bound<'_, PyAny>, Py<PyAny>) = hook
             .extract()
             .map_err(|_| invalid_argument("internal: a hook must be (spec, callback)"))?;
-        let spec = from_py(&spec)?;
-        // The engine's own event names, with the list to pick from when one is unknown.
-        if let Some(Err(e)) = spec
-            .get("event")
-            .and_then(Value::as_str)
-            .map(HookEvent::from_str)
-        {
-            return Err(invalid_argument(format!(
-                "{e} (expected e.g. PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, \
-                 SessionEnd, Stop)"
-            )));
-        }
-        let spec = HostHookSpec::from_json_value(spec).map_err(api_error)?;
+        let spec = HostHookSpec::from_json_value(from_py(&spec)?).map_err(api_error)?;
         options
             .hook_callbacks
             .push(spec.registration(PyHostFunction::shared(func, slot)));
     }
+    report_to_developer(options);
     Ok(())
+}
+
+/// Sends the events that mean the host's own code misbehaved (a hook that failed; see
+/// [`SessionEvent::developer_warning`]) to the `robota` logger as warnings, so they are seen
+/// (on stderr unless logging is configured) even by a script that listens to no event.
+fn report_to_developer(options: &mut SessionOptions) {
+    let previous = options.on_event.take();
+    options.on_event = Some(Arc::new(move |event: SessionEvent| {
+        if let Some(line) = event.developer_warning() {
+            crate::aio::with_python(|py| {
+                let logged = py
+                    .import("logging")
+                    .and_then(|logging| logging.call_method1("getLogger", ("robota",)))
+                    .and_then(|logger| logger.call_method1("warning", ("%s", line)));
+                if let Err(error) = logged {
+                    error.print(py);
+                }
+            });
+        }
+        if let Some(previous) = &previous {
+            previous(event);
+        }
+    }));
 }
 
 fn build_tool(tool: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<Arc<dyn Tool>> {
@@ -102,6 +112,10 @@ fn build_tool(tool: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<Arc<dyn
         "description": from_py(&tool.getattr("description")?)?,
         "input_schema": from_py(&tool.getattr("input_schema")?)?,
         "read_only": from_py(&tool.getattr("read_only")?)?,
+        "replaces_builtin": tool
+            .getattr("replaces_builtin")
+            .map(|v| v.is_truthy().unwrap_or(false))
+            .unwrap_or(false),
     });
     let spec = HostToolSpec::from_json_value(spec).map_err(api_error)?;
     Ok(Arc::new(HostTool::new(

@@ -27,6 +27,13 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 /// timeout): a queued prompt is dropped, a running one aborted; the other prompt is kept.
 struct CancelOnDrop(Option<(Arc<InteractiveSession>, u64)>);
 
+impl CancelOnDrop {
+    /// The prompt ended: nothing to cancel any more.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
         if let Some((session, id)) = self.0.take() {
@@ -143,6 +150,10 @@ impl NativeSession {
     /// Submits a prompt; the awaitable resolves with `{"status": "started"|"queued", "event":
     /// <the complete/interrupted/error event, with its `seq`, or {"type": "cancelled"}>}` when
     /// its run ends. Cancelling the awaitable cancels this prompt only.
+    ///
+    /// The prompt is accepted (started or queued) or refused *here*, before the awaitable is
+    /// returned, so prompts submitted one after the other (`asyncio.gather(submit(a),
+    /// submit(b))`) are accepted in that order; a refusal raises at once.
     #[pyo3(signature = (input, display_input=None, raw_input=None))]
     fn submit<'py>(
         &self,
@@ -152,27 +163,30 @@ impl NativeSession {
         raw_input: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
+        // `raw_input` is accepted for compatibility; the engine does not use it.
+        let _ = raw_input;
         let session = Arc::clone(&self.session);
-        let id = Arc::new(Mutex::new(None));
+        let ticket = py
+            .detach(|| {
+                let _guard = runtime().enter();
+                session.submit_tracked_now(&input, display_input.as_deref())
+            })
+            .map_err(interactive_error)?;
+        let status = match ticket.status() {
+            SubmitStatus::Started => "started",
+            SubmitStatus::Queued => "queued",
+        };
+        let id = Arc::new(Mutex::new(Some(ticket.id())));
         let on_cancel = CancelPromptOnCancel {
             session: Arc::clone(&session),
             id: Arc::clone(&id),
         };
+        // Moved into the awaitable: dropping it unfinished (cancelled, or never scheduled)
+        // cancels this prompt.
+        let mut guard = CancelOnDrop(Some((Arc::clone(&session), ticket.id())));
         let future = crate::aio::awaitable(py, async move {
-            // `raw_input` is accepted for compatibility; the engine does not use it.
-            let _ = raw_input;
-            let ticket = session
-                .submit_tracked(&input, display_input.as_deref())
-                .await
-                .map_err(interactive_error)?;
-            let status = match ticket.status() {
-                SubmitStatus::Started => "started",
-                SubmitStatus::Queued => "queued",
-            };
-            *id.lock().unwrap_or_else(PoisonError::into_inner) = Some(ticket.id());
-            let mut guard = CancelOnDrop(Some((Arc::clone(&session), ticket.id())));
             let end = ticket.end().await;
-            guard.0 = None;
+            guard.disarm();
             id.lock().unwrap_or_else(PoisonError::into_inner).take();
             let event = final_event(&session, end);
             Ok(Json(json!({"status": status, "event": event})))
@@ -225,7 +239,8 @@ impl NativeSession {
 
     /// The commands users can run (list of dicts).
     fn list_commands<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        ser_to_py(py, &self.session.list_commands())
+        let commands = self.session.list_commands().map_err(interactive_error)?;
+        ser_to_py(py, &commands)
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
@@ -326,13 +341,18 @@ impl NativeSession {
 
     /// Names the session (`None` clears the name).
     #[pyo3(signature = (name))]
-    fn set_name(&self, name: Option<String>) {
-        self.session.set_name(name);
+    fn set_name(&self, name: Option<String>) -> PyResult<()> {
+        self.session.set_name(name).map_err(interactive_error)
     }
 
     /// The session id.
     fn get_session_id(&self) -> String {
         self.session.get_session_id()
+    }
+
+    /// True once the session was shut down.
+    fn is_shut_down(&self) -> bool {
+        self.session.is_shut_down()
     }
 
     /// The permission mode.

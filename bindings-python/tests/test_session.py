@@ -458,7 +458,7 @@ async def test_bad_input_raises_typed_errors(opts: Dict[str, Any], tmp_path: Pat
     with pytest.raises(robota.InvalidArgumentError, match="unknown provider type"):
         InteractiveSession(provider={"type": "nope"}, **opts)
     with pytest.raises(robota.InvalidJsonError, match="unknown permission mode `sometimes`"):
-        InteractiveSession(provider=ScriptedProvider([]), permission_mode="sometimes", **opts)
+        InteractiveSession(provider=ScriptedProvider([]), permission_mode="sometimes", **opts)  # type: ignore[arg-type]
     with pytest.raises(robota.InvalidArgumentError, match="fork_session"):
         InteractiveSession(provider=ScriptedProvider([]), fork_session=True, **opts)
     with pytest.raises(robota.InvalidArgumentError, match="unknown hook event"):

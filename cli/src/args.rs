@@ -5,12 +5,20 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 /// Run the robota agent in a project folder.
+///
+/// `robota` starts an interactive session; `robota "PROMPT"` starts one with that prompt;
+/// `robota -p "PROMPT"` runs the prompt headless and prints the answer (`-p -`, or `-p` with
+/// the prompt piped in, reads it from stdin).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "robota", version, about, long_about = None)]
 pub struct Cli {
-    /// Run this prompt headless and print the answer (without it: interactive mode).
-    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    /// The prompt: the first one of an interactive session, or with -p the one to run (`-` reads
+    /// it from stdin).
+    #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// Print mode: run the prompt headless and print the answer (progress goes to stderr).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
     /// How headless output is printed.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
@@ -67,7 +75,7 @@ pub struct Cli {
     #[arg(long, conflicts_with = "maintenance")]
     pub init: bool,
     /// Run the Setup hooks with trigger `init`, then exit (no prompt).
-    #[arg(long, conflicts_with_all = ["init", "maintenance", "prompt"])]
+    #[arg(long, conflicts_with_all = ["init", "maintenance", "prompt", "print"])]
     pub init_only: bool,
     /// Run the Setup hooks with trigger `maintenance` before the session starts, then continue.
     #[arg(long)]

@@ -172,6 +172,26 @@ fn latest_session(cwd: &Path) -> Result<String, CliError> {
     Err(CliError::usage(message))
 }
 
+/// The line naming the session a `--resume`/`--continue` run went on with (`resumed session
+/// 1b2c… "bug hunt" (6 messages)`, or which copy a `--fork` made); `None` for a new session.
+pub fn resumed_notice(cli: &Cli, session: &InteractiveSession) -> Option<String> {
+    if cli.resume.is_none() && !cli.continue_session {
+        return None;
+    }
+    let id = session.get_session_id();
+    let name = session
+        .get_name()
+        .map(|name| format!(" \"{name}\""))
+        .unwrap_or_default();
+    let messages = session.get_messages().len();
+    let what = if cli.fork {
+        "forked into session"
+    } else {
+        "resumed session"
+    };
+    Some(format!("{what} {id}{name} ({messages} messages)"))
+}
+
 /// The lines of the notice about what resuming found (a damaged snapshot or log, an unfinished
 /// prompt), for stderr; empty when there is nothing to tell.
 pub fn recovery_notice(session: &InteractiveSession) -> Vec<String> {

@@ -1,7 +1,9 @@
 //! `robota`: the command line for the robota agent engine.
 //!
 //! `robota -p PROMPT` runs one query headless and prints the answer (text, JSON or a stream of
-//! JSON events); `robota` alone starts a small line-based REPL. Both drive core's
+//! JSON events; `-p -` reads the prompt from stdin); `robota` alone starts a small line-based
+//! REPL, `robota PROMPT` starts it with that prompt. Progress — tool calls with their end and
+//! duration, denials, a spinner on a terminal — goes to stderr ([`render`]). Both drive core's
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //!
@@ -15,6 +17,7 @@ mod args;
 mod driver;
 mod output;
 mod prompt;
+mod render;
 mod repl;
 mod signals;
 
@@ -35,6 +38,45 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 pub const EXIT_TERMINATED: u8 = 143;
 /// Exit code: ended by SIGHUP (128 + 1).
 pub const EXIT_HANGUP: u8 = 129;
+
+/// The prompt `-p` runs: the argument, or stdin for `-` (or when no prompt is given and stdin
+/// is not a terminal, as in `cat task.md | robota -p`).
+fn headless_prompt(cli: &args::Cli) -> Result<String, CliError> {
+    use std::io::{IsTerminal, Read};
+    let from_stdin =
+        match cli.prompt.as_deref() {
+            Some("-") => true,
+            Some(_) => false,
+            None if !std::io::stdin().is_terminal() => true,
+            None => return Err(CliError::usage(
+                "-p needs a prompt: robota -p \"What is in this project?\" (or -p - to read it \
+                 from stdin)",
+            )),
+        };
+    let prompt = if from_stdin {
+        if cli.permission_prompt == args::PermissionPrompt::Stdin {
+            return Err(CliError::usage(
+                "the prompt is read from stdin, so --permission-prompt stdin cannot ask there; \
+                 give the prompt as an argument",
+            ));
+        }
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::usage(format!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        cli.prompt.clone().unwrap_or_default()
+    };
+    if prompt.trim().is_empty() {
+        return Err(CliError::usage(if from_stdin {
+            "the prompt read from stdin is empty"
+        } else {
+            "the prompt is empty"
+        }));
+    }
+    Ok(prompt)
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -57,10 +99,15 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        match cli.prompt.clone() {
-            _ if cli.init_only => output::run_setup_only(&cli).await,
-            Some(prompt) => output::run_headless(&cli, prompt).await,
-            None => repl::run_repl(&cli).await,
+        if cli.init_only {
+            output::run_setup_only(&cli).await
+        } else if cli.print {
+            match headless_prompt(&cli) {
+                Ok(prompt) => output::run_headless(&cli, prompt).await,
+                Err(error) => Err(error),
+            }
+        } else {
+            repl::run_repl(&cli, cli.prompt.clone()).await
         }
     });
     // Do not wait for blocked stdin readers (the prompt reader thread) before exiting.

@@ -16,8 +16,9 @@ use robota::message::ProviderErrorKind;
 use robota::session::SessionEvent;
 
 use crate::args::{Cli, OutputFormat, PermissionPrompt};
-use crate::driver::{open_session, recovery_notice, CliError};
+use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
+use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 use crate::{EXIT_INTERRUPTED, EXIT_RUN_ERROR};
 
@@ -80,25 +81,42 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     let started = Instant::now();
     let format = cli.output_format;
     let verbose = cli.verbose;
+    let terminal = Terminal::new();
     let handler = match cli.permission_prompt {
         PermissionPrompt::None => None,
-        PermissionPrompt::Stdin => Some(Arc::new(StdinPermissionHandler::new(StdinLines::spawn()))
-            as Arc<dyn robota::session::PermissionHandler>),
+        PermissionPrompt::Stdin => Some(Arc::new(StdinPermissionHandler::new(
+            StdinLines::spawn(),
+            terminal.clone(),
+        )) as Arc<dyn robota::session::PermissionHandler>),
     };
+    // Text mode shows progress (tool calls, denials, warnings) on stderr as it happens; the JSON
+    // formats carry it in their output, and print a line on stderr only with --verbose.
+    let text_mode = format == OutputFormat::Text;
+    let shown = terminal.clone();
     let opened = open_session(cli, handler, move |event| {
-        if verbose {
+        if verbose && !text_mode {
             if let Some(line) = describe(&event) {
                 eprintln!("{line}");
+            }
+        } else if text_mode {
+            // Reported as the session opens, before the prompt's progress is followed.
+            if let Some(line) = settings_warning_line(&event) {
+                shown.note(&line);
             }
         }
     })?;
     let session = opened.session.clone();
     let subscription = session.subscribe_pull();
+    if let Some(line) = resumed_notice(cli, &session) {
+        if format != OutputFormat::StreamJson {
+            terminal.note(&format!("robota: {line}"));
+        }
+    }
     // What resuming repaired or found unfinished: on stderr here, and as the
     // `session_recovered` event in stream-json (it comes with the prompt's events).
     if format != OutputFormat::StreamJson {
         for line in recovery_notice(&session) {
-            eprintln!("{line}");
+            terminal.note(&line);
         }
     }
     let sandbox = session.sandbox_status();
@@ -106,15 +124,16 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         eprintln!("{}", sandbox_line(&sandbox));
     }
     // Configuration problems robota worked around (a skipped rule, an agent file it could not
-    // use, …) are never silent: `--verbose` prints each one as it is found, stream-json lists
-    // them in the init line, and otherwise one line on stderr says how many there are.
+    // use, …) are never silent: text mode and `--verbose` show each one as it is found,
+    // stream-json lists them in the init line, and `--output-format json` says on stderr how
+    // many there are.
     let warnings: Vec<String> = session
         .session()
         .warnings()
         .iter()
         .map(ToString::to_string)
         .collect();
-    if !verbose && format != OutputFormat::StreamJson && !warnings.is_empty() {
+    if !verbose && format == OutputFormat::Json && !warnings.is_empty() {
         eprintln!(
             "robota: {} configuration warning{} (run with -v to see {})",
             warnings.len(),
@@ -160,7 +179,9 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         })
     };
     run_setup_hooks(cli, &session).await?;
-    let mut finished = submit_and_follow(&session, &subscription, &prompt, format).await;
+    let mut progress = text_mode.then(|| Progress::new(terminal.clone(), false));
+    let mut finished =
+        submit_and_follow(&session, &subscription, &prompt, format, progress.as_mut()).await;
     // Background hooks (asynchronous Stop hooks above all) finish before a headless run exits;
     // one that asks to wake the agent (`asyncRewake`, exit 2) gets its turn, as in Claude Code.
     let mut wakes = 0;
@@ -177,8 +198,10 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             note("background hooks kept waking the agent; stopping here");
             break;
         }
-        finished = submit_and_follow(&session, &subscription, &wake, format).await;
+        finished =
+            submit_and_follow(&session, &subscription, &wake, format, progress.as_mut()).await;
     }
+    drop(progress);
     subscription.unsubscribe();
     shut_down(&session).await;
     watcher.abort();
@@ -248,17 +271,22 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
 /// How long a headless run waits for background hooks before it exits.
 const BACKGROUND_HOOK_WAIT: Duration = Duration::from_secs(600);
 
-/// Submits `prompt` and follows it to its terminal event, streaming events in stream-json.
+/// Submits `prompt` and follows it to its terminal event, streaming events in stream-json and
+/// showing them on `progress` (text mode).
 async fn submit_and_follow(
     session: &InteractiveSession,
     subscription: &Subscription,
     prompt: &str,
     format: OutputFormat,
+    mut progress: Option<&mut Progress>,
 ) -> Finished {
     match session.submit(prompt, None, None).await {
         Ok(_) => {
             follow(session, subscription, |event| {
                 print_event(format, event);
+                if let Some(progress) = progress.as_mut() {
+                    progress.on_event(event);
+                }
             })
             .await
         }
@@ -354,21 +382,25 @@ fn print_event(format: OutputFormat, event: &InteractiveEvent) {
     }
 }
 
-/// A one-line human description of the events worth showing on a terminal.
+/// A one-line description of the events `--verbose` shows on stderr in the JSON formats
+/// (warnings and failures; never an event as JSON).
 pub fn describe(event: &SessionEvent) -> Option<String> {
     use robota::engine::EngineEvent;
+    if let Some(line) = event.developer_warning() {
+        return Some(line);
+    }
     match event {
-        SessionEvent::Engine(EngineEvent::ToolStart { name, input, .. }) => {
-            Some(format!("> {name} {input}"))
-        }
-        SessionEvent::PermissionResolved { .. } | SessionEvent::Warning { .. } => {
-            serde_json::to_string(event).ok()
-        }
-        SessionEvent::SettingsWarning { .. } | SessionEvent::PersistenceError { .. } => {
-            serde_json::to_string(event).ok()
-        }
-        SessionEvent::HookSystemMessage { .. } | SessionEvent::HookError { .. } => {
-            serde_json::to_string(event).ok()
+        SessionEvent::Engine(EngineEvent::ToolStart { name, input, .. }) => Some(format!(
+            "● {name}({})",
+            robota::framework::interactive::first_arg(input)
+        )),
+        SessionEvent::Warning { source, message } => Some(format!("warning: {source}: {message}")),
+        SessionEvent::SettingsWarning { warning } => Some(format!("warning: settings: {warning}")),
+        SessionEvent::PersistenceError { operation, message } => Some(format!(
+            "warning: could not save the session ({operation}): {message}"
+        )),
+        SessionEvent::HookSystemMessage { event, message } => {
+            Some(format!("hook ({event}): {message}"))
         }
         _ => None,
     }

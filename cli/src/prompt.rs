@@ -2,16 +2,19 @@
 //! that a prompt during a turn gets the next line, not the REPL), and the permission handler that
 //! asks on the terminal.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::{mpsc, Mutex};
 
+use robota::framework::interactive::first_arg;
 use robota::session::{
     PermissionHandler, PermissionRequest, PermissionResponse, SettingsDestination,
 };
 use tokio_util::sync::CancellationToken;
+
+use crate::render::Terminal;
 
 /// Lines from stdin, read on a background thread (stdin reads block).
 pub struct StdinLines {
@@ -43,15 +46,18 @@ impl StdinLines {
 }
 
 /// Asks on stderr and reads the answer from stdin: `y` once, `s` for the session, `a` always
-/// (saved to `.robota/settings.local.json`), anything else (or end of input) denies.
+/// (saved to `.robota/settings.local.json`), anything else (or end of input) denies. The call is
+/// shown as the tool lines show it (`Bash(ls -la)`), not as JSON; the answer is shown by the
+/// tool's own end line.
 pub struct StdinPermissionHandler {
     lines: Arc<StdinLines>,
+    terminal: Arc<Terminal>,
 }
 
 impl StdinPermissionHandler {
-    /// A handler reading from `lines`.
-    pub fn new(lines: Arc<StdinLines>) -> Self {
-        StdinPermissionHandler { lines }
+    /// A handler reading from `lines` and asking on `terminal`.
+    pub fn new(lines: Arc<StdinLines>, terminal: Arc<Terminal>) -> Self {
+        StdinPermissionHandler { lines, terminal }
     }
 }
 
@@ -62,14 +68,21 @@ impl PermissionHandler for StdinPermissionHandler {
         request: PermissionRequest,
         cancel: CancellationToken,
     ) -> PermissionResponse {
-        let input = serde_json::to_string(&request.input).unwrap_or_default();
-        let mut stderr = std::io::stderr();
-        let _ = write!(
-            stderr,
-            "\nAllow {}({input})? {}\n[y]es / [n]o / [s]ession / [a]lways: ",
-            request.tool_name, request.reason
-        );
-        let _ = stderr.flush();
+        // The events before the question (the answer so far, the previous call's end) first.
+        tokio::select! {
+            () = self.terminal.request_shown(&request.request_id) => {}
+            () = cancel.cancelled() => {}
+        }
+        let arg = first_arg(&request.input);
+        let call = if arg.is_empty() {
+            request.tool_name.clone()
+        } else {
+            format!("{}({arg})", request.tool_name)
+        };
+        self.terminal.ask(&format!(
+            "Allow {call}? {}\n[y]es / [n]o / [s]ession / [a]lways: ",
+            request.reason
+        ));
         let answer = tokio::select! {
             line = self.lines.next_line() => line,
             () = cancel.cancelled() => None,

@@ -10,14 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use robota::framework::commands::{CommandEffect, CommandResult, InteractionPrompt};
-use robota::framework::interactive::{InteractiveEventKind, InteractiveSession};
+use robota::framework::interactive::InteractiveSession;
 use robota::hooks::SessionEndReason;
 use robota::session::PermissionHandler;
 
 use crate::args::Cli;
-use crate::driver::{open_session, recovery_notice, CliError};
+use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::output::{follow, Finished};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
+use crate::render::{settings_warning_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 
 /// What the REPL does after a command.
@@ -30,10 +31,12 @@ enum Next {
     Resume(String),
 }
 
-/// Runs the REPL until end of input, `/exit` or a second Ctrl-C; returns the exit code.
-pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
+/// Runs the REPL until end of input, `/exit` or a second Ctrl-C, starting with `first_prompt`
+/// when one was given on the command line; returns the exit code.
+pub async fn run_repl(cli: &Cli, first_prompt: Option<String>) -> Result<u8, CliError> {
     let lines = StdinLines::spawn();
-    let mut session = open(cli, &lines)?;
+    let terminal = Terminal::new();
+    let mut session = open(cli, &lines, &terminal)?;
     crate::output::run_setup_hooks(cli, &session).await?;
     // The session Ctrl-C acts on (replaced on `/resume`).
     let current = Arc::new(Mutex::new(session.clone()));
@@ -75,6 +78,11 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
         })
     };
 
+    if let Some(prompt) = first_prompt.filter(|p| !p.trim().is_empty()) {
+        eprintln!("> {prompt}");
+        abort_requested.store(false, Ordering::SeqCst);
+        run_prompt(&session, &terminal, prompt.trim()).await;
+    }
     loop {
         eprint!("> ");
         let Some(line) = lines.next_line().await else {
@@ -97,7 +105,7 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
                     resumed.resume = Some(id);
                     resumed.continue_session = false;
                     resumed.fork = false;
-                    match open(&resumed, &lines) {
+                    match open(&resumed, &lines, &terminal) {
                         Ok(next) => {
                             session.shutdown(SessionEndReason::Other).await;
                             session = next;
@@ -111,50 +119,58 @@ pub async fn run_repl(cli: &Cli) -> Result<u8, CliError> {
             continue;
         }
         abort_requested.store(false, Ordering::SeqCst);
-        run_prompt(&session, line).await;
+        run_prompt(&session, &terminal, line).await;
     }
     watcher.abort();
     shut_down(&session).await;
     Ok(0)
 }
 
-/// Opens a session whose permission prompts read from `lines`, and greets.
-fn open(cli: &Cli, lines: &Arc<StdinLines>) -> Result<Arc<InteractiveSession>, CliError> {
-    let handler: Arc<dyn PermissionHandler> = Arc::new(StdinPermissionHandler::new(lines.clone()));
-    let opened = open_session(cli, Some(handler), |event| {
-        if let Some(line) = crate::output::describe(&event) {
-            eprintln!("{line}");
+/// Opens a session whose permission prompts read from `lines`, and greets, naming the session
+/// (and, on resume, which one it is and how long).
+fn open(
+    cli: &Cli,
+    lines: &Arc<StdinLines>,
+    terminal: &Arc<Terminal>,
+) -> Result<Arc<InteractiveSession>, CliError> {
+    let handler: Arc<dyn PermissionHandler> =
+        Arc::new(StdinPermissionHandler::new(lines.clone(), terminal.clone()));
+    // Progress is shown from the interactive events (see `run_prompt`); settings warnings come
+    // as the session opens.
+    let shown = terminal.clone();
+    let opened = open_session(cli, Some(handler), move |event| {
+        if let Some(line) = settings_warning_line(&event) {
+            shown.note(&line);
         }
     })?;
+    let session = opened.session;
+    let which = resumed_notice(cli, &session)
+        .unwrap_or_else(|| format!("session {}", session.get_session_id()));
     eprintln!(
-        "robota {} — session {} (/help for commands, Ctrl-C aborts a turn)",
+        "robota {} — {which} (/help for commands, Ctrl-C aborts a turn)",
         env!("CARGO_PKG_VERSION"),
-        opened.session.get_session_id()
     );
-    for line in recovery_notice(&opened.session) {
+    for line in recovery_notice(&session) {
         eprintln!("{line}");
     }
-    Ok(opened.session)
+    Ok(session)
 }
 
-/// Submits one prompt and streams its answer to stdout until it ends.
-async fn run_prompt(session: &InteractiveSession, line: &str) {
+/// Submits one prompt, streams its answer to stdout and its progress (tool calls, denials, a
+/// spinner) to stderr until it ends.
+async fn run_prompt(session: &InteractiveSession, terminal: &Arc<Terminal>, line: &str) {
     let subscription = session.subscribe_pull();
+    let mut progress = Progress::new(terminal.clone(), true);
     if let Err(error) = session.submit(line, None, None).await {
+        drop(progress);
         subscription.unsubscribe();
         eprintln!("robota: {error}");
         return;
     }
-    let finished = follow(session, &subscription, |event| {
-        if let InteractiveEventKind::TextDelta { text } = &event.kind {
-            let mut stdout = std::io::stdout().lock();
-            let _ = write!(stdout, "{text}");
-            let _ = stdout.flush();
-        }
-    })
-    .await;
+    let finished = follow(session, &subscription, |event| progress.on_event(event)).await;
+    drop(progress);
     subscription.unsubscribe();
-    println!();
+    terminal.finish_answer();
     match finished {
         Finished::Complete(outcome) | Finished::Interrupted(Some(outcome)) => {
             if let Some(error) = outcome.error {

@@ -65,6 +65,22 @@ impl Project {
         self.robota().args(args).output().expect("run robota")
     }
 
+    /// Runs the binary with `args`, `input` piped to its stdin (then closed).
+    fn run_with_input(&self, args: &[&str], input: &[u8]) -> Output {
+        let mut child = self
+            .robota()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn robota");
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input).expect("write to robota's stdin");
+        }
+        child.wait_with_output().expect("wait for robota")
+    }
+
     fn sessions(&self) -> Vec<PathBuf> {
         let dir = self.path().join(".robota/sessions");
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -383,18 +399,7 @@ async fn permission_prompt_on_stdin_allows_with_y() {
     assert!(!project.path().join("out.txt").exists());
 
     mock.reset();
-    let mut child = project
-        .robota()
-        .args(["-p", "save it", "--permission-prompt", "stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn robota");
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(b"y\n").expect("answer y");
-    }
-    let output = child.wait_with_output().expect("wait for robota");
+    let output = project.run_with_input(&["-p", "save it", "--permission-prompt", "stdin"], b"y\n");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("Allow Write"),
@@ -434,19 +439,7 @@ async fn interactive_mode_streams_answers_and_runs_commands() {
     let mock = mock(json!([{"text": ["Hi ", "from the REPL."]}])).await;
     let project = Project::new();
     project.use_mock(&mock);
-    let mut child = project
-        .robota()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn robota");
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(b"hello\n/cost\n/exit\n")
-            .expect("type into the REPL");
-    }
-    let output = child.wait_with_output().expect("wait for robota");
+    let output = project.run_with_input(&[], b"hello\n/cost\n/exit\n");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("Hi from the REPL."), "{text}");
@@ -499,19 +492,8 @@ async fn interactive_clear_asks_then_clears_the_conversation() {
     let mock = mock(json!([{"text": "first"}, {"text": "second"}])).await;
     let project = Project::new();
     project.use_mock(&mock);
-    let mut child = project
-        .robota()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn robota");
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(b"remember PINEAPPLE\n/clear\nyes\nwhat word?\n/exit\n")
-            .expect("type into the REPL");
-    }
-    let output = child.wait_with_output().expect("wait for robota");
+    let output =
+        project.run_with_input(&[], b"remember PINEAPPLE\n/clear\nyes\nwhat word?\n/exit\n");
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(
         stderr(&output).contains("Clear conversation history?"),
@@ -919,6 +901,375 @@ async fn a_session_open_in_another_process_is_refused_and_can_be_forked() {
     assert_eq!(after.status.code(), Some(0), "{}", stderr(&after));
 }
 
+/// The mock-llm turns of the progress tests: a Read, a Write (which needs approval), then the
+/// answer (the model starts its next turn with text).
+fn read_write_answer() -> Value {
+    json!([
+        {"text": ["Let me look. "],
+         "tool_calls": [{"id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+        {"tool_calls": [{"id": "w1", "name": "Write",
+                         "input": {"file_path": "out.txt", "content": "written"}}]},
+        {"text": ["The notes ", "say hi."]}
+    ])
+}
+
+/// Adds a misspelt key to the project's settings (a settings warning as the session opens).
+fn add_unknown_setting(project: &Project) {
+    let path = project.path().join(".robota/settings.json");
+    let text = std::fs::read_to_string(&path).expect("read settings");
+    let mut settings: Value = serde_json::from_str(&text).expect("settings are JSON");
+    settings["colour"] = json!("red");
+    project.write_settings(settings);
+}
+
+const UNKNOWN_SETTING_WARNING: &str = "`colour`: unknown setting; it is ignored";
+
+/// True when `text` shows an event or a request as JSON.
+fn shows_json(text: &str) -> bool {
+    text.contains("{\"") || text.contains("\"type\"")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn print_mode_shows_progress_on_stderr_and_only_the_answer_on_stdout() {
+    let mock = mock(read_write_answer()).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi\n").expect("write notes");
+    add_unknown_setting(&project);
+    let output = project.run(&["-p", "read my notes"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "The notes say hi.\n");
+    let progress = stderr(&output);
+    let lines: Vec<&str> = progress.lines().collect();
+    // Each call on its own line with a marker, then its end (with its duration, or why not).
+    let read = lines
+        .iter()
+        .position(|l| *l == "● Read(notes.txt)")
+        .unwrap_or_else(|| panic!("no Read line in {progress}"));
+    assert!(
+        lines[read + 1].starts_with("  ⎿ Read done in ") && lines[read + 1].ends_with(" ms"),
+        "{progress}"
+    );
+    let write = lines
+        .iter()
+        .position(|l| *l == "● Write(out.txt)")
+        .unwrap_or_else(|| panic!("no Write line in {progress}"));
+    assert!(
+        lines[write + 1].starts_with("  ⎿ Write denied: "),
+        "{progress}"
+    );
+    assert!(!project.path().join("out.txt").exists());
+    assert!(
+        lines[0].starts_with("! settings: ") && lines[0].contains(UNKNOWN_SETTING_WARNING),
+        "{progress}"
+    );
+    // Not a terminal: no spinner, no escape sequences, no JSON.
+    assert!(
+        !progress.contains('\x1b') && !progress.contains('\r'),
+        "{progress:?}"
+    );
+    assert!(!shows_json(&progress), "{progress}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_answer_is_followed_by_the_calls_end_not_json() {
+    let mock = mock(read_write_answer()).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi\n").expect("write notes");
+    let output = project.run_with_input(&["-p", "save it", "--permission-prompt", "stdin"], b"y\n");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let progress = stderr(&output);
+    let after = progress
+        .split_once("[a]lways: ")
+        .map(|(_, after)| after)
+        .unwrap_or_else(|| panic!("no permission question in {progress}"));
+    assert!(progress.contains("Allow Write(out.txt)? "), "{progress}");
+    assert!(
+        after.starts_with("● Write(out.txt)\n  ⎿ Write done in "),
+        "{progress}"
+    );
+    assert!(!shows_json(&progress), "{progress}");
+    assert_eq!(stdout(&output), "The notes say hi.\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_comes_from_an_argument_or_from_stdin() {
+    let mock = mock(json!([
+        {"text": "one"}, {"text": "piped"}, {"text": "two"}, {"text": "three"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+
+    // `-p -` reads the whole of stdin.
+    let output = project.run_with_input(&["-p", "-"], b"summarise\nTODO-FROM-STDIN\n");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "one\n");
+    assert!(sent_text(&mock, 0).contains("TODO-FROM-STDIN"));
+
+    // So does `-p` without a prompt when stdin is not a terminal (`cat task.md | robota -p`).
+    let output = project.run_with_input(&["-p"], b"PIPED-TASK");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "piped\n");
+    assert!(sent_text(&mock, 1).contains("PIPED-TASK"));
+
+    // An empty stdin is a usage error, not an empty prompt.
+    let empty = project.run(&["-p", "-"]);
+    assert_eq!(empty.status.code(), Some(2), "{}", stderr(&empty));
+    assert!(stderr(&empty).contains("empty"), "{}", stderr(&empty));
+
+    // A positional prompt without -p starts the REPL with it (after any settings warning).
+    add_unknown_setting(&project);
+    let output = project.run_with_input(&["FIRST-PROMPT"], b"next one\n/exit\n");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with("two\nthree\n"),
+        "{}",
+        stdout(&output)
+    );
+    assert!(sent_text(&mock, 2).contains("FIRST-PROMPT"));
+    let shown = stderr(&output);
+    assert!(shown.contains(UNKNOWN_SETTING_WARNING), "{shown}");
+    assert!(shown.contains("\n> FIRST-PROMPT\n"), "{shown}");
+    assert!(sent_text(&mock, 3).contains("next one"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_names_the_session_it_goes_on_with() {
+    let mock = mock(json!([{"text": "a"}, {"text": "b"}, {"text": "c"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let first = json_result(&project.run(&["-p", "hello", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+
+    let resumed = project.run(&["-p", "again", "--resume", &id]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr(&resumed));
+    assert_eq!(stdout(&resumed), "b\n");
+    assert!(
+        stderr(&resumed).contains(&format!("resumed session {id} (2 messages)")),
+        "{}",
+        stderr(&resumed)
+    );
+
+    let output = project.run_with_input(&["--continue"], b"/exit\n");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(&format!("resumed session {id} (4 messages)")),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// A tmux server of its own (its socket in a temporary directory) running one window.
+#[cfg(unix)]
+struct Tmux {
+    socket: PathBuf,
+    _dir: TempDir,
+}
+
+#[cfg(unix)]
+impl Tmux {
+    /// Runs `command` (a shell command) in a 200x40 terminal; it prints `EXITED <code>` when it
+    /// ends and the window stays open to be read.
+    fn start(command: &str) -> Tmux {
+        let dir = tempfile::tempdir().expect("tmux dir");
+        let tmux = Tmux {
+            socket: dir.path().join("tmux.sock"),
+            _dir: dir,
+        };
+        let script = format!("{command}; echo; echo EXITED $?; sleep 600");
+        let status = tmux
+            .command()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "200",
+                "-y",
+                "40",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("cannot run tmux ({e}): these tests need it (apt-get install tmux)")
+            });
+        assert!(status.success(), "tmux new-session failed");
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(&self.socket).env_remove("TMUX");
+        command
+    }
+
+    /// What the window shows.
+    fn screen(&self) -> String {
+        let output = self
+            .command()
+            .args(["capture-pane", "-p"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Types `keys` and presses Enter.
+    fn type_line(&self, keys: &str) {
+        let status = self
+            .command()
+            .args(["send-keys", "-l", keys])
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success());
+        let status = self
+            .command()
+            .args(["send-keys", "Enter"])
+            .status()
+            .expect("tmux send-keys");
+        assert!(status.success());
+    }
+
+    /// Polls the screen until `done` holds for it (within 30 s); every screen seen, in order.
+    fn watch_until(&self, done: impl Fn(&str) -> bool) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut screens: Vec<String> = Vec::new();
+        loop {
+            let screen = self.screen();
+            if screens.last() != Some(&screen) {
+                screens.push(screen.clone());
+            }
+            if done(&screen) {
+                return screens;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out; the screen shows:\n{screen}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").status();
+    }
+}
+
+/// The shell command running the CLI with `args` in `project` (as [`Project::robota`] does).
+#[cfg(unix)]
+fn robota_in_shell(project: &Project, args: &str) -> String {
+    format!(
+        "cd '{}' && env -u ANTHROPIC_API_KEY -u ANTHROPIC_BASE_URL -u OPENAI_API_KEY \
+         -u OPENAI_BASE_URL HOME='{}' '{}' {args}",
+        project.path().display(),
+        project.home.path().display(),
+        env!("CARGO_BIN_EXE_robota"),
+    )
+}
+
+/// The turns of the terminal tests: a Read, a Write, then an answer the model is slow to start
+/// (so the spinner has time to show).
+fn slow_answer_after_tools() -> Value {
+    json!([
+        {"text": ["Let me look. "],
+         "tool_calls": [{"id": "r1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+        {"tool_calls": [{"id": "w1", "name": "Write",
+                         "input": {"file_path": "out.txt", "content": "written"}}]},
+        {"text": ["The notes ", "say hi."], "chunk_delay_ms": 700}
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn in_a_terminal_the_repl_shows_tool_lines_a_spinner_and_a_plain_permission_prompt() {
+    let mock = mock(slow_answer_after_tools()).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi\n").expect("write notes");
+    let tmux = Tmux::start(&robota_in_shell(&project, "'read my notes'"));
+
+    tmux.watch_until(|s| s.contains("[a]lways:"));
+    tmux.type_line("y");
+    // Done when the REPL asks for the next prompt under the answer.
+    let screens = tmux.watch_until(|s| s.contains("The notes say hi.\n>\n"));
+    assert!(
+        screens
+            .iter()
+            .any(|s| s.contains("waiting for the model… (")),
+        "no spinner while the model was slow:\n{}",
+        screens.join("\n-----\n")
+    );
+    tmux.type_line("/exit");
+    let screen = tmux
+        .watch_until(|s| s.contains("EXITED 0"))
+        .pop()
+        .unwrap_or_default();
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} on the screen:\n{screen}"))
+    };
+    assert_eq!(at("> read my notes") + 1, at("Let me look."), "{screen}");
+    let read = at("● Read(notes.txt)");
+    assert!(lines[read + 1].starts_with("  ⎿ Read done in "), "{screen}");
+    let write = at("● Write(out.txt)");
+    assert!(lines[write - 1].ends_with("[a]lways: y"), "{screen}");
+    assert!(
+        lines[write + 1].starts_with("  ⎿ Write done in "),
+        "{screen}"
+    );
+    // The answer follows the tool lines directly, and the spinner is gone.
+    assert_eq!(at("The notes say hi."), write + 2, "{screen}");
+    assert!(!screen.contains("waiting for"), "{screen}");
+    assert!(!shows_json(&screen), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("out.txt")).unwrap_or_default(),
+        "written"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(unix)]
+async fn in_a_terminal_print_mode_keeps_stdout_the_answer_only() {
+    let mock = mock(slow_answer_after_tools()).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    std::fs::write(project.path().join("notes.txt"), "hi\n").expect("write notes");
+    // stderr is the terminal, stdout a file.
+    let tmux = Tmux::start(&robota_in_shell(
+        &project,
+        "-p 'read my notes' > answer.txt",
+    ));
+    let screens = tmux.watch_until(|s| s.contains("EXITED 0"));
+    let screen = screens.last().cloned().unwrap_or_default();
+    assert!(
+        screens
+            .iter()
+            .any(|s| s.contains("waiting for the model… (")),
+        "no spinner on the terminal:\n{}",
+        screens.join("\n-----\n")
+    );
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    assert!(lines.contains(&"● Read(notes.txt)"), "{screen}");
+    assert!(lines.contains(&"● Write(out.txt)"), "{screen}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("  ⎿ Write denied: ")),
+        "{screen}"
+    );
+    assert!(!screen.contains("waiting for"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("answer.txt")).unwrap_or_default(),
+        "The notes say hi.\n"
+    );
+}
+
 /// Claude Code's asynchronous Stop hooks: a headless run waits for an `async` one to finish
 /// before it exits, and an `asyncRewake` one that exits 2 wakes the agent for one more turn with
 /// its `rewakeMessage` and reason (its `rewakeSummary` is shown in stream-json).
@@ -1027,11 +1378,15 @@ async fn init_flags_run_the_setup_hooks() {
     );
 }
 
-/// Configuration problems robota works around are never silent in a headless run: a count on
-/// stderr, each one with `--verbose`, all of them in the stream-json init line.
+/// Configuration problems robota works around are never silent in a headless run: each one on
+/// stderr in text mode (and with `--verbose`), a count in `--output-format json`, all of them in
+/// the stream-json init line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_headless_run_reports_configuration_warnings() {
-    let mock = mock(json!([{"text": "one"}, {"text": "two"}, {"text": "three"}])).await;
+    let mock = mock(json!([
+        {"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}
+    ]))
+    .await;
     let project = Project::new();
     project.use_mock(&mock);
     let claude = project.path().join(".claude");
@@ -1052,13 +1407,24 @@ async fn a_headless_run_reports_configuration_warnings() {
     let output = project.run(&["-p", "hi"]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "one\n");
+    let err = stderr(&output);
+    assert!(
+        err.contains("! settings: ") && err.contains("invalid permission rule `mcp__*`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("broken.md: line 4: agent definition skipped"),
+        "{err}"
+    );
+
+    let output = project.run(&["-p", "hi", "--output-format", "json"]);
+    assert_eq!(json_result(&output)["response"], "two");
     assert!(
         stderr(&output).contains("robota: 2 configuration warnings (run with -v to see them)"),
         "{}",
         stderr(&output)
     );
-
-    let output = project.run(&["-p", "hi", "-v"]);
+    let output = project.run(&["-p", "hi", "--output-format", "json", "-v"]);
     let err = stderr(&output);
     assert!(err.contains("invalid permission rule `mcp__*`"), "{err}");
     assert!(err.contains("broken.md"), "{err}");

@@ -12,7 +12,7 @@ use robota::api::{
     HostTool, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
 use robota::framework::commands::SystemCommand;
-use robota::hooks::{HookCallbackResult, HookEvent};
+use robota::hooks::{HookCallbackResult, HookEvent, OnHookFailure};
 use robota::message::ProviderErrorKind;
 use robota::provider::{Provider, ProviderRequest, StopReason, StreamEvent};
 use robota::session::{PermissionHandler, PermissionResponse, SettingsDestination};
@@ -96,8 +96,31 @@ async fn host_tool_maps_answers_and_requests() {
     let rejected = tool_output_from_answer(Err("no network".into()));
     assert!(rejected.is_error);
     assert_eq!(rejected.content, "no network");
-    assert!(tool_output_from_answer(Ok(json!(5))).is_error);
-    assert!(tool_output_from_answer(Ok(json!({"text": "x"}))).is_error);
+    // Other JSON values are data: their JSON text for the model, the value for hosts.
+    let data = tool_output_from_answer(Ok(json!({"text": "x"})));
+    assert!(!data.is_error);
+    assert_eq!(data.content, r#"{"text":"x"}"#);
+    assert_eq!(data.response, json!({"text": "x"}));
+    assert_eq!(tool_output_from_answer(Ok(json!(5))).content, "5");
+}
+
+#[test]
+fn tool_error_results_are_errors_in_every_spelling() {
+    for answer in [
+        json!({"content": "disk full", "is_error": true}),
+        json!({"content": "disk full", "isError": true}),
+        json!({"content": [{"type": "text", "text": "disk full"}], "isError": true}),
+    ] {
+        let output = tool_output_from_answer(Ok(answer.clone()));
+        assert!(output.is_error, "{answer}");
+        assert_eq!(output.content, "disk full", "{answer}");
+    }
+    let ok = tool_output_from_answer(Ok(json!({"content": "fine", "is_error": false})));
+    assert!(!ok.is_error);
+    let odd = tool_output_from_answer(Ok(json!({"content": "x", "is_error": "yes"})));
+    assert!(odd.is_error);
+    assert!(odd.content.contains("`is_error`"), "{}", odd.content);
+    assert_eq!(tool_output_from_answer(Ok(Value::Null)).content, "");
 }
 
 #[tokio::test]
@@ -131,6 +154,35 @@ fn tool_specs_are_validated() {
     assert!(HostToolSpec::from_json_value(json!({"name": "x", "input_schema": 1})).is_err());
     assert!(HostToolSpec::from_json_value(json!({"name": "x", "bogus": 1})).is_err());
     assert!(HostToolSpec::from_json_value(json!({"description": "x"})).is_err());
+    let message = |spec: Value| {
+        HostToolSpec::from_json_value(spec)
+            .expect_err("invalid spec")
+            .message
+    };
+    assert!(message(json!({"name": "get weather"})).contains("invalid tool name `get weather`"));
+    assert!(message(json!({"name": "x".repeat(65)})).contains("1-64 letters"));
+    assert!(
+        message(json!({"name": "t", "input_schema": {"type": "string"}}))
+            .contains("must describe an object")
+    );
+    assert!(
+        message(json!({"name": "t", "input_schema": {"type": "object", "properties": []}}))
+            .contains("`input_schema.properties`")
+    );
+    assert!(message(json!({"name": "t", "input_schema": {
+        "type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]
+    }}))
+    .contains("names `b`"));
+    // The field is named, in words, not as a Rust type.
+    let wrong_type = message(json!({"name": "t", "read_only": "yes"}));
+    assert!(wrong_type.contains("`read_only`"), "{wrong_type}");
+    assert!(
+        wrong_type.contains("expected true or false"),
+        "{wrong_type}"
+    );
+    let spec = HostToolSpec::from_json_value(json!({"name": "Read", "replaces_builtin": true}))
+        .expect("a replacement is declared");
+    assert!(spec.replaces_builtin);
 }
 
 #[tokio::test]
@@ -207,6 +259,77 @@ fn hook_results_and_specs() {
         .registration(Canned::new(Ok(json!({"type": "continue"}))));
     assert_eq!(named.callback.name(), "audit");
     assert!(HostHookSpec::from_json_value(json!({"event": "Nope"})).is_err());
+    let allow = HostHookSpec::from_json_value(
+        json!({"event": "PreToolUse", "name": "guard", "on_failure": "allow"}),
+    )
+    .expect("allow is valid everywhere");
+    assert_eq!(allow.on_failure, Some(OnHookFailure::Allow));
+    assert_eq!(
+        allow.registration(Canned::new(Ok(Value::Null))).on_failure,
+        Some(OnHookFailure::Allow)
+    );
+    let refused = HostHookSpec::from_json_value(
+        json!({"event": "PostToolUse", "name": "audit", "on_failure": "block"}),
+    )
+    .expect_err("nothing to block on PostToolUse");
+    assert!(
+        refused.message.contains("hook `audit`"),
+        "{}",
+        refused.message
+    );
+    assert!(refused
+        .message
+        .contains("PreToolUse, PermissionRequest and UserPromptSubmit"));
+    let typo = HostHookSpec::from_json_value(json!({"event": "PreToolUse", "on_failure": "deny"}))
+        .expect_err("unknown policy");
+    assert!(typo.message.contains("`on_failure`"), "{}", typo.message);
+}
+
+#[test]
+fn hooks_answer_claude_code_json_and_unrecognised_answers_are_errors() {
+    let block = hook_result_from_answer(Ok(json!({"decision": "block", "reason": "no rm"})));
+    let HookCallbackResult::Output { output } = block else {
+        panic!("Claude Code JSON is output: {block:?}");
+    };
+    assert_eq!(output.decision.as_deref(), Some("block"));
+    assert!(matches!(
+        hook_result_from_answer(Ok(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "no"
+        }}))),
+        HookCallbackResult::Output { .. }
+    ));
+    assert_eq!(
+        hook_result_from_answer(Ok(Value::Null)),
+        HookCallbackResult::Continue
+    );
+    assert_eq!(
+        hook_result_from_answer(Ok(json!("context"))),
+        HookCallbackResult::Text {
+            text: "context".into()
+        }
+    );
+    for (answer, says) in [
+        (json!({"decison": "block"}), "unknown field `decison`"),
+        (json!({"decision": "deny"}), "`decision: \"deny\"`"),
+        (json!(42), "returned a number `42`"),
+        (json!(["block"]), "returned a list"),
+        (
+            json!({"hookSpecificOutput": {"permissionDecison": "deny"}}),
+            "unknown hookSpecificOutput field `permissionDecison`",
+        ),
+        (
+            json!({"type": "output", "output": {"decison": "block"}}),
+            "unknown field `decison`",
+        ),
+    ] {
+        match hook_result_from_answer(Ok(answer.clone())) {
+            HookCallbackResult::Error { message } => {
+                assert!(message.contains(says), "{answer}: {message}")
+            }
+            other => panic!("{answer} should be an error, not {other:?}"),
+        }
+    }
 }
 
 #[test]
@@ -384,4 +507,78 @@ async fn host_provider_errors_and_cancellation() {
     assert_eq!(response.stop_reason, StopReason::Aborted);
     assert_eq!(response.text, "partial");
     assert!(HostProviderInfo::from_json_value(json!({"bogus": 1})).is_err());
+}
+
+#[tokio::test]
+async fn host_tools_may_not_clash_with_each_other_or_silently_shadow_a_built_in() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let open = |specs: Vec<Value>| {
+        let provider =
+            robota::api::ProviderConfig::from_json_value(json!({"type": "scripted", "turns": []}))
+                .expect("provider")
+                .build()
+                .expect("built");
+        let mut options = robota::api::SessionConfig::from_json_value(json!({
+            "cwd": dir.path(), "load_project_context": false
+        }))
+        .expect("config")
+        .into_session_options(provider)
+        .expect("options");
+        for spec in specs {
+            let spec = HostToolSpec::from_json_value(spec).expect("spec");
+            options
+                .extra_tools
+                .push(Arc::new(HostTool::new(spec, Canned::new(Ok(json!("x"))))));
+        }
+        robota::session::Session::new(options).map(|_| ())
+    };
+    let shadow = open(vec![json!({"name": "Read"})]).expect_err("shadows Read");
+    assert!(shadow.to_string().contains("tool `Read`"), "{shadow}");
+    assert!(shadow.to_string().contains("built-in"), "{shadow}");
+    assert_eq!(
+        robota::api::ApiError::from(shadow).kind,
+        robota::api::ApiErrorKind::InvalidArgument
+    );
+    let twice =
+        open(vec![json!({"name": "lookup"}), json!({"name": "lookup"})]).expect_err("duplicate");
+    assert!(
+        twice.to_string().contains("two tools have this name"),
+        "{twice}"
+    );
+    open(vec![json!({"name": "Read", "replaces_builtin": true})]).expect("declared replacement");
+    open(vec![json!({"name": "lookup"})]).expect("no clash");
+}
+
+#[test]
+fn provider_configs_name_the_bad_field() {
+    use robota::api::ProviderConfig;
+    let message = |config: Value| {
+        ProviderConfig::from_json_value(config)
+            .expect_err("invalid")
+            .message
+    };
+    for base_url in ["localhost:11434/v1", "api.example.com", "ftp://x.example"] {
+        let m = message(json!({"type": "openai", "model": "m", "base_url": base_url}));
+        assert!(m.contains("`base_url`"), "{m}");
+        assert!(m.contains("http://") || m.contains("https://"), "{m}");
+    }
+    ProviderConfig::from_json_value(
+        json!({"type": "openai", "model": "m", "base_url": "http://localhost:11434/v1"}),
+    )
+    .expect("a URL with a scheme");
+    let m = message(json!({"type": "anthropic", "model": "m", "max_tokens": -5}));
+    assert!(m.contains("`max_tokens`"), "{m}");
+    assert!(!m.contains("u32"), "{m}");
+    let m = message(json!({"type": "scripted", "turns": [{"text": 5}]}));
+    assert!(m.contains("`turns[0]"), "{m}");
+    let m = message(json!({"type": "anthropic", "model": ""}));
+    assert!(m.contains("`model`"), "{m}");
+}
+
+#[test]
+fn session_configs_name_the_bad_field_in_words() {
+    let error = robota::api::SessionConfig::from_json_value(json!({"max_turns": -1}))
+        .expect_err("negative");
+    assert!(error.message.contains("`max_turns`"), "{}", error.message);
+    assert!(!error.message.contains("u32"), "{}", error.message);
 }

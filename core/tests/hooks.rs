@@ -749,7 +749,12 @@ async fn malformed_json_output_of_a_pre_tool_use_hook_blocks_the_call() {
     assert!(reason.contains("fails closed"), "{reason}");
     // An unknown decision is unreadable too.
     assert!(reason.contains("maybe"), "{reason}");
-    assert!(outcome.errors.is_empty(), "{:#?}", outcome.errors);
+    // Reported as the failure it is, marked as having blocked the call.
+    assert!(
+        !outcome.errors.is_empty() && outcome.errors.iter().all(|e| e.blocked),
+        "{:#?}",
+        outcome.errors
+    );
 }
 
 #[tokio::test]
@@ -770,7 +775,12 @@ async fn a_multi_megabyte_block_decision_blocks_the_call_instead_of_failing_open
         "{reason}"
     );
     assert!(reason.contains("the tool call was blocked"), "{reason}");
-    assert!(outcome.errors.is_empty(), "{:#?}", outcome.errors);
+    assert_eq!(outcome.errors.len(), 1, "{:#?}", outcome.errors);
+    assert!(outcome.errors[0].blocked);
+    assert!(matches!(
+        outcome.errors[0].failure,
+        HookFailure::OutputTooLarge { .. }
+    ));
     // Only the limit was kept in memory.
     let kept = outcome.handlers[0].stdout.len();
     assert!(kept < 1024 * 1024 + 100, "{kept} bytes kept");
@@ -1152,7 +1162,8 @@ async fn async_hooks_run_in_the_background_and_report_later() {
     assert_eq!(
         result.report.status,
         HandlerStatus::Blocked {
-            reason: "tests failed".into()
+            reason: "tests failed".into(),
+            failure: None,
         }
     );
 }
@@ -1576,6 +1587,134 @@ async fn a_callback_timing_out_on_pre_tool_use_blocks_the_call() {
 
     assert!(runner.unregister_callback(id));
     assert!(!runner.has_hooks(HookEvent::PreToolUse));
+}
+
+/// A callback that fails the way `how` says.
+fn failing(name: &str, how: &'static str) -> Arc<FnHookCallback> {
+    FnHookCallback::new(name, move |_input| async move {
+        match how {
+            "error" => HookCallbackResult::Error {
+                message: "ZeroDivisionError: division by zero".into(),
+            },
+            "panic" => panic!("callback bug"),
+            _ => HookCallbackResult::Continue,
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_failing_pre_tool_use_callback_blocks_the_call_and_reports_the_failure() {
+    for how in ["error", "panic"] {
+        let project = Project::new();
+        let runner = project.runner(json!({}));
+        runner
+            .register_callback(HookEvent::PreToolUse, "Bash", failing("guard", how))
+            .unwrap();
+        let outcome = run(&runner, &bash_call(project.common(), "rm -rf /")).await;
+        assert_eq!(
+            outcome.permission_decision,
+            Some(PermissionDecision::Deny),
+            "{how}"
+        );
+        let reason = outcome.block.expect("blocked").reason;
+        assert!(reason.contains("hook callback `guard`"), "{reason}");
+        assert!(reason.contains("the tool call was blocked"), "{reason}");
+        if how == "error" {
+            assert!(
+                reason.contains("ZeroDivisionError: division by zero"),
+                "{reason}"
+            );
+        } else {
+            assert!(reason.contains("panicked: callback bug"), "{reason}");
+        }
+        // Reported as the failure it is, marked as having blocked.
+        assert_eq!(outcome.errors.len(), 1);
+        assert!(outcome.errors[0].blocked);
+        assert_eq!(outcome.errors[0].handler.label, "guard");
+        assert!(outcome.errors[0]
+            .to_string()
+            .ends_with("the tool call was blocked"));
+    }
+}
+
+#[tokio::test]
+async fn on_failure_allow_lets_the_call_through_and_still_reports() {
+    let project = Project::new();
+    let runner = project.runner(json!({}));
+    runner
+        .register_callback_with(
+            HookEvent::PreToolUse,
+            "",
+            failing("lenient", "error"),
+            None,
+            Some(OnHookFailure::Allow),
+        )
+        .unwrap();
+    let outcome = run(&runner, &bash_call(project.common(), "ls")).await;
+    assert!(outcome.block.is_none());
+    assert_eq!(outcome.permission_decision, None);
+    assert!(!outcome.errors[0].blocked);
+    assert!(matches!(failure(&outcome), HookFailure::Callback { .. }));
+}
+
+#[tokio::test]
+async fn a_failing_permission_request_callback_denies_and_user_prompt_submit_blocks_on_request() {
+    let project = Project::new();
+    let runner = project.runner(json!({}));
+    runner
+        .register_callback(
+            HookEvent::PermissionRequest,
+            "",
+            failing("approver", "error"),
+        )
+        .unwrap();
+    let request = HookInput::new(
+        project.common(),
+        HookEventInput::PermissionRequest(PermissionRequestInput {
+            tool_name: "Bash".into(),
+            tool_input: json!({"command": "ls"}),
+            tool_use_id: Some("toolu_1".into()),
+            permission_suggestions: Vec::new(),
+        }),
+    );
+    let outcome = run(&runner, &request).await;
+    let decision = outcome.permission_request.expect("a decision");
+    assert_eq!(decision.behavior, PermissionBehavior::Deny);
+    assert!(decision
+        .message
+        .unwrap_or_default()
+        .contains("hook callback `approver`"));
+
+    // UserPromptSubmit: a failure is reported and the prompt goes ahead, unless the hook
+    // asks to block.
+    let prompt = HookInput::new(
+        project.common(),
+        HookEventInput::UserPromptSubmit(UserPromptSubmitInput {
+            prompt: "hi".into(),
+        }),
+    );
+    let lenient = project.runner(json!({}));
+    lenient
+        .register_callback(HookEvent::UserPromptSubmit, "", failing("ctx", "error"))
+        .unwrap();
+    let outcome = run(&lenient, &prompt).await;
+    assert!(outcome.block.is_none());
+    assert_eq!(outcome.errors.len(), 1);
+    let strict = project.runner(json!({}));
+    strict
+        .register_callback_with(
+            HookEvent::UserPromptSubmit,
+            "",
+            failing("ctx", "error"),
+            None,
+            Some(OnHookFailure::Block),
+        )
+        .unwrap();
+    let outcome = run(&strict, &prompt).await;
+    assert_eq!(
+        outcome.block.expect("rejected").effect,
+        BlockEffect::RejectPrompt
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -355,6 +355,7 @@ async fn commands_apply_their_effects() {
 
     let names: Vec<String> = session
         .list_commands()
+        .expect("commands")
         .into_iter()
         .map(|c| c.name)
         .collect();
@@ -804,4 +805,75 @@ async fn cancel_prompt_cancels_only_that_prompt() {
     let events = until(&sub, "interrupted").await;
     let interrupted = events.last().expect("interrupted event");
     assert_eq!(Some(interrupted.seq), end.event_seq);
+}
+
+#[tokio::test]
+async fn an_empty_prompt_is_refused_and_a_shut_down_session_refuses_every_action() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(&dir, vec![ScriptedTurn::text("hi")]));
+    for empty in ["", "  \n\t"] {
+        let refused = session.submit(empty, None, None).await;
+        assert!(
+            matches!(refused, Err(InteractiveError::EmptyPrompt)),
+            "{refused:?}"
+        );
+    }
+    assert!(!session.is_executing());
+
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    assert!(session.is_shut_down());
+    assert!(matches!(
+        session.submit("hi", None, None).await,
+        Err(InteractiveError::ShutDown)
+    ));
+    assert!(matches!(
+        session.execute_command("help", "").await,
+        Err(InteractiveError::ShutDown)
+    ));
+    assert!(matches!(
+        session.compact(None).await,
+        Err(InteractiveError::ShutDown)
+    ));
+    assert!(matches!(
+        session.list_commands(),
+        Err(InteractiveError::ShutDown)
+    ));
+    assert!(matches!(
+        session.set_name(Some("x".into())),
+        Err(InteractiveError::ShutDown)
+    ));
+    // The final state can still be read; abort and cancel_queue are harmless.
+    session.abort();
+    assert_eq!(session.cancel_queue(), None);
+    assert!(session.get_messages().is_empty());
+    let error = robota::api::ApiError::from(InteractiveError::ShutDown);
+    assert_eq!(error.kind, robota::api::ApiErrorKind::ShutDown);
+}
+
+#[tokio::test]
+async fn prompts_submitted_one_after_another_are_accepted_in_that_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = start(options(
+        &dir,
+        vec![
+            ScriptedTurn::chunks(["a"; 20]).with_delay_ms(5),
+            ScriptedTurn::text("b"),
+        ],
+    ));
+    let first = session.submit_tracked_now("one", None).expect("first");
+    let second = session.submit_tracked_now("two", None).expect("second");
+    let third = session.submit_tracked_now("three", None);
+    assert_eq!(first.status(), SubmitStatus::Started);
+    assert_eq!(second.status(), SubmitStatus::Queued);
+    assert!(matches!(third, Err(InteractiveError::QueueFull)));
+    assert!(matches!(
+        first.result().await,
+        PromptResult::Complete { .. }
+    ));
+    assert!(matches!(
+        second.result().await,
+        PromptResult::Complete { .. }
+    ));
 }

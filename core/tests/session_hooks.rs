@@ -802,12 +802,10 @@ async fn a_hook_too_long_to_read_blocks_the_tool_call() {
     assert!(bash.contains("over the 1 MiB hook output limit"), "{bash}");
     let write = mock.result_for("toolu_write");
     assert!(write.contains("not valid hook JSON"), "{write}");
-    // Neither is reported as a mere non-blocking hook error.
-    assert!(
-        events.of("hook_error").is_empty(),
-        "{:#?}",
-        events.of("hook_error")
-    );
+    // Both are reported, as failures that blocked the call (not as mere non-blocking errors).
+    let errors = events.of("hook_error");
+    assert_eq!(errors.len(), 2, "{errors:#?}");
+    assert!(errors.iter().all(|e| e["blocked"] == true), "{errors:#?}");
 }
 
 #[tokio::test]
@@ -1003,6 +1001,63 @@ async fn in_process_callbacks_run_like_settings_hooks() {
     assert!(mock
         .result_for("toolu_1")
         .contains("the host's guard refuses Bash"));
+}
+
+#[tokio::test]
+async fn a_throwing_pre_tool_use_callback_blocks_the_call_in_a_real_session() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "Bash", json!({"command": "touch made.txt"})),
+        text_turn("ok"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let broken = FnHookCallback::new("guard", |_input| async move {
+        HookCallbackResult::Error {
+            message: "TypeError: guard() takes 0 positional arguments but 1 was given".into(),
+        }
+    });
+    let session = session(
+        options(&project, &mock, &events)
+            .with_permission_mode(robota::permissions::PermissionMode::BypassPermissions)
+            .with_hook_callback(HookEvent::PreToolUse, "Bash", broken),
+    );
+    session.run("go").await.expect("run");
+    assert!(!project.path("made.txt").exists(), "fails closed");
+    let result = mock.result_for("toolu_1");
+    assert!(result.contains("hook callback `guard`"), "{result}");
+    assert!(result.contains("takes 0 positional arguments"), "{result}");
+    let reported: Vec<_> = events
+        .all()
+        .into_iter()
+        .filter_map(|e| match &e {
+            robota::session::SessionEvent::HookError { blocked, .. } => {
+                Some((*blocked, e.developer_warning().unwrap_or_default()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported.len(), 1, "{reported:?}");
+    assert!(reported[0].0);
+    assert!(reported[0].1.contains("guard"), "{}", reported[0].1);
+    assert!(reported[0].1.contains("the tool call was blocked"));
+}
+
+#[tokio::test]
+async fn an_on_failure_policy_an_event_cannot_honour_is_refused() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": []})).await;
+    let mut registration = robota::session::HookCallbackRegistration::new(
+        HookEvent::PostToolUse,
+        "",
+        FnHookCallback::new("audit", |_input| async { HookCallbackResult::Continue }),
+    );
+    registration.on_failure = Some(robota::hooks::OnHookFailure::Block);
+    let mut options = options(&project, &mock, &Events::default());
+    options.hook_callbacks.push(registration);
+    let error = robota::session::Session::new(options).expect_err("refused");
+    assert!(matches!(error, SessionError::InvalidHookCallback { .. }));
+    assert!(error.to_string().contains("PostToolUse"), "{error}");
 }
 
 /// PostToolUse hooks written for Claude Code read `tool_response.filePath`,

@@ -986,7 +986,8 @@ pub unsafe extern "C" fn robota_session_list_commands(
 ) -> robota_status {
     ffi_boundary!(out_err, {
         let shared = session_arg(s)?;
-        write_json(out_json, "out_json", &shared.session.list_commands())
+        let commands = shared.session.list_commands().map_err(session_error)?;
+        write_json(out_json, "out_json", &commands)
     })
 }
 
@@ -1162,8 +1163,7 @@ pub unsafe extern "C" fn robota_session_set_name(
         } else {
             Some(str_arg(name, len, "name")?.to_string())
         };
-        shared.session.set_name(name);
-        Ok(())
+        shared.session.set_name(name).map_err(session_error)
     })
 }
 

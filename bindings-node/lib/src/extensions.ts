@@ -7,7 +7,7 @@
  * a denial (permission handler), a failed hook, or a failed command — never a crash.
  */
 
-import { messageOf } from './errors.js';
+import { RobotaError, describeValue, messageOf } from './errors.js';
 import type { CommandResult, PermissionMode } from './types.js';
 import { CustomProvider, type ProviderLike, type ProviderRequest, type ScriptedTurn } from './providers.js';
 
@@ -21,33 +21,47 @@ export interface ToolContext {
   signal: AbortSignal;
 }
 
-/** What a tool may return: text, `{content, isError?, response?}`, or any JSON value. */
-export type ToolReturn = string | { content: string; isError?: boolean; response?: unknown } | unknown;
+/** What a tool may return: text; a result `{content, isError?, response?}` (`is_error` works too:
+ * a result with `isError: true` is an error result the model sees as one); or any other JSON
+ * value, which the model sees as JSON text. */
+export type ToolReturn =
+  | string
+  | { content: string; isError?: boolean; is_error?: boolean; response?: unknown }
+  | unknown;
 
 /** A tool the model can call, implemented in JavaScript. */
 export interface Tool<Input = any> {
-  /** The name the model uses. */
+  /** The name the model uses: 1-64 letters, digits, `_` or `-` (checked when the session is
+   * created). */
   name: string;
   /** What it does, for the model. */
   description: string;
-  /** JSON Schema of the input object. */
+  /** JSON Schema of the input object (`{type: 'object', properties, required}`). */
   inputSchema: Record<string, unknown>;
   /** True when it changes nothing: no approval needed, may run concurrently. */
   readOnly?: boolean;
-  /** Runs one call; a throw becomes an error result the model sees. */
+  /** True when the tool takes the place of the built-in tool of the same name (`Read`, `Bash`,
+   * …). Without it, a tool named like a built-in is refused when the session is created. */
+  replacesBuiltin?: boolean;
+  /** Runs one call. A throw becomes an error result the model sees (`TypeError: message`) and a
+   * process warning for the developer. */
   execute(input: Input, context: ToolContext): ToolReturn | Promise<ToolReturn>;
 }
 
-/** Declares a tool (identity helper that checks the shape early). */
+/** Declares a tool (identity helper that checks the shape early; the name and schema are
+ * checked when the session is created). Throws an `invalid_argument` {@link RobotaError}. */
 export function tool<Input = any>(definition: Tool<Input>): Tool<Input> {
   if (typeof definition?.name !== 'string' || definition.name.length === 0) {
-    throw new TypeError('tool(): `name` must be a non-empty string');
+    throw new RobotaError('invalid_argument', 'tool(): `name` must be a non-empty string');
   }
   if (typeof definition.execute !== 'function') {
-    throw new TypeError(`tool(${definition.name}): \`execute\` must be a function`);
+    throw new RobotaError('invalid_argument', `tool \`${definition.name}\`: \`execute\` must be a function`);
   }
   if (typeof definition.inputSchema !== 'object' || definition.inputSchema === null) {
-    throw new TypeError(`tool(${definition.name}): \`inputSchema\` must be a JSON Schema object`);
+    throw new RobotaError(
+      'invalid_argument',
+      `tool \`${definition.name}\`: \`inputSchema\` must be a JSON Schema object`,
+    );
   }
   return definition;
 }
@@ -122,16 +136,54 @@ export interface HookInput {
   [key: string]: unknown;
 }
 
-/** What a hook answers; nothing (`undefined`) means "continue", a string is added context. */
+/** Claude Code's hook JSON output, as a hook script prints it (every field optional). */
+export interface HookJSONOutput {
+  /** `false` stops the agent (takes precedence over everything). */
+  continue?: boolean;
+  /** Shown to the user when `continue` is false. */
+  stopReason?: string;
+  /** Accepted for compatibility. */
+  suppressOutput?: boolean;
+  /** A warning for the user. */
+  systemMessage?: string;
+  /** `'block'` (on PreToolUse also the deprecated `'approve'`). */
+  decision?: 'block' | 'approve';
+  /** Why, for `decision`. */
+  reason?: string;
+  /** Event-specific fields (`permissionDecision`, `updatedInput`, `additionalContext`, …). */
+  hookSpecificOutput?: {
+    hookEventName?: HookEventName;
+    permissionDecision?: 'allow' | 'deny' | 'ask' | 'defer';
+    permissionDecisionReason?: string;
+    updatedInput?: Record<string, unknown>;
+    additionalContext?: string;
+    decision?: { behavior: 'allow' | 'deny'; updatedInput?: unknown; message?: string; interrupt?: boolean };
+    [key: string]: unknown;
+  };
+}
+
+/** What a hook answers: nothing (`undefined`) means "continue"; a string is added context;
+ * Claude Code's hook JSON (`{decision: 'block', reason}`, `{hookSpecificOutput: {…}}`); or the
+ * tagged forms. Anything else (another type, an unknown field such as `decison`) is a failure. */
 export type HookResult =
   | void
   | undefined
+  | null
   | string
+  | HookJSONOutput
   | { type: 'continue' }
   | { type: 'text'; text: string }
   | { type: 'block'; reason: string }
-  | { type: 'output'; output: Record<string, unknown> }
+  | { type: 'output'; output: HookJSONOutput }
   | { type: 'error'; message: string };
+
+/** A hook callback: gets the hook input, answers a {@link HookResult} (or a Promise of one). */
+export type HookCallback = (input: HookInput) => HookResult | Promise<HookResult>;
+
+/** What a hook's failure (a throw, a timeout, an unrecognised answer) does: `'block'` refuses the
+ * guarded action (the default on `PreToolUse` and `PermissionRequest`; allowed on
+ * `UserPromptSubmit` too), `'allow'` lets it go ahead (the default elsewhere). */
+export type HookOnFailure = 'block' | 'allow';
 
 /** A hook callback registration. */
 export interface HookRegistration {
@@ -139,10 +191,87 @@ export interface HookRegistration {
   event: HookEventName;
   /** Claude Code matcher syntax (`''`/`'*'` for all, `'Edit|Write'`, a regex). */
   matcher?: string;
-  /** Timeout in milliseconds (the event's default when absent). */
+  /** Timeout in milliseconds (the event's default when absent); a timeout is a failure. */
   timeoutMs?: number;
-  /** The callback; a throw counts as a failed hook. */
-  callback(input: HookInput): HookResult | Promise<HookResult>;
+  /** The hook's name in messages, events and warnings (default: the function's name). */
+  name?: string;
+  /** What a failure does (see {@link HookOnFailure}). A failing `PreToolUse` or
+   * `PermissionRequest` hook blocks the call by default, naming the hook and the failure. */
+  onFailure?: HookOnFailure;
+  /** The callback. */
+  callback: HookCallback;
+}
+
+/** A Claude Agent SDK style matcher entry of the `{EventName: [...]}` form. */
+export interface HookMatcher {
+  /** Claude Code matcher syntax (default: all). */
+  matcher?: string;
+  /** The callbacks. */
+  hooks: HookCallback[];
+  /** Timeout in seconds (as in the Claude Agent SDK). */
+  timeout?: number;
+  /** What a failure does. */
+  onFailure?: HookOnFailure;
+}
+
+/** What `hooks` accepts: a list of registrations, or a map `{PreToolUse: entries, …}` whose
+ * entries are a callback, a registration without `event`, a {@link HookMatcher}, or a list of
+ * those. */
+export type HooksOption =
+  | HookRegistration[]
+  | {
+      [E in HookEventName]?:
+        | HookCallback
+        | Omit<HookRegistration, 'event'>
+        | HookMatcher
+        | Array<HookCallback | Omit<HookRegistration, 'event'> | HookMatcher>;
+    };
+
+/** The registrations `hooks` stands for, in order; throws an `invalid_argument`
+ * {@link RobotaError} naming the hook for a malformed entry. */
+export function hookRegistrations(hooks: HooksOption | undefined): HookRegistration[] {
+  if (hooks === undefined || hooks === null) return [];
+  if (Array.isArray(hooks)) return hooks;
+  if (typeof hooks !== 'object') {
+    throw new RobotaError('invalid_argument', '`hooks` must be a list of registrations or {EventName: callback}');
+  }
+  const out: HookRegistration[] = [];
+  for (const [event, value] of Object.entries(hooks)) {
+    const entries: unknown[] = Array.isArray(value) ? value : [value];
+    for (const entry of entries) {
+      if (typeof entry === 'function') {
+        out.push({ event: event as HookEventName, callback: entry as HookCallback });
+      } else if (entry !== null && typeof entry === 'object' && Array.isArray((entry as HookMatcher).hooks)) {
+        const matcher = entry as HookMatcher;
+        for (const callback of matcher.hooks) {
+          const registration: HookRegistration = { event: event as HookEventName, callback };
+          if (matcher.matcher !== undefined) registration.matcher = matcher.matcher;
+          if (matcher.timeout !== undefined) registration.timeoutMs = matcher.timeout * 1000;
+          if (matcher.onFailure !== undefined) registration.onFailure = matcher.onFailure;
+          out.push(registration);
+        }
+      } else if (entry !== null && typeof entry === 'object' && 'callback' in entry) {
+        out.push({ ...(entry as Omit<HookRegistration, 'event'>), event: event as HookEventName });
+      } else {
+        throw new RobotaError(
+          'invalid_argument',
+          `hooks.${event}: an entry must be a function, {callback, matcher?, …} or {matcher?, hooks: [functions]}, ` +
+            `not ${JSON.stringify(entry) ?? String(entry)}`,
+        );
+      }
+    }
+  }
+  return out;
+}
+
+/** The name a hook goes by in messages: its `name`, else its function's own name, else its event
+ * and position (`PreToolUse hook #2`). An arrow function takes the name of the property it is
+ * written in (`callback`, `PreToolUse`), which names nothing: those count as unnamed. */
+function hookName(hook: HookRegistration, index: number): string {
+  if (typeof hook.name === 'string' && hook.name.length > 0) return hook.name;
+  const fn = typeof hook.callback === 'function' ? hook.callback.name : '';
+  const named = fn.length > 0 && fn !== 'callback' && fn !== String(hook.event);
+  return named ? fn : `${String(hook.event)} hook #${index + 1}`;
 }
 
 /** What a command's `execute` gets. */
@@ -184,35 +313,46 @@ export interface HostExtensions {
   provider: ProviderLike;
   tools?: Tool[] | undefined;
   permissionHandler?: PermissionHandler | undefined;
-  hooks?: HookRegistration[] | undefined;
+  hooks?: HooksOption | undefined;
   commandModules?: CommandModule[] | undefined;
+}
+
+/** How the dispatcher fits into its session: events already emitted reach listeners before a
+ * permission handler is asked about the call they lead up to. */
+export interface DispatchOrdering {
+  /** Resolves once the `permission_request` event of `requestId` has been emitted (or event
+   * delivery has stopped). */
+  permissionRequestEmitted(requestId: string): Promise<void>;
 }
 
 /** A call from the engine: `request` is what the engine's host adapter asks (see the table in
  * `core/src/api/host.rs`); `index`/`module` route hook and command calls. */
 interface HostRequest {
   call_id: number;
-  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel';
+  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel' | 'warning';
   request?: unknown;
   index?: number;
   module?: string;
+  message?: string;
 }
 
-/** A tool answer in the engine's shape: `{content, is_error?, response?}`. */
-function normalizeToolResult(value: unknown): Record<string, unknown> {
-  if (typeof value === 'string') {
-    return { content: value };
+/** Tells the developer (a process warning, printed on stderr unless handled with
+ * `process.on('warning')`). */
+function warn(message: string, code: string, detail?: string): void {
+  process.emitWarning(message, { type: 'RobotaWarning', code, ...(detail === undefined ? {} : { detail }) });
+}
+
+/** `TypeError: message` for anything thrown. */
+function describeThrown(error: unknown): string {
+  if (error instanceof Error) {
+    return error.message.length > 0 ? `${error.name}: ${error.message}` : error.name;
   }
-  if (value !== null && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') {
-    const result = value as { content: string; isError?: boolean; response?: unknown };
-    const out: Record<string, unknown> = { content: result.content, is_error: result.isError === true };
-    if (result.response !== undefined) out.response = result.response;
-    return out;
-  }
-  if (value === undefined) {
-    return { content: '' };
-  }
-  return { content: JSON.stringify(value), response: value };
+  return messageOf(error);
+}
+
+/** A tool answer for the engine, which decides what it means (text, a result object, data). */
+function toolAnswer(value: unknown): unknown {
+  return value === undefined ? null : value;
 }
 
 /** A permission answer in the engine's shape: `{type: 'allow_once' | ..., ...}`. */
@@ -223,24 +363,18 @@ function normalizePermission(answer: PermissionAnswer): Record<string, unknown> 
   if (answer !== null && typeof answer === 'object' && typeof answer.type === 'string') {
     return { ...answer };
   }
-  throw new TypeError(
+  throw new RobotaError(
+    'invalid_argument',
     `the permission handler returned ${JSON.stringify(answer)}; return true/false, 'allow_once', ` +
       `'allow_session', 'deny' or {type, ...}`,
   );
-}
-
-/** A hook result in the engine's shape: `{type: 'continue' | 'text' | ..., ...}`. */
-function normalizeHook(result: HookResult): unknown {
-  if (result === undefined || result === null) return { type: 'continue' };
-  if (typeof result === 'string') return { type: 'text', text: result };
-  return result;
 }
 
 /** A command result in the engine's shape: `{message, success, ...}`. */
 function normalizeCommand(result: string | CommandResult): Record<string, unknown> {
   if (typeof result === 'string') return { message: result, success: true };
   if (result === null || typeof result !== 'object' || typeof result.message !== 'string') {
-    throw new TypeError('a command must return a string or {message, success}');
+    throw new RobotaError('invalid_argument', 'a command must return a string or {message, success}');
   }
   return { ...result, success: result.success !== false };
 }
@@ -278,7 +412,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 async function* streamTurn(turn: ScriptedTurn, signal: AbortSignal): TurnStream {
   if (turn === null || typeof turn !== 'object') {
-    throw new TypeError(
+    throw new RobotaError(
+      'invalid_argument',
       `the custom provider returned ${JSON.stringify(turn)}; return a turn {text?, thinking?, tool_calls?, usage?, stop_reason?}`,
     );
   }
@@ -334,14 +469,17 @@ async function* streamTurn(turn: ScriptedTurn, signal: AbortSignal): TurnStream 
  * rejects; failures are `{error}` replies the engine turns into error results. A provider call
  * replies `{events}` batches (the engine asks for more with `{kind: 'next'}`) before its answer.
  */
-export function createDispatcher(extensions: HostExtensions): (request: string) => Promise<string> {
+export function createDispatcher(
+  extensions: HostExtensions,
+  ordering?: DispatchOrdering,
+): (request: string) => Promise<string> {
   const tools = new Map<string, Tool>();
   for (const t of extensions.tools ?? []) tools.set(t.name, t);
   const commands = new Map<string, Command>();
   for (const module of extensions.commandModules ?? []) {
     for (const command of module.commands) commands.set(`${module.name}\u0000${command.name}`, command);
   }
-  const hooks = extensions.hooks ?? [];
+  const hooks = hookRegistrations(extensions.hooks);
   const inFlight = new Map<number, AbortController>();
   const streams = new Map<number, TurnStream>();
   const provider = extensions.provider instanceof CustomProvider ? extensions.provider : undefined;
@@ -352,22 +490,43 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
       case 'tool': {
         const t = tools.get(String(args.tool));
         if (t === undefined) throw new Error(`no JavaScript tool named ${String(args.tool)}`);
-        const result = await t.execute(args.input, {
-          toolUseId: String(args.tool_use_id),
-          cwd: String(args.cwd),
-          signal,
-        });
-        return normalizeToolResult(result);
+        try {
+          const result = await t.execute(args.input, {
+            toolUseId: String(args.tool_use_id),
+            cwd: String(args.cwd),
+            signal,
+          });
+          return toolAnswer(result);
+        } catch (error) {
+          // The model sees the error class and message; the developer gets a warning too.
+          const described = describeThrown(error);
+          warn(`tool \`${t.name}\` threw ${described}`, 'ROBOTA_TOOL_THREW', error instanceof Error ? error.stack : undefined);
+          throw new Error(described);
+        }
       }
       case 'permission': {
         const handler = extensions.permissionHandler;
         if (handler === undefined) return { type: 'deny' };
-        return normalizePermission(await handler(args as PermissionRequest, { signal }));
+        // Listeners first see what led up to the call (streamed text, the request itself).
+        if (ordering !== undefined) await ordering.permissionRequestEmitted(String(args.request_id));
+        try {
+          return normalizePermission(await handler(args as PermissionRequest, { signal }));
+        } catch (error) {
+          const described = describeThrown(error);
+          warn(`the permission handler threw ${described}; the call was denied`, 'ROBOTA_PERMISSION_HANDLER_THREW');
+          throw new Error(`The permission handler failed (${described}); the call was denied.`);
+        }
       }
       case 'hook': {
         const hook = hooks[Number(request.index)];
         if (hook === undefined) throw new Error(`no JavaScript hook number ${String(request.index)}`);
-        return normalizeHook(await hook.callback(args as HookInput));
+        try {
+          const answer = await hook.callback(args as HookInput);
+          return answer === undefined ? null : answer;
+        } catch (error) {
+          // The engine names the hook, blocks when it guards a call, and reports it.
+          throw new Error(`raised ${describeThrown(error)}`);
+        }
       }
       case 'command': {
         const command = commands.get(`${String(request.module)}\u0000${String(args.command)}`);
@@ -403,6 +562,10 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
       return JSON.stringify({ error: `invalid host request: ${messageOf(error)}` });
     }
     const callId = request.call_id;
+    if (request.kind === 'warning') {
+      warn(String(request.message), 'ROBOTA_HOOK_FAILED');
+      return 'null';
+    }
     if (request.kind === 'cancel') {
       inFlight.get(callId)?.abort();
       inFlight.delete(callId);
@@ -431,30 +594,60 @@ export function createDispatcher(extensions: HostExtensions): (request: string) 
   };
 }
 
-/** The extension declarations of the native options document (functions stay in JS). */
+/** The extension declarations of the native options document (functions stay in JS). Shape
+ * problems throw an `invalid_argument` {@link RobotaError} naming the extension; the engine
+ * checks the rest (tool names and schemas, hook events and policies) when the session is made. */
 export function declareExtensions(extensions: HostExtensions): Record<string, unknown> {
+  const invalid = (message: string): RobotaError => new RobotaError('invalid_argument', message);
+  const list = <T>(value: T[] | undefined, what: string, shape: string): T[] => {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) throw invalid(`\`${what}\` must be a list of ${shape}, not ${describeValue(value)}`);
+    return value;
+  };
   const declared: Record<string, unknown> = {
     provider: extensions.provider.toConfig(),
-    tools: (extensions.tools ?? []).map((t) => ({
-      name: t.name,
-      description: t.description ?? '',
-      input_schema: t.inputSchema,
-      read_only: t.readOnly === true,
-    })),
+    tools: list(extensions.tools, 'tools', 'tools (see tool())').map((t) => {
+      if (t === null || typeof t !== 'object') throw invalid(`tools: ${String(t)} is not a tool (see tool())`);
+      if (typeof t.execute !== 'function') throw invalid(`tool \`${String(t.name)}\`: \`execute\` must be a function`);
+      const declaredTool: Record<string, unknown> = {
+        name: t.name,
+        description: t.description ?? '',
+        input_schema: t.inputSchema,
+        read_only: t.readOnly === true,
+      };
+      if (t.replacesBuiltin === true) declaredTool.replaces_builtin = true;
+      return declaredTool;
+    }),
     permission_handler: typeof extensions.permissionHandler === 'function',
-    hooks: (extensions.hooks ?? []).map((h) => {
+    hooks: hookRegistrations(extensions.hooks).map((h, index) => {
+      if (h === null || typeof h !== 'object') throw invalid(`hooks[${index}] is not a hook registration`);
+      const name = hookName(h, index);
       if (typeof h.callback !== 'function') {
-        throw new TypeError(`hook for ${h.event}: \`callback\` must be a function`);
+        throw invalid(`hook \`${name}\` for ${String(h.event)}: \`callback\` must be a function`);
       }
-      const hook: Record<string, unknown> = { event: h.event, matcher: h.matcher ?? '' };
-      if (h.timeoutMs !== undefined) hook.timeout_ms = h.timeoutMs;
+      const hook: Record<string, unknown> = { event: h.event, matcher: h.matcher ?? '', name };
+      if (h.timeoutMs !== undefined) {
+        if (typeof h.timeoutMs !== 'number' || !Number.isFinite(h.timeoutMs) || h.timeoutMs <= 0) {
+          throw invalid(`hook \`${name}\`: \`timeoutMs\` must be a positive number of milliseconds`);
+        }
+        hook.timeout_ms = Math.max(1, Math.round(h.timeoutMs));
+      }
+      if (h.onFailure !== undefined) hook.on_failure = h.onFailure;
       return hook;
     }),
-    command_modules: (extensions.commandModules ?? []).map((m) => ({
-      name: m.name,
-      commands: m.commands.map((c) => {
+    command_modules: list(extensions.commandModules, 'commandModules', '{name, commands}').map((m) => {
+      if (m === null || typeof m !== 'object' || typeof m.name !== 'string') {
+        throw invalid(`commandModules: ${describeValue(m)} is not a command module {name, commands}`);
+      }
+      if (!Array.isArray(m.commands)) {
+        throw invalid(`command module \`${m.name}\`: \`commands\` must be a list of {name, description, execute}`);
+      }
+      const commands = m.commands.map((c) => {
+        if (c === null || typeof c !== 'object') {
+          throw invalid(`command module \`${m.name}\`: ${describeValue(c)} is not a command {name, description, execute}`);
+        }
         if (typeof c.execute !== 'function') {
-          throw new TypeError(`command ${c.name}: \`execute\` must be a function`);
+          throw invalid(`command \`${c.name}\`: \`execute\` must be a function`);
         }
         const command: Record<string, unknown> = {
           name: c.name,
@@ -466,8 +659,9 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
         if (c.blocking === true) command.lifecycle = 'blocking';
         if (c.argumentHint !== undefined) command.argument_hint = c.argumentHint;
         return command;
-      }),
-    })),
+      });
+      return { name: m.name, commands };
+    }),
   };
   return declared;
 }

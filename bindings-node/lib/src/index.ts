@@ -10,7 +10,7 @@
  * - {@link evaluatePermission}: the permission rule engine as a pure function.
  */
 
-import { native } from './errors.js';
+import { RobotaError, describeValue, expectString, native } from './errors.js';
 import { nativeAddon } from './native.js';
 import type { PermissionDecision, PermissionMode } from './types.js';
 
@@ -29,6 +29,11 @@ export {
   type HookInput,
   type HookResult,
   type HookRegistration,
+  type HookCallback,
+  type HookJSONOutput,
+  type HookMatcher,
+  type HookOnFailure,
+  type HooksOption,
   type Command,
   type CommandContext,
   type CommandModule,
@@ -53,6 +58,13 @@ export interface PermissionContext {
  * `evaluatePermission('Bash', { command: 'rm -rf /' }, { cwd, rules: { deny: ['Bash(rm *)'] } })`.
  */
 export function evaluatePermission(tool: string, input: unknown, context: PermissionContext): PermissionDecision {
+  expectString(tool, 'evaluatePermission(tool, input, context): `tool`');
+  if (context === null || typeof context !== 'object') {
+    throw new RobotaError(
+      'invalid_argument',
+      `evaluatePermission(tool, input, context): \`context\` must be {cwd, mode?, rules?}, not ${describeValue(context)}`,
+    );
+  }
   const engineContext: Record<string, unknown> = { ...context };
   const rules = context.rules;
   if (rules !== undefined && !Array.isArray(rules)) {

@@ -1,7 +1,7 @@
 /** Session options: the camelCase options of the facade and their snake_case engine form. */
 
 import { RobotaError } from './errors.js';
-import type { CommandModule, HookRegistration, PermissionHandler, Tool } from './extensions.js';
+import type { CommandModule, HooksOption, PermissionHandler, Tool } from './extensions.js';
 import type { ProviderLike } from './providers.js';
 import type { PermissionMode } from './types.js';
 
@@ -14,7 +14,10 @@ export interface CommonOptions {
   provider: ProviderLike;
   /** The working directory (default: `process.cwd()`). */
   cwd?: string;
-  /** The permission mode (default: the settings' `permissions.defaultMode`, else `default`). */
+  /** The permission mode (default: the settings' `permissions.defaultMode`, else `default`):
+   * `default` asks for anything no rule allows, `acceptEdits` also allows file edits in the
+   * project, `plan` is read-only, `dontAsk` denies what is not pre-approved, and
+   * `bypassPermissions` allows everything (the OS sandbox is then on for Bash). */
   permissionMode?: PermissionMode;
   /** Replaces the system prompt assembled from the project. */
   systemPrompt?: string;
@@ -56,8 +59,13 @@ export interface CommonOptions {
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
   permissionHandler?: PermissionHandler;
-  /** In-process hook callbacks. */
-  hooks?: HookRegistration[];
+  /** In-process hook callbacks: `[{event, callback, matcher?, timeoutMs?, name?, onFailure?}]`
+   * or `{PreToolUse: callback | [callbacks | {matcher, hooks: [callbacks]}], …}`. A callback
+   * answers like a Claude Code hook (`{decision: 'block', reason}`, `{hookSpecificOutput}`,
+   * nothing to carry on). A `PreToolUse`/`PermissionRequest` hook that throws, times out or
+   * answers something unrecognised blocks the call (unless `onFailure: 'allow'`); every hook
+   * failure is also a process warning. */
+  hooks?: HooksOption;
 }
 
 /** Options of an `InteractiveSession`. */

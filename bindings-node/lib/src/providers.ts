@@ -1,3 +1,5 @@
+import { RobotaError } from './errors.js';
+
 /**
  * Model providers. Each class only describes the provider; the engine creates it (HTTP clients
  * live in Rust). {@link CustomProvider} is implemented in JavaScript.
@@ -10,7 +12,11 @@ export interface HttpProviderOptions {
   model: string;
   /** The API key. */
   apiKey?: string;
-  /** The base URL without the endpoint path (proxies, compatible servers, mock-llm). */
+  /** The base URL, with its scheme (`https://…`, `http://localhost:…`), without the endpoint
+   * path. For {@link AnthropicProvider} it does **not** include `/v1` (default
+   * `https://api.anthropic.com`; requests go to `<baseUrl>/v1/messages`); for
+   * {@link OpenAIProvider} it **does** (default `https://api.openai.com/v1`; Ollama:
+   * `http://localhost:11434/v1`; requests go to `<baseUrl>/chat/completions`). */
   baseUrl?: string;
   /** Output token cap per model call. */
   maxTokens?: number;
@@ -33,7 +39,7 @@ export interface ProviderLike {
 
 function httpConfig(type: string, options: HttpProviderOptions): Record<string, unknown> {
   if (typeof options?.model !== 'string' || options.model.length === 0) {
-    throw new TypeError(`${type} provider: \`model\` must be a non-empty string`);
+    throw new RobotaError('invalid_argument', `${type} provider: \`model\` must be a non-empty string`);
   }
   const config: Record<string, unknown> = { type, model: options.model };
   if (options.apiKey !== undefined) config.api_key = options.apiKey;
@@ -105,7 +111,7 @@ export class ScriptedProvider implements ProviderLike {
   /** A provider playing `turns`. */
   constructor(turns: ScriptedTurn[], options: { contextWindow?: number } = {}) {
     if (!Array.isArray(turns)) {
-      throw new TypeError('ScriptedProvider: `turns` must be an array of scripted turns');
+      throw new RobotaError('invalid_argument', 'ScriptedProvider: `turns` must be an array of scripted turns');
     }
     this.turns = turns;
     this.contextWindow = options.contextWindow;
@@ -125,7 +131,7 @@ export class ReplayProvider implements ProviderLike {
   /** A provider replaying `logPath`. */
   constructor(logPath: string) {
     if (typeof logPath !== 'string' || logPath.length === 0) {
-      throw new TypeError('ReplayProvider: `logPath` must be the path of a session log');
+      throw new RobotaError('invalid_argument', 'ReplayProvider: `logPath` must be the path of a session log');
     }
     this.logPath = logPath;
   }
@@ -169,7 +175,7 @@ export class CustomProvider implements ProviderLike {
   /** A provider answering with `options.respond`. */
   constructor(options: CustomProviderOptions) {
     if (typeof options?.respond !== 'function') {
-      throw new TypeError('CustomProvider: `respond(request)` must be a function');
+      throw new RobotaError('invalid_argument', 'CustomProvider: `respond(request)` must be a function');
     }
     this.options = options;
   }

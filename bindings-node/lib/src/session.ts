@@ -10,10 +10,11 @@
 
 import { EventEmitter } from 'node:events';
 
-import { RobotaError, native, nativeAsync, toRobotaError } from './errors.js';
+import { RobotaError, describeValue, expectString, native, nativeAsync, toRobotaError } from './errors.js';
 import { createDispatcher, declareExtensions } from './extensions.js';
 import { nativeAddon } from './native.js';
 import { sessionConfig, type SessionOptions } from './options.js';
+import { EVENT_TYPES } from './types.js';
 import type {
   CommandEntry,
   CommandResult,
@@ -69,21 +70,37 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   /** The `seq` of the last event emitted. */
   #emittedSeq = 0;
   #closed = false;
+  /** Permission requests whose event was emitted before the handler asked (ids). */
+  readonly #emittedRequests = new Set<string>();
+  /** Permission handler calls waiting for their request's event, by request id. */
+  readonly #requestWaiters = new Map<string, () => void>();
+  readonly #hasPermissionHandler: boolean;
 
   /** Creates the session. Throws a {@link RobotaError} (`invalid_argument`, `invalid_json`,
-   * `provider`, `session`) when the options are unusable. */
+   * `provider`, `session`) when the options are unusable; the message names the option. */
   constructor(options: SessionOptions) {
     super();
     if (options === null || typeof options !== 'object' || options.provider === undefined) {
       throw new RobotaError('invalid_argument', 'InteractiveSession needs options with a `provider`');
     }
+    // A listener for an event that does not exist would never fire: refuse the name.
+    (this as EventEmitter).on('newListener', (name: string | symbol) => checkEventName(name));
     const document: Record<string, unknown> = {
-      ...declareExtensions(options),
+      ...native(() => declareExtensions(options)),
       session: native(() => sessionConfig(options)),
       builtin_commands: options.builtinCommands !== false,
     };
-    if (options.eventBuffer !== undefined) document.event_buffer = options.eventBuffer;
-    const dispatch = createDispatcher(options);
+    if (options.eventBuffer !== undefined) {
+      const buffer: unknown = options.eventBuffer;
+      if (typeof buffer !== 'number' || !Number.isInteger(buffer) || buffer < 1) {
+        throw new RobotaError('invalid_argument', `\`eventBuffer\` must be a whole number of at least 1, not ${describeValue(buffer)}`);
+      }
+      document.event_buffer = buffer;
+    }
+    this.#hasPermissionHandler = typeof options.permissionHandler === 'function';
+    const dispatch = createDispatcher(options, {
+      permissionRequestEmitted: (requestId) => this.#permissionRequestEmitted(requestId),
+    });
     this.#native = native(
       () => new nativeAddon.NativeSession(JSON.stringify(document), dispatch, (batch: string) => this.#deliver(batch)),
     );
@@ -98,6 +115,9 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     }
     for (const event of events) {
       this.#emittedSeq = Math.max(this.#emittedSeq, event.seq);
+      if (event.type === 'permission_request' && this.#hasPermissionHandler) {
+        this.#permissionRequestDelivered(event.request_id);
+      }
       for (const push of this.#iterators) push(event);
       try {
         if (event.type !== 'error' || this.listenerCount('error') > 0) {
@@ -113,6 +133,28 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
       }
     }
     this.#wakeEventWaiters();
+  }
+
+  /** Marks the `permission_request` event of `requestId` as emitted; the handler call waiting
+   * for it goes ahead once the listeners have had the event (after this batch is delivered). */
+  #permissionRequestDelivered(requestId: string): void {
+    const waiter = this.#requestWaiters.get(requestId);
+    if (waiter === undefined) {
+      this.#emittedRequests.add(requestId);
+      return;
+    }
+    this.#requestWaiters.delete(requestId);
+    queueMicrotask(waiter);
+  }
+
+  /** Resolves once the `permission_request` event of `requestId` has reached the listeners, so a
+   * permission handler never overtakes the events (streamed text) that led up to the call.
+   * Gives up when delivery has stopped. */
+  #permissionRequestEmitted(requestId: string): Promise<void> {
+    if (this.#emittedRequests.delete(requestId) || this.#closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      this.#requestWaiters.set(requestId, resolve);
+    });
   }
 
   #wakeEventWaiters(): void {
@@ -213,8 +255,11 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   }
 
   /** Runs a slash command (name without `/`) on the user's behalf. Unknown or failing commands
-   * reject with a `command` {@link RobotaError}; `busy` while a prompt runs for blocking ones. */
+   * reject with a `command` {@link RobotaError}; `busy` while a prompt runs for blocking ones;
+   * `shut_down` after {@link shutdown}. */
   async executeCommand(name: string, args = ''): Promise<CommandResult> {
+    expectString(name, 'executeCommand(name, args): `name`');
+    expectString(args, 'executeCommand(name, args): `args`');
     const json = await nativeAsync(() => this.#native.executeCommand(name, args));
     return JSON.parse(json) as CommandResult;
   }
@@ -225,13 +270,19 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   }
 
   /** Ends the session: aborts any run, fires `SessionEnd`, stops events and releases every
-   * callback. Pending `submit()`s resolve; later calls reject with `shut_down`. */
+   * callback. Pending `submit()`s resolve. Afterwards every method that acts (`submit`,
+   * `executeCommand`, `compact`, `listCommands`, `setName`, `events`) throws a `shut_down`
+   * {@link RobotaError}; `abort` and `cancelQueue` do nothing; the getters still return the
+   * final state. Calling it again does nothing. */
   async shutdown(reason: ShutdownReason = 'other'): Promise<void> {
     if (this.#closed) return;
     this.cancelQueue();
     await nativeAsync(() => this.#native.shutdown(reason));
     this.#closed = true;
     this.#wakeEventWaiters();
+    for (const waiter of this.#requestWaiters.values()) waiter();
+    this.#requestWaiters.clear();
+    this.#emittedRequests.clear();
     for (const push of this.#iterators) push(null);
     this.#iterators.clear();
   }
@@ -241,9 +292,12 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * `for await (const ev of session.events()) { … }`.
    */
   events(): AsyncIterableIterator<RobotaEvent> {
+    if (this.#closed) {
+      throw new RobotaError('shut_down', 'the session was shut down; create a new session (or resume this one) to go on');
+    }
     const queue: RobotaEvent[] = [];
     let wake: (() => void) | null = null;
-    let ended = this.#closed;
+    let ended = false;
     const push = (event: RobotaEvent | null): void => {
       if (event === null) ended = true;
       else queue.push(event);
@@ -347,7 +401,8 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** Names the session (`null` clears it). */
   setName(name: string | null): void {
-    this.#native.setName(name);
+    if (name !== null) expectString(name, 'setName(name): `name`');
+    native(() => this.#native.setName(name));
   }
 
   /** The session id. */
@@ -362,6 +417,19 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** Compacts the conversation now (refused with `busy` while a prompt runs). */
   async compact(instructions?: string): Promise<unknown> {
+    if (instructions !== undefined) expectString(instructions, 'compact(instructions): `instructions`');
     return JSON.parse(await nativeAsync(() => this.#native.compact(instructions))) as unknown;
   }
+}
+
+/** Names that are not events but `EventEmitter`'s own. */
+const EMITTER_EVENTS: ReadonlySet<string> = new Set(['newListener', 'removeListener', 'event']);
+
+/** Refuses a listener for an event no session emits (a typo would never fire). */
+function checkEventName(name: string | symbol): void {
+  if (typeof name !== 'string' || EMITTER_EVENTS.has(name) || (EVENT_TYPES as readonly string[]).includes(name)) return;
+  throw new RobotaError(
+    'invalid_argument',
+    `unknown event \`${name}\` (expected 'event' for every event, or one of ${EVENT_TYPES.join(', ')})`,
+  );
 }

@@ -252,6 +252,29 @@ export type RobotaEvent = EventEnvelope &
 /** The `type` of every event. */
 export type RobotaEventType = RobotaEvent['type'];
 
+/** Every event `type`, at run time (an `on()` for any other name throws). */
+export const EVENT_TYPES = [
+  'text_delta',
+  'thinking',
+  'tool_start',
+  'tool_end',
+  'permission_request',
+  'context_update',
+  'compaction',
+  'complete',
+  'error',
+  'interrupted',
+  'skill_activation',
+  'background_task_event',
+  'session_recovered',
+  'session',
+] as const satisfies readonly RobotaEventType[];
+
+/** Fails to compile when an event type is missing from {@link EVENT_TYPES}. */
+type MissingEventTypes = Exclude<RobotaEventType, (typeof EVENT_TYPES)[number]>;
+const everyEventTypeListed: [MissingEventTypes] extends [never] ? true : MissingEventTypes = true;
+void everyEventTypeListed;
+
 /** The event of one `type`. */
 export type RobotaEventOf<T extends RobotaEventType> = Extract<RobotaEvent, { type: T }>;
 

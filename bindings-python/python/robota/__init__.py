@@ -55,9 +55,10 @@ from .events import (
     UnknownEvent,
     event_from_dict,
 )
-from .hooks import Hook, HookResult
+from .hooks import Hook, HookEventName, HookResult, OnFailure
 from .permissions import (
     PermissionDecision,
+    PermissionMode,
     PermissionRequest,
     allow,
     allow_always,
@@ -77,7 +78,7 @@ from .providers import (
 )
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
-from .session import ConfigWarning, EventStream, InteractiveSession, TurnResult
+from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
 from .tools import Tool, ToolContext, ToolResult, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
@@ -89,6 +90,7 @@ __all__ = [
     "InteractiveSession",
     "TurnResult",
     "EventStream",
+    "EventType",
     "ConfigWarning",
     "SandboxStatus",
     "SandboxGuarantees",
@@ -115,6 +117,7 @@ __all__ = [
     # permissions
     "PermissionRequest",
     "PermissionDecision",
+    "PermissionMode",
     "allow",
     "allow_session",
     "allow_always",
@@ -123,6 +126,8 @@ __all__ = [
     # hooks
     "Hook",
     "HookResult",
+    "HookEventName",
+    "OnFailure",
     # commands
     "SystemCommand",
     "CommandModule",

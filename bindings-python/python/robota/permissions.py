@@ -17,6 +17,7 @@ from . import _native
 from ._util import maybe_await, report_callback_error
 
 __all__ = [
+    "PermissionMode",
     "PermissionRequest",
     "PermissionDecision",
     "PermissionHandler",
@@ -29,6 +30,12 @@ __all__ = [
 
 #: A settings file "allow always" writes to.
 SettingsDestination = Literal["localSettings", "projectSettings", "userSettings"]
+
+#: The permission modes (Claude Code's names): ``"default"`` asks for anything no rule allows,
+#: ``"acceptEdits"`` also allows file edits in the project, ``"plan"`` is read-only,
+#: ``"dontAsk"`` denies what is not pre-approved instead of asking, ``"bypassPermissions"``
+#: allows everything (the OS sandbox is then on for Bash).
+PermissionMode = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"]
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,7 @@ def evaluate_permission(
     input: Optional[Mapping[str, Any]] = None,
     *,
     cwd: Union[str, "os.PathLike[str]"],
-    mode: str = "default",
+    mode: PermissionMode = "default",
     allow: Sequence[str] = (),
     ask: Sequence[str] = (),
     deny: Sequence[str] = (),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._native import NativeStream
+from .errors import InvalidArgumentError
 
 __all__ = [
     "BuiltinProvider",
@@ -58,8 +59,20 @@ class _HttpProvider(BuiltinProvider):
         max_retry_wait_ms: Optional[int] = None,
         headers: Optional[Mapping[str, str]] = None,
     ) -> None:
-        """``max_retry_wait_ms`` is the retry budget: the longest ``retry-after`` waited out
-        (default 60000); a longer one fails the call at once with the wait in the error."""
+        """A provider for ``model``.
+
+        Args:
+            model: The model id (``claude-sonnet-4-6``, ``gpt-4.1``, ``llama3.2``, …).
+            api_key: The API key (default: the provider's environment variable).
+            base_url: The endpoint's base URL with its scheme; see the class for whether it
+                includes ``/v1``. A URL without ``http://``/``https://`` is refused.
+            max_tokens: Output token cap per model call.
+            max_retries: Retries of a failed call (429, 5xx, 529, network) before it fails.
+            idle_timeout_ms: How long a stream may stay silent before the call fails.
+            max_retry_wait_ms: The retry budget: the longest ``retry-after`` waited out
+                (default 60000); a longer one fails the call at once with the wait in the error.
+            headers: Extra HTTP headers sent with every request.
+        """
         config: Dict[str, Any] = {"type": self._TYPE, "model": model}
         for key, value in (
             ("api_key", api_key),
@@ -81,14 +94,21 @@ class _HttpProvider(BuiltinProvider):
 
 class AnthropicProvider(_HttpProvider):
     """The Anthropic Messages API. ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY`` /
-    ``ANTHROPIC_BASE_URL``."""
+    ``ANTHROPIC_BASE_URL``.
+
+    ``base_url`` has its scheme and does **not** include ``/v1``: the default is
+    ``https://api.anthropic.com`` and requests go to ``<base_url>/v1/messages``."""
 
     _TYPE = "anthropic"
 
 
 class OpenAIProvider(_HttpProvider):
     """An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Ollama, vLLM, … via
-    ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``."""
+    ``base_url``). ``api_key``/``base_url`` default to ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``.
+
+    ``base_url`` has its scheme and **does** include ``/v1`` (as the OpenAI SDKs' does): the
+    default is ``https://api.openai.com/v1``, Ollama's ``http://localhost:11434/v1``, and requests
+    go to ``<base_url>/chat/completions``."""
 
     _TYPE = "openai"
 
@@ -101,9 +121,18 @@ class ScriptedProvider(BuiltinProvider):
     def __init__(
         self, turns: Sequence[Union[str, Mapping[str, Any]]], *, context_window: Optional[int] = None
     ) -> None:
-        self.turns: List[Dict[str, Any]] = [
-            {"text": t} if isinstance(t, str) else dict(t) for t in turns
-        ]
+        if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence):
+            raise InvalidArgumentError(f"ScriptedProvider: `turns` must be a list of turns, not {type(turns).__name__}")
+        self.turns: List[Dict[str, Any]] = []
+        for index, turn in enumerate(turns):
+            if isinstance(turn, str):
+                self.turns.append({"text": turn})
+            elif isinstance(turn, Mapping):
+                self.turns.append(dict(turn))
+            else:
+                raise InvalidArgumentError(
+                    f"ScriptedProvider: `turns[{index}]` must be a dict or a string, not {type(turn).__name__}"
+                )
         self.context_window = context_window
 
     def to_config(self) -> Dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequen
 from . import _native
 from ._util import fspath
 from .hooks import HooksLike, hooks_to_native
-from .permissions import PermissionHandler, permission_adapter
+from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
 from .tools import Tool
 
@@ -37,7 +37,10 @@ class QueryResult:
     duration_ms: int
     #: The session id (the same for every query of one :class:`Query`).
     session_id: str
-    #: Why the query ended (``end_turn``, ``max_turns``, ``interrupted``, …).
+    #: Why the query ended: ``"completed"`` (the model answered), ``"interrupted"`` (aborted),
+    #: ``"max_turns"`` (the round cap; the response is the model's summary), ``"unknown_tools"``
+    #: (the model kept calling tools that do not exist), ``"context_limit"`` (the conversation no
+    #: longer fits) or ``"error"`` (a model call failed).
     stop_reason: str
 
     @staticmethod
@@ -83,7 +86,7 @@ def create_query(
     *,
     provider: ProviderLike,
     cwd: Optional[PathLike] = None,
-    permission_mode: Optional[str] = None,
+    permission_mode: Optional[PermissionMode] = None,
     max_turns: Optional[int] = None,
     allowed_tools: Sequence[str] = (),
     disallowed_tools: Sequence[str] = (),
@@ -102,9 +105,41 @@ def create_query(
     load_project_context: Optional[bool] = None,
     session_id: Optional[str] = None,
 ) -> Query:
-    """Builds a :class:`Query`. ``allowed_tools``/``disallowed_tools`` are permission rules
-    (``"Read"``, ``"Bash(git *)"``) that hold for the whole session. ``on_text_delta(text)`` is
-    called on the event loop for each streamed chunk of the answer."""
+    """Builds a :class:`Query`: ``await create_query(provider=...)("prompt")`` runs one full
+    agent turn; later calls continue the same conversation.
+
+    Args:
+        provider: The model: :class:`robota.AnthropicProvider`, :class:`robota.OpenAIProvider`,
+            :class:`robota.ScriptedProvider`, :class:`robota.ReplayProvider` or a
+            :class:`robota.Provider` subclass.
+        cwd: The project directory tools work in (default: the current directory).
+        permission_mode: ``"default"``, ``"acceptEdits"``, ``"plan"``, ``"dontAsk"`` or
+            ``"bypassPermissions"`` (see :data:`robota.PermissionMode`); default: the settings'
+            ``permissions.defaultMode``, else ``"default"``.
+        max_turns: Most model/tool rounds per query (``0`` or ``None``: no cap).
+        allowed_tools: Permission rules allowed without asking (``"Read"``, ``"Bash(git *)"``),
+            for the whole session.
+        disallowed_tools: Permission rules always denied.
+        system_prompt: Replaces the system prompt assembled from the project.
+        append_system_prompt: Text appended to the system prompt.
+        on_text_delta: ``on_text_delta(text)``, called on the event loop for each streamed
+            chunk of the answer.
+        tools: Your tools, functions decorated with :func:`robota.tool`.
+        permission_handler: Answers the permission prompts of calls no rule allows (sync or
+            async); without one they are denied.
+        hooks: Hook callbacks (see :mod:`robota.hooks`).
+        max_budget_usd: Refuse further queries once the session has spent this many USD.
+        persistence: ``"none"`` (default), ``"project"`` or ``{"store": {...}}``.
+        home: The home directory whose user settings are read (default: none are read).
+        settings: Settings from code, a settings.json object applied above every file.
+        env: Variables for ``$ENV:NAME`` references in settings.
+        builtin_tools: ``False`` leaves out the built-in file, shell and web tools.
+        load_project_context: ``False`` skips AGENTS.md/CLAUDE.md in the system prompt.
+        session_id: The session id (default: a fresh UUID).
+
+    Invalid options raise :class:`robota.InvalidArgumentError` or
+    :class:`robota.InvalidJsonError` here, naming the option.
+    """
     config = {
         k: v
         for k, v in dict(

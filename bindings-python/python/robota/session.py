@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import os
 from dataclasses import dataclass
 from types import TracebackType
@@ -18,22 +19,60 @@ from typing import (
     Sequence,
     Type,
     Union,
+    overload,
 )
 
 from . import _native
 from ._util import fspath, report_callback_error
 from .commands import CommandModule, CommandResult
-from .events import Event, event_from_dict
+from .events import (
+    EVENT_TYPES,
+    BackgroundTaskEvent,
+    CompactionEvent,
+    CompleteEvent,
+    ContextUpdateEvent,
+    ErrorEvent,
+    Event,
+    InterruptedEvent,
+    PermissionRequestEvent,
+    SessionEvent,
+    SessionRecoveredEvent,
+    SkillActivationEvent,
+    TextDeltaEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+    event_from_dict,
+)
 from .hooks import HooksLike, hooks_to_native
-from .permissions import PermissionHandler, permission_adapter
+from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
 from .sandbox import SandboxStatus
 from .tools import Tool
 
-__all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "ConfigWarning"]
+__all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType", "ConfigWarning"]
 
 #: An event listener: sync or async, gets a typed event.
 EventListener = Callable[[Any], Any]
+
+#: The names :meth:`InteractiveSession.on` accepts: an event ``type``, or ``"*"`` for every event.
+EventType = Literal[
+    "text_delta",
+    "thinking",
+    "tool_start",
+    "tool_end",
+    "permission_request",
+    "context_update",
+    "compaction",
+    "complete",
+    "error",
+    "interrupted",
+    "skill_activation",
+    "background_task_event",
+    "session_recovered",
+    "session",
+    "*",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -67,7 +106,10 @@ class TurnResult:
 
     @property
     def stop_reason(self) -> Optional[str]:
-        """Why the run ended (``end_turn``, ``max_turns``, ``interrupted``, …)."""
+        """Why the run ended: ``"completed"`` (the model answered), ``"interrupted"`` (aborted),
+        ``"max_turns"`` (the round cap; the response is the model's summary), ``"unknown_tools"``
+        (the model kept calling tools that do not exist), ``"context_limit"`` (the conversation
+        no longer fits) or ``"error"`` (a model call failed); ``None`` when there is no outcome."""
         return None if self.outcome is None else self.outcome.get("stop_reason")
 
     @staticmethod
@@ -253,6 +295,9 @@ class InteractiveSession:
 
     Callbacks (tools, permission handler, hooks, commands, Python providers, listeners) run on
     the asyncio event loop the session is used from (sync tools in a worker thread).
+
+    Invalid options raise :class:`robota.InvalidArgumentError` or
+    :class:`robota.InvalidJsonError` here, naming the option.
     """
 
     def __init__(
@@ -260,7 +305,7 @@ class InteractiveSession:
         *,
         provider: ProviderLike,
         cwd: Optional[PathLike] = None,
-        permission_mode: Optional[str] = None,
+        permission_mode: Optional[PermissionMode] = None,
         tools: Sequence[Tool] = (),
         permission_handler: Optional[PermissionHandler] = None,
         hooks: Optional[HooksLike] = None,
@@ -286,8 +331,60 @@ class InteractiveSession:
         sandbox: Optional[bool] = None,
         event_buffer: Optional[int] = None,
     ) -> None:
+        """Creates the session.
+
+        Args:
+            provider: The model: :class:`robota.AnthropicProvider`,
+                :class:`robota.OpenAIProvider`, :class:`robota.ScriptedProvider`,
+                :class:`robota.ReplayProvider` or a :class:`robota.Provider` subclass.
+            cwd: The project directory tools work in (default: the current directory).
+            permission_mode: ``"default"`` (ask for anything not allowed by a rule),
+                ``"acceptEdits"`` (file edits in the project are allowed), ``"plan"`` (read-only),
+                ``"dontAsk"`` (deny what is not pre-approved, never ask) or
+                ``"bypassPermissions"`` (allow everything; the OS sandbox is then on for Bash).
+                Default: the settings' ``permissions.defaultMode``, else ``"default"``.
+            tools: Your tools, functions decorated with :func:`robota.tool`. A tool may not
+                take a built-in tool's name unless it says ``replaces_builtin=True``.
+            permission_handler: Answers the permission prompts of calls no rule allows:
+                ``handler(request) -> allow() | allow_session() | allow_always() | deny(...)``,
+                sync or async. Without one, such calls are denied.
+            hooks: Hook callbacks: a list of :class:`robota.Hook` or
+                ``{"PreToolUse": callback | [callbacks], ...}`` (see :mod:`robota.hooks`).
+            command_modules: Your slash-command modules (:class:`robota.CommandModule`).
+            builtin_commands: ``False`` leaves out the built-in commands (help, clear, compact,
+                rename, …).
+            system_prompt: Replaces the system prompt assembled from the project.
+            append_system_prompt: Text appended to the system prompt.
+            max_turns: Most model/tool rounds per prompt (``0`` or ``None``: no cap).
+            session_id: The session id (default: a fresh UUID); it names files, so it must be
+                a safe file name.
+            load_project_context: ``False`` skips AGENTS.md/CLAUDE.md and the other project
+                context in the system prompt (default ``True``).
+            home: The home directory whose ``~/.claude``/``~/.robota`` settings are read
+                (default: none are read, unless ``settings_from_environment``).
+            settings: Settings from code, a settings.json object applied above every file.
+            settings_from_environment: ``True`` loads settings exactly like the CLI (the real
+                ``HOME`` and environment); ``home``, ``settings`` and ``env`` must then be unset.
+            env: Variables for ``$ENV:NAME`` references in settings.
+            builtin_tools: ``False`` leaves out the built-in file, shell and web tools.
+            persistence: Where the session is saved: ``"none"`` (default), ``"project"``
+                (``<cwd>/.robota/``) or ``{"store": {"sessions_dir": ..., "logs_dir": ...}}``.
+            session_store: A directory to save sessions in (``sessions/`` and ``logs/``
+                under it); the short form of ``persistence={"store": ...}``.
+            resume_session_id: Resume this saved session (needs ``persistence`` or
+                ``session_store``).
+            fork_session: With ``resume_session_id``: continue in a copy with a new id.
+            max_budget_usd: Refuse further prompts once the session has spent this many USD.
+            auto_compact: ``False`` turns automatic compaction of a full context off.
+            context_window: The model's context window in tokens, when the provider does not
+                know it.
+            sandbox: ``True``/``False`` turns the OS sandbox for Bash on or off, above the
+                settings; unset, it is on in ``bypassPermissions`` and off otherwise.
+            event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
+                joined (default 256).
+        """
         if persistence is not None and session_store is not None:
-            raise ValueError("pass either `persistence` or `session_store`, not both")
+            raise _native.InvalidArgumentError("pass either `persistence` or `session_store`, not both")
         if session_store is not None:
             root = os.fspath(session_store)
             persistence = {
@@ -390,16 +487,27 @@ class InteractiveSession:
 
     async def shutdown(self, reason: Optional[str] = None) -> None:
         """Aborts any run, drops the queue and ends the session (SessionEnd hooks run once).
-        ``reason``: ``clear``, ``resume``, ``logout``, ``prompt_input_exit`` or ``other``."""
+        ``reason``: ``clear``, ``resume``, ``logout``, ``prompt_input_exit`` or ``other``.
+
+        May be awaited from any event loop, also another one than the session was used from
+        (e.g. a second ``asyncio.run``). Afterwards every method that acts (``submit``,
+        ``execute_command``, ``compact``, ``list_commands``, setting the name, ``on``,
+        ``events``) raises :class:`robota.ShutDownError`; ``abort`` and ``cancel_queue`` do
+        nothing; the getters still return the final state. Calling it again does nothing."""
         if self._shut_down:
             return
         await self._native.shutdown(reason)
         self._shut_down = True
-        if self._pump is not None and self._pump.task is not None:
+        pump = self._pump.task if self._pump is not None else None
+        if pump is None or pump.done():
+            return
+        if pump.get_loop() is asyncio.get_running_loop():
             try:
-                await asyncio.wait_for(asyncio.shield(self._pump.task), timeout=5)
+                await asyncio.wait_for(asyncio.shield(pump), timeout=5)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
+        # Otherwise the listeners run on another loop (maybe closed already): that loop
+        # delivers what is left if it runs again; this one cannot wait for its task.
 
     async def __aenter__(self) -> "InteractiveSession":
         self._start_pump()
@@ -504,20 +612,67 @@ class InteractiveSession:
 
     # -- events ----------------------------------------------------------------------------
 
-    def on(self, event_type: str, listener: EventListener) -> EventListener:
+    @overload
+    def on(self, event_type: Literal["text_delta"], listener: Callable[[TextDeltaEvent], Any]) -> Callable[[TextDeltaEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["thinking"], listener: Callable[[ThinkingEvent], Any]) -> Callable[[ThinkingEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["tool_start"], listener: Callable[[ToolStartEvent], Any]) -> Callable[[ToolStartEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["tool_end"], listener: Callable[[ToolEndEvent], Any]) -> Callable[[ToolEndEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["permission_request"], listener: Callable[[PermissionRequestEvent], Any]
+    ) -> Callable[[PermissionRequestEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["context_update"], listener: Callable[[ContextUpdateEvent], Any]
+    ) -> Callable[[ContextUpdateEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["compaction"], listener: Callable[[CompactionEvent], Any]) -> Callable[[CompactionEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["complete"], listener: Callable[[CompleteEvent], Any]) -> Callable[[CompleteEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["error"], listener: Callable[[ErrorEvent], Any]) -> Callable[[ErrorEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["interrupted"], listener: Callable[[InterruptedEvent], Any]) -> Callable[[InterruptedEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["skill_activation"], listener: Callable[[SkillActivationEvent], Any]
+    ) -> Callable[[SkillActivationEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["background_task_event"], listener: Callable[[BackgroundTaskEvent], Any]
+    ) -> Callable[[BackgroundTaskEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["session_recovered"], listener: Callable[[SessionRecoveredEvent], Any]
+    ) -> Callable[[SessionRecoveredEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["session"], listener: Callable[[SessionEvent], Any]) -> Callable[[SessionEvent], Any]: ...
+    @overload
+    def on(self, event_type: Literal["*"], listener: Callable[[Event], Any]) -> Callable[[Event], Any]: ...
+    def on(self, event_type: str, listener: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Calls ``listener(event)`` for every event of ``event_type`` (``"*"`` for all), on
-        the session's event loop, in order. ``async`` listeners are awaited before the next
-        event. An exception in a listener is reported to the loop's exception handler and does
-        not stop delivery. Returns the listener (so ``on`` works as a decorator factory's
-        target)."""
+        the session's event loop, in order. The listener gets the event's own class
+        (``on("text_delta", fn)`` passes :class:`robota.TextDeltaEvent`s, so a type checker
+        knows ``event.text``). ``async`` listeners are awaited before the next event. An
+        exception in a listener is reported to the loop's exception handler and does not stop
+        delivery. Returns the listener (so ``on`` works as a decorator factory's target).
+
+        Raises :class:`robota.InvalidArgumentError` for an unknown event type (a typo would
+        otherwise never fire) and :class:`robota.ShutDownError` after :meth:`shutdown`."""
+        _check_event_type(event_type)
         if not callable(listener):
             raise TypeError("listener must be callable")
+        self._check_open()
         self._listeners.setdefault(event_type, []).append(listener)
         self._start_pump()
         return listener
 
-    def off(self, event_type: str, listener: EventListener) -> bool:
+    def off(self, event_type: EventType, listener: Callable[[Any], Any]) -> bool:
         """Removes a listener added with :meth:`on`; returns whether it was registered."""
+        _check_event_type(event_type)
         listeners = self._listeners.get(event_type, [])
         if listener in listeners:
             listeners.remove(listener)
@@ -526,13 +681,16 @@ class InteractiveSession:
 
     def events(self) -> EventStream:
         """A stream of every event from now on: ``async for event in session.events()``."""
+        self._check_open()
         return EventStream(self, self._native.subscribe())
 
     # -- internals -------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self._shut_down:
-            raise _native.ShutDownError("the session was shut down; create a new one")
+        if self._shut_down or self._native.is_shut_down():
+            raise _native.ShutDownError(
+                "the session was shut down; create a new session (or resume this one) to go on"
+            )
 
     def _start_pump(self) -> None:
         if not self._listeners:
@@ -572,6 +730,18 @@ class InteractiveSession:
 
     def __repr__(self) -> str:
         return f"InteractiveSession(session_id={self.session_id!r})"
+
+
+def _check_event_type(event_type: str) -> None:
+    """Refuses an event type no event has (a typo would never fire)."""
+    if event_type == "*" or event_type in EVENT_TYPES:
+        return
+    known = sorted(EVENT_TYPES)
+    close = difflib.get_close_matches(str(event_type), known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise _native.InvalidArgumentError(
+        f"unknown event type {event_type!r}{hint} (expected '*' or one of {', '.join(known)})"
+    )
 
 
 def _config(**options: Any) -> Dict[str, Any]:

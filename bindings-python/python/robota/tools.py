@@ -4,7 +4,9 @@ A tool is a sync or async Python function. Its JSON schema comes from the type h
 docstring (Google-style ``Args:`` section for parameter descriptions), or is given explicitly.
 A sync tool runs in a worker thread (``asyncio.to_thread``) so it cannot block the event loop;
 an async tool runs on the session's event loop. An exception becomes an error result the model
-sees (``"ValueError: ..."``); the session keeps going.
+sees (``"ValueError: ..."``) and is logged on the ``robota`` logger with its traceback; the
+session keeps going. Returning :meth:`ToolResult.error` (or a dict
+``{"content": ..., "is_error": True}``) is an error result too.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import dataclasses
 import enum
 import inspect
 import json
+import logging
 import re
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
 from ._util import maybe_await
+
+_logger = logging.getLogger("robota")
 
 __all__ = ["Tool", "ToolContext", "ToolResult", "tool", "schema_from_function"]
 
@@ -169,29 +174,24 @@ def schema_from_function(func: Callable[..., Any]) -> Tuple[Dict[str, Any], str,
     return input_schema, description, context_param
 
 
-def _to_result(value: Any) -> Dict[str, Any]:
-    """The engine's tool answer: ``{"content", "is_error", "response"?}`` (no ``response``: the
-    content)."""
+def _to_result(value: Any) -> Any:
+    """The tool's answer as the engine reads it: a :class:`ToolResult` as
+    ``{"content", "is_error", "response"?}``, ``None`` / ``str`` / JSON data as they are (the
+    engine treats a ``{"content": ..., "is_error": True}`` dict as an error result and any other
+    data as its JSON text), anything else as its ``str``."""
     if isinstance(value, ToolResult):
         result: Dict[str, Any] = {"content": value.content, "is_error": value.is_error}
         if value.response is not None:
             result["response"] = value.response
         return result
-    if value is None:
-        return {"content": "", "is_error": False}
-    if isinstance(value, str):
-        return {"content": value, "is_error": False}
+    if value is None or isinstance(value, str):
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
     try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        return json.loads(json.dumps(value, ensure_ascii=False, default=str))
     except (TypeError, ValueError):
-        return {"content": str(value), "is_error": False}
-    try:
-        response = json.loads(text)
-    except ValueError:
-        response = text
-    return {"content": text, "is_error": False, "response": response}
+        return str(value)
 
 
 class Tool:
@@ -206,6 +206,7 @@ class Tool:
         description: Optional[str] = None,
         input_schema: Optional[Mapping[str, Any]] = None,
         read_only: bool = False,
+        replaces_builtin: bool = False,
     ) -> None:
         if not callable(func):
             raise TypeError("a tool needs a function")
@@ -219,12 +220,11 @@ class Tool:
         self.input_schema: Dict[str, Any] = dict(input_schema) if input_schema is not None else schema
         #: True when the tool changes nothing (no approval needed).
         self.read_only: bool = read_only
+        #: True when the tool takes the place of the built-in tool of the same name (a tool
+        #: named like a built-in without it is refused when the session is created).
+        self.replaces_builtin: bool = replaces_builtin
         self._context_param = context_param
         self._is_async = inspect.iscoroutinefunction(func)
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
-            raise ValueError(
-                f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_' or '-'"
-            )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
@@ -232,7 +232,7 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r}, read_only={self.read_only})"
 
-    async def _robota_call(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    async def _robota_call(self, request: Dict[str, Any]) -> Any:
         # request: {"tool", "input", "tool_use_id", "cwd"} (robota::api::host::HostTool)
         input = request.get("input")
         try:
@@ -253,10 +253,10 @@ class Tool:
             raise
         except Exception as exc:  # the model sees the failure and can react
             message = str(exc)
-            return {
-                "content": f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
-                "is_error": True,
-            }
+            text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+            # The developer sees it too (with the traceback), not only the model.
+            _logger.warning("tool %r raised %s", self.name, text, exc_info=exc)
+            return {"content": text, "is_error": True}
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -273,6 +273,7 @@ def tool(
     description: Optional[str] = None,
     input_schema: Optional[Mapping[str, Any]] = None,
     read_only: bool = False,
+    replaces_builtin: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -284,6 +285,7 @@ def tool(
     description: Optional[str] = None,
     input_schema: Optional[Mapping[str, Any]] = None,
     read_only: bool = False,
+    replaces_builtin: bool = False,
 ) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
     """Makes a tool from a sync or async function::
 
@@ -298,11 +300,20 @@ def tool(
             return "sunny, 21C"
 
     ``@tool(name=..., description=..., input_schema=..., read_only=True)`` overrides what is
-    derived from the function.
+    derived from the function; ``replaces_builtin=True`` lets a tool take the name of a built-in
+    one (``Read``, ``Bash``, …) on purpose. The name (1-64 letters, digits, ``_``, ``-``) and the
+    schema are checked when the session is created.
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(f, name=name, description=description, input_schema=input_schema, read_only=read_only)
+        return Tool(
+            f,
+            name=name,
+            description=description,
+            input_schema=input_schema,
+            read_only=read_only,
+            replaces_builtin=replaces_builtin,
+        )
 
     if func is not None:
         return wrap(func)

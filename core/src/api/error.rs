@@ -94,6 +94,10 @@ impl From<InteractiveError> for ApiError {
             InteractiveError::Command(_) | InteractiveError::Commands(_) => ApiErrorKind::Command,
             InteractiveError::FileReferences(_) => ApiErrorKind::InvalidArgument,
             InteractiveError::Session(SessionError::Locked { .. }) => ApiErrorKind::SessionLocked,
+            InteractiveError::Session(
+                SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. },
+            ) => ApiErrorKind::InvalidArgument,
+            InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())
@@ -104,6 +108,9 @@ impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         let kind = match &e {
             SessionError::Locked { .. } => ApiErrorKind::SessionLocked,
+            SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. } => {
+                ApiErrorKind::InvalidArgument
+            }
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())

@@ -31,7 +31,9 @@ use crate::framework::commands::{
     CommandDescriptor, CommandHostContext, CommandModule, CommandResult, CommandSource,
     SystemCommand,
 };
-use crate::hooks::{HookCallback, HookCallbackResult, HookEvent, HookInput};
+use crate::hooks::{
+    HookCallback, HookCallbackResult, HookEvent, HookInput, HookOutput, OnHookFailure,
+};
 use crate::message::{ProviderError, ProviderErrorKind, Usage};
 use crate::provider::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
@@ -71,8 +73,7 @@ impl HostStream {
     /// Sends one event (a [`HostProviderEvent`] as JSON). Fails when the value does not have
     /// the shape of an event, or when the call is already over.
     pub fn send(&self, event: Value) -> Result<(), ApiError> {
-        let event: HostProviderEvent = serde_json::from_value(event)
-            .map_err(|e| ApiError::invalid_json(format!("invalid provider event: {e}")))?;
+        let event: HostProviderEvent = super::fields::from_value(event, "invalid provider event")?;
         self.sender.send(event).map_err(|_| {
             ApiError::new(
                 super::ApiErrorKind::InvalidArgument,
@@ -168,21 +169,27 @@ fn default_error_kind() -> ProviderErrorKind {
 
 // ---- tools ----
 
-/// The description of a host tool: `{name, description, input_schema, read_only?}`.
+/// The description of a host tool: `{name, description, input_schema, read_only?,
+/// replaces_builtin?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostToolSpec {
-    /// The name the model calls.
+    /// The name the model calls: 1–64 letters, digits, `_` or `-` (what the Anthropic and
+    /// OpenAI APIs accept).
     pub name: String,
     /// What it does, for the model.
     #[serde(default)]
     pub description: String,
-    /// JSON Schema of its input (default: any object).
+    /// JSON Schema of its input: an object schema (default: any object).
     #[serde(default = "default_schema")]
     pub input_schema: Value,
     /// Changes nothing (needs no approval, may run concurrently).
     #[serde(default)]
     pub read_only: bool,
+    /// Takes the place of the built-in tool of the same name (without it, a host tool named
+    /// like a built-in is refused when the session is created).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replaces_builtin: bool,
 }
 
 fn default_schema() -> Value {
@@ -190,22 +197,93 @@ fn default_schema() -> Value {
 }
 
 impl HostToolSpec {
-    /// Reads and checks a spec (a non-empty name, an object schema).
+    /// Reads and checks a spec: a valid name (1–64 letters, digits, `_`, `-`) and an object
+    /// schema (`"type": "object"`, `properties` an object, `required` a list of its names).
     pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
-        let spec: HostToolSpec = serde_json::from_value(value)
-            .map_err(|e| ApiError::invalid_json(format!("invalid tool spec: {e}")))?;
-        if spec.name.trim().is_empty() {
-            return Err(ApiError::invalid_argument(
-                "a tool needs a non-empty `name`",
-            ));
-        }
-        if !spec.input_schema.is_object() {
+        let label = match value.get("name").and_then(Value::as_str) {
+            Some(name) => format!("invalid tool `{name}`"),
+            None => "invalid tool".to_string(),
+        };
+        let spec: HostToolSpec = super::fields::from_value(value, &label)?;
+        let name = &spec.name;
+        let valid_name = !name.is_empty()
+            && name.chars().count() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid_name {
             return Err(ApiError::invalid_argument(format!(
-                "tool `{}`: `input_schema` must be a JSON Schema object",
-                spec.name
+                "invalid tool name `{name}`: use 1-64 letters, digits, '_' or '-' (the model \
+                 APIs accept no other names)"
             )));
         }
+        check_input_schema(&spec.input_schema)
+            .map_err(|problem| ApiError::invalid_argument(format!("{label}: {problem}")))?;
         Ok(spec)
+    }
+}
+
+/// What the model APIs require of a tool's input schema (a JSON Schema describing an object).
+fn check_input_schema(schema: &Value) -> Result<(), String> {
+    let Value::Object(schema) = schema else {
+        return Err(format!(
+            "`input_schema` must be a JSON Schema object, not {}",
+            super::fields::shorten(schema)
+        ));
+    };
+    match schema.get("type") {
+        None => {}
+        Some(Value::String(kind)) if kind == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "`input_schema` must describe an object (`\"type\": \"object\"`), not `type` {}",
+                super::fields::shorten(other)
+            ))
+        }
+    }
+    let properties = match schema.get("properties") {
+        None => None,
+        Some(Value::Object(properties)) => Some(properties),
+        Some(other) => {
+            return Err(format!(
+                "`input_schema.properties` must be an object mapping names to schemas, not {}",
+                super::fields::shorten(other)
+            ))
+        }
+    };
+    if let Some((name, property)) = properties
+        .into_iter()
+        .flatten()
+        .find(|(_, property)| !property.is_object() && !property.is_boolean())
+    {
+        return Err(format!(
+            "`input_schema.properties.{name}` must be a schema (an object), not {}",
+            super::fields::shorten(property)
+        ));
+    }
+    match schema.get("required") {
+        None => Ok(()),
+        Some(Value::Array(required)) => {
+            for entry in required {
+                let Some(field) = entry.as_str() else {
+                    return Err(format!(
+                        "`input_schema.required` must list property names, not {}",
+                        super::fields::shorten(entry)
+                    ));
+                };
+                if properties.is_some_and(|p| !p.contains_key(field)) {
+                    return Err(format!(
+                        "`input_schema.required` names `{field}`, which is not in \
+                         `input_schema.properties`"
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Some(other) => Err(format!(
+            "`input_schema.required` must be a list of property names, not {}",
+            super::fields::shorten(other)
+        )),
     }
 }
 
@@ -225,35 +303,86 @@ impl HostTool {
 /// The content of a host tool call aborted before the host answered.
 pub const ABORTED_TOOL_CONTENT: &str = "aborted";
 
-/// Turns a host tool's answer into the tool output.
+/// Turns a host tool's answer into the tool output; every binding's tools answer the same way:
+///
+/// - a string (or `null`, the empty string): the result text;
+/// - a result object, `{"content", "is_error"?, "response"?}` (`isError` is accepted too, and
+///   `content` may be a list of `{"type": "text", "text"}` blocks as MCP tools return): an
+///   error result when `is_error` is true;
+/// - any other JSON value (an object, a list, a number): its JSON text, with the value as the
+///   structured `response` for hooks and hosts.
+///
+/// A rejection (`Err`, a tool that threw) is an error result with its message.
 pub fn tool_output_from_answer(answer: Result<Value, String>) -> ToolOutput {
     match answer {
         Err(message) => ToolOutput::error(message),
+        Ok(Value::Null) => ToolOutput::text(""),
         Ok(Value::String(text)) => ToolOutput::text(text),
-        Ok(Value::Object(map)) => {
-            let Some(content) = map.get("content").and_then(Value::as_str) else {
-                return ToolOutput::error(
-                    "the host tool answered without a string `content` field",
-                );
-            };
-            let is_error = map
-                .get("is_error")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let mut output = if is_error {
-                ToolOutput::error(content)
-            } else {
-                ToolOutput::text(content)
-            };
-            if let Some(response) = map.get("response") {
-                output.response = response.clone();
-            }
+        Ok(Value::Object(map)) if is_result_object(&map) => tool_result_object(map),
+        Ok(value) => {
+            let mut output = ToolOutput::text(value.to_string());
+            output.response = value;
             output
         }
-        Ok(other) => ToolOutput::error(format!(
-            "the host tool answered {other}; expected {{\"content\": ..., \"is_error\": ...}}"
-        )),
     }
+}
+
+/// The keys of a tool result object.
+const TOOL_RESULT_KEYS: [&str; 4] = ["content", "is_error", "isError", "response"];
+
+/// True when `map` is a result object rather than data: it has `content` and nothing but the
+/// result keys.
+fn is_result_object(map: &serde_json::Map<String, Value>) -> bool {
+    map.contains_key("content") && map.keys().all(|k| TOOL_RESULT_KEYS.contains(&k.as_str()))
+}
+
+fn tool_result_object(map: serde_json::Map<String, Value>) -> ToolOutput {
+    let flag = map.get("is_error").or_else(|| map.get("isError"));
+    let is_error = match flag {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(flag)) => *flag,
+        Some(other) => {
+            return ToolOutput::error(format!(
+                "the tool answered `is_error` {}; it must be true or false",
+                super::fields::shorten(other)
+            ))
+        }
+    };
+    let content = match map.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => {
+            let mut texts = Vec::new();
+            for block in blocks {
+                match block.get("text").and_then(Value::as_str) {
+                    Some(text) => texts.push(text),
+                    None => {
+                        return ToolOutput::error(format!(
+                            "the tool answered a `content` block without text ({}); content is \
+                             a string or a list of {{\"type\": \"text\", \"text\"}} blocks",
+                            super::fields::shorten(block)
+                        ))
+                    }
+                }
+            }
+            texts.join("\n")
+        }
+        Some(Value::Null) | None => String::new(),
+        Some(other) => {
+            return ToolOutput::error(format!(
+                "the tool answered `content` {}; content is a string or a list of text blocks",
+                super::fields::shorten(other)
+            ))
+        }
+    };
+    let mut output = if is_error {
+        ToolOutput::error(content)
+    } else {
+        ToolOutput::text(content)
+    };
+    if let Some(response) = map.get("response").filter(|r| !r.is_null()) {
+        output.response = response.clone();
+    }
+    output
 }
 
 #[async_trait]
@@ -269,6 +398,9 @@ impl Tool for HostTool {
     }
     fn is_read_only(&self) -> bool {
         self.spec.read_only
+    }
+    fn replaces_builtin(&self) -> bool {
+        self.spec.replaces_builtin
     }
     async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
         let call = HostCall {
@@ -341,9 +473,10 @@ impl PermissionHandler for HostPermissionHandler {
 
 // ---- hooks ----
 
-/// Where a host hook runs: `{event, matcher?, timeout_ms?, name?}` (`event` as in settings, e.g.
-/// `PreToolUse`; `matcher` in Claude Code syntax, default all; `name` labels the hook in hook
-/// events and messages, default `host`).
+/// Where a host hook runs: `{event, matcher?, timeout_ms?, name?, on_failure?}` (`event` as in
+/// settings, e.g. `PreToolUse`; `matcher` in Claude Code syntax, default all; `name` labels the
+/// hook in hook events and messages, default `host`; `on_failure` is `"block"` or `"allow"`, see
+/// [`OnHookFailure`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostHookSpec {
@@ -358,13 +491,44 @@ pub struct HostHookSpec {
     /// The hook's label in hook events and messages (default `host`).
     #[serde(default)]
     pub name: Option<String>,
+    /// What the hook's failure does (throwing, timing out, answering something that is not a
+    /// hook answer): `block` (the default on PreToolUse and PermissionRequest) or `allow`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<OnHookFailure>,
 }
 
 impl HostHookSpec {
-    /// Reads a spec.
+    /// Reads and checks a spec: a known event, a positive timeout, an on-failure policy the
+    /// event can honour. Messages name the hook (by `name` when given).
     pub fn from_json_value(value: Value) -> Result<Self, ApiError> {
-        serde_json::from_value(value)
-            .map_err(|e| ApiError::invalid_json(format!("invalid hook spec: {e}")))
+        let label = match value.get("name").and_then(Value::as_str) {
+            Some(name) => format!("hook `{name}`"),
+            None => match value.get("event").and_then(Value::as_str) {
+                Some(event) => format!("the {event} hook"),
+                None => "a hook".to_string(),
+            },
+        };
+        if let Some(event) = value.get("event").and_then(Value::as_str) {
+            if event.parse::<HookEvent>().is_err() {
+                return Err(ApiError::invalid_argument(format!(
+                    "{label}: unknown hook event `{event}` (expected one of {})",
+                    HookEvent::ALL
+                        .iter()
+                        .map(|e| e.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        let spec: HostHookSpec = super::fields::from_value(value, &label)?;
+        if spec.timeout_ms == Some(0) {
+            return Err(ApiError::invalid_argument(format!(
+                "{label}: the timeout must be positive"
+            )));
+        }
+        OnHookFailure::resolve(spec.event, spec.on_failure)
+            .map_err(|e| ApiError::invalid_argument(format!("{label}: {e}")))?;
+        Ok(spec)
     }
 
     /// The registration for a session, calling `function`.
@@ -378,6 +542,7 @@ impl HostHookSpec {
             }),
         );
         registration.timeout = self.timeout_ms.map(Duration::from_millis);
+        registration.on_failure = self.on_failure;
         registration
     }
 }
@@ -388,14 +553,87 @@ pub struct HostHookCallback {
     function: Arc<dyn HostFunction>,
 }
 
-/// Turns a hook's answer into its result.
+/// Turns a hook's answer into its result. The same answers are accepted from every language:
+///
+/// - nothing (`null`) or `true`: carry on;
+/// - a string: plain text (context for UserPromptSubmit and SessionStart);
+/// - Claude Code's hook JSON output, an object without `type`: `{"decision": "block",
+///   "reason"}`, `{"hookSpecificOutput": {"permissionDecision": "deny", …}}`, `{"continue":
+///   false}`, `{"systemMessage"}`, …;
+/// - robota's tagged form `{"type": "continue" | "text" | "block" | "output" | "error", …}`.
+///
+/// Anything else — another JSON type, an unknown field (a typo such as `decison`), a
+/// `decision` other than `block`/`approve` — is an error saying what was wrong, so that a
+/// guarding hook's unreadable answer blocks (see [`OnHookFailure`]) instead of being taken for
+/// "carry on".
 pub fn hook_result_from_answer(answer: Result<Value, String>) -> HookCallbackResult {
+    let error = |message: String| HookCallbackResult::Error { message };
     match answer {
-        Err(message) => HookCallbackResult::Error { message },
-        Ok(value) => serde_json::from_value(value).unwrap_or_else(|e| HookCallbackResult::Error {
-            message: format!("the host hook answered an invalid result: {e}"),
-        }),
+        Err(message) => error(message),
+        Ok(Value::Null | Value::Bool(true)) => HookCallbackResult::Continue,
+        Ok(Value::String(text)) => HookCallbackResult::Text { text },
+        Ok(value @ Value::Object(_)) if value.get("type").is_some() => {
+            match serde_json::from_value::<HookCallbackResult>(value.clone()) {
+                Ok(HookCallbackResult::Output { output }) => match check_hook_output(&output) {
+                    Ok(()) => HookCallbackResult::Output { output },
+                    Err(problem) => error(problem),
+                },
+                Ok(result) => result,
+                Err(e) => error(format!(
+                    "returned {} ({e}); a tagged answer is {{\"type\": \"continue\" | \"text\" | \
+                     \"block\" | \"output\" | \"error\", …}}",
+                    super::fields::shorten(&value)
+                )),
+            }
+        }
+        Ok(value @ Value::Object(_)) => match HookOutput::from_value(value.clone()) {
+            Ok(output) => match check_hook_output(&output) {
+                Ok(()) => HookCallbackResult::output(output),
+                Err(problem) => error(problem),
+            },
+            Err(e) => error(format!(
+                "returned {} that is not Claude Code hook JSON ({e})",
+                super::fields::shorten(&value)
+            )),
+        },
+        Ok(other) => error(format!(
+            "returned {}; a hook returns nothing, a string, or Claude Code hook JSON such as \
+             {{\"decision\": \"block\", \"reason\": \"…\"}}",
+            super::fields::shorten(&other)
+        )),
     }
+}
+
+/// The fields of Claude Code hook JSON, for "did you mean" messages.
+const HOOK_OUTPUT_FIELDS: &str = "continue, stopReason, suppressOutput, systemMessage, decision, \
+     reason, hookSpecificOutput";
+
+/// Rejects what a host callback cannot have meant: unknown fields and unknown decisions. (A
+/// command hook's unknown fields are only noted, as Claude Code does; a callback is code the
+/// developer is writing now, so a typo should be an error they see.)
+fn check_hook_output(output: &HookOutput) -> Result<(), String> {
+    if let Some(key) = output.extra.keys().next() {
+        return Err(format!(
+            "returned an unknown field `{key}` (Claude Code hook JSON has {HOOK_OUTPUT_FIELDS})"
+        ));
+    }
+    if let Some(decision) = output.decision.as_deref() {
+        if decision != "block" && decision != "approve" {
+            return Err(format!(
+                "returned `decision: \"{decision}\"`; the decision is \"block\" (or, on \
+                 PreToolUse, the deprecated \"approve\"); to allow a tool call use \
+                 hookSpecificOutput.permissionDecision"
+            ));
+        }
+    }
+    if let Some(specific) = &output.hook_specific_output {
+        if let Some(key) = specific.extra.keys().next() {
+            return Err(format!(
+                "returned an unknown hookSpecificOutput field `{key}`"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -444,8 +682,11 @@ impl HostCommand {
         descriptor: Value,
         function: Arc<dyn HostFunction>,
     ) -> Result<Self, ApiError> {
-        let descriptor: CommandDescriptor = serde_json::from_value(descriptor)
-            .map_err(|e| ApiError::invalid_json(format!("invalid command descriptor: {e}")))?;
+        let label = match descriptor.get("name").and_then(Value::as_str) {
+            Some(name) => format!("invalid command `{name}`"),
+            None => "invalid command".to_string(),
+        };
+        let descriptor: CommandDescriptor = super::fields::from_value(descriptor, &label)?;
         if descriptor.name.trim().is_empty() || descriptor.name.starts_with('/') {
             return Err(ApiError::invalid_argument(format!(
                 "invalid command name `{}`: use a non-empty name without a leading slash",
@@ -549,8 +790,7 @@ impl HostProviderInfo {
         if value.is_null() {
             return Ok(HostProviderInfo::default());
         }
-        serde_json::from_value(value)
-            .map_err(|e| ApiError::invalid_json(format!("invalid provider info: {e}")))
+        super::fields::from_value(value, "invalid provider info")
     }
 }
 

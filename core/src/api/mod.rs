@@ -7,6 +7,7 @@
 //! option parsing, defaults or error classification.
 
 mod error;
+mod fields;
 mod host;
 mod provider_config;
 mod session_config;

@@ -117,8 +117,54 @@ impl ProviderConfig {
                 )));
             }
         }
-        serde_json::from_value(value)
-            .map_err(|e| ApiError::invalid_json(format!("invalid provider configuration: {e}")))
+        // Each variant's fields are read on their own (without `type`), so that an error names
+        // the field: serde cannot track the path inside an internally tagged enum.
+        const WHAT: &str = "invalid provider configuration";
+        let mut fields = value.clone();
+        let kind = match &mut fields {
+            Value::Object(map) => map.remove("type"),
+            _ => None,
+        };
+        let config = match kind.as_ref().and_then(Value::as_str) {
+            Some("anthropic") => {
+                ProviderConfig::Anthropic(super::fields::from_value(fields, WHAT)?)
+            }
+            Some("openai") => ProviderConfig::Openai(super::fields::from_value(fields, WHAT)?),
+            Some("scripted") => {
+                let scripted: ScriptedFields = super::fields::from_value(fields, WHAT)?;
+                ProviderConfig::Scripted {
+                    turns: scripted.turns,
+                    context_window: scripted.context_window,
+                }
+            }
+            Some("replay") => {
+                let replay: ReplayFields = super::fields::from_value(fields, WHAT)?;
+                ProviderConfig::Replay {
+                    log_path: replay.log_path,
+                }
+            }
+            _ => super::fields::from_value(value, WHAT)?,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what serde cannot: a base URL is an `http://` or `https://` URL with a host, a
+    /// model is named.
+    fn validate(&self) -> Result<(), ApiError> {
+        let (ProviderConfig::Anthropic(http) | ProviderConfig::Openai(http)) = self else {
+            return Ok(());
+        };
+        if http.model.trim().is_empty() {
+            return Err(ApiError::invalid_argument(
+                "invalid provider configuration: `model` must name a model (e.g. \
+                 claude-sonnet-4-6, gpt-4.1)",
+            ));
+        }
+        if let Some(base_url) = &http.base_url {
+            check_base_url(base_url)?;
+        }
+        Ok(())
     }
 
     /// Reads a configuration from JSON text.
@@ -172,5 +218,49 @@ impl ProviderConfig {
                 Ok(Arc::new(provider))
             }
         }
+    }
+}
+
+/// The fields of [`ProviderConfig::Scripted`], read on their own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedFields {
+    turns: Vec<ScriptedTurn>,
+    #[serde(default)]
+    context_window: Option<u64>,
+}
+
+/// The fields of [`ProviderConfig::Replay`], read on their own.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplayFields {
+    log_path: PathBuf,
+}
+
+/// A base URL must be absolute `http(s)://host[:port][/path]`: `localhost:11434/v1` (no scheme)
+/// would otherwise fail only at the first model call, as a confusing network error.
+fn check_base_url(base_url: &str) -> Result<(), ApiError> {
+    let problem = match url::Url::parse(base_url.trim()) {
+        // `localhost:8080/v1` parses with the scheme `localhost`.
+        _ if !base_url.contains("://") => {
+            Some("it has no scheme; start it with http:// or https://".into())
+        }
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => Some(format!(
+            "its scheme is `{}`; use http:// or https://",
+            url.scheme()
+        )),
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => Some("it has no host".into()),
+        Ok(_) => None,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            Some("it has no scheme; start it with http:// or https://".into())
+        }
+        Err(e) => Some(e.to_string()),
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(ApiError::invalid_argument(format!(
+            "invalid provider configuration: `base_url` `{base_url}` is not a usable URL: \
+             {problem} (e.g. https://api.example.com)"
+        ))),
     }
 }

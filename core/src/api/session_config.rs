@@ -95,8 +95,7 @@ impl SessionConfig {
                 "session options must be a JSON object",
             ));
         }
-        serde_json::from_value(value)
-            .map_err(|e| ApiError::invalid_json(format!("invalid session options: {e}")))
+        super::fields::from_value(value, "invalid session options")
     }
 
     /// Reads a configuration from JSON text (empty text = all defaults).

@@ -9,8 +9,67 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::event::HookInput;
+use super::event::{HookEvent, HookInput};
 use super::output::HookOutput;
+
+/// What a host callback's failure does: it threw, panicked, timed out, or answered something
+/// that is not a hook answer (the Claude Agent SDK's `on_failure`).
+///
+/// A callback that guards a tool call (`PreToolUse`, `PermissionRequest`) **blocks** by
+/// default: it may have been about to say "block", and a bug in it must never let the call
+/// through. Elsewhere a failure is reported and the action goes ahead. Either way the failure is
+/// reported (a `hook_error` event naming the hook and what went wrong).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnHookFailure {
+    /// The guarded action is refused: the tool call is denied (`PreToolUse`,
+    /// `PermissionRequest`) or the prompt rejected (`UserPromptSubmit`), with the hook's name
+    /// and its failure as the reason.
+    Block,
+    /// The action goes ahead as if the hook had said nothing (fail open).
+    Allow,
+}
+
+impl OnHookFailure {
+    /// The policy of a callback that sets none: `Block` where the hook guards a tool call
+    /// (`PreToolUse`, `PermissionRequest`), `Allow` elsewhere.
+    pub fn default_for(event: HookEvent) -> Self {
+        match event {
+            HookEvent::PreToolUse | HookEvent::PermissionRequest => OnHookFailure::Block,
+            _ => OnHookFailure::Allow,
+        }
+    }
+
+    /// The events whose action a failing hook can block: `PreToolUse`, `PermissionRequest`
+    /// and `UserPromptSubmit`.
+    pub fn can_block(event: HookEvent) -> bool {
+        matches!(
+            event,
+            HookEvent::PreToolUse | HookEvent::PermissionRequest | HookEvent::UserPromptSubmit
+        )
+    }
+
+    /// The policy for `event`: `requested`, or the event's default. `Block` on an event where
+    /// nothing can be blocked is an error naming the events where it can.
+    pub fn resolve(event: HookEvent, requested: Option<Self>) -> Result<Self, String> {
+        match requested {
+            Some(OnHookFailure::Block) if !Self::can_block(event) => Err(format!(
+                "on-failure policy \"block\" applies to PreToolUse, PermissionRequest and \
+                 UserPromptSubmit hooks only: a failing {event} hook has nothing to block"
+            )),
+            Some(policy) => Ok(policy),
+            None => Ok(Self::default_for(event)),
+        }
+    }
+
+    /// The wire name (`block`, `allow`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnHookFailure::Block => "block",
+            OnHookFailure::Allow => "allow",
+        }
+    }
+}
 
 /// What a callback answers; each form means what the same answer from a command hook means.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,7 +92,9 @@ pub enum HookCallbackResult {
         /// Why; shown to the model or user depending on the event.
         reason: String,
     },
-    /// The callback failed (a non-blocking error, like an exit code other than 0 and 2).
+    /// The callback failed: it threw, or answered something that is not a hook answer. What
+    /// that does depends on the callback's [`OnHookFailure`] policy (on `PreToolUse` and
+    /// `PermissionRequest` it blocks the call by default).
     Error {
         /// What went wrong.
         message: String,

@@ -56,7 +56,7 @@ pub mod output;
 pub mod prompt;
 pub mod runner;
 
-pub use callback::{FnHookCallback, HookCallback, HookCallbackResult};
+pub use callback::{FnHookCallback, HookCallback, HookCallbackResult, OnHookFailure};
 pub use config::{
     CommandHook, ConfiguredHook, HandlerKind, HookConfigError, HookDiagnostic, HookHandlerConfig,
     HookOrigin, HookProblem, HookShell, HookSource, HooksConfig, HttpHook, MatcherGroup,

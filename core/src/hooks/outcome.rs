@@ -77,7 +77,9 @@ impl fmt::Display for HandlerSummary {
     }
 }
 
-/// Why a hook failed without blocking anything. The action proceeds; the session reports it.
+/// Why a hook failed. Usually the action proceeds and the session reports it; a failing host
+/// callback that guards a tool call blocks it instead (see
+/// [`OnHookFailure`](super::OnHookFailure)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum HookFailure {
@@ -185,10 +187,15 @@ fn stderr_suffix(text: &str) -> String {
 pub enum HandlerStatus {
     /// Exit 0 (or 2xx, or a callback/prompt success).
     Success,
-    /// Exit 2 (or `ok: false` from a prompt hook, or a callback block).
+    /// Exit 2 (or `ok: false` from a prompt hook, or a callback block), or a guarding hook that
+    /// failed and so blocks (fails closed).
     Blocked {
-        /// The reason (stderr or the JSON reason).
+        /// The reason (stderr or the JSON reason; for a failure, the hook and what went wrong).
         reason: String,
+        /// Set when the hook did not decide to block but failed (threw, timed out, answered
+        /// something unreadable) on an event where a failure blocks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<HookFailure>,
     },
     /// A non-blocking failure.
     Failed {
@@ -229,9 +236,10 @@ pub struct HandlerReport {
     pub notes: Vec<String>,
 }
 
-/// A non-blocking hook failure, for the session to surface as an event.
+/// A hook failure, for the session to surface as an event: a non-blocking one (the action went
+/// ahead), or one that blocked the action because the hook guards it (`blocked`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("{event} {handler} {failure}")]
+#[error("{event} {handler} {failure}{}", if *blocked { blocked_suffix(*event) } else { "" })]
 pub struct HookError {
     /// The event.
     pub event: HookEvent,
@@ -239,6 +247,16 @@ pub struct HookError {
     pub handler: HandlerSummary,
     /// What went wrong.
     pub failure: HookFailure,
+    /// True when the failure blocked the action (a guarding hook fails closed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocked: bool,
+}
+
+fn blocked_suffix(event: HookEvent) -> &'static str {
+    match event {
+        HookEvent::UserPromptSubmit => "; the prompt was rejected",
+        _ => "; the tool call was blocked",
+    }
 }
 
 /// A blocking result.
@@ -316,7 +334,8 @@ pub struct HookOutcome {
     /// `hookSpecificOutput.worktreePath`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree_path: Option<String>,
-    /// Non-blocking failures, for the session to report.
+    /// Failures, for the session to report: non-blocking ones, and those of guarding hooks that
+    /// blocked the action (`blocked`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<HookError>,
     /// True when the run was cancelled before every handler finished.
@@ -407,7 +426,27 @@ impl Aggregator {
                     self.apply_text(&report.stdout.clone(), &mut report.notes);
                 }
             }
-            HandlerStatus::Blocked { reason } => self.apply_block(reason, &mut report.notes),
+            HandlerStatus::Blocked {
+                reason,
+                failure: Some(failure),
+            } => {
+                // A guarding hook that failed: blocked, and reported as the failure it is.
+                self.outcome.errors.push(HookError {
+                    event,
+                    handler: report.handler.clone(),
+                    failure,
+                    blocked: true,
+                });
+                if event == HookEvent::PermissionRequest {
+                    self.deny_permission_request(reason);
+                } else {
+                    self.apply_block(reason, &mut report.notes);
+                }
+            }
+            HandlerStatus::Blocked {
+                reason,
+                failure: None,
+            } => self.apply_block(reason, &mut report.notes),
             HandlerStatus::Failed { failure } => {
                 if event == HookEvent::WorktreeCreate {
                     // Any non-zero exit fails worktree creation.
@@ -417,12 +456,32 @@ impl Aggregator {
                     event,
                     handler: report.handler.clone(),
                     failure,
+                    blocked: false,
                 });
             }
             HandlerStatus::Cancelled => self.outcome.cancelled = true,
             HandlerStatus::Background => {}
         }
         self.outcome.handlers.push(report);
+    }
+
+    /// A PermissionRequest hook failed closed: the request is denied (a deny wins over every
+    /// allow), with the failure as the message.
+    fn deny_permission_request(&mut self, reason: String) {
+        let already_denied = self
+            .outcome
+            .permission_request
+            .as_ref()
+            .is_some_and(|d| d.behavior == super::output::PermissionBehavior::Deny);
+        if !already_denied {
+            self.outcome.permission_request = Some(PermissionRequestDecision {
+                behavior: super::output::PermissionBehavior::Deny,
+                updated_input: None,
+                updated_permissions: Vec::new(),
+                message: Some(cap_chars(reason.trim(), OUTPUT_STRING_LIMIT)),
+                interrupt: false,
+            });
+        }
     }
 
     fn apply_text(&mut self, text: &str, notes: &mut Vec<String>) {

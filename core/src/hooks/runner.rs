@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::callback::{HookCallback, HookCallbackResult};
+use super::callback::{HookCallback, HookCallbackResult, OnHookFailure};
 use super::command::{self, CommandContext};
 use super::config::{split_rule, ConfiguredHook, HandlerKind, HookOrigin, HooksConfig};
 use super::event::{BlockEffect, HookEvent, HookInput};
@@ -218,6 +218,7 @@ struct CallbackRegistration {
     matcher: Matcher,
     callback: Arc<dyn HookCallback>,
     timeout: Option<Duration>,
+    on_failure: OnHookFailure,
 }
 
 /// The result of a background (`async`) command hook.
@@ -289,6 +290,13 @@ pub(crate) enum RawReply {
     Block(Option<String>),
     /// A non-blocking failure.
     Failed(HookFailure),
+    /// A failure that blocks: the hook guards the action and fails closed.
+    FailedClosed {
+        /// The block's reason: the hook, what went wrong, what was blocked.
+        reason: String,
+        /// What went wrong.
+        failure: HookFailure,
+    },
     /// The run was cancelled.
     Cancelled,
 }
@@ -376,9 +384,10 @@ impl HookRunner {
         self.register_callback_with_timeout(event, matcher, callback, None)
     }
 
-    /// As [`HookRunner::register_callback`], with a timeout. A callback that times out on
-    /// PreToolUse blocks the tool call (as in the Claude Agent SDK); elsewhere a timeout is a
-    /// non-blocking error.
+    /// As [`HookRunner::register_callback`], with a timeout. A callback that fails (times out,
+    /// panics, reports an error) on PreToolUse or PermissionRequest blocks the tool call (as in
+    /// the Claude Agent SDK); elsewhere a failure is non-blocking. See
+    /// [`register_callback_with`](Self::register_callback_with) to choose.
     pub fn register_callback_with_timeout(
         &self,
         event: HookEvent,
@@ -386,6 +395,22 @@ impl HookRunner {
         callback: Arc<dyn HookCallback>,
         timeout: Option<Duration>,
     ) -> Result<CallbackId, MatcherError> {
+        self.register_callback_with(event, matcher, callback, timeout, None)
+    }
+
+    /// As [`HookRunner::register_callback_with_timeout`], with the callback's failure policy
+    /// ([`OnHookFailure`]; the event's default when `None`). `Block` on an event where nothing
+    /// can be blocked (see [`OnHookFailure::can_block`]) behaves as `Allow`; sessions refuse it
+    /// when they are created.
+    pub fn register_callback_with(
+        &self,
+        event: HookEvent,
+        matcher: &str,
+        callback: Arc<dyn HookCallback>,
+        timeout: Option<Duration>,
+        on_failure: Option<OnHookFailure>,
+    ) -> Result<CallbackId, MatcherError> {
+        let on_failure = OnHookFailure::resolve(event, on_failure).unwrap_or(OnHookFailure::Allow);
         let matcher = if event == HookEvent::StopFailure {
             Matcher::exact_names(matcher)
         } else {
@@ -401,6 +426,7 @@ impl HookRunner {
                 matcher,
                 callback,
                 timeout,
+                on_failure,
             });
         Ok(id)
     }
@@ -882,33 +908,47 @@ async fn run_callback(
         () = cancel.cancelled() => return RawResult::reply(RawReply::Cancelled),
     };
     let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-    let reply = match result {
-        Err(_) if input.event() == HookEvent::PreToolUse => RawReply::Block(Some(format!(
-            "hook callback `{}` timed out after {timeout_ms} ms; the tool call is blocked",
-            registration.callback.name()
-        ))),
-        Err(_) => RawReply::Failed(HookFailure::Timeout { timeout_ms }),
-        Ok(Err(panic)) => RawReply::Failed(HookFailure::Panicked {
+    let failure = match result {
+        Err(_) => HookFailure::Timeout { timeout_ms },
+        Ok(Err(panic)) => HookFailure::Panicked {
             message: panic_message(panic.as_ref()),
-        }),
-        Ok(Ok(result)) => match result {
-            HookCallbackResult::Continue => RawReply::Success,
-            HookCallbackResult::Output { output } => RawReply::Output(output),
-            HookCallbackResult::Text { text } => {
-                return RawResult {
-                    exit_code: None,
-                    stdout: text,
-                    stderr: String::new(),
-                    reply: RawReply::Text,
-                    stdout_overflow: None,
-                }
-            }
-            HookCallbackResult::Block { reason } => RawReply::Block(Some(reason)),
-            HookCallbackResult::Error { message } => {
-                RawReply::Failed(HookFailure::Callback { message })
-            }
         },
+        Ok(Ok(HookCallbackResult::Error { message })) => HookFailure::Callback { message },
+        Ok(Ok(HookCallbackResult::Continue)) => return RawResult::reply(RawReply::Success),
+        Ok(Ok(HookCallbackResult::Output { output })) => {
+            return RawResult::reply(RawReply::Output(output))
+        }
+        Ok(Ok(HookCallbackResult::Text { text })) => {
+            return RawResult {
+                exit_code: None,
+                stdout: text,
+                stderr: String::new(),
+                reply: RawReply::Text,
+                stdout_overflow: None,
+            }
+        }
+        Ok(Ok(HookCallbackResult::Block { reason })) => {
+            return RawResult::reply(RawReply::Block(Some(reason)))
+        }
     };
+    let event = input.event();
+    let reply =
+        if registration.on_failure == OnHookFailure::Block && OnHookFailure::can_block(event) {
+            let reason = format!(
+                "hook callback `{}` {failure}; {} because a failing {event} hook blocks (its \
+             on-failure policy is \"block\"{})",
+                registration.callback.name(),
+                blocked_action(event),
+                if OnHookFailure::default_for(event) == OnHookFailure::Block {
+                    ", the default; \"allow\" lets the action through instead"
+                } else {
+                    ""
+                }
+            );
+            RawReply::FailedClosed { reason, failure }
+        } else {
+            RawReply::Failed(failure)
+        };
     RawResult::reply(reply)
 }
 
@@ -973,10 +1013,11 @@ fn fails_closed(event: HookEvent) -> bool {
     )
 }
 
-/// What a guarding hook's unreadable answer blocks, for the reason.
+/// What a guarding hook's unreadable answer (or failure) blocks, for the reason.
 fn blocked_action(event: HookEvent) -> &'static str {
-    match event.block_effect() {
-        BlockEffect::RejectPrompt => "the prompt was blocked",
+    match event {
+        HookEvent::UserPromptSubmit => "the prompt was blocked",
+        HookEvent::PermissionRequest => "the tool call was denied",
         _ => "the tool call was blocked",
     }
 }
@@ -1028,6 +1069,7 @@ fn unreadable_json(
                 "{summary} {what}; {} because a {event} hook that cannot be read fails closed",
                 blocked_action(event)
             ),
+            failure: Some(failure),
         }
     } else {
         HandlerStatus::Failed { failure }
@@ -1074,6 +1116,11 @@ fn interpret(
             reason: reason
                 .clone()
                 .unwrap_or_else(|| block_reason(&raw.stdout, &raw.stderr)),
+            failure: None,
+        },
+        RawReply::FailedClosed { reason, failure } => HandlerStatus::Blocked {
+            reason: reason.clone(),
+            failure: Some(failure.clone()),
         },
         // A prompt/agent hook whose model answer is not the expected JSON.
         RawReply::Failed(HookFailure::MalformedOutput { message }) => {

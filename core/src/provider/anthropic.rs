@@ -134,7 +134,7 @@ impl AnthropicProvider {
                 ProviderError::new(
                     ProviderErrorKind::Auth,
                     PROVIDER_NAME,
-                    "no Anthropic API key: set ANTHROPIC_API_KEY or AnthropicConfig.api_key",
+                    "no Anthropic API key: set ANTHROPIC_API_KEY or give the provider an API key",
                 )
             })?;
         let base_url = config
@@ -168,7 +168,7 @@ impl AnthropicProvider {
             ErrorContext {
                 provider: PROVIDER_NAME.to_string(),
                 base_url: base_url.clone(),
-                auth_hint: "Set ANTHROPIC_API_KEY (or AnthropicConfig.api_key) to a valid key."
+                auth_hint: "Set ANTHROPIC_API_KEY (or the provider's API key) to a valid key."
                     .to_string(),
             },
         )?;

@@ -136,16 +136,16 @@ impl OpenAiProvider {
             .map(str::trim)
             .filter(|key| !key.is_empty());
         let auth_hint = if name == "openai" {
-            "Set OPENAI_API_KEY (or OpenAiConfig.api_key) to a valid key.".to_string()
+            "Set OPENAI_API_KEY (or the provider's API key) to a valid key.".to_string()
         } else {
-            format!("Set the {name} API key in OpenAiConfig.api_key.")
+            format!("Give the {name} provider a valid API key.")
         };
         if api_key.is_none() && config.base_url.is_none() {
             return Err(ProviderError::new(
                 ProviderErrorKind::Auth,
                 &name,
-                "no OpenAI API key: set OPENAI_API_KEY or OpenAiConfig.api_key \
-                 (a key is optional only with a custom base_url, e.g. a local server)",
+                "no OpenAI API key: set OPENAI_API_KEY or give the provider an API key \
+                 (a key is optional only with a custom base URL, e.g. a local server)",
             ));
         }
         let base_url = config

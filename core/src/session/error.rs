@@ -57,14 +57,24 @@ pub enum SessionError {
     /// Hook definitions with errors (bad matcher regex, unknown handler type, wrong types, …).
     #[error(transparent)]
     InvalidHooks(#[from] HookConfigError),
-    /// A host hook callback was registered with a matcher that does not parse.
-    #[error("invalid matcher `{matcher}` for the {event} hook callback: {message}")]
+    /// A host tool cannot be added: its name is taken (by another host tool, or by a built-in
+    /// tool it does not say it replaces).
+    #[error("tool `{name}`: {message}")]
+    InvalidTool {
+        /// The tool's name.
+        name: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A host hook callback was registered with a matcher that does not parse, or an
+    /// on-failure policy its event cannot honour.
+    #[error("the {event} hook callback (matcher `{matcher}`): {message}")]
     InvalidHookCallback {
         /// The event.
         event: HookEvent,
         /// The matcher as given.
         matcher: String,
-        /// The parser's message.
+        /// What is wrong.
         message: String,
     },
     /// The session id cannot be used (it names files, so it must be a safe file name).

@@ -79,8 +79,11 @@ pub enum SessionEvent {
         /// What went wrong.
         message: String,
     },
-    /// A hook failed without blocking anything (crash, exit code other than 0 and 2, timeout,
-    /// malformed output). The action went ahead.
+    /// A hook failed (crash, exit code other than 0 and 2, timeout, malformed output, a host
+    /// callback that threw or answered something unreadable). Usually the action went ahead;
+    /// `blocked` says when the hook guards it and so blocked it instead (a failing PreToolUse or
+    /// PermissionRequest callback fails closed by default). Bindings also report it to the
+    /// developer (stderr, logging): see [`SessionEvent::developer_warning`].
     HookError {
         /// The event the hook ran for.
         event: HookEvent,
@@ -88,6 +91,9 @@ pub enum SessionEvent {
         handler: HandlerSummary,
         /// What went wrong.
         failure: HookFailure,
+        /// True when the failure blocked the action (the tool call, the prompt).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        blocked: bool,
         /// One line for the user.
         message: String,
     },
@@ -212,6 +218,21 @@ pub enum SessionEvent {
     Engine(EngineEvent),
 }
 
+impl SessionEvent {
+    /// The line a binding reports to the developer (on stderr or through the language's
+    /// logging) for events that mean the host's own code misbehaved — a hook that failed — so
+    /// that a bug in a callback is seen even by a host that listens to no event. `None` for every
+    /// other event.
+    pub fn developer_warning(&self) -> Option<String> {
+        match self {
+            SessionEvent::HookError { message, .. } => {
+                Some(format!("robota: hook failed: {message}"))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A non-fatal settings problem, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionWarning {
@@ -274,6 +295,7 @@ impl EventSink {
                 event: error.event,
                 handler: error.handler.clone(),
                 failure: error.failure.clone(),
+                blocked: error.blocked,
                 message: error.to_string(),
             });
         }

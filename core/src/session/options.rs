@@ -14,7 +14,7 @@ use super::store::SessionStore;
 use super::usage::PriceTable;
 use crate::engine::{EngineConfig, ExecutionEventCallback};
 use crate::framework::config::LoadedSettings;
-use crate::hooks::{HookCallback, HookEvent};
+use crate::hooks::{HookCallback, HookEvent, OnHookFailure};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::tools::builtins::BuiltinToolsConfig;
@@ -80,6 +80,9 @@ pub struct HookCallbackRegistration {
     pub callback: Arc<dyn HookCallback>,
     /// Its timeout; the event's default when `None`.
     pub timeout: Option<Duration>,
+    /// What its failure (throwing, timing out, an unreadable answer) does; the event's default
+    /// when `None` (blocks on PreToolUse and PermissionRequest, see [`OnHookFailure`]).
+    pub on_failure: Option<OnHookFailure>,
 }
 
 impl HookCallbackRegistration {
@@ -94,6 +97,7 @@ impl HookCallbackRegistration {
             matcher: matcher.into(),
             callback,
             timeout: None,
+            on_failure: None,
         }
     }
 }
@@ -105,6 +109,7 @@ impl std::fmt::Debug for HookCallbackRegistration {
             .field("matcher", &self.matcher)
             .field("callback", &self.callback.name())
             .field("timeout", &self.timeout)
+            .field("on_failure", &self.on_failure)
             .finish()
     }
 }

@@ -93,8 +93,8 @@ use crate::framework::context::{
 };
 use crate::hooks::{
     AsyncHookResult, CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner,
-    HookRunnerOptions, PostCompactInput, PreCompactInput, SessionEndReason, SessionStartSource,
-    StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
+    HookRunnerOptions, OnHookFailure, PostCompactInput, PreCompactInput, SessionEndReason,
+    SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
     Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
@@ -337,7 +337,24 @@ impl Session {
                 registry
             }
         };
+        let mut extra_names: Vec<String> = Vec::new();
         for tool in options.extra_tools {
+            let name = tool.name().to_string();
+            if extra_names.contains(&name) {
+                return Err(SessionError::InvalidTool {
+                    name,
+                    message: "two tools have this name; tool names must be unique".into(),
+                });
+            }
+            if tools.get(&name).is_some() && !tool.replaces_builtin() {
+                return Err(SessionError::InvalidTool {
+                    name,
+                    message: "a built-in tool has this name; rename the tool, or mark it as \
+                              replacing the built-in (`replaces_builtin`) if that is the intent"
+                        .into(),
+                });
+            }
+            extra_names.push(name);
             tools.register(tool);
         }
         let hidden = rules.hidden_tools(tools.names());
@@ -387,12 +404,19 @@ impl Session {
         let hooks = Arc::new(HookRunner::new(hooks_config, runner_options));
         let async_hook_results = hooks.take_async_results();
         for registration in options.hook_callbacks {
+            let invalid = |message: String| SessionError::InvalidHookCallback {
+                event: registration.event,
+                matcher: registration.matcher.clone(),
+                message,
+            };
+            OnHookFailure::resolve(registration.event, registration.on_failure).map_err(invalid)?;
             hooks
-                .register_callback_with_timeout(
+                .register_callback_with(
                     registration.event,
                     &registration.matcher,
                     registration.callback,
                     registration.timeout,
+                    registration.on_failure,
                 )
                 .map_err(|e| SessionError::InvalidHookCallback {
                     event: registration.event,
@@ -1584,7 +1608,7 @@ impl Session {
         let mut rewakes = Vec::new();
         for result in results {
             let reason = match &result.report.status {
-                crate::hooks::HandlerStatus::Blocked { reason } => Some(reason.clone()),
+                crate::hooks::HandlerStatus::Blocked { reason, .. } => Some(reason.clone()),
                 _ => None,
             };
             let outcome = HookRunner::outcome_of(result.event, [result.report]);

@@ -79,6 +79,12 @@ pub trait Tool: Send + Sync {
     fn is_read_only(&self) -> bool {
         false
     }
+    /// True when this tool is meant to take the place of a built-in tool of the same name
+    /// (a host's own `Read`, say). A session refuses an extra tool that has a built-in's name
+    /// without saying so: the clash is far more often an accident than a wish.
+    fn replaces_builtin(&self) -> bool {
+        false
+    }
     /// Runs the call. Failures are reported as [`ToolOutput::error`], never by panicking.
     async fn execute(&self, input: serde_json::Value, context: ToolContext) -> ToolOutput;
 }

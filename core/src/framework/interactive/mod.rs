@@ -81,10 +81,16 @@ pub enum InteractiveError {
     /// The command is unknown, ambiguous or not for users.
     #[error(transparent)]
     Command(#[from] CommandError),
-    /// A prompt is already waiting; only one may be queued (spec 000). Cancel it with
-    /// `cancel_queue` or wait for it to start.
-    #[error("a prompt is already queued; wait for it or call cancel_queue() first")]
+    /// A prompt is already waiting; only one may be queued (spec 000). Cancel it or wait for it
+    /// to start.
+    #[error(
+        "a prompt is already queued (only one may wait while another runs); wait for it to \
+         start, or cancel the queued prompt first"
+    )]
     QueueFull,
+    /// The prompt is empty (or only whitespace): there is nothing to send.
+    #[error("the prompt is empty; give the text to send to the model")]
+    EmptyPrompt,
     /// A blocking command cannot run while a prompt is executing.
     #[error("`{0}` cannot run while a prompt is executing; wait or abort first")]
     Busy(String),
@@ -94,8 +100,9 @@ pub enum InteractiveError {
     /// An `@file` reference could not be attached; the message lists each problem.
     #[error("{0}")]
     FileReferences(String),
-    /// The session was shut down.
-    #[error("the session was shut down")]
+    /// The session was shut down: every method that acts (submit, execute_command, compact,
+    /// set_name, list_commands) refuses; the getters still return the final state.
+    #[error("the session was shut down; create a new session (or resume this one) to go on")]
     ShutDown,
 }
 
@@ -386,9 +393,35 @@ impl InteractiveSession {
         input: &str,
         display_input: Option<&str>,
     ) -> Result<PromptTicket, InteractiveError> {
+        self.submit_tracked_now(input, display_input)
+    }
+
+    /// [`submit_tracked`](Self::submit_tracked) without the `async`: the prompt is accepted
+    /// (started or queued) or refused before this returns, so prompts submitted one after the
+    /// other from any thread are accepted in that order. Must be called within a tokio runtime
+    /// context (the prompt runs on a spawned task).
+    pub fn submit_tracked_now(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+    ) -> Result<PromptTicket, InteractiveError> {
         let (tx, done) = tokio::sync::oneshot::channel();
         let (status, id) = self.enqueue(input, display_input, Some(tx))?;
         Ok(PromptTicket { status, id, done })
+    }
+
+    /// Refuses calls once the session is shut down.
+    fn check_open(&self) -> Result<(), InteractiveError> {
+        if self.inner.lock().shut_down {
+            Err(InteractiveError::ShutDown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// True once [`shutdown`](Self::shutdown) has been called.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.lock().shut_down
     }
 
     /// Resolves `@file` references and starts or queues the prompt.
@@ -398,6 +431,10 @@ impl InteractiveSession {
         display_input: Option<&str>,
         done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
     ) -> Result<(SubmitStatus, u64), InteractiveError> {
+        self.check_open()?;
+        if input.trim().is_empty() {
+            return Err(InteractiveError::EmptyPrompt);
+        }
         let session = &self.inner.session;
         let options = FileRefOptions::default();
         let resolved = match resolve_file_references(input, session.cwd(), &[], &options) {
@@ -510,6 +547,7 @@ impl InteractiveSession {
         name: &str,
         args: &str,
     ) -> Result<CommandResult, InteractiveError> {
+        self.check_open()?;
         let registered = self.inner.registry.resolve(name)?;
         if registered.descriptor().lifecycle.needs_execution_guard() && self.is_executing() {
             return Err(InteractiveError::Busy(registered.name.clone()));
@@ -529,9 +567,10 @@ impl InteractiveSession {
         Ok(result)
     }
 
-    /// The commands users can run, in registry order.
-    pub fn list_commands(&self) -> Vec<CommandEntry> {
-        self.inner.registry.list()
+    /// The commands users can run, in registry order (refused once shut down).
+    pub fn list_commands(&self) -> Result<Vec<CommandEntry>, InteractiveError> {
+        self.check_open()?;
+        Ok(self.inner.registry.list())
     }
 
     /// Aborts any run, drops the queue and shuts the session down (SessionEnd fires once).
@@ -592,9 +631,11 @@ impl InteractiveSession {
         self.inner.session.get_name()
     }
 
-    /// Names the session.
-    pub fn set_name(&self, name: Option<String>) {
+    /// Names the session (refused once shut down: the name would not be saved).
+    pub fn set_name(&self, name: Option<String>) -> Result<(), InteractiveError> {
+        self.check_open()?;
         self.inner.session.set_name(name);
+        Ok(())
     }
 
     /// The session id.
@@ -624,6 +665,7 @@ impl InteractiveSession {
         &self,
         instructions: Option<String>,
     ) -> Result<crate::session::compaction::CompactionSummary, InteractiveError> {
+        self.check_open()?;
         if self.is_executing() {
             return Err(InteractiveError::Busy("compact".into()));
         }
@@ -969,8 +1011,9 @@ impl Inner {
 }
 
 /// The argument a one-line display shows: a path, command, pattern or URL, else the first
-/// string argument.
-fn first_arg(input: &Value) -> String {
+/// string argument (what [`ToolState::first_arg`] holds), so a host can show a call as
+/// `Bash(ls -la)` — in a permission prompt, say — the way the tool events do.
+pub fn first_arg(input: &Value) -> String {
     const KEYS: [&str; 7] = [
         "file_path",
         "notebook_path",
