@@ -220,15 +220,13 @@ fn parse_block(yaml: &str) -> Result<Vec<(String, Value, usize)>, FrontmatterErr
     if yaml.trim().is_empty() {
         return Ok(Vec::new());
     }
-    // YAML 1.2 booleans only (as Claude Code's parser): `model: y` or `color: yes` stay text.
-    let mut options = serde_saphyr::Options::default();
-    options.strict_booleans = true;
-    match serde_saphyr::from_str_with_options::<Option<Entries>>(yaml, options) {
+    match serde_saphyr::from_str_with_options::<Option<Entries>>(yaml, parser_options()) {
         Ok(Some(entries)) => Ok(entries.0),
         Ok(None) => Ok(Vec::new()),
         Err(error) => {
             // Valid YAML that is not a mapping (a bare line of text, a list).
-            if let Ok(value) = serde_saphyr::from_str::<Value>(yaml) {
+            if let Ok(value) = serde_saphyr::from_str_with_options::<Value>(yaml, parser_options())
+            {
                 if !value.is_object() {
                     return Err(FrontmatterError {
                         line: Some(1),
@@ -254,6 +252,25 @@ fn parse_block(yaml: &str) -> Result<Vec<(String, Value, usize)>, FrontmatterErr
             })
         }
     }
+}
+
+/// How frontmatter is parsed: YAML 1.2 booleans only (as Claude Code's parser: `model: y` or
+/// `color: yes` stay text), and a budget sized for a few dozen keys rather than the parser's
+/// defaults (a million events): nested aliases that would expand without end ("billion laughs")
+/// are refused after a few milliseconds instead of seconds.
+fn parser_options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_events = 20_000;
+    budget.max_nodes = 10_000;
+    budget.max_aliases = 1_000;
+    budget.max_anchors = 1_000;
+    budget.max_recorded_anchor_events = 20_000;
+    budget.max_depth = 32;
+    budget.max_documents = 1;
+    options.budget = Some(budget);
+    options
 }
 
 /// serde-saphyr's messages may span lines (or repeat the location); one sentence is enough here.
@@ -442,7 +459,7 @@ mod hostile_tests {
         let started = std::time::Instant::now();
         let result = parse(&yaml);
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
+            started.elapsed() < std::time::Duration::from_secs(1),
             "took {:?}",
             started.elapsed()
         );
