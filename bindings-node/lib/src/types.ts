@@ -267,6 +267,7 @@ export const EVENT_TYPES = [
   'skill_activation',
   'background_task_event',
   'session_recovered',
+  'todo_update',
   'session',
 ] as const satisfies readonly RobotaEventType[];
 

@@ -40,6 +40,7 @@ from .events import (
     SkillActivationEvent,
     TextDeltaEvent,
     ThinkingEvent,
+    TodoUpdateEvent,
     ToolEndEvent,
     ToolStartEvent,
     event_from_dict,
@@ -70,6 +71,7 @@ EventType = Literal[
     "skill_activation",
     "background_task_event",
     "session_recovered",
+    "todo_update",
     "session",
     "*",
 ]
@@ -648,6 +650,10 @@ class InteractiveSession:
     def on(
         self, event_type: Literal["session_recovered"], listener: Callable[[SessionRecoveredEvent], Any]
     ) -> Callable[[SessionRecoveredEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["todo_update"], listener: Callable[[TodoUpdateEvent], Any]
+    ) -> Callable[[TodoUpdateEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["session"], listener: Callable[[SessionEvent], Any]) -> Callable[[SessionEvent], Any]: ...
     @overload
