@@ -102,6 +102,11 @@ export declare class NativeSession {
   /** The context window state as JSON. */
   getContextState(): string
   /**
+   * The configuration problems the session worked around when it opened, as a JSON array of
+   * `{file?, json_path, kind, message}`.
+   */
+  getWarnings(): string
+  /**
    * What opening the saved session found damaged, repaired or unfinished, as JSON (`null`:
    * nothing to tell).
    */

@@ -944,6 +944,20 @@ robota_status robota_session_get_recovery_report(const struct robota_session *s,
                                                  char **out_json,
                                                  struct robota_error **out_err);
 
+// The configuration problems the session worked around when it opened, as a JSON array of
+// `{"file"?, "json_path", "kind", "message"}`: settings entries it skipped or made ask (an
+// unparsable permission rule, an unknown key, …), agent definition files it could not use
+// (`kind` `agent_definition`) and tools agents list that the session does not have. Empty when
+// there are none.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_get_warnings(const struct robota_session *s,
+                                          char **out_json,
+                                          struct robota_error **out_err);
+
 // The OS sandbox Bash commands run in, as a JSON object: `{"enabled", "active", "backend"?,
 // "requested_backend", "reason"?, "platform", "landlock_abi"?, "writable_roots",
 // "protected_paths", "read_denied", "network": {"mode": "none"|"allow_list"|"all",

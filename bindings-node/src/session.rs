@@ -319,6 +319,13 @@ impl NativeSession {
         to_json(&self.session.get_context_state())
     }
 
+    /// The configuration problems the session worked around when it opened, as a JSON array of
+    /// `{file?, json_path, kind, message}`.
+    #[napi]
+    pub fn get_warnings(&self) -> napi::Result<String> {
+        to_json(&self.session.get_warnings())
+    }
+
     /// What opening the saved session found damaged, repaired or unfinished, as JSON (`null`:
     /// nothing to tell).
     #[napi]

@@ -306,6 +306,12 @@ impl NativeSession {
         ser_to_py(py, &self.session.get_context_state())
     }
 
+    /// The configuration problems the session worked around when it opened (list of dicts:
+    /// `file`?, `json_path`, `kind`, `message`).
+    fn get_warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.get_warnings())
+    }
+
     /// What opening the saved session found damaged, repaired or unfinished (dict or None).
     fn get_recovery_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.get_recovery_report())

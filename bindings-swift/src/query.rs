@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use robota::api::SessionConfig;
-use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
+use robota::framework::query::{create_query, Query, QueryError, QueryOptions, QueryResult};
 
 use crate::error::RobotaError;
 use crate::runtime::{on_runtime, runtime};
@@ -16,6 +16,11 @@ fn query_error(e: QueryError) -> RobotaError {
         QueryError::Provider(_) => RobotaError::Provider { message },
         _ => RobotaError::Session { message },
     }
+}
+
+fn encode_result(result: &QueryResult) -> Result<String, RobotaError> {
+    serde_json::to_string(result)
+        .map_err(|e| RobotaError::internal(format!("cannot encode the result: {e}")))
 }
 
 /// Everything a query is made of.
@@ -69,8 +74,18 @@ impl NativeQuery {
         let query = Arc::clone(&self.query);
         on_runtime(async move {
             let result = query.query(&prompt).await.map_err(query_error)?;
-            serde_json::to_string(&result)
-                .map_err(|e| RobotaError::internal(format!("cannot encode the result: {e}")))
+            encode_result(&result)
+        })
+        .await
+    }
+
+    /// Asks the model to go on with an answer cut off at the output token limit (a result with
+    /// status `truncated`); returns the next `QueryResult` as JSON.
+    pub async fn continue_answer(&self) -> Result<String, RobotaError> {
+        let query = Arc::clone(&self.query);
+        on_runtime(async move {
+            let result = query.continue_answer().await.map_err(query_error)?;
+            encode_result(&result)
         })
         .await
     }

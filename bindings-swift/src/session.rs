@@ -199,8 +199,8 @@ fn build_command_modules(
     Ok(built_modules)
 }
 
-/// The `complete` / `refused` / `truncated` / `interrupted` / `error` event that ended a prompt, as JSON (`{"type":
-/// "cancelled"}` when it never ran).
+/// The `complete` / `refused` / `truncated` / `interrupted` / `error` event that ended a
+/// prompt, as JSON (`{"type": "cancelled"}` when it never ran).
 fn final_event(session: &InteractiveSession, end: PromptEnd) -> Result<String, RobotaError> {
     let PromptEnd { result, event_seq } = end;
     if result == PromptResult::Cancelled {
@@ -266,12 +266,18 @@ impl NativeSession {
             let ticket = session
                 .submit_tracked(&input, display_input.as_deref())
                 .await?;
-            Ok(Arc::new(NativePrompt {
-                session,
-                status: ticket.status(),
-                id: ticket.id(),
-                ticket: Mutex::new(Some(ticket)),
-            }))
+            Ok(NativePrompt::new(session, ticket))
+        })
+        .await
+    }
+
+    /// Asks the model to go on with an answer cut off at the output token limit (a prompt that
+    /// ended `truncated`): submits core's continue prompt, shown as `(continue)`.
+    pub async fn continue_answer(&self) -> Result<Arc<NativePrompt>, RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            let ticket = session.continue_answer().await?;
+            Ok(NativePrompt::new(session, ticket))
         })
         .await
     }
@@ -400,6 +406,17 @@ pub struct NativePrompt {
     ticket: Mutex<Option<PromptTicket>>,
 }
 
+impl NativePrompt {
+    fn new(session: Arc<InteractiveSession>, ticket: PromptTicket) -> Arc<Self> {
+        Arc::new(NativePrompt {
+            session,
+            status: ticket.status(),
+            id: ticket.id(),
+            ticket: Mutex::new(Some(ticket)),
+        })
+    }
+}
+
 #[uniffi::export]
 impl NativePrompt {
     /// `true` when the prompt was queued behind a running one.
@@ -408,7 +425,8 @@ impl NativePrompt {
     }
 
     /// Waits until the prompt ended; returns the event that ended it as JSON (`complete`,
-    /// `interrupted`, `error`, or `{"type": "cancelled"}` when it never ran). Once only.
+    /// `refused`, `truncated`, `interrupted`, `error`, or `{"type": "cancelled"}` when it never
+    /// ran). Once only.
     pub async fn end(&self) -> Result<String, RobotaError> {
         let ticket = self
             .ticket

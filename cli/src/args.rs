@@ -71,6 +71,28 @@ pub struct Cli {
     /// Print tool calls, warnings and the session id to stderr.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Run the Setup hooks with trigger `init` before the session starts, then continue.
+    #[arg(long, conflicts_with = "maintenance")]
+    pub init: bool,
+    /// Run the Setup hooks with trigger `init`, then exit (no prompt).
+    #[arg(long, conflicts_with_all = ["init", "maintenance", "prompt", "print"])]
+    pub init_only: bool,
+    /// Run the Setup hooks with trigger `maintenance` before the session starts, then continue.
+    #[arg(long)]
+    pub maintenance: bool,
+}
+
+impl Cli {
+    /// The Setup trigger the flags ask for (`--init`, `--init-only`, `--maintenance`).
+    pub fn setup_trigger(&self) -> Option<robota::hooks::SetupTrigger> {
+        if self.init || self.init_only {
+            Some(robota::hooks::SetupTrigger::Init)
+        } else if self.maintenance {
+            Some(robota::hooks::SetupTrigger::Maintenance)
+        } else {
+            None
+        }
+    }
 }
 
 /// Headless output formats.

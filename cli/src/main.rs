@@ -104,7 +104,9 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        if cli.print {
+        if cli.init_only {
+            output::run_setup_only(&cli).await
+        } else if cli.print {
             match headless_prompt(&cli) {
                 Ok(prompt) => output::run_headless(&cli, prompt).await,
                 Err(error) => Err(error),

@@ -117,6 +117,24 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     if verbose {
         eprintln!("{}", sandbox_line(&sandbox));
     }
+    // Configuration problems robota worked around (a skipped rule, an agent file it could not
+    // use, …) are never silent: text mode and `--verbose` show each one as it is found,
+    // stream-json lists them in the init line, and `--output-format json` says on stderr how
+    // many there are.
+    let warnings: Vec<String> = session
+        .session()
+        .warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if !verbose && format == OutputFormat::Json && !warnings.is_empty() {
+        eprintln!(
+            "robota: {} configuration warning{} (run with -v to see {})",
+            warnings.len(),
+            if warnings.len() == 1 { "" } else { "s" },
+            if warnings.len() == 1 { "it" } else { "them" }
+        );
+    }
     if format == OutputFormat::StreamJson {
         let init = json!({
             "type": "system",
@@ -126,6 +144,7 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             "permission_mode": session.session().permission_mode(),
             "tools": session.session().tool_names(),
             "sandbox": sandbox,
+            "warnings": warnings,
         });
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{init}");
@@ -153,26 +172,29 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             }
         })
     };
+    run_setup_hooks(cli, &session).await?;
     let mut progress = text_mode.then(|| Progress::new(terminal.clone(), false));
-    let submitted = session.submit(&prompt, None, None).await;
-    let finished = match submitted {
-        Ok(_) => {
-            follow(&session, &subscription, |event| {
-                print_event(format, event);
-                if let Some(progress) = progress.as_mut() {
-                    progress.on_event(event);
-                }
-            })
+    let mut finished =
+        submit_and_follow(&session, &subscription, &prompt, format, progress.as_mut()).await;
+    // Background hooks (asynchronous Stop hooks above all) finish before a headless run exits;
+    // one that asks to wake the agent (`asyncRewake`, exit 2) gets its turn, as in Claude Code.
+    let mut wakes = 0;
+    while matches!(finished, PromptResult::Complete { .. }) && received.get().is_none() {
+        let Some(wake) = session
+            .session()
+            .finish_background_hooks(BACKGROUND_HOOK_WAIT)
             .await
+        else {
+            break;
+        };
+        wakes += 1;
+        if wakes > robota::hooks::MAX_CONSECUTIVE_STOP_BLOCKS {
+            note("background hooks kept waking the agent; stopping here");
+            break;
         }
-        Err(error) => {
-            // The `error` event is already queued: stream it before failing.
-            while let Some(event) = subscription.try_next_event() {
-                print_event(format, &event);
-            }
-            could_not_run(error.to_string())
-        }
-    };
+        finished =
+            submit_and_follow(&session, &subscription, &wake, format, progress.as_mut()).await;
+    }
     drop(progress);
     subscription.unsubscribe();
     shut_down(&session).await;
@@ -277,6 +299,68 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     }
 }
 
+/// How long a headless run waits for background hooks before it exits.
+const BACKGROUND_HOOK_WAIT: Duration = Duration::from_secs(600);
+
+/// Submits `prompt` and follows it to its terminal event, streaming events in stream-json and
+/// showing them on `progress` (text mode).
+async fn submit_and_follow(
+    session: &InteractiveSession,
+    subscription: &Subscription,
+    prompt: &str,
+    format: OutputFormat,
+    mut progress: Option<&mut Progress>,
+) -> PromptResult {
+    match session.submit(prompt, None, None).await {
+        Ok(_) => {
+            follow(session, subscription, |event| {
+                print_event(format, event);
+                if let Some(progress) = progress.as_mut() {
+                    progress.on_event(event);
+                }
+            })
+            .await
+        }
+        Err(error) => {
+            // The `error` event is already queued: stream it before failing.
+            while let Some(event) = subscription.try_next_event() {
+                print_event(format, &event);
+            }
+            could_not_run(error.to_string())
+        }
+    }
+}
+
+/// Runs the Setup hooks `--init` / `--maintenance` ask for (their messages and errors arrive as
+/// events with the prompt's).
+pub(crate) async fn run_setup_hooks(
+    cli: &Cli,
+    session: &InteractiveSession,
+) -> Result<(), CliError> {
+    if let Some(trigger) = cli.setup_trigger() {
+        session
+            .session()
+            .run_setup(trigger)
+            .await
+            .map_err(|error| CliError::run(format!("Setup hooks: {error}")))?;
+    }
+    Ok(())
+}
+
+/// `--init-only`: runs the Setup hooks (trigger `init`) and exits; hook messages and errors go
+/// to stderr.
+pub async fn run_setup_only(cli: &Cli) -> Result<u8, CliError> {
+    let opened = open_session(cli, None, |event| {
+        if let Some(line) = describe(&event) {
+            eprintln!("{line}");
+        }
+    })?;
+    let session = opened.session.clone();
+    let result = run_setup_hooks(cli, &session).await;
+    shut_down(&session).await;
+    result.map(|()| 0)
+}
+
 /// One line about the OS sandbox for `--verbose`.
 pub(crate) fn sandbox_line(status: &robota::sandbox::SandboxStatus) -> String {
     use robota::sandbox::NetworkPolicy;
@@ -347,6 +431,9 @@ pub fn describe(event: &SessionEvent) -> Option<String> {
         SessionEvent::PersistenceError { operation, message } => Some(format!(
             "warning: could not save the session ({operation}): {message}"
         )),
+        SessionEvent::HookSystemMessage { event, message } => {
+            Some(format!("hook ({event}): {message}"))
+        }
         _ => None,
     }
 }

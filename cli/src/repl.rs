@@ -37,6 +37,7 @@ pub async fn run_repl(cli: &Cli, first_prompt: Option<String>) -> Result<u8, Cli
     let lines = StdinLines::spawn();
     let terminal = Terminal::new();
     let mut session = open(cli, &lines, &terminal)?;
+    crate::output::run_setup_hooks(cli, &session).await?;
     // The session Ctrl-C acts on (replaced on `/resume`).
     let current = Arc::new(Mutex::new(session.clone()));
 

@@ -1364,3 +1364,184 @@ async fn a_failed_model_call_is_an_error_result_with_exit_1() {
     assert_eq!(result["error"]["kind"], "overloaded", "{result}");
     assert_eq!(result["error"]["retryable"], true, "{result}");
 }
+
+/// Claude Code's asynchronous Stop hooks: a headless run waits for an `async` one to finish
+/// before it exits, and an `asyncRewake` one that exits 2 wakes the agent for one more turn with
+/// its `rewakeMessage` and reason (its `rewakeSummary` is shown in stream-json).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_waits_for_async_stop_hooks_and_runs_their_wake_up_turn() {
+    let mock = mock(json!([{"text": "first answer"}, {"text": "fixed it"}])).await;
+    let project = Project::new();
+    let hooks = project.path().join("hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks dir");
+    // Slow enough that an exit right after the answer would stop it unfinished.
+    std::fs::write(
+        hooks.join("record.sh"),
+        "#!/bin/sh\ncat >/dev/null\nsleep 1\necho finished >> \"$CLAUDE_PROJECT_DIR/stop-ran.txt\"\n",
+    )
+    .expect("write hook");
+    // Fails the first time only (a test run that a fix makes pass).
+    std::fs::write(
+        hooks.join("tests.sh"),
+        "#!/bin/sh\ncat >/dev/null\nif [ -f \"$CLAUDE_PROJECT_DIR/woke\" ]; then exit 0; fi\n\
+         touch \"$CLAUDE_PROJECT_DIR/woke\"\nsleep 1\necho '3 tests failed' >&2\nexit 2\n",
+    )
+    .expect("write hook");
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "sh \"$CLAUDE_PROJECT_DIR/hooks/record.sh\"", "async": true},
+            {"type": "command", "command": "sh \"$CLAUDE_PROJECT_DIR/hooks/tests.sh\"",
+             "asyncRewake": true, "rewakeMessage": "The test suite failed after your change.",
+             "rewakeSummary": "Tests failed: waking the agent"}
+        ]}]}
+    }));
+    let output = project.run(&["-p", "change it", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["response"], "fixed it", "{last}");
+    assert_eq!(mock.requests().len(), 2, "one wake-up turn");
+    let woken = sent_text(&mock, 1);
+    assert!(
+        woken.contains("The test suite failed after your change."),
+        "{woken}"
+    );
+    assert!(woken.contains("3 tests failed"), "{woken}");
+    assert!(
+        stdout(&output).contains("Tests failed: waking the agent"),
+        "{}",
+        stdout(&output)
+    );
+    // Both turns' async Stop hooks finished before the process exited.
+    let ran = std::fs::read_to_string(project.path().join("stop-ran.txt")).unwrap_or_default();
+    assert_eq!(ran.lines().count(), 2, "{ran:?}");
+}
+
+/// `--init-only` runs the Setup hooks (trigger `init`) and exits without a prompt; `--init`
+/// runs them first, and their output is context for the prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_flags_run_the_setup_hooks() {
+    let mock = mock(json!([{"text": "ok"}, {"text": "ok again"}])).await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "hooks": {"Setup": [{"matcher": "init", "hooks": [{"type": "command",
+            "command": "cat > \"$CLAUDE_PROJECT_DIR/setup-input.json\"; echo 'dependencies installed'"}]}]}
+    }));
+    let output = project.run(&["--init-only"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let input: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.path().join("setup-input.json")).expect("hook ran"),
+    )
+    .expect("hook input is JSON");
+    assert_eq!(input["hook_event_name"], "Setup");
+    assert_eq!(input["trigger"], "init");
+    assert!(mock.requests().is_empty(), "no prompt, no model call");
+
+    let output = project.run(&["--init", "-p", "hello"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        sent_text(&mock, 0).contains("dependencies installed"),
+        "{}",
+        sent_text(&mock, 0)
+    );
+    // `--maintenance` fires trigger `maintenance`, which the `init` matcher does not match.
+    std::fs::remove_file(project.path().join("setup-input.json")).expect("remove");
+    let output = project.run(&["--maintenance", "-p", "again"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!project.path().join("setup-input.json").exists());
+    assert!(!sent_text(&mock, 1).contains("dependencies installed"));
+    let output = project.run(&["--maintenance", "--init-only"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "flags conflict: {}",
+        stderr(&output)
+    );
+}
+
+/// Configuration problems robota works around are never silent in a headless run: each one on
+/// stderr in text mode (and with `--verbose`), a count in `--output-format json`, all of them in
+/// the stream-json init line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_reports_configuration_warnings() {
+    let mock = mock(json!([
+        {"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let claude = project.path().join(".claude");
+    std::fs::create_dir_all(&claude).expect("mkdir .claude");
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({"permissions": {"allow": ["Bash(git status)", "mcp__*"]}}).to_string(),
+    )
+    .expect("write settings");
+    let agents = project.home.path().join(".claude/agents");
+    std::fs::create_dir_all(&agents).expect("mkdir agents");
+    std::fs::write(
+        agents.join("broken.md"),
+        "---\nname: broken\ndescription: x\ntools: [Read\n  - Grep\n---\nbody\n",
+    )
+    .expect("write agent");
+
+    let output = project.run(&["-p", "hi"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "one\n");
+    let err = stderr(&output);
+    assert!(
+        err.contains("! settings: ") && err.contains("invalid permission rule `mcp__*`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("broken.md: line 4: agent definition skipped"),
+        "{err}"
+    );
+
+    let output = project.run(&["-p", "hi", "--output-format", "json"]);
+    assert_eq!(json_result(&output)["response"], "two");
+    assert!(
+        stderr(&output).contains("robota: 2 configuration warnings (run with -v to see them)"),
+        "{}",
+        stderr(&output)
+    );
+    let output = project.run(&["-p", "hi", "--output-format", "json", "-v"]);
+    let err = stderr(&output);
+    assert!(err.contains("invalid permission rule `mcp__*`"), "{err}");
+    assert!(err.contains("broken.md"), "{err}");
+    assert!(!err.contains("configuration warnings"), "{err}");
+
+    let output = project.run(&["-p", "hi", "--output-format", "stream-json"]);
+    let init: Value = serde_json::from_str(stdout(&output).lines().next().unwrap_or_default())
+        .expect("init line");
+    let warnings = init["warnings"].as_array().expect("warnings list");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("settings.json") && w.contains("permissions.allow[1]"))),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("broken.md")
+                && w.contains("line 4")
+                && w.contains("agent definition skipped"))),
+        "{warnings:?}"
+    );
+}

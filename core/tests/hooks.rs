@@ -226,6 +226,10 @@ async fn every_event_gets_claude_codes_stdin_json_and_environment() {
             ),
         ),
         (
+            HookInput::setup(common(), SetupTrigger::Maintenance),
+            with("Setup", json!({"trigger": "maintenance"})),
+        ),
+        (
             HookInput::session_end(common(), SessionEndReason::PromptInputExit),
             with("SessionEnd", json!({"reason": "prompt_input_exit"})),
         ),
@@ -2162,8 +2166,9 @@ fn config_warnings_keep_the_config_usable() {
     match warning("hooks.TeammateIdle") {
         HookProblem::UnknownEvent { name, valid } => {
             assert_eq!(name, "TeammateIdle");
-            assert_eq!(valid.len(), 16);
+            assert_eq!(valid.len(), 17);
             assert!(valid.contains(&"PreToolUse".to_string()));
+            assert!(valid.contains(&"Setup".to_string()));
         }
         other => panic!("{other:?}"),
     }

@@ -14,7 +14,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use robota::files::FileError;
-use robota::framework::agents::{load_agent_definitions, AgentDefinitionError};
+use robota::framework::agents::load_agent_definitions;
 use robota::framework::assembly::provider::{open_replay, provider_from_settings};
 use robota::framework::config::{load_settings, SettingsError, SettingsOptions};
 use robota::framework::context::{load_project_context, ContextOptions};
@@ -228,32 +228,39 @@ fn a_referenced_file_that_is_a_fifo_blocks_the_prompt_instead_of_hanging() {
 // Agent definitions: an error naming the file, as other definition errors
 
 #[test]
-fn hostile_agent_definition_files_are_errors_naming_them() {
+fn hostile_agent_definition_files_are_warnings_naming_them() {
     let dirs = dirs();
     let agents = dirs.project.join(".claude/agents");
     mkfifo(&agents.join("reviewer.md"));
     let (project, home) = (dirs.project.clone(), dirs.home.clone());
-    let error =
-        within_seconds(move || load_agent_definitions(&project, Some(&home))).expect_err("refused");
-    assert!(matches!(error, AgentDefinitionError::File(_)), "{error:?}");
-    assert_eq!(error.path(), agents.join("reviewer.md"));
+    let catalog = within_seconds(move || load_agent_definitions(&project, Some(&home)));
+    let warning = &catalog.warnings[0];
+    assert_eq!(warning.file, agents.join("reviewer.md"));
     assert!(
-        error.to_string().contains("agent definition file"),
-        "{error}"
+        warning.message.contains("agent definition file"),
+        "{warning}"
+    );
+    assert!(
+        catalog.get("general-purpose").is_some(),
+        "built-ins still load"
     );
 
     fs::remove_file(agents.join("reviewer.md")).expect("rm");
     sparse(&agents.join("huge.md"), 2 * MIB);
-    let error = load_agent_definitions(&dirs.project, Some(&dirs.home)).expect_err("refused");
+    let catalog = load_agent_definitions(&dirs.project, Some(&dirs.home));
     assert!(
-        error.to_string().ends_with("is 2 MiB; the limit is 1 MiB"),
-        "{error}"
+        catalog.warnings[0]
+            .message
+            .ends_with("is 2 MiB; the limit is 1 MiB"),
+        "{}",
+        catalog.warnings[0]
     );
 
     // A dangling link is no definition at all.
     fs::remove_file(agents.join("huge.md")).expect("rm");
     std::os::unix::fs::symlink("/nonexistent/agent.md", agents.join("gone.md")).expect("link");
-    load_agent_definitions(&dirs.project, Some(&dirs.home)).expect("dangling link skipped");
+    let catalog = load_agent_definitions(&dirs.project, Some(&dirs.home));
+    assert!(catalog.warnings.is_empty(), "{:?}", catalog.warnings);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -567,20 +567,23 @@ fn bad_rule_syntax_names_the_file_and_index() {
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
     std::fs::write(
         &user,
-        r#"{"permissions": {"deny": ["Bash(ls)", "Bash(unclosed"]}}"#,
+        r#"{"permissions": {"deny": ["Bash(ls)", "Two Words(x)"]}}"#,
     )
     .unwrap();
+    // A deny rule whose tool cannot be read is the one rule form that stays fatal: robota cannot
+    // tell what it was meant to protect.
     let err = new_session(&project).expect_err("must fail");
     match &err {
         SessionError::InvalidPermissionRules { errors } => {
             assert_eq!(errors.len(), 1);
-            assert_eq!(errors[0].rule, "Bash(unclosed");
+            assert_eq!(errors[0].rule, "Two Words(x)");
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(err.file(), Some(user.as_path()));
     assert_eq!(err.json_path(), Some("permissions.deny[1]"));
-    assert!(err.to_string().contains("Bash(unclosed"), "{err}");
+    assert!(err.to_string().contains("Two Words(x)"), "{err}");
+    assert!(err.to_string().contains("cannot tell which tool"), "{err}");
 }
 
 #[test]

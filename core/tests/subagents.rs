@@ -15,10 +15,10 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use robota::framework::agents::{load_agent_definitions, AgentDefinitionError};
+use robota::framework::agents::load_agent_definitions;
 use robota::framework::interactive::{
-    InteractiveError, InteractiveEvent, InteractiveEventKind, InteractiveSession,
-    InteractiveSessionOptions, Subscription,
+    InteractiveEvent, InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
+    Subscription,
 };
 use robota::hooks::{FnHookCallback, HookCallbackResult, HookEvent};
 use robota::message::ContentBlock;
@@ -422,44 +422,63 @@ async fn agent_definitions_load_from_files_and_a_malformed_one_is_an_error() {
     assert_eq!(mock.tool_names(1), ["Grep", "Read"]);
     assert!(mock.result_for("toolu_agent").starts_with("No bugs found."));
 
-    // A malformed definition stops the session from being created, naming file and problem.
+    // A malformed definition is a warning naming file, line and problem; the session is
+    // created and the other agents still load.
     let bad = project.write(
         ".robota/agents/broken.md",
-        "---\nname: broken\ntools Read\n---\nbody\n",
+        "---\nname: broken\ndescription: x\n  tools: Read\n---\nbody\n",
     );
-    let error = InteractiveSession::new(InteractiveSessionOptions::new(options(
+    let catalog = load_agent_definitions(&project.root, Some(&project.home));
+    assert!(catalog.get("broken").is_none());
+    assert!(catalog.get("reviewer").is_some(), "the other agents load");
+    let warning = catalog
+        .warnings
+        .iter()
+        .find(|w| w.file == bad)
+        .unwrap_or_else(|| panic!("no warning for broken.md: {:?}", catalog.warnings));
+    assert_eq!(warning.line, Some(4), "{warning}");
+    assert!(
+        warning
+            .to_string()
+            .contains("broken.md:4: agent definition skipped: invalid YAML"),
+        "{warning}"
+    );
+    let created = InteractiveSession::new(InteractiveSessionOptions::new(options(
         &project, &mock, &events,
     )))
-    .map(|_| ())
-    .expect_err("a malformed definition is an error");
-    let InteractiveError::Agents(AgentDefinitionError::Invalid {
-        path,
-        line,
-        problem,
-    }) = &error
-    else {
-        panic!("unexpected error: {error}");
-    };
-    assert_eq!(path, &bad);
-    assert_eq!(*line, Some(3));
-    assert!(problem.contains("expected `key: value`"), "{problem}");
-    assert!(error.to_string().contains("broken.md:3"), "{error}");
-
-    // Missing required keys and an empty body are errors too.
-    std::fs::write(&bad, "---\nname: broken\n---\nbody\n").expect("write");
-    let error = load_agent_definitions(&project.root, Some(&project.home))
-        .map(|_| ())
-        .expect_err("no description");
+    .expect("a malformed definition does not stop the session");
+    let reported: Vec<String> = created
+        .session()
+        .warnings()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert!(
-        error.to_string().contains("`description` is missing"),
-        "{error}"
+        reported
+            .iter()
+            .any(|w| w.contains("broken.md") && w.contains("line 4")),
+        "{reported:?}"
+    );
+
+    // Missing required keys and a file without frontmatter are warnings too.
+    std::fs::write(&bad, "---\nname: broken\n---\nbody\n").expect("write");
+    let catalog = load_agent_definitions(&project.root, Some(&project.home));
+    assert!(
+        catalog
+            .warnings
+            .iter()
+            .any(|w| w.to_string().contains("`description` is missing")),
+        "{:?}",
+        catalog.warnings
     );
     std::fs::write(&bad, "no frontmatter at all\n").expect("write");
-    let error = load_agent_definitions(&project.root, None)
-        .map(|_| ())
-        .expect_err("no frontmatter");
-    assert_eq!(error.path(), bad.as_path());
-    assert!(error.to_string().contains("missing frontmatter"), "{error}");
+    let catalog = load_agent_definitions(&project.root, None);
+    let warning = catalog
+        .warnings
+        .iter()
+        .find(|w| w.file == bad)
+        .expect("warning");
+    assert!(warning.message.contains("missing frontmatter"), "{warning}");
 }
 
 /// Worktree isolation with git's own creation: the subagent runs in a real worktree on a new

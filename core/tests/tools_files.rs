@@ -1,10 +1,13 @@
-//! Read, Write and Edit on real temporary directories: containment (`..`, absolute paths,
-//! symbolic links), numbered reading with ranges, binary and CRLF files, atomic writes, and the
-//! Edit rules (uniqueness, replace_all, empty and identical strings).
+//! Read, Write, Edit, MultiEdit and NotebookEdit on real temporary directories: containment
+//! (`..`, absolute paths, symbolic links), numbered reading with ranges, binary and CRLF files,
+//! atomic writes, the Edit rules (uniqueness, replace_all, empty and identical strings), and
+//! MultiEdit's and NotebookEdit's handling of bad input.
 
 use std::path::{Path, PathBuf};
 
-use robota::tools::builtins::{BuiltinToolsConfig, Builtins, EditTool, ReadTool, WriteTool};
+use robota::tools::builtins::{
+    BuiltinToolsConfig, Builtins, EditTool, MultiEditTool, NotebookEditTool, ReadTool, WriteTool,
+};
 use robota::tools::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -42,6 +45,18 @@ impl Env {
 
     async fn edit(&self, input: Value) -> ToolOutput {
         EditTool::new(&self.builtins)
+            .execute(input, self.context())
+            .await
+    }
+
+    async fn multi_edit(&self, input: Value) -> ToolOutput {
+        MultiEditTool::new(&self.builtins)
+            .execute(input, self.context())
+            .await
+    }
+
+    async fn notebook_edit(&self, input: Value) -> ToolOutput {
+        NotebookEditTool::new(&self.builtins)
             .execute(input, self.context())
             .await
     }
@@ -109,6 +124,26 @@ async fn escapes_are_refused_by_every_file_tool() {
         assert!(
             out.content.starts_with("Access denied"),
             "Edit {path}: {}",
+            out.content
+        );
+        let out = env
+            .multi_edit(
+                json!({"file_path": path, "edits": [{"old_string": "top", "new_string": "pwned"}]}),
+            )
+            .await;
+        assert!(
+            out.content.starts_with("Access denied"),
+            "MultiEdit {path}: {}",
+            out.content
+        );
+        let out = env
+            .notebook_edit(
+                json!({"notebook_path": path, "new_source": "pwned", "cell_id": "cell-0"}),
+            )
+            .await;
+        assert!(
+            out.content.starts_with("Access denied"),
+            "NotebookEdit {path}: {}",
             out.content
         );
     }
@@ -598,4 +633,111 @@ async fn schemas_use_claude_code_names_and_reject_unknown_fields() {
     assert!(ReadTool::new(&env.builtins).is_read_only());
     assert!(!WriteTool::new(&env.builtins).is_read_only());
     assert!(!EditTool::new(&env.builtins).is_read_only());
+}
+
+// ---------------------------------------------------------------- MultiEdit and NotebookEdit
+
+#[tokio::test]
+async fn multi_edit_creates_refuses_empty_edit_lists_and_is_all_or_nothing() {
+    let env = env();
+    let out = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": []}))
+        .await;
+    assert!(out.is_error);
+    assert!(
+        out.content.contains("`edits` must be a non-empty array"),
+        "{}",
+        out.content
+    );
+    assert!(
+        !env.cwd.join("new.txt").exists(),
+        "no empty file is created"
+    );
+    let out = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": [
+            {"old_string": "", "new_string": "alpha beta\n"},
+            {"old_string": "beta", "new_string": "gamma"}
+        ]}))
+        .await;
+    assert!(!out.is_error, "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("new.txt")).unwrap(),
+        "alpha gamma\n"
+    );
+    let out = env
+        .multi_edit(json!({"file_path": "missing.txt", "edits": [
+            {"old_string": "a", "new_string": "b"}
+        ]}))
+        .await;
+    assert!(
+        out.content.contains("file does not exist"),
+        "{}",
+        out.content
+    );
+    let out = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": [
+            {"old_string": "alpha", "new_string": "ALPHA"},
+            {"old_string": "", "new_string": "x"}
+        ]}))
+        .await;
+    assert!(
+        out.content.contains("Edit 2 of 2 failed"),
+        "{}",
+        out.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("new.txt")).unwrap(),
+        "alpha gamma\n"
+    );
+    let out = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": [{"old_string": "alpha"}]}))
+        .await;
+    assert!(
+        out.is_error,
+        "a missing new_string is refused: {}",
+        out.content
+    );
+    let out = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": "alpha"}))
+        .await;
+    assert!(out.is_error, "edits must be a list: {}", out.content);
+}
+
+#[tokio::test]
+async fn notebook_edit_names_the_problem_with_bad_notebooks_and_cells() {
+    let env = env();
+    write_file(&env.cwd.join("broken.ipynb"), "{not json");
+    let out = env
+        .notebook_edit(json!({"notebook_path": "broken.ipynb", "new_source": "x", "cell_id": "a"}))
+        .await;
+    assert!(out.is_error);
+    assert!(out.content.contains("broken.ipynb"), "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("broken.ipynb")).unwrap(),
+        "{not json"
+    );
+    write_file(
+        &env.cwd.join("nb.ipynb"),
+        r#"{"cells": [{"cell_type": "code", "id": "a", "metadata": {}, "outputs": [], "execution_count": null, "source": "1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}"#,
+    );
+    let before = std::fs::read_to_string(env.cwd.join("nb.ipynb")).unwrap();
+    let out = env
+        .notebook_edit(json!({"notebook_path": "nb.ipynb", "new_source": "x", "cell_id": "zzz"}))
+        .await;
+    assert!(out.is_error);
+    assert!(out.content.contains("zzz"), "{}", out.content);
+    let out = env
+        .notebook_edit(json!({"notebook_path": "nb.ipynb", "new_source": "x", "cell_id": "a", "edit_mode": "explode"}))
+        .await;
+    assert!(out.is_error);
+    assert!(out.content.contains("edit_mode"), "{}", out.content);
+    let out = env
+        .notebook_edit(json!({"notebook_path": "notes.txt", "new_source": "x"}))
+        .await;
+    assert!(out.is_error, "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("nb.ipynb")).unwrap(),
+        before,
+        "refused edits leave the notebook as it was"
+    );
 }

@@ -568,7 +568,7 @@ async fn web_search_reports_a_bad_key_and_a_missing_provider() {
 }
 
 #[tokio::test]
-async fn default_set_has_eight_tools_with_claude_code_names() {
+async fn default_set_has_the_claude_code_tools_with_their_names() {
     let env = env(None);
     let mut names: Vec<String> = env
         .builtins
@@ -584,7 +584,10 @@ async fn default_set_has_eight_tools_with_claude_code_names() {
             "Edit",
             "Glob",
             "Grep",
+            "MultiEdit",
+            "NotebookEdit",
             "Read",
+            "TodoWrite",
             "WebFetch",
             "WebSearch",
             "Write"
@@ -600,7 +603,7 @@ async fn default_set_has_eight_tools_with_claude_code_names() {
     assert_eq!(read_only.len(), 5, "{read_only:?}");
     let mut registry = robota::tools::ToolRegistry::new();
     env.builtins.register(&mut registry);
-    assert_eq!(registry.len(), 8);
+    assert_eq!(registry.len(), 11);
     for def in registry.definitions() {
         assert_eq!(def.input_schema["type"], "object", "{}", def.name);
         assert!(!def.description.is_empty());

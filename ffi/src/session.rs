@@ -1058,6 +1058,28 @@ pub unsafe extern "C" fn robota_session_get_recovery_report(
     })
 }
 
+/// The configuration problems the session worked around when it opened, as a JSON array of
+/// `{"file"?, "json_path", "kind", "message"}`: settings entries it skipped or made ask (an
+/// unparsable permission rule, an unknown key, …), agent definition files it could not use
+/// (`kind` `agent_definition`) and tools agents list that the session does not have. Empty when
+/// there are none.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_get_warnings(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.get_warnings())
+    })
+}
+
 /// The OS sandbox Bash commands run in, as a JSON object: `{"enabled", "active", "backend"?,
 /// "requested_backend", "reason"?, "platform", "landlock_abi"?, "writable_roots",
 /// "protected_paths", "read_denied", "network": {"mode": "none"|"allow_list"|"all",

@@ -266,6 +266,60 @@ fn c_test_host_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// Claude Code's tools from C: a model call to TodoWrite over HTTP brings a `todo_update` event,
+/// MultiEdit edits a file in the session's directory, a settings PreToolUse command hook sees
+/// both, and an `Edit(...)` deny rule stops MultiEdit on the file it names.
+#[test]
+fn c_test_claude_tools_passes() {
+    let root = workspace_root();
+    let exe = build_c(
+        &root.join("ffi/tests/c/test_claude_tools.c"),
+        "test_claude_tools",
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("claude-tools-project");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let dir = std::fs::canonicalize(&dir).expect("canonical");
+    std::fs::write(dir.join("notes.txt"), "one\ntwo\n").expect("write");
+    std::fs::write(dir.join("locked.txt"), "keep\n").expect("write");
+    let notes = dir.join("notes.txt").display().to_string();
+    let locked = dir.join("locked.txt").display().to_string();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"tool_calls": [{"id": "toolu_todo", "name": "TodoWrite", "input": {"todos": [
+                    {"content": "Write the test", "status": "in_progress", "activeForm": "Writing the test"},
+                    {"content": "Run it", "status": "pending", "activeForm": "Running it"}
+                ]}}]},
+                {"tool_calls": [{"id": "toolu_multi", "name": "MultiEdit", "input": {
+                    "file_path": notes,
+                    "edits": [
+                        {"old_string": "one", "new_string": "one 1"},
+                        {"old_string": "two", "new_string": "two 2"}
+                    ]}}]},
+                {"tool_calls": [{"id": "toolu_locked", "name": "MultiEdit", "input": {
+                    "file_path": locked,
+                    "edits": [{"old_string": "keep", "new_string": "lost"}]}}]},
+                {"text": "done"}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let dir_text = dir.display().to_string();
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_TEST_DIR", dir_text.as_str()),
+        ],
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    assert_eq!(mock.requests().len(), 4, "four model calls over HTTP");
+    runtime.block_on(mock.shutdown());
+}
+
 /// The conformance scenarios (tests/conformance/scenarios/*.json), played by the C runner.
 #[test]
 fn c_conformance_scenarios_pass() {

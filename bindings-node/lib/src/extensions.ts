@@ -107,6 +107,7 @@ export type PermissionHandler = (
 /** Hook event names, as in Claude Code's settings. */
 export type HookEventName =
   | 'SessionStart'
+  | 'Setup'
   | 'SessionEnd'
   | 'UserPromptSubmit'
   | 'PreToolUse'

@@ -18,6 +18,7 @@ import { EVENT_TYPES } from './types.js';
 import type {
   CommandEntry,
   CommandResult,
+  ConfigWarning,
   ContextState,
   Message,
   PromptResult,
@@ -376,6 +377,18 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    */
   getRecoveryReport(): RecoveryReport | null {
     return JSON.parse(native(() => this.#native.getRecoveryReport())) as RecoveryReport | null;
+  }
+
+  /**
+   * The configuration problems the session worked around when it opened, each with its file and
+   * JSON path: a permission rule it could not parse (skipped, or for deny/ask rules, every call
+   * of its tool asks), an unknown settings key, an agent definition file it could not use, a
+   * tool an agent lists that the session does not have. They are also sent as
+   * `settings_warning` session events while the session opens, before `on()` can be called;
+   * this is where a host reads them.
+   */
+  getWarnings(): ConfigWarning[] {
+    return JSON.parse(native(() => this.#native.getWarnings())) as ConfigWarning[];
   }
 
   /** The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),

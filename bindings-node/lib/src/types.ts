@@ -233,6 +233,33 @@ export interface RecoveryReport {
   details?: string[];
 }
 
+/**
+ * A configuration problem the session worked around when it opened (`session.getWarnings()`):
+ * a settings entry it skipped or made ask, an agent definition file it could not use, a tool an
+ * agent lists that the session does not have.
+ */
+export interface ConfigWarning {
+  /** The file concerned (a settings file, an agent definition), when there is one. */
+  file?: string;
+  /** The JSON path of the entry (`permissions.allow[3]`; `tools` for an agent's tool list),
+   * empty when it is about the whole file. */
+  json_path: string;
+  /** What kind of problem: `permission_rule`, `unknown_key`, `hook_config`, `agent_definition`, … */
+  kind: string;
+  /** A sentence for the user: the problem and what robota did about it. */
+  message: string;
+}
+
+/** One task of the agent's todo list (`todo_update` events). */
+export interface TodoItem {
+  /** What to do, in the imperative ("Run the tests"). */
+  content: string;
+  /** Where it stands. */
+  status: 'pending' | 'in_progress' | 'completed';
+  /** The task in the present continuous, shown while it runs ("Running the tests"). */
+  active_form: string;
+}
+
 /** Fields every event carries. */
 export interface EventEnvelope {
   /** The session that produced it. */
@@ -272,6 +299,8 @@ export type RobotaEvent = EventEnvelope &
     | { type: 'background_task_event'; data: unknown }
     /** Resuming found damage it repaired, data it could not keep, or an unfinished prompt. */
     | { type: 'session_recovered'; message: string; report: RecoveryReport }
+    /** The agent's task list changed (a `TodoWrite` call succeeded): the whole new list. */
+    | { type: 'todo_update'; todos: TodoItem[] }
     | { type: 'session'; event: { type: string; [key: string]: unknown } }
   );
 
@@ -295,6 +324,7 @@ export const EVENT_TYPES = [
   'skill_activation',
   'background_task_event',
   'session_recovered',
+  'todo_update',
   'session',
 ] as const satisfies readonly RobotaEventType[];
 

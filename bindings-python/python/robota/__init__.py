@@ -48,6 +48,8 @@ from .events import (
     SkillActivationEvent,
     TextDeltaEvent,
     ThinkingEvent,
+    TodoItem,
+    TodoUpdateEvent,
     ToolEndEvent,
     ToolStartEvent,
     TruncatedEvent,
@@ -78,7 +80,7 @@ from .providers import (
 )
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
-from .session import EventStream, EventType, InteractiveSession, TurnResult
+from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
 from .tools import Tool, ToolContext, ToolResult, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
@@ -91,6 +93,7 @@ __all__ = [
     "TurnResult",
     "EventStream",
     "EventType",
+    "ConfigWarning",
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",
@@ -151,6 +154,8 @@ __all__ = [
     "SkillActivationEvent",
     "BackgroundTaskEvent",
     "SessionRecoveredEvent",
+    "TodoItem",
+    "TodoUpdateEvent",
     "SessionEvent",
     "UnknownEvent",
     "EVENT_TYPES",

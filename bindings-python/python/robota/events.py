@@ -28,6 +28,8 @@ __all__ = [
     "SkillActivationEvent",
     "BackgroundTaskEvent",
     "SessionRecoveredEvent",
+    "TodoItem",
+    "TodoUpdateEvent",
     "SessionEvent",
     "UnknownEvent",
     "EVENT_TYPES",
@@ -268,6 +270,32 @@ class SessionRecoveredEvent(Event):
 
 
 @dataclass(slots=True)
+class TodoItem:
+    """One task of the agent's todo list."""
+
+    #: What to do, in the imperative ("Run the tests").
+    content: str
+    #: ``"pending"``, ``"in_progress"`` or ``"completed"``.
+    status: str
+    #: The task in the present continuous, shown while it runs ("Running the tests").
+    active_form: str
+
+    @staticmethod
+    def from_dict(d: Dict[str, Any]) -> "TodoItem":
+        return TodoItem(str(d.get("content", "")), str(d.get("status", "")), str(d.get("active_form", "")))
+
+
+@dataclass(slots=True)
+class TodoUpdateEvent(Event):
+    """The agent's task list changed (a ``TodoWrite`` call succeeded): the whole new list, right
+    after that call's ``tool_end``."""
+
+    type: ClassVar[str] = "todo_update"
+    #: The tasks, in order.
+    todos: list[TodoItem]
+
+
+@dataclass(slots=True)
 class SessionEvent(Event):
     """Any other session event (permission answers, hook messages, warnings, …)."""
 
@@ -320,6 +348,9 @@ _FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
     "background_task_event": lambda d: BackgroundTaskEvent(d["session_id"], d["seq"], d, d.get("data")),
     "session_recovered": lambda d: SessionRecoveredEvent(
         d["session_id"], d["seq"], d, d.get("message", ""), d.get("report") or {}
+    ),
+    "todo_update": lambda d: TodoUpdateEvent(
+        d["session_id"], d["seq"], d, [TodoItem.from_dict(t) for t in d.get("todos") or []]
     ),
     "session": lambda d: SessionEvent(d["session_id"], d["seq"], d, d.get("event") or {}),
 }

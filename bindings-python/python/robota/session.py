@@ -41,6 +41,7 @@ from .events import (
     SkillActivationEvent,
     TextDeltaEvent,
     ThinkingEvent,
+    TodoUpdateEvent,
     ToolEndEvent,
     ToolStartEvent,
     TruncatedEvent,
@@ -52,7 +53,7 @@ from .providers import ProviderLike, provider_to_native
 from .sandbox import SandboxStatus
 from .tools import Tool
 
-__all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType"]
+__all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType", "ConfigWarning"]
 
 #: An event listener: sync or async, gets a typed event.
 EventListener = Callable[[Any], Any]
@@ -72,6 +73,7 @@ EventType = Literal[
     "skill_activation",
     "background_task_event",
     "session_recovered",
+    "todo_update",
     "session",
     "*",
 ]
@@ -159,6 +161,34 @@ class TurnResult:
         details = raw.get("error") if kind == "error" else None
         return TurnResult(
             kind, queued, response, error, dict(details) if isinstance(details, dict) else None, outcome, event
+        )
+
+
+@dataclass(frozen=True)
+class ConfigWarning:
+    """A configuration problem the session worked around when it opened (what
+    :meth:`InteractiveSession.get_warnings` returns): a settings entry it skipped or made ask,
+    an agent definition file it could not use, a tool an agent lists that it does not have."""
+
+    #: The file concerned (a settings file, an agent definition), when there is one.
+    file: Optional[str]
+    #: The JSON path of the entry (``permissions.allow[3]``; ``tools`` for an agent's tool
+    #: list), empty when it is about the whole file.
+    json_path: str
+    #: What kind of problem: ``permission_rule``, ``unknown_key``, ``hook_config``,
+    #: ``agent_definition``, …
+    kind: str
+    #: A sentence for the user: the problem and what robota did about it.
+    message: str
+
+    @staticmethod
+    def _from_dict(data: Dict[str, Any]) -> "ConfigWarning":
+        file = data.get("file")
+        return ConfigWarning(
+            None if file is None else str(file),
+            str(data.get("json_path", "")),
+            str(data.get("kind", "")),
+            str(data.get("message", "")),
         )
 
 
@@ -590,6 +620,15 @@ class InteractiveSession:
         report = self._native.get_recovery_report()
         return None if report is None else dict(report)
 
+    def get_warnings(self) -> List[ConfigWarning]:
+        """The configuration problems the session worked around when it opened, each with its
+        file and JSON path: a permission rule it could not parse (skipped, or for deny/ask
+        rules, every call of its tool asks), an unknown settings key, an agent definition file
+        it could not use, a tool an agent lists that the session does not have. They are also
+        sent as ``settings_warning`` session events while the session opens, before ``on()`` can
+        be called; this is where a host reads them."""
+        return [ConfigWarning._from_dict(dict(w)) for w in self._native.get_warnings()]
+
     def sandbox_status(self) -> SandboxStatus:
         """The OS sandbox Bash commands run in: enabled, active (enabled *and* working here),
         backend, why not when unavailable, writable roots, network policy and which guarantees
@@ -648,6 +687,10 @@ class InteractiveSession:
     def on(
         self, event_type: Literal["session_recovered"], listener: Callable[[SessionRecoveredEvent], Any]
     ) -> Callable[[SessionRecoveredEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["todo_update"], listener: Callable[[TodoUpdateEvent], Any]
+    ) -> Callable[[TodoUpdateEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["session"], listener: Callable[[SessionEvent], Any]) -> Callable[[SessionEvent], Any]: ...
     @overload

@@ -21,6 +21,89 @@ public struct Usage: Sendable, Decodable, Equatable {
     }
 }
 
+/// How a prompt or a query ended: the one vocabulary every language shares.
+public enum OutcomeStatus: String, Sendable, Decodable, Equatable {
+    /// The model answered (also after the round cap or the context guard: see `stopReason`).
+    case complete
+    /// The model refused to answer; `refusal` says what the provider said.
+    case refused
+    /// The answer was cut off at the output token limit; `continueAnswer()` asks for the rest.
+    case truncated
+    /// A model call failed, or the prompt could not run; the `ErrorInfo` says why.
+    case error
+    /// The prompt was aborted while it ran.
+    case interrupted
+    /// The prompt was dropped from the queue before it ran.
+    case cancelled
+}
+
+/// What the provider said when the model refused.
+public struct Refusal: Sendable, Decodable, Equatable {
+    /// What the model said as it refused (the refusal message, or the answer text that streamed
+    /// before the refusal cut it off); empty when there was none.
+    public let text: String
+    /// The provider's category for the refusal (`cyber`, `bio`, …), when it named one.
+    public let category: String?
+    /// The provider's explanation, when it gave one.
+    public let explanation: String?
+
+    /// A refusal saying `text`.
+    public init(text: String, category: String? = nil, explanation: String? = nil) {
+        self.text = text
+        self.category = category
+        self.explanation = explanation
+    }
+
+    enum CodingKeys: String, CodingKey { case text, category, explanation }
+
+    /// Decodes the engine's refusal (a missing `text` is empty, as the engine writes it).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        text = try container.decodeIfPresent(String.self, forKey: .text) ?? ""
+        category = try container.decodeIfPresent(String.self, forKey: .category)
+        explanation = try container.decodeIfPresent(String.self, forKey: .explanation)
+    }
+}
+
+/// Why a prompt failed: what kind of failure, what happened, and whether (and when) trying
+/// again may help.
+public struct ErrorInfo: Sendable, Decodable, Equatable {
+    /// The failure's kind: for a failed model call `auth`, `rate_limit`, `overloaded`,
+    /// `context_length`, `network`, `invalid_request` or `provider`; for a prompt that could
+    /// not run `prompt_rejected`, `budget_exceeded`, `busy`, `shut_down`, `session_locked`,
+    /// `invalid_argument` or `session`.
+    public let kind: String
+    /// What went wrong and, where known, how to fix it.
+    public let message: String
+    /// The provider whose call failed (`anthropic`, `openai`, …).
+    public let provider: String?
+    /// The HTTP status of the failed call, when it was an HTTP error response.
+    public let httpStatus: UInt16?
+    /// Whether sending the same prompt again may succeed (rate limits, overload, network).
+    public let retryable: Bool
+    /// How long the provider asked to wait before retrying, in milliseconds, when it named a
+    /// time.
+    public let retryAfterMs: UInt64?
+
+    /// An error of `kind` saying `message`.
+    public init(
+        kind: String, message: String, provider: String? = nil, httpStatus: UInt16? = nil,
+        retryable: Bool = false, retryAfterMs: UInt64? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.provider = provider
+        self.httpStatus = httpStatus
+        self.retryable = retryable
+        self.retryAfterMs = retryAfterMs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case kind, message, provider, httpStatus = "status", retryable
+        case retryAfterMs = "retry_after_ms"
+    }
+}
+
 /// What a run produced.
 public struct RunOutcome: Sendable, Decodable, Equatable {
     /// The final answer text.
@@ -35,9 +118,11 @@ public struct RunOutcome: Sendable, Decodable, Equatable {
     public let stopReason: String
     /// The tools that ran, in call order.
     public let toolsExecuted: [String]
+    /// What the provider said, when the model refused (`stopReason` `refused`).
+    public let refusal: Refusal?
 
     enum CodingKeys: String, CodingKey {
-        case response, interrupted, rounds, usage
+        case response, interrupted, rounds, usage, refusal
         case stopReason = "stop_reason", toolsExecuted = "tools_executed"
     }
 }
@@ -90,10 +175,15 @@ public struct SessionEvent: Sendable, Equatable {
         case contextUpdate(JSONValue)
         /// The history was compacted.
         case compaction(trigger: String, tokensBefore: UInt64, tokensAfter: UInt64)
-        /// A prompt finished.
+        /// A prompt finished: the model answered.
         case complete(RunOutcome)
-        /// A prompt could not run or failed.
-        case error(String)
+        /// The model refused; `outcome.refusal` says what the provider said.
+        case refused(RunOutcome)
+        /// The answer was cut off at the output token limit; the outcome has what was written.
+        case truncated(RunOutcome)
+        /// A prompt could not run or its model call failed; the outcome is there when the run
+        /// had started.
+        case error(ErrorInfo, outcome: RunOutcome?)
         /// A prompt was aborted; the outcome holds what streamed until then.
         case interrupted(RunOutcome?)
         /// A skill was activated.
@@ -165,7 +255,16 @@ public struct SessionEvent: Sendable, Equatable {
                 trigger: string("trigger"), tokensBefore: number("tokens_before"),
                 tokensAfter: number("tokens_after"))
         case "complete": kind = .complete(try typed("outcome", RunOutcome.self))
-        case "error": kind = .error(string("message"))
+        case "refused": kind = .refused(try typed("outcome", RunOutcome.self))
+        case "truncated": kind = .truncated(try typed("outcome", RunOutcome.self))
+        case "error":
+            // The engine always sends `error`; an event without it still says its message.
+            let info =
+                object["error"] == nil
+                ? ErrorInfo(kind: "session", message: string("message"))
+                : try typed("error", ErrorInfo.self)
+            kind = .error(
+                info, outcome: object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
         case "interrupted":
             kind = .interrupted(object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
         case "skill_activation": kind = .skillActivation(object["data"] ?? .null)

@@ -18,12 +18,18 @@ public struct QueryResult: Sendable, Decodable, Equatable {
     public let durationMs: UInt64
     /// The session id (the same for every call of one query).
     public let sessionId: String
-    /// Why it ended (`completed`, `max_turns`, `error`, …).
+    /// Why it ended (`completed`, `refused`, `truncated`, `max_turns`, …).
     public let stopReason: String
+    /// How it ended: `.complete`, `.refused`, `.truncated` or `.interrupted` (a failed model
+    /// call throws `RobotaError.provider` instead).
+    public let status: OutcomeStatus
+    /// What the provider said, when `status` is `.refused`.
+    public let refusal: Refusal?
 
     enum CodingKeys: String, CodingKey {
         case response, messages, usage, costUsd = "cost_usd", numTurns = "num_turns"
         case durationMs = "duration_ms", sessionId = "session_id", stopReason = "stop_reason"
+        case status, refusal
     }
 }
 
@@ -36,9 +42,23 @@ public final class Query: Sendable {
 
     /// Runs one prompt to its end. Cancelling the calling task aborts it.
     public func callAsFunction(_ prompt: String) async throws -> QueryResult {
+        try await run { native in try await native.query(prompt: prompt) }
+    }
+
+    /// Asks the model to go on with an answer cut off at the output token limit (after a
+    /// result with status `.truncated`): runs the engine's continue prompt as the next call.
+    /// Cancelling the calling task aborts it.
+    public func continueAnswer() async throws -> QueryResult {
+        try await run { native in try await native.continueAnswer() }
+    }
+
+    /// Runs one native call, aborting it when the calling task is cancelled.
+    private func run(
+        _ call: @escaping @Sendable (NativeQuery) async throws -> String
+    ) async throws -> QueryResult {
         let native = self.native
         let text = try await withTaskCancellationHandler {
-            try await callNative { try await native.query(prompt: prompt) }
+            try await callNative { try await call(native) }
         } onCancel: {
             try? native.abort()
         }

@@ -130,23 +130,54 @@ public struct SessionOptions: Sendable {
 
 /// How a submitted prompt ended.
 public enum PromptResult: Sendable, Equatable {
-    /// It finished.
+    /// The model answered.
     case complete(RunOutcome)
+    /// The model refused; `outcome.refusal` has the refusal text and the provider's category
+    /// and explanation. The prompt is not asked again.
+    case refused(RunOutcome)
+    /// The answer was cut off at the output token limit; the outcome has what was written.
+    /// `InteractiveSession.continueAnswer()` asks the model to go on.
+    case truncated(RunOutcome)
     /// It was aborted; the outcome holds what streamed until then (`nil` when aborted before
     /// it ran).
     case interrupted(RunOutcome?)
-    /// It could not run or failed.
-    case error(String)
+    /// A model call failed (401, unreachable host, retries exhausted, …) or the prompt could
+    /// not run (a hook rejected it, the budget is spent, …). The outcome is there when the run
+    /// had started.
+    case error(ErrorInfo, outcome: RunOutcome?)
     /// It never ran: dropped from the queue (`cancelQueue`, `abort`) or the session shut down.
     case cancelled
 
-    /// The answer text, when the prompt ran.
-    public var response: String? {
+    /// How the prompt ended, in the vocabulary every language shares.
+    public var status: OutcomeStatus {
         switch self {
-        case .complete(let outcome): outcome.response
-        case .interrupted(let outcome): outcome?.response
-        case .error, .cancelled: nil
+        case .complete: .complete
+        case .refused: .refused
+        case .truncated: .truncated
+        case .interrupted: .interrupted
+        case .error: .error
+        case .cancelled: .cancelled
         }
+    }
+
+    /// The run's outcome, when the run started.
+    public var outcome: RunOutcome? {
+        switch self {
+        case .complete(let outcome), .refused(let outcome), .truncated(let outcome): outcome
+        case .interrupted(let outcome), .error(_, let outcome): outcome
+        case .cancelled: nil
+        }
+    }
+
+    /// The answer text, when the prompt ran.
+    public var response: String? { outcome?.response }
+
+    /// What the provider said, when the model refused.
+    public var refusal: Refusal? { outcome?.refusal }
+
+    /// Why the prompt failed, when it ended `.error`.
+    public var errorInfo: ErrorInfo? {
+        if case .error(let info, _) = self { info } else { nil }
     }
 
     init(eventJSON text: String) throws(RobotaError) {
@@ -160,8 +191,10 @@ public enum PromptResult: Sendable, Equatable {
         }
         switch try SessionEvent(json: json).kind {
         case .complete(let outcome): self = .complete(outcome)
+        case .refused(let outcome): self = .refused(outcome)
+        case .truncated(let outcome): self = .truncated(outcome)
         case .interrupted(let outcome): self = .interrupted(outcome)
-        case .error(let message): self = .error(message)
+        case .error(let info, let outcome): self = .error(info, outcome: outcome)
         default: throw .internalError("a prompt ended with an unexpected event: \(text)")
         }
     }
@@ -277,6 +310,16 @@ public final class InteractiveSession: Sendable {
                 reader.cancel()
             }
         }
+    }
+
+    /// Asks the model to go on with an answer cut off at the output token limit (after a
+    /// prompt that ended `.truncated`) and waits until that ended. The cut-off answer is in the
+    /// history, so the model sees where it stopped; the prompt is shown as `(continue)`.
+    /// Cancelling the calling task cancels it.
+    public func continueAnswer() async throws -> PromptResult {
+        let native = try await callNative { try await self.native.continueAnswer() }
+        return try await Prompt(native: native, wasQueued: (try? native.wasQueued()) ?? false)
+            .result()
     }
 
     /// Aborts the running prompt and drops the queued one.

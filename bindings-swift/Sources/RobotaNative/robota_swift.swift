@@ -981,7 +981,8 @@ public protocol NativePromptProtocol: AnyObject, Sendable {
     
     /**
      * Waits until the prompt ended; returns the event that ended it as JSON (`complete`,
-     * `interrupted`, `error`, or `{"type": "cancelled"}` when it never ran). Once only.
+     * `refused`, `truncated`, `interrupted`, `error`, or `{"type": "cancelled"}` when it never
+     * ran). Once only.
      */
     func end() async throws  -> String
     
@@ -1060,7 +1061,8 @@ open func cancel()throws   {try rustCallWithError(FfiConverterTypeRobotaError_li
     
     /**
      * Waits until the prompt ended; returns the event that ended it as JSON (`complete`,
-     * `interrupted`, `error`, or `{"type": "cancelled"}` when it never ran). Once only.
+     * `refused`, `truncated`, `interrupted`, `error`, or `{"type": "cancelled"}` when it never
+     * ran). Once only.
      */
 open func end()async throws  -> String  {
     return
@@ -1151,6 +1153,12 @@ public protocol NativeQueryProtocol: AnyObject, Sendable {
     func abort() throws 
     
     /**
+     * Asks the model to go on with an answer cut off at the output token limit (a result with
+     * status `truncated`); returns the next `QueryResult` as JSON.
+     */
+    func continueAnswer() async throws  -> String
+    
+    /**
      * The session id.
      */
     func getSessionId() throws  -> String
@@ -1238,6 +1246,26 @@ open func abort()throws   {try rustCallWithError(FfiConverterTypeRobotaError_lif
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 }
+}
+    
+    /**
+     * Asks the model to go on with an answer cut off at the output token limit (a result with
+     * status `truncated`); returns the next `QueryResult` as JSON.
+     */
+open func continueAnswer()async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativequery_continue_answer(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
 }
     
     /**
@@ -1340,6 +1368,12 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * Compacts the conversation now; returns the summary as JSON.
      */
     func compact(instructions: String?) async throws  -> String
+    
+    /**
+     * Asks the model to go on with an answer cut off at the output token limit (a prompt that
+     * ended `truncated`): submits core's continue prompt, shown as `(continue)`.
+     */
+    func continueAnswer() async throws  -> NativePrompt
     
     /**
      * Runs a slash command; returns its `CommandResult` as JSON.
@@ -1529,6 +1563,26 @@ open func compact(instructions: String?)async throws  -> String  {
             completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
             freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
             liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Asks the model to go on with an answer cut off at the output token limit (a prompt that
+     * ended `truncated`): submits core's continue prompt, shown as `(continue)`.
+     */
+open func continueAnswer()async throws  -> NativePrompt  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_continue_answer(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_u64,
+            completeFunc: ffi_robota_swift_rust_future_complete_u64,
+            freeFunc: ffi_robota_swift_rust_future_free_u64,
+            liftFunc: FfiConverterTypeNativePrompt_lift,
             errorHandler: FfiConverterTypeRobotaError_lift
         )
 }
@@ -3456,6 +3510,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativequery_abort() != 1286) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativequery_continue_answer() != 18352) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativequery_get_session_id() != 53325) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3471,7 +3528,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativeprompt_cancel() != 37398) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_robota_swift_checksum_method_nativeprompt_end() != 47123) {
+    if (uniffi_robota_swift_checksum_method_nativeprompt_end() != 33431) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativeprompt_was_queued() != 27373) {
@@ -3484,6 +3541,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_compact() != 49384) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_continue_answer() != 9431) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_execute_command() != 9976) {

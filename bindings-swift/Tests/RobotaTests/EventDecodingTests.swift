@@ -50,7 +50,33 @@ final class EventDecodingTests: XCTestCase {
         }
         XCTAssertEqual(done.usage, Usage(inputTokens: 3, outputTokens: 2))
         XCTAssertEqual(done.toolsExecuted, ["Read"])
-        XCTAssertEqual(try event(["type": "error", "message": "no"]).kind, .error("no"))
+        XCTAssertEqual(
+            try event([
+                "type": "error", "message": "slow down",
+                "error": [
+                    "kind": "rate_limit", "message": "slow down", "provider": "anthropic",
+                    "status": 429, "retryable": true, "retry_after_ms": 7000,
+                ],
+            ]).kind,
+            .error(
+                ErrorInfo(
+                    kind: "rate_limit", message: "slow down", provider: "anthropic", httpStatus: 429,
+                    retryable: true, retryAfterMs: 7000),
+                outcome: nil))
+        XCTAssertEqual(
+            try event(["type": "error", "message": "no"]).kind,
+            .error(ErrorInfo(kind: "session", message: "no"), outcome: nil))
+        let refusedOutcome: JSONValue = [
+            "response": "No.", "interrupted": false, "rounds": 1, "stop_reason": "refused",
+            "usage": ["input_tokens": 3, "output_tokens": 2], "tools_executed": [],
+            "execution_id": "e2", "refusal": ["text": "No.", "category": "cyber"],
+        ]
+        guard case .refused(let refused) = try event(["type": "refused", "outcome": refusedOutcome]).kind
+        else { return XCTFail("refused") }
+        XCTAssertEqual(refused.refusal, Refusal(text: "No.", category: "cyber"))
+        guard case .truncated(let truncated) = try event(["type": "truncated", "outcome": outcome]).kind
+        else { return XCTFail("truncated") }
+        XCTAssertNil(truncated.refusal)
         XCTAssertEqual(try event(["type": "interrupted"]).kind, .interrupted(nil))
         XCTAssertEqual(
             try event(["type": "interrupted", "outcome": outcome]).kind, .interrupted(done))

@@ -349,8 +349,9 @@ final class SessionTests: XCTestCase {
         let session = try InteractiveSession(options: SessionOptions(
             provider: .custom(FailingProvider()), cwd: try temporaryDirectory()))
         let failed = try await session.submit("go")
-        guard case .complete(let outcome) = failed else { return XCTFail("\(failed)") }
-        XCTAssertEqual(outcome.stopReason, "error")
+        guard case .error(let failure, let outcome) = failed else { return XCTFail("\(failed)") }
+        XCTAssertEqual(outcome?.stopReason, "error")
+        XCTAssertTrue(failure.message.contains("disk on fire"), failure.message)
 
         // An HTTP error from the model's server, with retries off.
         let serverError = try MockLLM(script: """
@@ -362,8 +363,10 @@ final class SessionTests: XCTestCase {
             cwd: try temporaryDirectory())
         options.maxTurns = 1
         let unauthorized = try await InteractiveSession(options: options).submit("go")
-        guard case .complete(let denied) = unauthorized else { return XCTFail("\(unauthorized)") }
-        XCTAssertEqual(denied.stopReason, "error")
+        guard case .error(let denied, _) = unauthorized else { return XCTFail("\(unauthorized)") }
+        XCTAssertEqual(denied.kind, "auth")
+        XCTAssertEqual(denied.httpStatus, 401)
+        XCTAssertEqual(denied.provider, "openai")
         let sent = try await serverError.requests()
         XCTAssertEqual(sent.count, 1)
         XCTAssertEqual((sent.first?["headers"] as? [String: Any])?["authorization"] as? String, "Bearer sk-bad")

@@ -4,9 +4,10 @@
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
 //! [`query`] (`create_query`, one full agent turn per call), [`outcome`] (how a prompt ended:
 //! the one status vocabulary every binding shares), and [`agents`] (subagents: agent
-//! definitions, worktree isolation, running a subagent). [`assembly`] is the one place that turns
-//! settings and project context into a session's resolved inputs (and builds a provider from a
-//! settings profile).
+//! definitions, worktree isolation, running a subagent). [`frontmatter`] reads the YAML
+//! frontmatter of Markdown definition files (agents now; skills and commands share it).
+//! [`assembly`] is the one place that turns settings and project context into a session's
+//! resolved inputs (and builds a provider from a settings profile).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
@@ -18,6 +19,7 @@ pub mod assembly;
 pub mod commands;
 pub mod config;
 pub mod context;
+pub mod frontmatter;
 pub mod interactive;
 pub mod outcome;
 pub mod query;

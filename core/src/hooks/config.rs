@@ -88,6 +88,22 @@ pub struct CommandHook {
     /// Background, and its exit-2 result asks the session to wake the agent.
     #[serde(default, rename = "asyncRewake")]
     pub async_rewake: bool,
+    /// With `asyncRewake`: the text the agent is woken with, before the hook's reason (Claude
+    /// Code's `rewakeMessage`). Without it, robota says which hook reported.
+    #[serde(
+        default,
+        rename = "rewakeMessage",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rewake_message: Option<String>,
+    /// With `asyncRewake`: one line for the user when the hook wakes the agent (Claude Code's
+    /// `rewakeSummary`), reported as a hook message.
+    #[serde(
+        default,
+        rename = "rewakeSummary",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rewake_summary: Option<String>,
     /// The shell (`bash` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<HookShell>,
@@ -191,6 +207,8 @@ impl HookHandlerConfig {
             args: None,
             run_async: false,
             async_rewake: false,
+            rewake_message: None,
+            rewake_summary: None,
             shell: None,
         }))
     }
@@ -511,7 +529,15 @@ fn key_path(base: &str, key: &str) -> String {
 }
 
 const HANDLER_COMMON_KEYS: &[&str] = &["type", "if", "timeout", "statusMessage", "once"];
-const COMMAND_KEYS: &[&str] = &["command", "args", "async", "asyncRewake", "shell"];
+const COMMAND_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "async",
+    "asyncRewake",
+    "rewakeMessage",
+    "rewakeSummary",
+    "shell",
+];
 const HTTP_KEYS: &[&str] = &["url", "headers", "allowedEnvVars"];
 const PROMPT_KEYS: &[&str] = &["prompt", "model"];
 
@@ -893,6 +919,14 @@ impl Parser {
         let args = self.string_list(object.get("args"), &format!("{path}.args"));
         let run_async = self.opt_bool(object.get("async"), &format!("{path}.async"));
         let async_rewake = self.opt_bool(object.get("asyncRewake"), &format!("{path}.asyncRewake"));
+        let rewake_message = self.opt_string(
+            object.get("rewakeMessage"),
+            &format!("{path}.rewakeMessage"),
+        );
+        let rewake_summary = self.opt_string(
+            object.get("rewakeSummary"),
+            &format!("{path}.rewakeSummary"),
+        );
         let shell = match object.get("shell") {
             None | Some(Value::Null) => Some(None),
             Some(Value::String(s)) if s == "bash" => Some(Some(HookShell::Bash)),
@@ -920,6 +954,8 @@ impl Parser {
             args: args?,
             run_async: run_async?,
             async_rewake: async_rewake?,
+            rewake_message: rewake_message?,
+            rewake_summary: rewake_summary?,
             shell: shell?,
         })
     }

@@ -16,6 +16,10 @@ use serde_json::Value;
 pub enum HookEvent {
     /// A session started, resumed, was cleared, compacted or forked.
     SessionStart,
+    /// Repository setup or maintenance was requested (Claude Code's `--init`, `--init-only`,
+    /// `--maintenance`): runs once, before the session takes prompts; matcher target `trigger`
+    /// (`init`, `maintenance`).
+    Setup,
     /// A session ended.
     SessionEnd,
     /// The user submitted a prompt; hooks can add context or reject it.
@@ -50,8 +54,9 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// All events, in the order above.
-    pub const ALL: [HookEvent; 16] = [
+    pub const ALL: [HookEvent; 17] = [
         HookEvent::SessionStart,
+        HookEvent::Setup,
         HookEvent::SessionEnd,
         HookEvent::UserPromptSubmit,
         HookEvent::PreToolUse,
@@ -73,6 +78,7 @@ impl HookEvent {
     pub fn as_str(self) -> &'static str {
         match self {
             HookEvent::SessionStart => "SessionStart",
+            HookEvent::Setup => "Setup",
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::UserPromptSubmit => "UserPromptSubmit",
             HookEvent::PreToolUse => "PreToolUse",
@@ -119,6 +125,7 @@ impl HookEvent {
         match self {
             e if e.is_tool_event() => Some("tool name"),
             HookEvent::SessionStart => Some("source (startup, resume, clear, compact, fork)"),
+            HookEvent::Setup => Some("trigger (init, maintenance)"),
             HookEvent::SessionEnd => Some("reason"),
             HookEvent::Notification => Some("notification_type"),
             HookEvent::SubagentStart | HookEvent::SubagentStop => Some("agent type"),
@@ -140,6 +147,7 @@ impl HookEvent {
             HookEvent::WorktreeCreate => BlockEffect::FailOperation,
             HookEvent::Notification | HookEvent::PermissionRequest => BlockEffect::Ignored,
             HookEvent::SessionStart
+            | HookEvent::Setup
             | HookEvent::SessionEnd
             | HookEvent::StopFailure
             | HookEvent::SubagentStart
@@ -164,7 +172,10 @@ impl HookEvent {
 
     /// Whether plain (non-JSON) stdout of a successful hook becomes context for the model.
     pub fn plain_stdout_is_context(self) -> bool {
-        matches!(self, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
+        matches!(
+            self,
+            HookEvent::UserPromptSubmit | HookEvent::SessionStart | HookEvent::Setup
+        )
     }
 }
 
@@ -363,6 +374,33 @@ pub struct SessionStartInput {
     pub session_title: Option<String>,
 }
 
+/// Why Setup hooks run (their `trigger`, also the matcher target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetupTrigger {
+    /// First-time repository setup (`--init`, `--init-only`).
+    Init,
+    /// Periodic maintenance (`--maintenance`).
+    Maintenance,
+}
+
+impl SetupTrigger {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SetupTrigger::Init => "init",
+            SetupTrigger::Maintenance => "maintenance",
+        }
+    }
+}
+
+/// Setup payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupInput {
+    /// Why the hooks run.
+    pub trigger: SetupTrigger,
+}
+
 /// SessionEnd payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionEndInput {
@@ -558,6 +596,7 @@ pub struct WorktreeRemoveInput {
 #[allow(missing_docs)] // Each variant is its event; the payload types are documented.
 pub enum HookEventInput {
     SessionStart(SessionStartInput),
+    Setup(SetupInput),
     SessionEnd(SessionEndInput),
     UserPromptSubmit(UserPromptSubmitInput),
     PreToolUse(PreToolUseInput),
@@ -580,6 +619,7 @@ impl HookEventInput {
     pub fn event(&self) -> HookEvent {
         match self {
             HookEventInput::SessionStart(_) => HookEvent::SessionStart,
+            HookEventInput::Setup(_) => HookEvent::Setup,
             HookEventInput::SessionEnd(_) => HookEvent::SessionEnd,
             HookEventInput::UserPromptSubmit(_) => HookEvent::UserPromptSubmit,
             HookEventInput::PreToolUse(_) => HookEvent::PreToolUse,
@@ -629,6 +669,11 @@ impl HookInput {
                 session_title: None,
             }),
         )
+    }
+
+    /// Setup.
+    pub fn setup(common: HookCommon, trigger: SetupTrigger) -> Self {
+        Self::new(common, HookEventInput::Setup(SetupInput { trigger }))
     }
 
     /// SessionEnd.
@@ -749,6 +794,7 @@ impl HookInput {
             HookEventInput::PostToolUseFailure(i) => Some(&i.tool_name),
             HookEventInput::PermissionRequest(i) => Some(&i.tool_name),
             HookEventInput::SessionStart(i) => Some(i.source.as_str()),
+            HookEventInput::Setup(i) => Some(i.trigger.as_str()),
             HookEventInput::SessionEnd(i) => Some(i.reason.as_str()),
             HookEventInput::Notification(i) => Some(&i.notification_type),
             HookEventInput::SubagentStart(_) | HookEventInput::SubagentStop(_) => self

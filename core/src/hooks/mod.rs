@@ -25,11 +25,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! `CLAUDE_ENV_FILE` is the session's: it runs SessionStart and Setup hooks with
+//! [`HookRunner::run_with_env`], then applies what they wrote to its Bash commands. A hook
+//! input's `transcript_path` is the session's own JSONL log (robota's replay events, not Claude
+//! Code's transcript records; see the README).
+//!
 //! What is not done here (yet), by design or for later:
 //! - `agent` hooks get read-only tools (Read, Glob, Grep) only inside a session, which supplies
 //!   the [`prompt::AgentHookExecutor`]; a bare [`HookRunner`] runs them as one model call.
 //! - `mcp_tool` handlers are reported as unsupported (no MCP client).
-//! - `CLAUDE_ENV_FILE` (SessionStart persisting `export` lines) is not provided.
 //! - Strings over 10,000 characters are truncated in place rather than spilled to a file.
 //! - `disableAllHooks` / `allowManagedHooksOnly` are settings-level switches: the framework
 //!   applies them by not passing (some) layers to [`HooksConfig::merged`].
@@ -62,9 +66,9 @@ pub use event::{
     BlockEffect, CompactTrigger, HookCommon, HookEvent, HookEventInput, HookInput,
     NotificationInput, PermissionRequestInput, PostCompactInput, PostToolUseFailureInput,
     PostToolUseInput, PreCompactInput, PreToolUseInput, SessionEndInput, SessionEndReason,
-    SessionStartInput, SessionStartSource, StopFailureInput, StopInput, SubagentStartInput,
-    SubagentStopInput, UnknownHookEvent, UserPromptSubmitInput, WorktreeCreateInput,
-    WorktreeRemoveInput,
+    SessionStartInput, SessionStartSource, SetupInput, SetupTrigger, StopFailureInput, StopInput,
+    SubagentStartInput, SubagentStopInput, UnknownHookEvent, UserPromptSubmitInput,
+    WorktreeCreateInput, WorktreeRemoveInput,
 };
 pub use matcher::{Matcher, MatcherError};
 pub use outcome::{

@@ -232,6 +232,12 @@ pub struct AsyncHookResult {
     /// True when the hook was `asyncRewake` and blocked (exit 2): the session should wake the
     /// agent with the reason.
     pub rewake: bool,
+    /// The hook's `rewakeMessage`: what the agent is woken with, before the reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewake_message: Option<String>,
+    /// The hook's `rewakeSummary`: one line for the user about the wake-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewake_summary: Option<String>,
 }
 
 /// One handler picked for a run.
@@ -307,6 +313,8 @@ pub struct HookRunner {
     async_tx: mpsc::UnboundedSender<AsyncHookResult>,
     async_rx: Mutex<Option<mpsc::UnboundedReceiver<AsyncHookResult>>>,
     background: CancellationToken,
+    /// How many background hooks are still running.
+    pending: Arc<tokio::sync::watch::Sender<usize>>,
 }
 
 impl std::fmt::Debug for HookRunner {
@@ -340,6 +348,7 @@ impl HookRunner {
             async_tx,
             async_rx: Mutex::new(Some(async_rx)),
             background: CancellationToken::new(),
+            pending: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
     }
 
@@ -450,6 +459,21 @@ impl HookRunner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+    }
+
+    /// How many background (`async` / `asyncRewake`) hooks are still running.
+    pub fn pending_background(&self) -> usize {
+        *self.pending.borrow()
+    }
+
+    /// Waits until every background hook started so far (and any they lead to) has finished and
+    /// sent its result, or `timeout` passes; true when none is left. A headless run calls this
+    /// before it exits so asynchronous Stop hooks can finish (and wake the agent).
+    pub async fn wait_background(&self, timeout: Duration) -> bool {
+        let mut rx = self.pending.subscribe();
+        tokio::time::timeout(timeout, rx.wait_for(|n| *n == 0))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Cancels background hooks (their process groups are killed).
@@ -566,6 +590,17 @@ impl HookRunner {
     /// Cancelling `cancel` stops them (command hooks' process groups are killed) and returns
     /// what finished, with `cancelled` set.
     pub async fn run(&self, input: &HookInput, cancel: &CancellationToken) -> HookOutcome {
+        self.run_with_env(input, cancel, &[]).await
+    }
+
+    /// Like [`run`](Self::run), with extra environment variables for the command hooks of this
+    /// run — the session passes `CLAUDE_ENV_FILE` to SessionStart and Setup hooks this way.
+    pub async fn run_with_env(
+        &self,
+        input: &HookInput,
+        cancel: &CancellationToken,
+        extra_env: &[(String, String)],
+    ) -> HookOutcome {
         let event = input.event();
         let plan = self.select(input, true);
         if plan.is_empty() {
@@ -573,10 +608,9 @@ impl HookRunner {
         }
         let timeouts = self.timeouts(event, &plan);
         let input_json = input.to_json();
-        let runs = plan
-            .iter()
-            .zip(timeouts)
-            .map(|(planned, timeout)| self.run_one(planned, input, &input_json, timeout, cancel));
+        let runs = plan.iter().zip(timeouts).map(|(planned, timeout)| {
+            self.run_one(planned, input, &input_json, timeout, cancel, extra_env)
+        });
         let reports = futures::future::join_all(runs).await;
         Self::outcome_of(event, reports)
     }
@@ -588,13 +622,14 @@ impl HookRunner {
         input_json: &str,
         timeout: Duration,
         cancel: &CancellationToken,
+        extra_env: &[(String, String)],
     ) -> HandlerReport {
         let started = Instant::now();
         let summary = summarize(planned, timeout);
         if let Planned::Configured(hook) = planned {
             if let HandlerKind::Command(command) = &hook.handler.kind {
                 if command.run_async || command.async_rewake {
-                    self.spawn_background(hook.clone(), input, input_json, timeout);
+                    self.spawn_background(hook.clone(), input, input_json, timeout, extra_env);
                     return report(
                         summary,
                         HandlerStatus::Background,
@@ -604,9 +639,10 @@ impl HookRunner {
                 }
             }
         }
-        let execution = AssertUnwindSafe(self.execute(planned, input, input_json, timeout, cancel))
-            .catch_unwind()
-            .await;
+        let execution =
+            AssertUnwindSafe(self.execute(planned, input, input_json, timeout, cancel, extra_env))
+                .catch_unwind()
+                .await;
         let raw = execution.unwrap_or_else(|panic| {
             RawResult::reply(RawReply::Failed(HookFailure::Panicked {
                 message: panic_message(panic.as_ref()),
@@ -622,12 +658,14 @@ impl HookRunner {
         input_json: &str,
         timeout: Duration,
         cancel: &CancellationToken,
+        extra_env: &[(String, String)],
     ) -> RawResult {
         match planned {
             Planned::Configured(hook) => match &hook.handler.kind {
                 HandlerKind::Command(command) => {
                     let cwd = self.hook_cwd(input);
-                    let ctx = self.command_context(&cwd);
+                    let mut ctx = self.command_context(&cwd);
+                    ctx.env.extend(extra_env.iter().cloned());
                     command::run(command, input_json, &ctx, timeout, cancel).await
                 }
                 HandlerKind::Http(hook) => {
@@ -745,13 +783,15 @@ impl HookRunner {
         input: &HookInput,
         input_json: &str,
         timeout: Duration,
+        extra_env: &[(String, String)],
     ) {
         let HandlerKind::Command(command) = hook.handler.kind.clone() else {
             return;
         };
         let event = input.event();
         let cwd = self.hook_cwd(input);
-        let env = self.command_env();
+        let mut env = self.command_env();
+        env.extend(extra_env.iter().cloned());
         let shell = self.options.shell.clone();
         let sandbox = self.active_sandbox().and(self.options.sandbox.clone());
         let kill_grace = self.options.kill_grace;
@@ -761,7 +801,17 @@ impl HookRunner {
         let cancel = self.background.child_token();
         let tx = self.async_tx.clone();
         let summary = summarize(&Planned::Configured(hook), timeout);
+        let pending = Arc::clone(&self.pending);
+        pending.send_modify(|n| *n += 1);
         tokio::spawn(async move {
+            // Counted down however the task ends (even a panic), after the result is sent.
+            struct Done(Arc<tokio::sync::watch::Sender<usize>>);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0.send_modify(|n| *n = n.saturating_sub(1));
+                }
+            }
+            let _done = Done(pending);
             let started = Instant::now();
             let ctx = CommandContext {
                 cwd: &cwd,
@@ -781,6 +831,8 @@ impl HookRunner {
                 event,
                 report,
                 rewake,
+                rewake_message: command.rewake_message.clone(),
+                rewake_summary: command.rewake_summary.clone(),
             });
         });
     }

@@ -49,6 +49,7 @@ pub fn evaluate_permission_with(
         Family::WebFetch => ev.web_fetch(),
         Family::WebSearch => ev.web_search(),
         Family::Agent | Family::Internal => ev.no_approval_tool(),
+        Family::Skill => ev.skill(),
         Family::Other => ev.other_tool(),
     };
     if context.mode == PermissionMode::DontAsk && decision.decision == Decision::Ask {
@@ -548,6 +549,37 @@ impl Evaluator<'_> {
             DecisionBasis::NoApprovalNeeded,
             format!("`{}` needs no approval", self.tool),
         )
+    }
+
+    /// `Skill`: rules name the skill (`Skill(review)`, `Skill(plugin:review)`, wildcards).
+    fn skill(&self) -> PermissionDecision {
+        let skill = tools::skill_name(self.input).unwrap_or("");
+        let matches = |rule: &PermissionRule| match &rule.spec {
+            Spec::All => true,
+            Spec::Text(p) => wildcard_match(p, skill),
+            Spec::Param { name, value } => {
+                rule.list() != RuleList::Allow && self.param_matches(name, value)
+            }
+            _ => false,
+        };
+        let what = format!("running the skill `{skill}`");
+        for list in [RuleList::Deny, RuleList::Ask] {
+            if let Some(rule) = self.rules(list, self.tool).find(|r| matches(r)) {
+                return by_rule(rule, &what);
+            }
+        }
+        if self.ctx.mode == PermissionMode::BypassPermissions {
+            return bypass_allows();
+        }
+        if let Some(rule) = self.rules(RuleList::Allow, self.tool).find(|r| matches(r)) {
+            return by_rule(rule, &what);
+        }
+        decide(
+            Decision::Ask,
+            DecisionBasis::NeedsApproval,
+            format!("no rule allows {what}"),
+        )
+        .with_suggestions(vec![format!("Skill({skill})")])
     }
 
     fn other_tool(&self) -> PermissionDecision {

@@ -168,4 +168,7 @@ pub use context::{
 pub use evaluate::{evaluate_permission, evaluate_permission_with, paths_to_resolve, read_denied};
 pub use mode::{PermissionMode, UnknownModeError};
 pub use path::PathResolver;
-pub use rule::{PermissionRule, RuleEntry, RuleList, RuleParseError, RuleSet, RuleSource};
+pub use rule::{
+    PermissionRule, RuleEntry, RuleFallback, RuleIssue, RuleList, RuleParseError, RuleSet,
+    RuleSource,
+};

@@ -215,6 +215,8 @@ pub struct PermissionRule {
     pub(crate) tool: ToolMatcher,
     pub(crate) spec: Spec,
     warning: Option<String>,
+    /// Stands in for an unparsable deny/ask rule (see [`PermissionRule::fail_closed`]).
+    fallback: bool,
 }
 
 impl PermissionRule {
@@ -235,7 +237,14 @@ impl PermissionRule {
         let trimmed = text.trim();
         let (tool_name, spec_text) = split_rule(trimmed).map_err(err)?;
         let tool = parse_tool(tool_name, list).map_err(err)?;
-        let (spec, warning) = parse_spec(tool_name, &tool, spec_text, list).map_err(err)?;
+        let (spec, mut warning) = parse_spec(tool_name, &tool, spec_text, list).map_err(err)?;
+        if matches!(&tool, ToolMatcher::Exact(name) if name == "Skill") && warning.is_none() {
+            warning = Some(
+                "robota has no `Skill` tool yet (skills are not supported), so this rule has no \
+                 effect for now; it is kept and applies once skills are"
+                    .to_string(),
+            );
+        }
         Ok(PermissionRule {
             text: trimmed.to_string(),
             list,
@@ -244,7 +253,56 @@ impl PermissionRule {
             tool,
             spec,
             warning,
+            fallback: false,
         })
+    }
+
+    /// The rule that stands in for a deny or ask rule robota could not parse: every call of the
+    /// tool it names needs approval (fail closed). `None` when the tool name cannot be read
+    /// either (or `list` is allow, where nothing stands in: the rule is skipped).
+    fn fail_closed(
+        text: &str,
+        list: RuleList,
+        index: usize,
+        source: &RuleSource,
+    ) -> Option<PermissionRule> {
+        if list == RuleList::Allow {
+            return None;
+        }
+        let name = text.trim().split('(').next().unwrap_or("").trim();
+        let tool = match parse_tool(name, RuleList::Deny) {
+            Ok(tool) => tool,
+            // A case slip (`bash(rm *)`) still says which tool the author meant to restrict.
+            Err(_) => ToolMatcher::Exact(
+                tools::known_tool_names()
+                    .find(|known| known.eq_ignore_ascii_case(name))?
+                    .to_string(),
+            ),
+        };
+        Some(PermissionRule {
+            text: text.trim().to_string(),
+            list: RuleList::Ask,
+            index,
+            source: source.clone(),
+            tool,
+            spec: Spec::All,
+            warning: None,
+            fallback: true,
+        })
+    }
+
+    /// The tool part of the rule as text (`Bash`, `mcp__github`, `mcp__github__*`).
+    pub fn tool_name(&self) -> String {
+        match &self.tool {
+            ToolMatcher::Exact(name) | ToolMatcher::Glob(name) => name.clone(),
+            ToolMatcher::McpServer(server) => format!("mcp__{server}"),
+        }
+    }
+
+    /// Whether this rule stands in for a deny or ask rule that could not be parsed (see
+    /// [`RuleSet::add_settings_list`]): it asks for every call of its tool.
+    pub fn is_fail_closed_fallback(&self) -> bool {
+        self.fallback
     }
 
     /// The rule as written (trimmed).
@@ -447,7 +505,7 @@ fn parse_spec(
                 super::domain::url_host(spec).unwrap_or_else(|| "example.com".to_string())
             ))
         }
-        Family::WebSearch | Family::Agent => (Spec::Text(spec.to_string()), None),
+        Family::WebSearch | Family::Agent | Family::Skill => (Spec::Text(spec.to_string()), None),
         Family::Internal | Family::Other => (
             Spec::Unevaluable,
             Some(format!(
@@ -620,6 +678,61 @@ impl RuleSet {
         Ok(())
     }
 
+    /// Parses and adds one list of a settings file, entry by entry, the way Claude Code loads
+    /// settings: one rule robota cannot parse does not make the file unusable.
+    ///
+    /// - An invalid **allow** rule is skipped ([`RuleFallback::Skipped`]): it allows nothing.
+    /// - An invalid **deny** or **ask** rule must not silently weaken protection: every call of
+    ///   the tool it names needs approval instead ([`RuleFallback::AskForTool`]; an ask rule for
+    ///   the bare tool, which applies in every mode — `dontAsk` turns it into a denial).
+    /// - A deny or ask rule whose tool name cannot be read either (`Two Words(x)`, `(ls)`) is
+    ///   still an error: there is no tool to fall back on, and skipping it would weaken
+    ///   protection without anyone knowing which tool it was meant for.
+    ///
+    /// `// comment` strings are skipped as in [`add_list`](Self::add_list). Returns what became
+    /// of each invalid rule (for warnings naming the file and JSON path), or the errors.
+    pub fn add_settings_list<S: AsRef<str>>(
+        &mut self,
+        list: RuleList,
+        rules: impl IntoIterator<Item = S>,
+        source: &RuleSource,
+    ) -> Result<Vec<RuleIssue>, Vec<RuleParseError>> {
+        let mut issues = Vec::new();
+        let mut errors = Vec::new();
+        for (index, text) in rules.into_iter().enumerate() {
+            let text = text.as_ref();
+            if text.trim_start().starts_with("//") {
+                self.skipped.push(format!(
+                    "permissions.{list}[{index}] of {source} is a comment (`{}`) and was skipped",
+                    text.trim()
+                ));
+                continue;
+            }
+            match PermissionRule::parse(text, list, index, source.clone()) {
+                Ok(rule) => self.rules.push(rule),
+                Err(error) if list == RuleList::Allow => issues.push(RuleIssue {
+                    error,
+                    fallback: RuleFallback::Skipped,
+                }),
+                Err(error) => match PermissionRule::fail_closed(text, list, index, source) {
+                    Some(rule) => {
+                        issues.push(RuleIssue {
+                            fallback: RuleFallback::AskForTool(rule.tool_name()),
+                            error,
+                        });
+                        self.rules.push(rule);
+                    }
+                    None => errors.push(error),
+                },
+            }
+        }
+        if errors.is_empty() {
+            Ok(issues)
+        } else {
+            Err(errors)
+        }
+    }
+
     /// Adds an already parsed rule.
     pub fn push(&mut self, rule: PermissionRule) {
         self.rules.push(rule);
@@ -702,6 +815,44 @@ impl RuleSet {
     }
 }
 
+/// What [`RuleSet::add_settings_list`] did with a rule it could not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "tool", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RuleFallback {
+    /// An allow rule: skipped; it allows nothing.
+    Skipped,
+    /// A deny or ask rule: every call of this tool needs approval instead (fail closed).
+    AskForTool(String),
+}
+
+/// A settings rule that could not be parsed, and what was done instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleIssue {
+    /// The rule, its list and index, and the problem.
+    pub error: RuleParseError,
+    /// What robota did with it.
+    pub fallback: RuleFallback,
+}
+
+impl RuleIssue {
+    /// One sentence for the user: the rule, the problem and the consequence.
+    pub fn message(&self) -> String {
+        let consequence = match &self.fallback {
+            RuleFallback::Skipped => "the rule is skipped (it allows nothing)".to_string(),
+            RuleFallback::AskForTool(tool) => format!(
+                "so that this {} rule does not silently stop protecting, every call of `{tool}` \
+                 needs approval until it is fixed",
+                self.error.list
+            ),
+        };
+        format!(
+            "invalid permission rule `{}`: {}; {consequence}",
+            self.error.rule, self.error.problem
+        )
+    }
+}
+
 /// The serialized form of one rule: text plus provenance. A [`RuleSet`] serializes as a list of
 /// these and is re-parsed when deserialized.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -725,7 +876,13 @@ impl Serialize for RuleSet {
             .rules
             .iter()
             .map(|r| RuleEntry {
-                rule: r.text.clone(),
+                // A fail-closed stand-in is, in effect, an ask rule for its bare tool; written
+                // that way it reads back to the same rule.
+                rule: if r.fallback {
+                    r.tool_name()
+                } else {
+                    r.text.clone()
+                },
                 list: r.list,
                 index: r.index,
                 source: r.source.clone(),

@@ -20,6 +20,8 @@ pub(crate) enum Family {
     WebSearch,
     /// `Agent` (formerly `Task`): rules name the subagent type.
     Agent,
+    /// `Skill`: rules name the skill (`Skill(name)`, `Skill(plugin:name)`).
+    Skill,
     /// Session-internal tools that never need approval (todo list, asking the user, …).
     Internal,
     /// Everything else: MCP tools, host tools, projected commands.
@@ -41,7 +43,7 @@ const INTERNAL_TOOLS: &[&str] = &[
 
 /// Every tool name the engine knows by behaviour (used to catch `bash(…)`-style case slips).
 pub(crate) fn known_tool_names() -> impl Iterator<Item = &'static str> {
-    ["Bash", "WebFetch", "WebSearch", "Agent", "Task"]
+    ["Bash", "WebFetch", "WebSearch", "Agent", "Task", "Skill"]
         .into_iter()
         .chain(READ_TOOLS.iter().copied())
         .chain(EDIT_TOOLS.iter().copied())
@@ -54,6 +56,7 @@ pub(crate) fn family(tool: &str) -> Family {
         "WebFetch" => Family::WebFetch,
         "WebSearch" => Family::WebSearch,
         "Agent" | "Task" => Family::Agent,
+        "Skill" => Family::Skill,
         t if READ_TOOLS.contains(&t) => Family::Read,
         t if EDIT_TOOLS.contains(&t) => Family::Edit,
         t if INTERNAL_TOOLS.contains(&t) => Family::Internal,
@@ -71,6 +74,7 @@ pub(crate) fn primary_field(tool: &str) -> Option<&'static str> {
         "WebFetch" => "url",
         "WebSearch" => "query",
         "Agent" | "Task" => "subagent_type",
+        "Skill" => "skill",
         _ => return None,
     })
 }
@@ -108,6 +112,7 @@ pub(crate) fn known_params(tool: &str) -> Option<&'static [&'static str]> {
         "LS" => &["ignore"],
         "WebFetch" => &["prompt"],
         "WebSearch" => &[],
+        "Skill" => &["args"],
         "Agent" | "Task" => &[
             "model",
             "description",
@@ -164,6 +169,11 @@ pub(crate) fn scalar_param(input: &Value, name: &str) -> Option<String> {
 /// (Glob/Grep/LS, and an alias the built-in Read/Edit accept).
 pub(crate) fn file_path(input: &Value) -> Option<&str> {
     string_field(input, &["file_path", "notebook_path", "path"])
+}
+
+/// The skill a Skill call runs.
+pub(crate) fn skill_name(input: &Value) -> Option<&str> {
+    string_field(input, &["skill", "command", "name"])
 }
 
 /// The subagent an Agent/Task call starts.

@@ -22,6 +22,7 @@ use super::recovery::RecoveryReport;
 use crate::engine::EngineEvent;
 use crate::hooks::{CompactTrigger, HandlerSummary, HookEvent, HookFailure, HookOutcome};
 use crate::permissions::{DecisionBasis, PermissionMode};
+use crate::tools::builtins::TodoItem;
 
 /// Receives [`SessionEvent`]s. Called on the task that produced the event, in order; it must
 /// return quickly (the session waits for it). A panicking callback loses that event and nothing
@@ -205,6 +206,12 @@ pub enum SessionEvent {
         files: Vec<LoadedContextFile>,
         /// Files that exist but could not be read (loading went on without them).
         warnings: Vec<ContextWarning>,
+    },
+    /// The agent's task list changed: a `TodoWrite` call succeeded. `todos` is the whole new
+    /// list (sent right after that call's `tool_end`), so a host can show progress.
+    TodoUpdate {
+        /// The list, in order.
+        todos: Vec<TodoItem>,
     },
     /// An engine event, passed through unchanged.
     #[serde(untagged)]

@@ -148,7 +148,7 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// The model.
     pub provider: Arc<dyn Provider>,
-    /// The tools the model may use. `None`: the eight built-ins over the cwd and the settings'
+    /// The tools the model may use. `None`: the built-ins over the cwd and the settings'
     /// `additionalDirectories`, with the settings' `env` for Bash. Tools a bare-name deny rule
     /// names are removed either way.
     pub tools: Option<ToolRegistry>,
@@ -216,6 +216,12 @@ pub struct SessionOptions {
     /// settings' `sandbox.enabled`. `None`: the settings decide; without a setting the sandbox is
     /// on in `bypassPermissions` sessions and off in the other modes.
     pub sandbox: Option<bool>,
+    /// Warnings the caller found while assembling the session (e.g. agent definition files that
+    /// could not be used), reported with the settings warnings: in [`Session::warnings`] and as
+    /// `settings_warning` events.
+    ///
+    /// [`Session::warnings`]: super::Session::warnings
+    pub warnings: Vec<super::SessionWarning>,
 }
 
 impl SessionOptions {
@@ -248,6 +254,7 @@ impl SessionOptions {
             auto_compact: true,
             compact_instructions: None,
             sandbox: None,
+            warnings: Vec::new(),
         }
     }
 

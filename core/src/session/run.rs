@@ -12,9 +12,10 @@
 //!   [`SessionOptions::load_project_context`] is off, built by the framework from the project
 //!   folder (AGENTS.md/CLAUDE.md from the git root down to cwd and the user files under the
 //!   settings' home, memory, tasks, then environment metadata) once the session knows its model
-//!   and permission mode; [`SessionOptions::append_system_prompt`] follows either. The files read are reported in a
-//!   `context_loaded` event at SessionStart, and the project's "Compact Instructions" focus
-//!   compaction summaries unless [`SessionOptions::compact_instructions`] is set.
+//!   and permission mode; [`SessionOptions::append_system_prompt`] follows either. The files
+//!   read are reported in a `context_loaded` event at SessionStart, and the project's "Compact
+//!   Instructions" focus compaction summaries unless [`SessionOptions::compact_instructions`] is
+//!   set.
 //! - **SessionStart** (source `startup`) fires once, on the first [`Session::run`] or an earlier
 //!   explicit [`Session::start`]. It is not fired from `new` so that construction stays
 //!   synchronous (the C ABI and constructors in every binding can call it) and so the hook's
@@ -114,6 +115,11 @@ pub const STOP_HOOK_MESSAGE_METADATA: &str = "stop_hook";
 pub struct Session {
     /// The OS sandbox Bash (and, with `sandbox.hooks`, command hooks) run in.
     sandbox: Arc<Sandbox>,
+    /// The built-in tools, when the session built them (not when the host gave its own): their
+    /// environment takes what hooks export through `CLAUDE_ENV_FILE`.
+    builtins: Option<Builtins>,
+    /// Counts the `CLAUDE_ENV_FILE`s handed out.
+    env_files: std::sync::atomic::AtomicU32,
     /// The process groups of the session's tool calls, background tasks and command hooks.
     processes: ProcessGroups,
     /// How long a stopped process group gets between SIGTERM and SIGKILL.
@@ -302,6 +308,7 @@ impl Session {
             },
         ));
         let mut warnings = warnings;
+        warnings.extend(options.warnings);
         if let Some(warning) = sandbox_warning(&sandbox) {
             warnings.push(warning);
         }
@@ -309,6 +316,7 @@ impl Session {
         // Every process the session starts joins this registry; shutdown and drop stop them.
         let processes = options.builtin_tools.processes.clone().unwrap_or_default();
         let kill_grace = options.builtin_tools.kill_grace;
+        let mut builtins = None;
         let mut tools = match options.tools {
             Some(tools) => tools,
             None => {
@@ -327,7 +335,9 @@ impl Session {
                     .extend(additional_directories.iter().cloned());
                 config.env.extend(env.clone());
                 let mut registry = ToolRegistry::new();
-                Builtins::new(config).register(&mut registry);
+                let built = Builtins::new(config);
+                built.register(&mut registry);
+                builtins = Some(built);
                 registry
             }
         };
@@ -529,6 +539,8 @@ impl Session {
 
         Ok(Session {
             sandbox,
+            builtins,
+            env_files: std::sync::atomic::AtomicU32::new(0),
             processes,
             kill_grace,
             id,
@@ -730,7 +742,7 @@ impl Session {
                 if let HookEventInput::SessionStart(payload) = &mut input.event {
                     payload.model = Some(self.model.clone());
                 }
-                let outcome = self.hooks.run(&input, &CancellationToken::new()).await;
+                let outcome = self.run_hooks_with_env_file(&input).await;
                 self.events.hook_outcome(&outcome);
                 // `sessionTitle` names the session unless the host or a resume already did.
                 if let Some(title) = outcome
@@ -750,6 +762,124 @@ impl Session {
                 }
             })
             .await;
+    }
+
+    /// Fires the **Setup** hooks (Claude Code's `--init` / `--maintenance`: repository setup or
+    /// maintenance, once, before the session takes prompts; matcher target `trigger`). Their
+    /// `additionalContext` and plain stdout go to the model with the next prompt, as
+    /// SessionStart's do; variables they export through `CLAUDE_ENV_FILE` reach later Bash
+    /// commands; a blocking exit (2) is shown to the user and blocks nothing. Refused while a
+    /// run is in progress and after shutdown.
+    pub async fn run_setup(
+        &self,
+        trigger: crate::hooks::SetupTrigger,
+    ) -> Result<crate::hooks::HookOutcome, SessionError> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SessionError::ShutDown);
+        }
+        let _exclusive = self.run_lock.try_lock().map_err(|_| SessionError::Busy)?;
+        let input = HookInput::setup(self.enforcer.hook_common(&self.cwd), trigger);
+        if !self.hooks.has_hooks(HookEvent::Setup) {
+            return Ok(crate::hooks::HookOutcome::empty(HookEvent::Setup));
+        }
+        let outcome = self.run_hooks_with_env_file(&input).await;
+        self.events.hook_outcome(&outcome);
+        if !outcome.additional_context.is_empty() {
+            self.start_context
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(outcome.additional_context.iter().cloned());
+        }
+        Ok(outcome)
+    }
+
+    /// Runs the hooks of `input` with `CLAUDE_ENV_FILE` set to a fresh, empty file (Claude
+    /// Code gives it to SessionStart and Setup hooks), then applies what they wrote there to
+    /// the session's Bash commands (see [`Builtins::apply_env_file`]).
+    async fn run_hooks_with_env_file(&self, input: &HookInput) -> crate::hooks::HookOutcome {
+        let file = self.new_env_file(input.event());
+        let extra: Vec<(String, String)> = file
+            .iter()
+            .map(|f| {
+                (
+                    "CLAUDE_ENV_FILE".to_string(),
+                    f.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
+        let outcome = self
+            .hooks
+            .run_with_env(input, &CancellationToken::new(), &extra)
+            .await;
+        if let Some(file) = file {
+            self.apply_env_file(&file, input.event()).await;
+            let _ = std::fs::remove_file(&file);
+            if let Some(dir) = file.parent() {
+                // Only removed once empty (another event's file may still be in use).
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        outcome
+    }
+
+    /// A new empty `CLAUDE_ENV_FILE` in a private directory of the session under the system
+    /// temp dir; `None` (with a warning event) when it cannot be created.
+    fn new_env_file(&self, event: HookEvent) -> Option<PathBuf> {
+        let dir = std::env::temp_dir().join(format!("robota-env-{}", self.id));
+        let number = self.env_files.fetch_add(1, Ordering::SeqCst);
+        let file = dir.join(format!("{}-{number}.sh", event.as_str().to_lowercase()));
+        let created = std::fs::create_dir_all(&dir)
+            .and_then(|()| {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+                }
+                Ok(())
+            })
+            .and_then(|()| std::fs::File::create(&file).map(drop));
+        match created {
+            Ok(()) => Some(file),
+            Err(err) => {
+                self.events.emit(SessionEvent::Warning {
+                    source: "CLAUDE_ENV_FILE".into(),
+                    message: format!(
+                        "cannot create {} for the {event} hooks ({err}); variables they export \
+                         will not reach Bash commands",
+                        file.display()
+                    ),
+                });
+                None
+            }
+        }
+    }
+
+    /// Applies a `CLAUDE_ENV_FILE` hooks wrote to the built-in tools' environment. Problems are
+    /// `warning` events (source `CLAUDE_ENV_FILE`).
+    async fn apply_env_file(&self, file: &Path, event: HookEvent) {
+        let written = std::fs::metadata(file).is_ok_and(|m| m.len() > 0);
+        if !written {
+            return;
+        }
+        let Some(builtins) = &self.builtins else {
+            self.events.emit(SessionEvent::Warning {
+                source: "CLAUDE_ENV_FILE".into(),
+                message: format!(
+                    "the {event} hooks exported variables, but this session runs the host's \
+                     tools, which robota cannot give them to"
+                ),
+            });
+            return;
+        };
+        if let Err(problem) = builtins.apply_env_file(file).await {
+            self.events.emit(SessionEvent::Warning {
+                source: "CLAUDE_ENV_FILE".into(),
+                message: format!(
+                    "the variables the {event} hooks wrote to CLAUDE_ENV_FILE could not be read \
+                     ({problem}); later Bash commands run without them"
+                ),
+            });
+        }
     }
 
     /// Sends `prompt` to the agent and runs until it answers (see the module docs for the hooks
@@ -1360,7 +1490,13 @@ impl Session {
         let default_model = self.model.clone();
         RunOptions::new()
             .with_cancel(cancel.clone())
-            .with_on_event(move |event| events.emit(SessionEvent::Engine(event)))
+            .with_on_event(move |event| {
+                let todos = todo_update(&event);
+                events.emit(SessionEvent::Engine(event));
+                if let Some(todos) = todos {
+                    events.emit(SessionEvent::TodoUpdate { todos });
+                }
+            })
             .with_on_execution_event(move |event| {
                 if let ExecutionEvent::HistoryMutation { message, .. } = &event {
                     mirror
@@ -1439,9 +1575,23 @@ impl Session {
 
     /// Takes the results of background hooks that finished since the last prompt: failures and
     /// messages are reported as events; their `additionalContext` and, for an `asyncRewake`
-    /// hook that blocked (exit 2), its reason become model-only context of the next prompt (as
-    /// Claude Code delivers them on the next turn).
+    /// hook that blocked (exit 2), its `rewakeMessage` and reason become model-only context of
+    /// the next prompt (as Claude Code delivers them on the next turn). A `rewakeSummary` is a
+    /// `hook_system_message` event for the user.
     fn drain_async_hook_results(&self) {
+        let (mut context, rewakes) = self.take_async_hook_results();
+        context.extend(rewakes);
+        if !context.is_empty() {
+            self.start_context
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(context);
+        }
+    }
+
+    /// The finished background hooks' context and their wake-up messages (reporting their
+    /// events on the way).
+    fn take_async_hook_results(&self) -> (Vec<String>, Vec<String>) {
         let mut results = Vec::new();
         if let Some(rx) = self
             .async_hook_results
@@ -1454,6 +1604,7 @@ impl Session {
             }
         }
         let mut context = Vec::new();
+        let mut rewakes = Vec::new();
         for result in results {
             let reason = match &result.report.status {
                 crate::hooks::HandlerStatus::Blocked { reason, .. } => Some(reason.clone()),
@@ -1463,18 +1614,52 @@ impl Session {
             self.events.hook_outcome(&outcome);
             context.extend(outcome.additional_context);
             if let (true, Some(reason)) = (result.rewake, reason) {
-                context.push(format!(
-                    "A background {} hook reported: {reason}",
-                    result.event.as_str()
-                ));
+                if let Some(summary) = result.rewake_summary.filter(|s| !s.trim().is_empty()) {
+                    self.events.emit(SessionEvent::HookSystemMessage {
+                        event: result.event,
+                        message: summary,
+                    });
+                }
+                rewakes.push(
+                    match result.rewake_message.filter(|m| !m.trim().is_empty()) {
+                        Some(message) => format!("{message}\n\n{reason}"),
+                        None => format!(
+                            "A background {} hook reported: {reason}",
+                            result.event.as_str()
+                        ),
+                    },
+                );
             }
         }
+        (context, rewakes)
+    }
+
+    /// Waits (at most `timeout`) for the background (`async` / `asyncRewake`) hooks still
+    /// running — asynchronous Stop hooks above all — so that a headless run does not exit (and
+    /// stop them) before they finish. Their results are reported as after any prompt; when an
+    /// `asyncRewake` hook blocked, the text to wake the agent with is returned (its
+    /// `rewakeMessage` and reason), for the caller to run as the next prompt the way Claude
+    /// Code wakes the model. `None` when nothing asks for a wake-up (their context then waits
+    /// for the next prompt).
+    pub async fn finish_background_hooks(&self, timeout: std::time::Duration) -> Option<String> {
+        if !self.hooks.wait_background(timeout).await {
+            self.events.emit(SessionEvent::Warning {
+                source: "hooks".into(),
+                message: format!(
+                    "{} background hook(s) still running after {} s are stopped",
+                    self.hooks.pending_background(),
+                    timeout.as_secs()
+                ),
+            });
+        }
+        let (context, rewakes) = self.take_async_hook_results();
         if !context.is_empty() {
             self.start_context
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .extend(context);
         }
+        (!rewakes.is_empty()).then(|| rewakes.join("\n\n"))
     }
 
     /// Reports what a hook run produced that the user should see (failures, messages), for hook
@@ -1506,6 +1691,20 @@ impl Session {
         self.conversation
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The new task list of a successful `TodoWrite` call's `tool_end`.
+fn todo_update(
+    event: &crate::engine::EngineEvent,
+) -> Option<Vec<crate::tools::builtins::TodoItem>> {
+    match event {
+        crate::engine::EngineEvent::ToolEnd { name, output, .. }
+            if name == "TodoWrite" && !output.is_error =>
+        {
+            crate::tools::builtins::todos_from_response(&output.response)
+        }
+        _ => None,
     }
 }
 

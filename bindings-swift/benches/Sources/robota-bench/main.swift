@@ -26,7 +26,7 @@ func throughput(events n: Int) async throws -> Double {
         for await event in stream {
             switch event.kind {
             case .textDelta: received += 1
-            case .complete, .interrupted, .error: return received
+            case .complete, .refused, .truncated, .interrupted, .error: return received
             default: continue
             }
         }

@@ -2,26 +2,34 @@
 //! (`.robota/agents/`, `.agents/agents/`, `.claude/agents/` in the project, then `.robota/agents/`
 //! and `.claude/agents/` in the home directory), parsed from their frontmatter.
 //!
-//! A definition file is YAML-style frontmatter between `---` lines, then the system prompt:
+//! A definition file is YAML frontmatter between `---` lines (parsed by
+//! [`crate::framework::frontmatter`]: real YAML, plus Claude Code's lenient one-line values), then
+//! the system prompt:
 //!
 //! ```text
 //! ---
 //! name: reviewer
-//! description: Reviews a diff for bugs
-//! tools: Read, Grep, Glob
+//! description: |
+//!   Reviews a diff for bugs. Use after writing code.
+//!   <example>user: "review my change" assistant: "I'll use the reviewer agent"</example>
+//! tools: [Read, Grep, Glob]
 //! model: inherit
 //! ---
 //! You review code. Report concrete problems with file and line.
 //! ```
 //!
-//! Keys: `name` and `description` (required), `tools` (allowlist: a comma list or a YAML list),
+//! Keys: `name` and `description` (required; a one-line description's `\n` become line breaks,
+//! as in Claude Code), `tools` (allowlist: a comma list or a YAML list; `*` means all),
 //! `disallowedTools` (denylist), `model`, `maxTurns`. Keys Claude Code knows that robota does not
-//! use (`color`, `permissionMode`, …) and unknown keys are kept as warnings on the
-//! [`AgentCatalog`]. Anything malformed — no frontmatter, no closing `---`, a line that is not
-//! `key: value`, a missing required key, a bad value, an empty body — is an
-//! [`AgentDefinitionError`] naming the file, the line and the problem: a broken definition is never
-//! skipped silently. So is a `*.md` entry that is not a regular file (a FIFO, a device or a link to
-//! one) or is over 1 MiB ([`crate::files::AGENT_DEFINITION_FILE`]); a dangling link is skipped.
+//! use (`color`, `permissionMode`, …) and unknown keys are [`AgentWarning`]s on the
+//! [`AgentCatalog`].
+//!
+//! **One bad file never stops the session.** A file that cannot be used — no frontmatter, YAML
+//! that does not parse, a missing required key, a bad value, an empty body, a `*.md` entry that
+//! is not a regular file (a FIFO, a device or a link to one) or is over 1 MiB
+//! ([`crate::files::AGENT_DEFINITION_FILE`]), a directory that cannot be read — is an
+//! [`AgentWarning`] naming the file, the line and the problem, and every other definition still
+//! loads. Nothing is skipped silently; a dangling link alone is skipped without a word.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -30,6 +38,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::files::{read_regular_text, FileError, AGENT_DEFINITION_FILE};
+use crate::framework::frontmatter;
 
 /// The agent used when a request names none.
 pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
@@ -118,12 +127,62 @@ impl AgentDefinitionError {
     }
 }
 
+/// A problem with an agent definition file that did not stop anything else from loading: a file
+/// that could not be used (and was skipped), an ignored key, a definition shadowed by another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentWarning {
+    /// The file (or directory) concerned.
+    pub file: PathBuf,
+    /// 1-based line of the problem, when it is on one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// What is wrong and what robota did about it.
+    pub message: String,
+}
+
+impl AgentWarning {
+    /// A warning about `file`.
+    pub fn at(file: &Path, line: Option<usize>, message: impl Into<String>) -> Self {
+        AgentWarning {
+            file: file.to_path_buf(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The warning for a definition that could not be used and was skipped.
+    pub fn skipped(error: &AgentDefinitionError) -> Self {
+        let (line, problem) = match error {
+            AgentDefinitionError::Invalid { line, problem, .. } => (*line, problem.clone()),
+            AgentDefinitionError::Read { source, .. } => {
+                (None, format!("cannot be read: {source}"))
+            }
+            AgentDefinitionError::File(error) => (None, error.to_string()),
+        };
+        AgentWarning {
+            file: error.path().to_path_buf(),
+            line,
+            message: format!("agent definition skipped: {problem}"),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file.display(), self.message),
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
 /// The agents available to a session: the built-ins overridden by files.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentCatalog {
     definitions: BTreeMap<String, AgentDefinition>,
-    /// Non-fatal problems: unused or unknown keys, definitions shadowed by higher-priority ones.
-    pub warnings: Vec<String>,
+    /// Non-fatal problems: files skipped because they could not be used, unused or unknown keys,
+    /// definitions shadowed by higher-priority ones.
+    pub warnings: Vec<AgentWarning>,
 }
 
 impl AgentCatalog {
@@ -245,11 +304,9 @@ const IGNORED_KEYS: &[&str] = &[
 /// Loads the built-in agents and every definition file for a project, highest priority first:
 /// `<cwd>/.robota/agents`, `<cwd>/.agents/agents`, `<cwd>/.claude/agents`, then (with a home
 /// directory) `<home>/.robota/agents`, `<home>/.claude/agents`. Files override built-ins of the
-/// same name; among files the higher-priority directory wins (the other is a warning).
-pub fn load_agent_definitions(
-    cwd: &Path,
-    home: Option<&Path>,
-) -> Result<AgentCatalog, AgentDefinitionError> {
+/// same name; among files the higher-priority directory wins (the other is a warning). A file or
+/// directory that cannot be used is a warning on the catalog; every other definition loads.
+pub fn load_agent_definitions(cwd: &Path, home: Option<&Path>) -> AgentCatalog {
     let mut dirs: Vec<(PathBuf, bool)> = [".robota/agents", ".agents/agents", ".claude/agents"]
         .iter()
         .map(|d| (cwd.join(d), true))
@@ -264,37 +321,64 @@ pub fn load_agent_definitions(
     let mut catalog = AgentCatalog::builtin();
     let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for (dir, project) in dirs {
-        for path in definition_files(&dir)? {
-            let text = match read_regular_text(&path, &AGENT_DEFINITION_FILE) {
-                Ok(text) => text,
-                // A dangling link, or a file removed since the directory was listed.
-                Err(error) if error.is_not_found() => continue,
-                Err(FileError::Io { path, source, .. }) => {
-                    return Err(AgentDefinitionError::Read { path, source })
-                }
-                Err(error) => return Err(AgentDefinitionError::File(error)),
-            };
-            let source = if project {
-                AgentSource::Project { path: path.clone() }
-            } else {
-                AgentSource::User { path: path.clone() }
-            };
-            let (definition, warnings) = parse_agent_definition(&path, &text, source)?;
-            catalog.warnings.extend(warnings);
-            if let Some(first) = from_files.get(&definition.name) {
-                catalog.warnings.push(format!(
-                    "{}: agent `{}` is also defined in {}, which takes precedence",
-                    path.display(),
-                    definition.name,
-                    first.display()
-                ));
+        let files = match definition_files(&dir) {
+            Ok(files) => files,
+            Err(error) => {
+                catalog.warnings.push(AgentWarning::skipped(&error));
                 continue;
             }
-            from_files.insert(definition.name.clone(), path);
-            catalog.insert(definition);
+        };
+        for path in files {
+            match load_file(&path, project) {
+                Ok(None) => {}
+                Ok(Some((definition, warnings))) => {
+                    catalog.warnings.extend(warnings);
+                    if let Some(first) = from_files.get(&definition.name) {
+                        catalog.warnings.push(AgentWarning::at(
+                            &path,
+                            None,
+                            format!(
+                                "agent `{}` is also defined in {}, which takes precedence",
+                                definition.name,
+                                first.display()
+                            ),
+                        ));
+                        continue;
+                    }
+                    from_files.insert(definition.name.clone(), path);
+                    catalog.insert(definition);
+                }
+                Err(error) => catalog.warnings.push(AgentWarning::skipped(&error)),
+            }
         }
     }
-    Ok(catalog)
+    catalog
+}
+
+/// Reads and parses one file; `Ok(None)` for a dangling link or a file removed since the
+/// directory was listed.
+fn load_file(
+    path: &Path,
+    project: bool,
+) -> Result<Option<(AgentDefinition, Vec<AgentWarning>)>, AgentDefinitionError> {
+    let text = match read_regular_text(path, &AGENT_DEFINITION_FILE) {
+        Ok(text) => text,
+        Err(error) if error.is_not_found() => return Ok(None),
+        Err(FileError::Io { path, source, .. }) => {
+            return Err(AgentDefinitionError::Read { path, source })
+        }
+        Err(error) => return Err(AgentDefinitionError::File(error)),
+    };
+    let source = if project {
+        AgentSource::Project {
+            path: path.to_path_buf(),
+        }
+    } else {
+        AgentSource::User {
+            path: path.to_path_buf(),
+        }
+    };
+    parse_agent_definition(path, &text, source).map(Some)
 }
 
 /// The `.md` files of `dir`, sorted; none when it does not exist.
@@ -327,27 +411,32 @@ fn definition_files(dir: &Path) -> Result<Vec<PathBuf>, AgentDefinitionError> {
     Ok(files)
 }
 
-/// A frontmatter value: one string, or a list.
-#[derive(Debug, Clone, PartialEq)]
-enum Value {
-    Text(String),
-    List(Vec<String>),
-}
+/// Keys an agent file may have that robota acts on.
+const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "disallowed-tools",
+    "model",
+    "maxTurns",
+    "max_turns",
+    "max-turns",
+];
 
 /// Parses one definition file's text; returns the definition and warnings about keys it ignored.
 pub fn parse_agent_definition(
     path: &Path,
     text: &str,
     source: AgentSource,
-) -> Result<(AgentDefinition, Vec<String>), AgentDefinitionError> {
+) -> Result<(AgentDefinition, Vec<AgentWarning>), AgentDefinitionError> {
     let invalid = |line: Option<usize>, problem: String| AgentDefinitionError::Invalid {
         path: path.to_path_buf(),
         line,
         problem,
     };
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let lines: Vec<&str> = text.lines().collect();
-    if lines.first().map(|l| l.trim_end()) != Some("---") {
+    let parsed = frontmatter::parse(text).map_err(|e| invalid(e.line, e.problem))?;
+    if !parsed.present {
         return Err(invalid(
             Some(1),
             "missing frontmatter: the file must start with a `---` line, then `name:` and \
@@ -355,34 +444,17 @@ pub fn parse_agent_definition(
                 .into(),
         ));
     }
-    let Some(close) = lines
-        .iter()
-        .skip(1)
-        .position(|l| l.trim_end() == "---")
-        .map(|i| i + 1)
-    else {
-        return Err(invalid(
-            None,
-            "the frontmatter is not closed: add a `---` line after the last key".into(),
-        ));
-    };
-    let fields =
-        parse_frontmatter(&lines[1..close], 2).map_err(|(line, p)| invalid(Some(line), p))?;
-    let body = lines[close + 1..].join("\n").trim().to_string();
-
-    let mut warnings = Vec::new();
-    let text_field = |key: &str| -> Result<Option<String>, AgentDefinitionError> {
-        match fields.get(key) {
+    let text_field = |keys: &[&str]| -> Result<Option<(String, usize)>, AgentDefinitionError> {
+        match parsed.first_of(keys) {
             None => Ok(None),
-            Some((_, Value::Text(t))) => Ok(Some(t.clone())),
-            Some((line, Value::List(_))) => Err(invalid(
-                Some(*line),
-                format!("`{key}` must be a single value, not a list"),
-            )),
+            Some(field) => field
+                .text()
+                .map(|t| Some((t.trim().to_string(), field.line)))
+                .map_err(|p| invalid(Some(field.line), p)),
         }
     };
-    let name = text_field("name")?
-        .filter(|n| !n.is_empty())
+    let (name, name_line) = text_field(&["name"])?
+        .filter(|(n, _)| !n.is_empty())
         .ok_or_else(|| {
             invalid(
                 None,
@@ -393,13 +465,14 @@ pub fn parse_agent_definition(
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
     {
-        let line = fields.get("name").map(|(l, _)| *l);
         return Err(invalid(
-            line,
+            Some(name_line),
             format!("agent name `{name}` may only contain letters, digits, `-`, `_`, `.` and `:`"),
         ));
     }
-    let description = text_field("description")?
+    // Claude Code turns the two characters `\n` of a one-line description into line breaks.
+    let description = text_field(&["description"])?
+        .map(|(d, _)| d.replace("\\n", "\n").trim().to_string())
         .filter(|d| !d.is_empty())
         .ok_or_else(|| {
             invalid(
@@ -408,74 +481,56 @@ pub fn parse_agent_definition(
                     .into(),
             )
         })?;
-    let model = text_field("model")?.filter(|m| !m.is_empty() && m != "inherit");
-    let max_turns = match fields
-        .get("maxTurns")
-        .or_else(|| fields.get("max_turns"))
-        .or_else(|| fields.get("max-turns"))
-    {
+    let model = text_field(&["model"])?
+        .map(|(m, _)| m)
+        .filter(|m| !m.is_empty() && m != "inherit");
+    let max_turns = match text_field(&["maxTurns", "max_turns", "max-turns"])? {
         None => None,
-        Some((line, Value::Text(t))) => match t.parse::<u32>() {
+        Some((t, _)) if t.is_empty() => None,
+        Some((t, line)) => match t.parse::<u32>() {
             Ok(n) if n > 0 => Some(n),
             _ => {
                 return Err(invalid(
-                    Some(*line),
+                    Some(line),
                     format!("`maxTurns` must be a positive whole number, found `{t}`"),
                 ))
             }
         },
-        Some((line, Value::List(_))) => {
-            return Err(invalid(
-                Some(*line),
-                "`maxTurns` must be a number, not a list".into(),
-            ))
+    };
+    let list = |keys: &[&str]| -> Result<Option<Vec<String>>, AgentDefinitionError> {
+        match parsed.first_of(keys) {
+            None => Ok(None),
+            Some(field) => field
+                .list()
+                .map(Some)
+                .map_err(|p| invalid(Some(field.line), p)),
         }
     };
-    let list = |key: &str| -> Option<Vec<String>> {
-        fields.get(key).map(|(_, value)| match value {
-            Value::Text(t) => t
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
-            Value::List(items) => items.clone(),
-        })
-    };
-    let tools = list("tools");
-    let disallowed_tools = list("disallowedTools")
-        .or_else(|| list("disallowed-tools"))
-        .unwrap_or_default();
+    // `tools: "*"` (or an empty value) means every tool, like leaving the key out.
+    let tools = list(&["tools"])?.filter(|t| !t.is_empty() && !t.iter().any(|n| n == "*"));
+    let disallowed_tools = list(&["disallowedTools", "disallowed-tools"])?.unwrap_or_default();
+    let body = parsed.body.trim().to_string();
     if body.is_empty() {
         return Err(invalid(
-            Some(close + 2),
+            Some(parsed.body_line),
             "the system prompt is empty: write the agent's instructions after the closing `---`"
                 .into(),
         ));
     }
-    const KNOWN: &[&str] = &[
-        "name",
-        "description",
-        "tools",
-        "disallowedTools",
-        "disallowed-tools",
-        "model",
-        "maxTurns",
-        "max_turns",
-        "max-turns",
-    ];
-    for (key, (line, _)) in &fields {
-        if KNOWN.contains(&key.as_str()) {
+    let mut warnings = Vec::new();
+    for field in &parsed.fields {
+        if KNOWN_KEYS.contains(&field.key.as_str()) {
             continue;
         }
-        let what = if IGNORED_KEYS.contains(&key.as_str()) {
+        let what = if IGNORED_KEYS.contains(&field.key.as_str()) {
             "is not used by robota"
         } else {
             "is not a known agent key"
         };
-        warnings.push(format!(
-            "{}:{line}: `{key}` {what}; ignored",
-            path.display()
+        warnings.push(AgentWarning::at(
+            path,
+            Some(field.line),
+            format!("`{}` {what}; ignored", field.key),
         ));
     }
     Ok((
@@ -491,116 +546,6 @@ pub fn parse_agent_definition(
         },
         warnings,
     ))
-}
-
-/// Parses `key: value` lines (with `- item` lists and `|`/`>` blocks under a key). `first_line`
-/// is the 1-based number of `lines[0]` in the file. Errors are `(line, problem)`.
-fn parse_frontmatter(
-    lines: &[&str],
-    first_line: usize,
-) -> Result<BTreeMap<String, (usize, Value)>, (usize, String)> {
-    let mut fields: BTreeMap<String, (usize, Value)> = BTreeMap::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let number = first_line + i;
-        let line = lines[i];
-        i += 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if line.starts_with(char::is_whitespace) || trimmed.starts_with("- ") {
-            return Err((
-                number,
-                format!("unexpected indented line `{trimmed}`: expected `key: value`"),
-            ));
-        }
-        let Some((key, value)) = line.split_once(':') else {
-            return Err((number, format!("expected `key: value`, found `{trimmed}`")));
-        };
-        let key = key.trim();
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            return Err((number, format!("`{key}` is not a valid key name")));
-        }
-        if fields.contains_key(key) {
-            return Err((number, format!("the key `{key}` appears twice")));
-        }
-        let value = value.trim();
-        // Indented lines that follow belong to this key.
-        let mut nested = Vec::new();
-        while i < lines.len()
-            && (lines[i].starts_with(char::is_whitespace) || lines[i].trim().is_empty())
-        {
-            if !lines[i].trim().is_empty() {
-                nested.push((first_line + i, lines[i].trim()));
-            }
-            i += 1;
-        }
-        let parsed = match value {
-            "" if nested.is_empty() => Value::Text(String::new()),
-            "" => {
-                let mut items = Vec::new();
-                for (line, item) in &nested {
-                    let Some(item) = item.strip_prefix('-') else {
-                        return Err((
-                            *line,
-                            format!("expected a `- item` line under `{key}`, found `{item}`"),
-                        ));
-                    };
-                    items.push(unquote(item.trim()).to_string());
-                }
-                Value::List(items)
-            }
-            "|" | "|-" | "|+" => Value::Text(
-                nested
-                    .iter()
-                    .map(|(_, l)| *l)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            ">" | ">-" | ">+" => {
-                Value::Text(nested.iter().map(|(_, l)| *l).collect::<Vec<_>>().join(" "))
-            }
-            _ if !nested.is_empty() => {
-                // A plain value continued on indented lines (YAML folds them with spaces).
-                let mut text = unquote(value).to_string();
-                for (_, l) in &nested {
-                    text.push(' ');
-                    text.push_str(l);
-                }
-                Value::Text(text)
-            }
-            _ if value.starts_with('[') => {
-                let Some(inner) = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) else {
-                    return Err((number, format!("the list for `{key}` is missing its `]`")));
-                };
-                Value::List(
-                    inner
-                        .split(',')
-                        .map(|s| unquote(s.trim()).to_string())
-                        .filter(|s| !s.is_empty())
-                        .collect(),
-                )
-            }
-            _ => Value::Text(unquote(value).to_string()),
-        };
-        fields.insert(key.to_string(), (number, parsed));
-    }
-    Ok(fields)
-}
-
-/// `value` without one pair of matching surrounding quotes.
-fn unquote(value: &str) -> &str {
-    for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            return &value[1..value.len() - 1];
-        }
-    }
-    value
 }
 
 #[cfg(test)]
@@ -634,10 +579,14 @@ mod tests {
     fn problems_name_the_line() {
         let cases = [
             ("name: x\n", "missing frontmatter"),
-            ("---\nname: x\ndescription: y\n", "not closed"),
+            ("---\nname: x\ndescription: y\n", "never closed"),
             (
                 "---\nname x\n---\nbody",
-                ":2: invalid agent definition: expected `key: value`",
+                ":2: invalid agent definition: the frontmatter must be `key: value` lines",
+            ),
+            (
+                "---\nname: x\ndescription: y\n  tools: [Read]\n---\nbody",
+                "a.md:4: invalid agent definition: invalid YAML",
             ),
             ("---\ndescription: y\n---\nbody", "`name` is missing"),
             ("---\nname: x\n---\nbody", "`description` is missing"),

@@ -1,8 +1,9 @@
 //! Subagents: agent definitions (built-in and `.md` files from `.robota/agents/`,
 //! `.claude/agents/`, …), worktree isolation, and running one subagent for a session.
 //!
-//! - [`definition`]: [`AgentDefinition`], [`AgentCatalog`], [`load_agent_definitions`] and the
-//!   typed [`AgentDefinitionError`] for a malformed file.
+//! - [`definition`]: [`AgentDefinition`], [`AgentCatalog`], [`load_agent_definitions`], the
+//!   typed [`AgentDefinitionError`] for a malformed file and the [`AgentWarning`] it becomes
+//!   when loading a folder (the other files still load).
 //! - [`worktree`]: creating and removing the git worktree of an isolated run, with the
 //!   WorktreeCreate/WorktreeRemove hooks.
 //! - [`runner`]: [`run_subagent`] — definition, worktree, the child run
@@ -19,7 +20,7 @@ pub mod worktree;
 
 pub use definition::{
     builtin_agents, load_agent_definitions, parse_agent_definition, AgentCatalog, AgentDefinition,
-    AgentDefinitionError, AgentSource, DEFAULT_AGENT_TYPE,
+    AgentDefinitionError, AgentSource, AgentWarning, DEFAULT_AGENT_TYPE,
 };
 pub use runner::{
     new_agent_id, run_subagent, Isolation, SubagentError, SubagentProgress,

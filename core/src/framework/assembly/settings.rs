@@ -2,10 +2,11 @@
 //! their file), the permission mode, the merged hooks, the `env` for tool and hook processes, the
 //! workspace directories and the paths that always need approval to write.
 //!
-//! Every problem is reported: errors (a rule that does not parse, a hook definition with an
-//! error) stop the session from being created and name the file, JSON path and problem; warnings
-//! (unknown keys, rules that may not do what their author expects) come back as
-//! [`SessionWarning`]s.
+//! Every problem is reported: errors (a hook definition with an error, a deny or ask rule whose
+//! tool cannot be read) stop the session from being created and name the file, JSON path and
+//! problem; warnings (unknown keys, rules that may not do what their author expects, a rule
+//! robota cannot parse — skipped when it is an allow rule, replaced by "ask for every call of
+//! its tool" when it is a deny or ask rule) come back as [`SessionWarning`]s.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -96,7 +97,7 @@ pub(crate) fn assemble(
                 message: warning.message.clone(),
             });
         }
-        rules = permission_rules(loaded, cwd, home.as_deref())?;
+        rules = permission_rules(loaded, cwd, home.as_deref(), &mut warnings)?;
         for warning in rules.warnings() {
             warnings.push(SessionWarning {
                 file: None,
@@ -192,22 +193,10 @@ pub(crate) fn settings_home(settings: &SessionSettings, cwd: &Path) -> Option<Pa
     }
 }
 
-/// The home directory of already-loaded settings, from the path of a user layer.
+/// The home directory already-loaded settings were loaded for (user-level files are read from
+/// it even when no user settings file exists).
 fn home_of(loaded: &LoadedSettings) -> Option<PathBuf> {
-    loaded.layers.iter().find_map(|layer| {
-        if layer.source.kind.is_user() {
-            // `<home>/.claude/settings.json` or `<home>/.robota/settings.json`.
-            layer
-                .source
-                .path
-                .as_deref()
-                .and_then(Path::parent)
-                .and_then(Path::parent)
-                .map(Path::to_path_buf)
-        } else {
-            None
-        }
-    })
+    loaded.home.clone()
 }
 
 impl crate::session::options::sealed::Sealed for LoadedSettings {}
@@ -288,11 +277,15 @@ fn rule_source(source: &SettingsSource, cwd: &Path, home: Option<&Path>) -> Rule
     rule_source
 }
 
-/// Every layer's allow/ask/deny rules, parsed; all bad rules of all layers are reported.
+/// Every layer's allow/ask/deny rules, parsed entry by entry ([`RuleSet::add_settings_list`]):
+/// a rule robota cannot parse is a warning naming its file and JSON path (an allow rule is
+/// skipped; a deny or ask rule makes every call of its tool need approval). Only deny or ask
+/// rules whose tool cannot even be read are errors; all of those of all layers are reported.
 fn permission_rules(
     loaded: &LoadedSettings,
     cwd: &Path,
     home: Option<&Path>,
+    warnings: &mut Vec<SessionWarning>,
 ) -> Result<RuleSet, SessionError> {
     let mut rules = RuleSet::new();
     let mut errors = Vec::new();
@@ -304,13 +297,24 @@ fn permission_rules(
             };
             // The settings loader already checked these are strings.
             let texts: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
-            if let Err(problems) = rules.add_list(list, &texts, &rule_source) {
-                errors.extend(problems.into_iter().map(|p| RuleError {
+            match rules.add_settings_list(list, &texts, &rule_source) {
+                Ok(issues) => warnings.extend(issues.iter().map(|issue| SessionWarning {
+                    file: source.path.clone(),
+                    json_path: format!("permissions.{}[{}]", list.as_str(), issue.error.index),
+                    kind: "permission_rule".into(),
+                    message: issue.message(),
+                })),
+                Err(problems) => errors.extend(problems.into_iter().map(|p| RuleError {
                     file: source.path.clone(),
                     json_path: format!("permissions.{}[{}]", list.as_str(), p.index),
                     rule: p.rule,
-                    problem: p.problem,
-                }));
+                    problem: format!(
+                        "{}; robota cannot tell which tool this {} rule is meant to restrict, so \
+                         it refuses to start rather than run without it",
+                        p.problem,
+                        list.as_str()
+                    ),
+                })),
             }
         }
     }

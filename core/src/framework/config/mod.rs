@@ -502,6 +502,10 @@ impl Settings {
 /// The result of [`load_settings`].
 #[derive(Debug, Clone)]
 pub struct LoadedSettings {
+    /// The home directory the settings were loaded for ([`SettingsOptions::home`]). User-level
+    /// files (`~/.claude/CLAUDE.md`, `~/.claude/agents/`, …) are read from it whether or not a
+    /// user settings file exists, as Claude Code does.
+    pub home: Option<PathBuf>,
     /// Every layer that exists, lowest precedence first.
     pub layers: Vec<SettingsLayer>,
     /// All layers deep-merged (see the module docs for list handling), `$ENV:` not resolved.
@@ -593,6 +597,7 @@ pub fn load_settings(options: &SettingsOptions) -> Result<LoadedSettings, Settin
     let merged = merge::merge_layers(&layers);
     let settings = resolve::resolve_settings(&layers, &merged, options, &mut warnings)?;
     Ok(LoadedSettings {
+        home: options.home.clone(),
         layers,
         merged,
         settings,

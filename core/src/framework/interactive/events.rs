@@ -194,6 +194,13 @@ pub enum InteractiveEventKind {
         /// What was found and done.
         report: RecoveryReport,
     },
+    /// The agent's task list changed (a `TodoWrite` call succeeded): the whole new list, right
+    /// after that call's `tool_end`.
+    TodoUpdate {
+        /// The tasks, in order (`content`, `status`: pending / in_progress / completed,
+        /// `active_form`).
+        todos: Vec<crate::tools::builtins::TodoItem>,
+    },
     /// Any other session event (permission answers, hook messages, warnings, …), unchanged.
     Session {
         /// The event.
@@ -233,6 +240,7 @@ impl InteractiveEventKind {
             InteractiveEventKind::SkillActivation { .. } => "skill_activation",
             InteractiveEventKind::BackgroundTaskEvent { .. } => "background_task_event",
             InteractiveEventKind::SessionRecovered { .. } => "session_recovered",
+            InteractiveEventKind::TodoUpdate { .. } => "todo_update",
             InteractiveEventKind::Session { .. } => "session",
         }
     }
@@ -478,6 +486,7 @@ pub(crate) fn translate(event: SessionEvent) -> InteractiveEventKind {
             permission_mode,
         },
         SessionEvent::ContextUpdate { state } => InteractiveEventKind::ContextUpdate { state },
+        SessionEvent::TodoUpdate { todos } => InteractiveEventKind::TodoUpdate { todos },
         SessionEvent::SessionRecovered { message, report } => {
             InteractiveEventKind::SessionRecovered { message, report }
         }

@@ -163,7 +163,7 @@ impl CommandHostContext for SessionHost {
 
     fn agent_catalog(&self) -> Result<AgentCatalog, CommandHostError> {
         match self.get()?.agent_catalog() {
-            Some(result) => result.map_err(|e| CommandHostError::new(e.to_string())),
+            Some(catalog) => Ok(catalog),
             None => Err(CommandHostError::new(
                 "subagents are not enabled in this session: compose the agent command module \
                  (agent_command_module) to enable them",

@@ -21,7 +21,9 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
-use crate::framework::agents::{load_agent_definitions, AgentCatalog, AgentDefinitionError};
+use crate::framework::agents::{
+    load_agent_definitions, AgentCatalog, AgentDefinitionError, AgentWarning,
+};
 use crate::framework::commands::{
     default_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
     CommandModule, CommandRegistry, CommandRegistryError, CommandResult, SessionRequirement,
@@ -31,7 +33,8 @@ use crate::framework::outcome::{ErrorInfo, OutcomeStatus};
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
 use crate::session::{
-    ContextState, RecoveryReport, Session, SessionError, SessionEvent, SessionOptions,
+    is_withheld_from_subagents, ContextState, RecoveryReport, Session, SessionError, SessionEvent,
+    SessionOptions, SessionWarning,
 };
 use crate::tools::Tool;
 
@@ -386,7 +389,9 @@ impl InteractiveSession {
         });
         let registry = CommandRegistry::with_modules(command_modules)?;
         // Agent definitions are loaded (and listed in the system prompt) only when a module
-        // asks for the agent executor; a malformed definition file is an error now, not later.
+        // asks for the agent executor. A file that cannot be used is a warning (with its file
+        // and line) and the other agents load; so is a tool an agent lists that the session
+        // does not have.
         let agents = if wants_agents {
             let cwd = if session.cwd.is_absolute() {
                 session.cwd.clone()
@@ -396,7 +401,11 @@ impl InteractiveSession {
                     .unwrap_or_else(|_| session.cwd.clone())
             };
             let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
-            let catalog = load_agent_definitions(&cwd, home.as_deref())?;
+            let catalog = load_agent_definitions(&cwd, home.as_deref());
+            let mut warnings: Vec<SessionWarning> =
+                catalog.warnings.iter().map(agent_warning).collect();
+            warnings.extend(unknown_agent_tools(&catalog, &session));
+            session.warnings.extend(warnings);
             let section = catalog.prompt_section();
             session.append_system_prompt = Some(match session.append_system_prompt.take() {
                 Some(text) => format!("{text}\n\n{section}"),
@@ -774,6 +783,15 @@ impl InteractiveSession {
         self.inner.session.recovery_report().cloned()
     }
 
+    /// The configuration problems the session worked around when it opened: settings entries it
+    /// skipped or made ask (an unparsable permission rule, an unknown key, a hook entry), agent
+    /// definition files it could not use and tools agents list that it does not have. Each names
+    /// its file and JSON path. They are also sent as `settings_warning` events while the session
+    /// opens, before a host can subscribe; this is where a host reads them.
+    pub fn get_warnings(&self) -> Vec<SessionWarning> {
+        self.inner.session.warnings().to_vec()
+    }
+
     /// Compacts the conversation now (refused while a prompt runs).
     pub async fn compact(
         &self,
@@ -787,6 +805,68 @@ impl InteractiveSession {
     }
 }
 
+/// An agent catalog warning as a session warning (kind `agent_definition`).
+fn agent_warning(warning: &AgentWarning) -> SessionWarning {
+    SessionWarning {
+        file: Some(warning.file.clone()),
+        json_path: String::new(),
+        kind: "agent_definition".into(),
+        message: match warning.line {
+            Some(line) => format!("line {line}: {}", warning.message),
+            None => warning.message.clone(),
+        },
+    }
+}
+
+/// A warning for every tool a file-defined agent lists in `tools` that its subagents will not
+/// have: not a tool of this session (the built-ins or the host's, plus extra tools), or one
+/// robota never gives a subagent (the agent tool, commands). The agent still loads and runs with
+/// the tools that exist.
+fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<SessionWarning> {
+    let mut available: Vec<String> = match &session.tools {
+        Some(tools) => tools.names().into_iter().map(str::to_string).collect(),
+        None => crate::tools::builtins::BUILTIN_TOOL_NAMES
+            .iter()
+            .map(|n| n.to_string())
+            .collect(),
+    };
+    available.extend(session.extra_tools.iter().map(|t| t.name().to_string()));
+    let mut warnings = Vec::new();
+    for definition in catalog.definitions() {
+        let (crate::framework::agents::AgentSource::Project { path }
+        | crate::framework::agents::AgentSource::User { path }) = &definition.source
+        else {
+            continue;
+        };
+        for entry in definition.tools.iter().flatten() {
+            // `Bash(git *)`-style entries name the tool before the parenthesis.
+            let name = entry.split('(').next().unwrap_or("").trim();
+            let problem = if is_withheld_from_subagents(name) || name == "Task" {
+                format!(
+                    "agent `{}` lists the tool `{name}`, which robota does not give subagents \
+                     (a subagent cannot start subagents or run commands); it runs without it",
+                    definition.name
+                )
+            } else if !available.iter().any(|a| a == name) {
+                format!(
+                    "agent `{}` lists the tool `{name}`, which this session does not have; the \
+                     agent runs without it",
+                    definition.name
+                )
+            } else {
+                continue;
+            };
+            warnings.push(SessionWarning {
+                file: Some(path.clone()),
+                json_path: "tools".into(),
+                kind: "agent_definition".into(),
+                message: problem,
+            });
+        }
+    }
+    warnings
+}
+
 impl Inner {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -797,7 +877,7 @@ impl Inner {
     }
 
     /// The agents, read fresh from disk; `None` when no module requested the agent executor.
-    pub(crate) fn agent_catalog(&self) -> Option<Result<AgentCatalog, AgentDefinitionError>> {
+    pub(crate) fn agent_catalog(&self) -> Option<AgentCatalog> {
         self.agents
             .as_ref()
             .map(|setup| load_agent_definitions(&setup.cwd, setup.home.as_deref()))
@@ -1027,7 +1107,7 @@ impl Inner {
                 } else {
                     ToolResultKind::Success
                 });
-                if name == "Edit" && !output.is_error {
+                if matches!(name.as_str(), "Edit" | "MultiEdit") && !output.is_error {
                     tool.diff_file = output
                         .response
                         .get("file_path")
@@ -1065,7 +1145,15 @@ impl Inner {
 /// string argument (what [`ToolState::first_arg`] holds), so a host can show a call as
 /// `Bash(ls -la)` — in a permission prompt, say — the way the tool events do.
 pub fn first_arg(input: &Value) -> String {
-    const KEYS: [&str; 6] = ["file_path", "path", "command", "pattern", "url", "query"];
+    const KEYS: [&str; 7] = [
+        "file_path",
+        "notebook_path",
+        "path",
+        "command",
+        "pattern",
+        "url",
+        "query",
+    ];
     let found = KEYS
         .iter()
         .find_map(|k| input.get(*k).and_then(Value::as_str))

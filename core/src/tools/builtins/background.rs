@@ -258,7 +258,8 @@ impl BackgroundTasks {
         cwd: &Path,
         sandbox: Option<&crate::sandbox::Sandbox>,
     ) -> Result<BackgroundTaskInfo, String> {
-        let (shell, env, grace) = (&shared.shell, &shared.env, shared.kill_grace);
+        let env = shared.env();
+        let (shell, env, grace) = (&shared.shell, &env, shared.kill_grace);
         if shared.processes.is_closed() {
             return Err("the session is shutting down".into());
         }

@@ -263,7 +263,7 @@ impl BashTool {
             &shared.shell,
             command,
             &context.cwd,
-            &shared.env,
+            &shared.env(),
             stdout_file,
             stderr_file,
             sandbox,

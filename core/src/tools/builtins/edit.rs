@@ -79,15 +79,11 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
             "No changes to make: old_string and new_string are exactly the same.",
         );
     }
-    let bytes = match std::fs::read(&resolved.real) {
-        Ok(bytes) => Some(bytes),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(_) if resolved.real.is_dir() => {
-            return ToolOutput::error(format!("{shown} is a directory; Edit changes files."))
-        }
-        Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
+    let content = match read_text(&resolved.real, &shown, "Edit") {
+        Ok(content) => content,
+        Err(message) => return ToolOutput::error(message),
     };
-    let Some(bytes) = bytes else {
+    let Some(content) = content else {
         if old_string.is_empty() {
             return save(
                 &shown,
@@ -104,20 +100,6 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
             "File does not exist: {shown}. Create it with Write, or with Edit and an empty \
              old_string."
         ));
-    };
-    if fsutil::looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
-        return ToolOutput::error(format!(
-            "{shown} looks like a binary file; Edit only changes text files."
-        ));
-    }
-    let content = match String::from_utf8(bytes) {
-        Ok(content) => content,
-        Err(_) => {
-            return ToolOutput::error(format!(
-                "{shown} is not valid UTF-8 text, so Edit cannot change it safely. Use Write to \
-                 replace it, or Bash for byte-level edits."
-            ))
-        }
     };
     if old_string.is_empty() {
         if content.is_empty() {
@@ -138,12 +120,78 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
         ));
     }
 
+    match replace(&content, &old_string, &new_string, replace_all, &shown) {
+        Ok(replaced) => save(
+            &shown,
+            &resolved.real,
+            &content,
+            replaced.content,
+            replaced.count,
+            replaced.first_line,
+            replace_all,
+            true,
+        ),
+        Err(message) => ToolOutput::error(message),
+    }
+}
+
+/// The text of a file an editing tool (`tool`) is about to change: `Ok(None)` when it does not
+/// exist; an error for a directory, an unreadable, binary or non-UTF-8 file.
+pub(super) fn read_text(
+    real: &std::path::Path,
+    shown: &str,
+    tool: &str,
+) -> Result<Option<String>, String> {
+    let bytes = match std::fs::read(real) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(_) if real.is_dir() => {
+            return Err(format!("{shown} is a directory; {tool} changes files."))
+        }
+        Err(err) => return Err(format!("Cannot read {shown}: {err}")),
+    };
+    if fsutil::looks_binary(&bytes[..bytes.len().min(SNIFF_BYTES)]) {
+        return Err(format!(
+            "{shown} looks like a binary file; {tool} only changes text files."
+        ));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        format!(
+            "{shown} is not valid UTF-8 text, so {tool} cannot change it safely. Use Write to \
+             replace it, or Bash for byte-level edits."
+        )
+    })
+}
+
+/// The result of one replacement in a file's text.
+pub(super) struct Replaced {
+    /// The text after the replacement.
+    pub content: String,
+    /// Occurrences replaced.
+    pub count: usize,
+    /// 1-based line of the first change.
+    pub first_line: usize,
+}
+
+/// Replaces `old_string` (non-empty) in `content`: exactly once unless `replace_all`, matching a
+/// model's `\n` text against a CRLF file and keeping the file's CRLF endings. Errors say why
+/// nothing matched (or too much did) and how to fix the call; `shown` names the file in them.
+pub(super) fn replace(
+    content: &str,
+    old_string: &str,
+    new_string: &str,
+    replace_all: bool,
+    shown: &str,
+) -> Result<Replaced, String> {
+    if old_string == new_string {
+        return Err("No changes to make: old_string and new_string are exactly the same.".into());
+    }
     // Match as given first; for a CRLF file also try the model's LF text with CRLF endings.
-    let ending = LineEnding::detect(&content);
-    let mut needle = old_string.clone();
+    let ending = LineEnding::detect(content);
+    let mut needle = old_string.to_string();
     let mut count = content.matches(needle.as_str()).count();
     if count == 0 && ending == LineEnding::CrLf && old_string.contains('\n') {
-        let converted = fsutil::lf_to_crlf(&old_string);
+        let converted = fsutil::lf_to_crlf(old_string);
         let converted_count = content.matches(converted.as_str()).count();
         if converted_count > 0 {
             needle = converted;
@@ -151,12 +199,12 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
         }
     }
     if count == 0 {
-        return ToolOutput::error(not_found_message(&shown, &content, &old_string));
+        return Err(not_found_message(shown, content, old_string));
     }
     let replacement = if ending == LineEnding::CrLf {
-        fsutil::lf_to_crlf(&new_string)
+        fsutil::lf_to_crlf(new_string)
     } else {
-        new_string
+        new_string.to_string()
     };
     let positions: Vec<usize> = content
         .match_indices(needle.as_str())
@@ -166,9 +214,9 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
         let lines: Vec<String> = positions
             .iter()
             .take(10)
-            .map(|&at| fsutil::line_of(&content, at).to_string())
+            .map(|&at| fsutil::line_of(content, at).to_string())
             .collect();
-        return ToolOutput::error(format!(
+        return Err(format!(
             "Found {count} matches of old_string in {shown} (at lines {}{}). Add surrounding \
              lines to old_string so it matches exactly one place, or set replace_all to true to \
              replace every occurrence.",
@@ -178,23 +226,18 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
     }
     let first_line = positions
         .first()
-        .map(|&at| fsutil::line_of(&content, at))
+        .map(|&at| fsutil::line_of(content, at))
         .unwrap_or(1);
-    let updated = if replace_all {
+    let content = if replace_all {
         content.replace(needle.as_str(), &replacement)
     } else {
         content.replacen(needle.as_str(), &replacement, 1)
     };
-    save(
-        &shown,
-        &resolved.real,
-        &content,
-        updated,
+    Ok(Replaced {
+        content,
         count,
         first_line,
-        replace_all,
-        true,
-    )
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

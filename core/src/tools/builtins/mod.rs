@@ -1,5 +1,8 @@
-//! The eight built-in tools — Bash, Read, Write, Edit, Glob, Grep, WebFetch, WebSearch — with
-//! Claude Code's names and input fields (TypeScript Robota camelCase names accepted as aliases).
+//! The built-in tools — Bash, Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, WebFetch,
+//! WebSearch and TodoWrite — with Claude Code's names and input fields (TypeScript Robota
+//! camelCase names accepted as aliases). MultiEdit and NotebookEdit are editing tools like Edit
+//! (`Edit(...)` rules, acceptEdits, protected paths); TodoWrite changes no file and needs no
+//! approval.
 //!
 //! All tools of one session share a [`Builtins`] handle built from a [`BuiltinToolsConfig`]: the
 //! workspace roots beyond the cwd, the session directory for spilled outputs and background-task
@@ -15,12 +18,12 @@
 //! let builtins = Builtins::new(BuiltinToolsConfig::default());
 //! let mut registry = ToolRegistry::new();
 //! builtins.register(&mut registry);
-//! assert_eq!(registry.len(), 8);
+//! assert_eq!(registry.len(), robota::tools::builtins::BUILTIN_TOOL_NAMES.len());
 //! ```
 
 /// Declares a built-in tool whose work is blocking file-system code: the struct, its constructor
 /// and the [`Tool`] impl (validate the input against the tool's `SCHEMA`, then run `$run` on the
-/// blocking pool). The five file tools differ only in these parameters.
+/// blocking pool). The file tools differ only in these parameters.
 macro_rules! blocking_file_tool {
     (
         $(#[$meta:meta])*
@@ -78,9 +81,12 @@ mod edit;
 mod fsutil;
 mod glob;
 mod grep;
+mod multi_edit;
+mod notebook_edit;
 mod process;
 mod read;
 mod schema;
+mod todo_write;
 mod web_fetch;
 mod web_search;
 mod workspace;
@@ -97,12 +103,30 @@ pub use budget::OutputLimit;
 pub use edit::EditTool;
 pub use glob::{GlobTool, DEFAULT_GLOB_LIMIT};
 pub use grep::GrepTool;
+pub use multi_edit::MultiEditTool;
+pub use notebook_edit::NotebookEditTool;
 pub use read::{ReadTool, DEFAULT_READ_LIMIT, MAX_LINE_CHARS};
+pub use todo_write::{todos_from_response, TodoItem, TodoStatus, TodoWriteTool};
 pub use web_fetch::{WebFetchConfig, WebFetchTool};
 pub use web_search::{
     BraveSearch, SearchError, SearchProvider, SearchQuery, SearchResult, WebSearchTool,
 };
 pub use write::WriteTool;
+
+/// The names of the built-in tools, in the order [`Builtins::tools`] returns them.
+pub const BUILTIN_TOOL_NAMES: &[&str] = &[
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "Glob",
+    "Grep",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+];
 
 use crate::process::ProcessGroups;
 use crate::sandbox::Sandbox;
@@ -198,12 +222,23 @@ pub(crate) struct Shared {
     web_fetch: WebFetchConfig,
     search: Option<Arc<dyn SearchProvider>>,
     http: OnceLock<Result<reqwest::Client, String>>,
-    env: BTreeMap<String, String>,
+    /// Settings `env`, plus what SessionStart/Setup hooks exported through `CLAUDE_ENV_FILE`.
+    env: std::sync::RwLock<BTreeMap<String, String>>,
     sandbox: Option<Arc<Sandbox>>,
     processes: ProcessGroups,
+    /// TodoWrite's task list.
+    todos: Arc<std::sync::Mutex<Vec<TodoItem>>>,
 }
 
 impl Shared {
+    /// The extra environment of Bash commands and background tasks.
+    fn env(&self) -> BTreeMap<String, String> {
+        self.env
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
     /// The HTTP client of WebFetch, built on first use (building loads TLS roots, which costs
     /// milliseconds a session that never fetches should not pay). Redirects are handled by
     /// WebFetch itself so it can refuse cross-host hops.
@@ -256,28 +291,41 @@ impl Builtins {
                     BraveSearch::from_env().map(|p| Arc::new(p) as Arc<dyn SearchProvider>)
                 }),
                 http: OnceLock::new(),
-                env: config.env,
+                env: std::sync::RwLock::new(config.env),
                 sandbox: config.sandbox,
                 processes: config.processes.unwrap_or_default(),
+                todos: Arc::default(),
             }),
         }
     }
 
-    /// All eight tools.
+    /// All the built-in tools ([`BUILTIN_TOOL_NAMES`]).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
             Arc::new(BashTool::new(self)),
             Arc::new(ReadTool::new(self)),
             Arc::new(WriteTool::new(self)),
             Arc::new(EditTool::new(self)),
+            Arc::new(MultiEditTool::new(self)),
+            Arc::new(NotebookEditTool::new(self)),
             Arc::new(GlobTool::new(self)),
             Arc::new(GrepTool::new(self)),
             Arc::new(WebFetchTool::new(self)),
             Arc::new(WebSearchTool::new(self)),
+            Arc::new(TodoWriteTool::new(self)),
         ]
     }
 
-    /// Registers all eight tools (replacing tools of the same names).
+    /// The current TodoWrite task list.
+    pub fn todos(&self) -> Vec<TodoItem> {
+        self.shared
+            .todos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Registers all the built-in tools (replacing tools of the same names).
     pub fn register(&self, registry: &mut ToolRegistry) {
         for tool in self.tools() {
             registry.register(tool);
@@ -308,9 +356,86 @@ impl Builtins {
     pub fn sandbox(&self) -> Option<&Arc<Sandbox>> {
         self.shared.sandbox.as_ref()
     }
+
+    /// The extra environment Bash commands and background tasks get (settings `env` and what
+    /// hooks exported through `CLAUDE_ENV_FILE`).
+    pub fn env(&self) -> BTreeMap<String, String> {
+        self.shared.env()
+    }
+
+    /// Applies a `CLAUDE_ENV_FILE` a SessionStart or Setup hook wrote (Claude Code's format:
+    /// shell lines such as `export NODE_ENV=production`, or `declare -x …` from `export -p`) to
+    /// every later Bash command and background task of the session.
+    ///
+    /// The file is sourced once by the session's shell, in the environment Bash commands get,
+    /// and the variables it adds or changes are kept (Claude Code sources the file before each
+    /// command instead; for files that only export variables the result is the same). Runs
+    /// outside the OS sandbox, like the hook that wrote the file, with no input and a 10 s limit.
+    /// Returns the names of the variables set.
+    pub async fn apply_env_file(&self, file: &std::path::Path) -> Result<Vec<String>, String> {
+        let base = self.shared.env();
+        let before = env_after(&self.shared.shell, &base, None).await?;
+        let after = env_after(&self.shared.shell, &base, Some(file)).await?;
+        let changed: BTreeMap<String, String> = after
+            .into_iter()
+            .filter(|(name, value)| name != "_" && before.get(name) != Some(value))
+            .collect();
+        let names = changed.keys().cloned().collect();
+        self.shared
+            .env
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(changed);
+        Ok(names)
+    }
 }
 
-/// The eight built-in tools for `config` — shorthand for `Builtins::new(config).tools()`.
+/// The environment `shell` ends with after sourcing `file` (or nothing), started with the
+/// environment a Bash command gets.
+async fn env_after(
+    shell: &std::path::Path,
+    env: &BTreeMap<String, String>,
+    file: Option<&std::path::Path>,
+) -> Result<BTreeMap<String, String>, String> {
+    let script = if file.is_some() {
+        ". \"$1\" >/dev/null 2>&1 </dev/null; env -0"
+    } else {
+        "env -0"
+    };
+    let mut command = tokio::process::Command::new(shell);
+    command.arg("-c").arg(script).arg("robota-env");
+    if let Some(file) = file {
+        command.arg(file);
+    }
+    for (key, value) in process::NON_INTERACTIVE_ENV {
+        command.env(key, value);
+    }
+    command
+        .envs(env)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let output = tokio::time::timeout(Duration::from_secs(10), command.output())
+        .await
+        .map_err(|_| "sourcing it took longer than 10 s".to_string())?
+        .map_err(|err| format!("cannot start {}: {err}", shell.display()))?;
+    if !output.status.success() {
+        return Err(format!("the shell exited with {}", output.status));
+    }
+    Ok(output
+        .stdout
+        .split(|b| *b == 0)
+        .filter_map(|entry| {
+            let entry = String::from_utf8_lossy(entry);
+            let (name, value) = entry.split_once('=')?;
+            (!name.is_empty()).then(|| (name.to_string(), value.to_string()))
+        })
+        .collect())
+}
+
+/// The built-in tools for `config` — shorthand for `Builtins::new(config).tools()`.
 pub fn default_tools(config: BuiltinToolsConfig) -> Vec<Arc<dyn Tool>> {
     Builtins::new(config).tools()
 }

@@ -23,6 +23,8 @@ pub(crate) enum Kind {
     Enum(&'static [&'static str]),
     /// An array of strings.
     StringArray,
+    /// A non-empty array of objects, each with these fields (validated like a tool input).
+    ObjectArray(&'static [Field]),
 }
 
 impl Kind {
@@ -33,6 +35,14 @@ impl Kind {
             Kind::Boolean => "a boolean".into(),
             Kind::Enum(values) => format!("one of {}", quoted_list(values)),
             Kind::StringArray => "an array of strings".into(),
+            Kind::ObjectArray(fields) => format!(
+                "a non-empty array of objects with {}",
+                fields
+                    .iter()
+                    .map(|f| format!("`{}`", f.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }
@@ -64,62 +74,92 @@ pub(crate) struct InputSchema {
 impl InputSchema {
     /// The JSON Schema advertised to the model (canonical names only, no extra properties).
     pub fn json_schema(&self) -> Value {
-        let mut properties = Map::new();
-        let mut required = Vec::new();
-        for field in self.fields {
-            let mut prop = Map::new();
-            match field.kind {
-                Kind::String => {
-                    prop.insert("type".into(), "string".into());
-                }
-                Kind::Integer { min } => {
-                    prop.insert("type".into(), "integer".into());
-                    prop.insert("minimum".into(), min.into());
-                }
-                Kind::Boolean => {
-                    prop.insert("type".into(), "boolean".into());
-                }
-                Kind::Enum(values) => {
-                    prop.insert("type".into(), "string".into());
-                    prop.insert(
-                        "enum".into(),
-                        Value::Array(values.iter().map(|v| Value::from(*v)).collect()),
-                    );
-                }
-                Kind::StringArray => {
-                    prop.insert("type".into(), "array".into());
-                    prop.insert("items".into(), serde_json::json!({ "type": "string" }));
-                }
+        object_schema(self.fields)
+    }
+}
+
+/// The JSON Schema of an object with `fields`.
+fn object_schema(fields: &[Field]) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for field in fields {
+        let mut prop = Map::new();
+        match field.kind {
+            Kind::String => {
+                prop.insert("type".into(), "string".into());
             }
-            prop.insert("description".into(), field.description.into());
-            properties.insert(field.name.into(), Value::Object(prop));
-            if field.required {
-                required.push(Value::from(field.name));
+            Kind::Integer { min } => {
+                prop.insert("type".into(), "integer".into());
+                prop.insert("minimum".into(), min.into());
+            }
+            Kind::Boolean => {
+                prop.insert("type".into(), "boolean".into());
+            }
+            Kind::Enum(values) => {
+                prop.insert("type".into(), "string".into());
+                prop.insert(
+                    "enum".into(),
+                    Value::Array(values.iter().map(|v| Value::from(*v)).collect()),
+                );
+            }
+            Kind::StringArray => {
+                prop.insert("type".into(), "array".into());
+                prop.insert("items".into(), serde_json::json!({ "type": "string" }));
+            }
+            Kind::ObjectArray(items) => {
+                prop.insert("type".into(), "array".into());
+                prop.insert("minItems".into(), 1.into());
+                prop.insert("items".into(), object_schema(items));
             }
         }
-        serde_json::json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        })
+        prop.insert("description".into(), field.description.into());
+        properties.insert(field.name.into(), Value::Object(prop));
+        if field.required {
+            required.push(Value::from(field.name));
+        }
     }
+    serde_json::json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    })
+}
 
+impl InputSchema {
     /// Checks `input` and returns it with aliases renamed to canonical names, numeric and boolean
     /// strings converted, and `null` optional fields dropped.
     ///
     /// Every problem is reported at once (not just the first), so one retry can fix them all.
     pub fn validate(&self, input: Value) -> Result<Map<String, Value>, String> {
+        if !matches!(input, Value::Object(_) | Value::Null) {
+            return Err(format!(
+                "Invalid input for {}: expected a JSON object with fields {}, got {}.",
+                self.tool,
+                self.field_summary(),
+                type_name(&input)
+            ));
+        }
+        self.validate_fields(input).map_err(|problems| {
+            format!(
+                "Invalid input for {}: {}. Accepted fields: {}.",
+                self.tool,
+                problems.join("; "),
+                self.field_summary()
+            )
+        })
+    }
+
+    /// The field checks of [`validate`](Self::validate), returning every problem.
+    fn validate_fields(&self, input: Value) -> Result<Map<String, Value>, Vec<String>> {
         let object = match input {
             Value::Object(map) => map,
             Value::Null => Map::new(),
             other => {
-                return Err(format!(
-                    "Invalid input for {}: expected a JSON object with fields {}, got {}.",
-                    self.tool,
-                    self.field_summary(),
+                return Err(vec![format!(
+                    "expected an object, got {}",
                     type_name(&other)
-                ))
+                )])
             }
         };
         let mut problems = Vec::new();
@@ -162,12 +202,7 @@ impl InputSchema {
         if problems.is_empty() {
             Ok(out)
         } else {
-            Err(format!(
-                "Invalid input for {}: {}. Accepted fields: {}.",
-                self.tool,
-                problems.join("; "),
-                self.field_summary()
-            ))
+            Err(problems)
         }
     }
 
@@ -228,6 +263,29 @@ fn check(field: &Field, value: Value) -> Result<Value, String> {
         Kind::StringArray => match &value {
             Value::Array(items) if items.iter().all(Value::is_string) => Ok(value),
             _ => Err(wrong(&value)),
+        },
+        Kind::ObjectArray(fields) => match value {
+            Value::Array(items) if !items.is_empty() => {
+                let mut out = Vec::with_capacity(items.len());
+                let mut problems = Vec::new();
+                for (index, item) in items.into_iter().enumerate() {
+                    let schema = InputSchema { tool: name, fields };
+                    match schema.validate_fields(item) {
+                        Ok(map) => out.push(Value::Object(map)),
+                        Err(item_problems) => problems.extend(
+                            item_problems
+                                .into_iter()
+                                .map(|p| format!("`{name}[{index}]`: {p}")),
+                        ),
+                    }
+                }
+                if problems.is_empty() {
+                    Ok(Value::Array(out))
+                } else {
+                    Err(problems.join("; "))
+                }
+            }
+            other => Err(wrong(&other)),
         },
     }
 }

@@ -44,7 +44,7 @@ let printer = Task {
         switch event.kind {
         case .toolStart(let tool): print("[tool] \(tool.name)(\(tool.firstArg))")
         case .textDelta(let text): print(text, terminator: "")
-        case .complete, .interrupted, .error: return
+        case .complete, .refused, .truncated, .interrupted, .error: return
         default: continue
         }
     }

@@ -14,7 +14,7 @@ let printer = Task {
     for await event in events {
         switch event.kind {
         case .textDelta(let text): print(text, terminator: "")
-        case .complete, .interrupted, .error: return
+        case .complete, .refused, .truncated, .interrupted, .error: return
         default: continue
         }
     }
