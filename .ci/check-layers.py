@@ -3,8 +3,8 @@
 
 Reads every `.rs` file of the checked layers and finds each reference to another top-level module
 of the crate: `use crate::x…` lines (multi-line `use crate::{…}` groups included) and
-fully-qualified `crate::x::…` paths in code and doc links. A reference from a layer to one above it
-is an error; the script lists them all and exits with 1.
+fully-qualified `crate::x::…` paths in code and doc links. A reference from a layer to one above
+it is an error; the script lists them all and exits with 1.
 """
 
 import pathlib

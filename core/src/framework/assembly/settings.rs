@@ -1,6 +1,7 @@
-//! Turning settings into what a session runs with ([`ResolvedSettings`]): permission rules (every layer's rules keep
-//! their file), the permission mode, the merged hooks, the `env` for tool and hook processes, the
-//! workspace directories and the paths that always need approval to write.
+//! Turning settings into what a session runs with ([`ResolvedSettings`]): permission rules
+//! (every layer's rules keep their file), the permission mode, the merged hooks, the `env` for
+//! tool and hook processes, the workspace directories and the paths that always need approval to
+//! write.
 //!
 //! Every problem is reported: errors (a hook definition with an error, a deny or ask rule whose
 //! tool cannot be read) stop the session from being created and name the file, JSON path and
