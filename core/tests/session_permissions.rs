@@ -624,3 +624,22 @@ fn bypass_can_be_disabled_by_settings() {
     ));
     assert_eq!(session.permission_mode(), PermissionMode::Default);
 }
+
+#[test]
+fn a_settings_error_keeps_the_loaders_own_error() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"defaultMode": "yolo"}}),
+    );
+    let err = new_session(&project).expect_err("must fail");
+    let SessionError::Settings(problem) = &err else {
+        panic!("not a settings error: {err:?}");
+    };
+    let loader_error = problem
+        .error()
+        .downcast_ref::<robota::framework::config::SettingsError>()
+        .expect("the settings loader's error");
+    assert_eq!(problem.to_string(), loader_error.to_string());
+    assert_eq!(err.to_string(), loader_error.to_string());
+}
