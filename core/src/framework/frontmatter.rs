@@ -432,7 +432,7 @@ mod hostile_tests {
     #[test]
     fn alias_bombs_are_refused_quickly() {
         let mut yaml = String::from("---\nname: bomb\n");
-        yaml.push_str(&format!("a0: &a0 [{}]\n", vec!["\"lol\""; 9].join(",")));
+        yaml.push_str(&format!("a0: &a0 [{}]\n", ["\"lol\""; 9].join(",")));
         for level in 1..10 {
             let prev = level - 1;
             let items = vec![format!("*a{prev}"); 9].join(",");
