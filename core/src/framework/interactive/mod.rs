@@ -1139,10 +1139,10 @@ impl Inner {
     }
 }
 
-/// The argument a one-line display shows: a path, command, pattern or URL, else the first
-/// string argument.
+/// The argument a one-line display shows: a path, command, pattern, URL or skill name, else the
+/// first string argument.
 fn first_arg(input: &Value) -> String {
-    const KEYS: [&str; 7] = [
+    const KEYS: [&str; 8] = [
         "file_path",
         "notebook_path",
         "path",
@@ -1150,6 +1150,7 @@ fn first_arg(input: &Value) -> String {
         "pattern",
         "url",
         "query",
+        "skill",
     ];
     let found = KEYS
         .iter()
