@@ -14,6 +14,7 @@ use robota::api::{
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::{builtin_command_modules, CommandModule, CommandSource};
+use robota::framework::skills::{skills_command_module, SkillRegistration};
 use robota::hooks::HookEvent;
 use robota::provider::Provider;
 use robota::session::SessionOptions;
@@ -69,6 +70,7 @@ pub(crate) struct BuiltOptions {
     pub event_buffer: Option<usize>,
     pub allowed_tools: Vec<String>,
     pub disallowed_tools: Vec<String>,
+    pub skills: Vec<SkillRegistration>,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -96,8 +98,9 @@ pub(crate) fn build_options(
         } else {
             ProviderConfig::from_json_value(options.provider)?.build()?
         };
-    let mut session =
-        SessionConfig::from_json_value(options.session)?.into_session_options(provider)?;
+    let config = SessionConfig::from_json_value(options.session)?;
+    let skills = config.skill_registrations();
+    let mut session = config.into_session_options(provider)?;
     for spec in options.tools {
         let spec = HostToolSpec::from_json_value(spec)?;
         let function = BridgeFunction::new(bridge, "tool", Value::Null);
@@ -116,7 +119,9 @@ pub(crate) fn build_options(
         session.hook_callbacks.push(spec.registration(function));
     }
     let mut command_modules = if options.builtin_commands {
-        builtin_command_modules()
+        let mut modules = builtin_command_modules();
+        modules.push(skills_command_module());
+        modules
     } else {
         Vec::new()
     };
@@ -136,6 +141,7 @@ pub(crate) fn build_options(
         event_buffer: options.event_buffer,
         allowed_tools: options.allowed_tools,
         disallowed_tools: options.disallowed_tools,
+        skills,
     })
 }
 

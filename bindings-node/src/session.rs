@@ -175,6 +175,7 @@ impl NativeSession {
             }
             let mut options = InteractiveSessionOptions::new(built.session);
             options.command_modules = built.command_modules;
+            options.skills = built.skills;
             if let Some(buffer) = built.event_buffer {
                 options.event_buffer = buffer;
             }
@@ -262,6 +263,12 @@ impl NativeSession {
     #[napi]
     pub fn list_commands(&self) -> napi::Result<String> {
         to_json(&self.session.list_commands())
+    }
+
+    /// The skills of the session as JSON (see the facade's `listSkills`).
+    #[napi]
+    pub fn list_skills(&self) -> napi::Result<String> {
+        to_json(&self.session.list_skills())
     }
 
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the
