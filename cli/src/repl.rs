@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use robota::framework::commands::{CommandEffect, CommandResult, InteractionPrompt};
-use robota::framework::interactive::{InteractiveEventKind, InteractiveSession};
+use robota::framework::interactive::{InteractiveEventKind, InteractiveSession, Subscription};
 use robota::hooks::SessionEndReason;
 use robota::session::PermissionHandler;
 
@@ -145,7 +145,12 @@ async fn run_prompt(session: &InteractiveSession, line: &str) {
         eprintln!("robota: {error}");
         return;
     }
-    let finished = follow(session, &subscription, |event| {
+    stream_answer(session, &subscription).await;
+}
+
+/// Streams the answer of the prompt running now to stdout until it ends, then unsubscribes.
+async fn stream_answer(session: &InteractiveSession, subscription: &Subscription) {
+    let finished = follow(session, subscription, |event| {
         if let InteractiveEventKind::TextDelta { text } = &event.kind {
             let mut stdout = std::io::stdout().lock();
             let _ = write!(stdout, "{text}");
@@ -177,16 +182,33 @@ async fn run_command(
     let mut name = name.to_owned();
     let mut args = args.to_owned();
     loop {
+        // Subscribed first: a command can start a prompt (`/skill-name args` runs the skill's
+        // instructions), whose answer then streams like a typed prompt's.
+        let subscription = session.subscribe_pull();
         let result = match session.execute_command(&name, &args).await {
             Ok(result) => result,
             Err(error) => {
+                subscription.unsubscribe();
                 eprintln!("{error}");
                 return Next::Continue;
             }
         };
         let Some(interaction) = result.interaction.clone() else {
-            return apply(&result);
+            let next = apply(&result);
+            // A user-run inline skill reports `mode: inject`; its prompt may even be done by now
+            // (its events wait in the subscription).
+            let started_prompt = result
+                .data
+                .as_ref()
+                .is_some_and(|d| d.get("mode").and_then(|m| m.as_str()) == Some("inject"));
+            if session.is_executing() || (result.success && started_prompt) {
+                stream_answer(session, &subscription).await;
+            } else {
+                subscription.unsubscribe();
+            }
+            return next;
         };
+        subscription.unsubscribe();
         ask(&interaction.prompt);
         let Some(answer) = lines.next_line().await else {
             // End of input: the question goes unanswered and the REPL ends.
