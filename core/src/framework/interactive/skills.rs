@@ -76,13 +76,7 @@ impl Inner {
             None => {
                 let names: Vec<&str> = catalog
                     .skills()
-                    .filter(|s| {
-                        if by_model {
-                            s.model_invocable()
-                        } else {
-                            s.user_invocable
-                        }
-                    })
+                    .filter(|s| s.invocable_by(by_model))
                     .map(|s| s.name.as_str())
                     .collect();
                 return Err(format!(

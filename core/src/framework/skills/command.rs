@@ -80,13 +80,7 @@ fn split_word(text: &str) -> (&str, &str) {
 fn list(catalog: &SkillCatalog, for_model: bool) -> CommandResult {
     let visible: Vec<_> = catalog
         .skills()
-        .filter(|s| {
-            if for_model {
-                s.model_invocable()
-            } else {
-                s.user_invocable
-            }
-        })
+        .filter(|s| s.invocable_by(for_model))
         .collect();
     let mut text = if visible.is_empty() {
         String::from(

@@ -168,6 +168,15 @@ impl SkillDefinition {
         !self.disable_model_invocation
     }
 
+    /// True when the model (`by_model`) or the user may activate it.
+    pub fn invocable_by(&self, by_model: bool) -> bool {
+        if by_model {
+            self.model_invocable()
+        } else {
+            self.user_invocable
+        }
+    }
+
     /// The instructions: the body of `SKILL.md`, read now (so an edit since discovery counts),
     /// or the registered content.
     pub fn load_body(&self) -> Result<String, SkillWarning> {
