@@ -481,3 +481,37 @@ async fn a_forked_skill_runs_in_a_subagent_and_returns_only_its_answer() {
     assert_eq!(activations[0].mode, SkillMode::Fork);
     assert_eq!(activations[1].status, SkillActivationStatus::Completed);
 }
+
+#[tokio::test]
+async fn the_model_may_read_the_files_of_a_skill_outside_the_project() {
+    let project = populated();
+    let extra = project.home.join(".claude/skills/home-notes/format.md");
+    std::fs::write(&extra, "NOTES-FORMAT").unwrap();
+    let elsewhere = project.home.join("secret.md");
+    std::fs::write(&elsewhere, "SECRET").unwrap();
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_read", "Read", json!({"file_path": extra})),
+        tool_turn("toolu_other", "Read", json!({"file_path": elsewhere})),
+        text_turn("Read it."),
+    ]}))
+    .await;
+    let session = session_for(&project, &mock);
+    session
+        .submit("use the notes format", None, None)
+        .await
+        .unwrap();
+    session.wait_idle().await;
+    let bodies = mock.bodies();
+    assert_eq!(bodies.len(), 3);
+    let read = mock.tool_results(2);
+    assert!(
+        read.iter()
+            .any(|(id, c)| id == "toolu_read" && c.contains("NOTES-FORMAT")),
+        "{read:?}"
+    );
+    // Only skill folders are opened up: another file outside the project still needs approval
+    // (and this session has no one to ask).
+    let other = mock.result_for("toolu_other");
+    assert!(other.contains("outside the workspace"), "{other}");
+    assert!(!other.contains("SECRET"), "{other}");
+}

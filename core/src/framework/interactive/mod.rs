@@ -375,14 +375,22 @@ impl InteractiveSession {
             }
         }));
 
+        // The model may read the files beside a skill's SKILL.md wherever the skill lives: the
+        // folders of skills outside the project become workspace roots of the file tools, and
+        // reading them needs no approval.
+        let skill_dirs = skills
+            .as_ref()
+            .map(|s| outside_skill_dirs(&s.catalog, &cwd))
+            .unwrap_or_default();
+        session
+            .builtin_tools
+            .additional_roots
+            .extend(skill_dirs.iter().cloned());
         let built = Session::new(session)?;
         hub.set_session_id(built.session_id());
-        if let Some(setup) = &skills {
-            // The model may read the files beside a skill's SKILL.md wherever the skill lives.
-            let rules = skill_read_rules(&setup.catalog, &cwd);
-            if !rules.is_empty() {
-                let _ = built.enforcer().add_override_rules(&rules, &[]);
-            }
+        let rules = skill_read_rules(&skill_dirs);
+        if !rules.is_empty() {
+            let _ = built.enforcer().add_override_rules(&rules, &[]);
         }
         let inner = Arc::new(Inner {
             session: built,
@@ -696,16 +704,23 @@ fn skill_warning(warning: &crate::framework::skills::SkillWarning) -> SessionWar
     }
 }
 
-/// Allow rules letting the model read (Read, Glob, Grep) the folders of skills that live
-/// outside the project, so the files a skill's instructions point at can be opened without a
-/// prompt. Folders inside the project need none.
-fn skill_read_rules(catalog: &SkillCatalog, cwd: &std::path::Path) -> Vec<String> {
-    let mut rules = Vec::new();
+/// The folders of skills that live outside the project (canonical, without repeats).
+fn outside_skill_dirs(catalog: &SkillCatalog, cwd: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     for dir in catalog.skills().filter_map(|s| s.dir.as_ref()) {
         let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-        if dir.starts_with(cwd) {
-            continue;
+        if !dir.starts_with(&cwd) && !dirs.contains(&dir) {
+            dirs.push(dir);
         }
+    }
+    dirs
+}
+
+/// Allow rules letting the model read (Read, Glob, Grep) `dirs` without a prompt.
+fn skill_read_rules(dirs: &[std::path::PathBuf]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for dir in dirs {
         let Some(text) = dir.to_str() else { continue };
         // `//` anchors a rule path at the filesystem root.
         let pattern = format!("/{}/**", text.trim_end_matches('/'));
