@@ -35,11 +35,14 @@ use crate::message::{Conversation, Message, MODEL_CONTEXT_METADATA};
 use crate::tools::ToolRegistry;
 
 /// Whether a subagent never gets tool `name`: agent-spawning tools (`Agent`; subagents cannot
-/// spawn subagents) and every projected `robota_command_*` tool, since commands act on the
+/// spawn subagents), `Skill` (a skill activates in the parent session, and a forked skill runs
+/// as a subagent itself) and every projected `robota_command_*` tool, since commands act on the
 /// parent session (a subagent must not compact or clear its parent's conversation, nor start
 /// another subagent through `robota_command_agent`).
 pub fn is_withheld_from_subagents(name: &str) -> bool {
-    name == "Agent" || name.starts_with(crate::framework::commands::COMMAND_TOOL_PREFIX)
+    name == "Agent"
+        || name == "Skill"
+        || name.starts_with(crate::framework::commands::COMMAND_TOOL_PREFIX)
 }
 
 /// What one subagent run is made of.
