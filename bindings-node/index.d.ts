@@ -85,6 +85,8 @@ export declare class NativeSession {
   executeCommand(name: string, args: string): Promise<string>
   /** The user-invocable commands as JSON. */
   listCommands(): string
+  /** The skills of the session as JSON (see the facade's `listSkills`). */
+  listSkills(): string
   /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,

@@ -906,6 +906,21 @@ robota_status robota_session_list_commands(const struct robota_session *s,
                                            char **out_json,
                                            struct robota_error **out_err);
 
+// The skills of the session as a JSON array of `{"name", "description", "source": {"kind":
+// "project" | "user" | "host", "root"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
+// "context": "inline" | "fork", "agent"?, "argument_hint"?, "disable_model_invocation",
+// "user_invocable", "extra"?}`, by name. Activate one with `robota_session_execute_command`
+// (its name as the command); problems found while loading skills are session warnings of kind
+// `skill`.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_list_skills(const struct robota_session *s,
+                                         char **out_json,
+                                         struct robota_error **out_err);
+
 // The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 // "category": "chat" | "event", "type", "data"}`).
 //

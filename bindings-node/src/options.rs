@@ -14,6 +14,7 @@ use robota::api::{
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::{builtin_command_modules, CommandModule, CommandSource};
+use robota::framework::skills::{skills_command_module, SkillRegistration};
 use robota::provider::Provider;
 use robota::session::{SessionEvent, SessionOptions};
 use robota::tools::Tool;
@@ -68,6 +69,7 @@ pub(crate) struct BuiltOptions {
     pub event_buffer: Option<usize>,
     pub allowed_tools: Vec<String>,
     pub disallowed_tools: Vec<String>,
+    pub skills: Vec<SkillRegistration>,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -95,8 +97,9 @@ pub(crate) fn build_options(
         } else {
             ProviderConfig::from_json_value(options.provider)?.build()?
         };
-    let mut session =
-        SessionConfig::from_json_value(options.session)?.into_session_options(provider)?;
+    let config = SessionConfig::from_json_value(options.session)?;
+    let skills = config.skill_registrations();
+    let mut session = config.into_session_options(provider)?;
     for spec in options.tools {
         let spec = HostToolSpec::from_json_value(spec)?;
         let function = BridgeFunction::new(bridge, "tool", Value::Null);
@@ -115,7 +118,9 @@ pub(crate) fn build_options(
     }
     report_to_developer(&mut session, bridge);
     let mut command_modules = if options.builtin_commands {
-        builtin_command_modules()
+        let mut modules = builtin_command_modules();
+        modules.push(skills_command_module());
+        modules
     } else {
         Vec::new()
     };
@@ -135,6 +140,7 @@ pub(crate) fn build_options(
         event_buffer: options.event_buffer,
         allowed_tools: options.allowed_tools,
         disallowed_tools: options.disallowed_tools,
+        skills,
     })
 }
 

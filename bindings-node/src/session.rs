@@ -176,6 +176,7 @@ impl NativeSession {
             }
             let mut options = InteractiveSessionOptions::new(built.session);
             options.command_modules = built.command_modules;
+            options.skills = built.skills;
             if let Some(buffer) = built.event_buffer {
                 options.event_buffer = buffer;
             }
@@ -267,6 +268,12 @@ impl NativeSession {
             .list_commands()
             .map_err(|e| api_error(e.into()))?;
         to_json(&commands)
+    }
+
+    /// The skills of the session as JSON (see the facade's `listSkills`).
+    #[napi]
+    pub fn list_skills(&self) -> napi::Result<String> {
+        to_json(&self.session.list_skills())
     }
 
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the

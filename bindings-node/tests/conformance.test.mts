@@ -39,6 +39,7 @@ interface Scenario {
   host_tools?: HostToolSpec[];
   permission_answers?: Array<{ tool: string; answer: string; message?: string }>;
   settings?: { permission_mode?: string; allow?: string[]; deny?: string[] };
+  skills?: Array<{ name: string; content: string }>;
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
@@ -49,7 +50,17 @@ interface Scenario {
 }
 
 const WAIT_MS = 20_000;
-const KEPT = new Set(['text_delta', 'thinking', 'tool_start', 'tool_end', 'permission_request', 'complete', 'interrupted', 'error']);
+const KEPT = new Set([
+  'text_delta',
+  'thinking',
+  'tool_start',
+  'tool_end',
+  'permission_request',
+  'complete',
+  'interrupted',
+  'error',
+  'skill_activation',
+]);
 const scenarioDir = path.join(repoDir, 'tests', 'conformance', 'scenarios');
 
 function hostTool(spec: HostToolSpec) {
@@ -119,6 +130,15 @@ function normalizeEvents(raw: RobotaEvent[], sessionId: string): unknown[] {
       case 'error':
         out.push({ type: event.type, message: event.message });
         break;
+      case 'skill_activation':
+        out.push({
+          type: event.type,
+          skill_name: event.data.skill_name,
+          invocation: event.data.invocation,
+          mode: event.data.mode,
+          status: event.data.status,
+        });
+        break;
       default:
         break;
     }
@@ -164,6 +184,7 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     loadProjectContext: false,
     builtinTools: false,
     ...(settings !== undefined ? { settings } : {}),
+    ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
     provider: new ScriptedProvider(scenario.provider.turns),
     tools: (scenario.host_tools ?? []).map(hostTool),
     permissionHandler: (request): PermissionAnswer => {

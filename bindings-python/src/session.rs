@@ -121,11 +121,13 @@ impl NativeSession {
         let slot = LoopSlot::new();
         slot.capture(py);
         let config = SessionConfig::from_json_value(from_py(config)?).map_err(api_error)?;
+        let skills = config.skill_registrations();
         let _guard = runtime().enter();
         let provider = build_provider(provider, &slot)?;
         let mut options = config.into_session_options(provider).map_err(api_error)?;
         build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
         let mut interactive = InteractiveSessionOptions::new(options);
+        interactive.skills = skills;
         let mut modules = build_command_modules(command_modules, &slot)?;
         if builtin_commands {
             interactive.command_modules.append(&mut modules);
@@ -239,6 +241,11 @@ impl NativeSession {
     fn list_commands<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let commands = self.session.list_commands().map_err(interactive_error)?;
         ser_to_py(py, &commands)
+    }
+
+    /// The skills of the session (see `robota.InteractiveSession.list_skills`).
+    fn list_skills<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.list_skills())
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).

@@ -18,9 +18,19 @@ from robota import InteractiveSession, PermissionRequest, ScriptedProvider, Tool
 from conftest import REPO
 
 SCENARIOS = sorted((REPO / "tests" / "conformance" / "scenarios").glob("*.json"))
-KEPT = ["text_delta", "thinking", "tool_start", "tool_end", "permission_request", "complete", "interrupted", "error"]
+KEPT = [
+    "text_delta",
+    "thinking",
+    "tool_start",
+    "tool_end",
+    "permission_request",
+    "complete",
+    "interrupted",
+    "error",
+    "skill_activation",
+]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -69,6 +79,11 @@ def normalize_events(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             )
         elif kind == "interrupted":
             out.append({"type": kind})
+        elif kind == "skill_activation":
+            d = e["data"]
+            out.append(
+                {"type": kind, "skill_name": d["skill_name"], "invocation": d["invocation"], "mode": d["mode"], "status": d["status"]}
+            )
         else:
             out.append({"type": kind, "message": e.get("message")})
     return out
@@ -136,6 +151,7 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         builtin_tools=False,
         tools=[host_tool(t) for t in scenario.get("host_tools", [])],
         permission_handler=handler,
+        skills=scenario.get("skills", []),
     )
     stream = session.events()
     events: List[Dict[str, Any]] = []

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use robota::framework::commands::{CommandEffect, CommandResult, InteractionPrompt};
-use robota::framework::interactive::{InteractiveSession, PromptResult};
+use robota::framework::interactive::{InteractiveSession, PromptResult, Subscription};
 use robota::hooks::SessionEndReason;
 use robota::session::PermissionHandler;
 
@@ -94,7 +94,7 @@ pub async fn run_repl(cli: &Cli, first_prompt: Option<String>) -> Result<u8, Cli
         }
         if let Some(command) = line.strip_prefix('/') {
             let (name, args) = command.split_once(' ').unwrap_or((command, ""));
-            match run_command(&session, &lines, name, args).await {
+            match run_command(&session, &terminal, &lines, name, args).await {
                 Next::Continue => {}
                 Next::Exit => break,
                 Next::Resume(id) if id == session.get_session_id() => {
@@ -160,14 +160,25 @@ fn open(
 /// spinner) to stderr until it ends.
 async fn run_prompt(session: &InteractiveSession, terminal: &Arc<Terminal>, line: &str) {
     let subscription = session.subscribe_pull();
-    let mut progress = Progress::new(terminal.clone(), true);
+    let progress = Progress::new(terminal.clone(), true);
     if let Err(error) = session.submit(line, None, None).await {
         drop(progress);
         subscription.unsubscribe();
         eprintln!("robota: {error}");
         return;
     }
-    let finished = follow(session, &subscription, |event| progress.on_event(event)).await;
+    stream_answer(session, terminal, &subscription, progress).await;
+}
+
+/// Streams the answer of the prompt running now to stdout and its progress to stderr until it
+/// ends, then unsubscribes and says how it ended when that was not an answer.
+async fn stream_answer(
+    session: &InteractiveSession,
+    terminal: &Arc<Terminal>,
+    subscription: &Subscription,
+    mut progress: Progress,
+) {
+    let finished = follow(session, subscription, |event| progress.on_event(event)).await;
     drop(progress);
     subscription.unsubscribe();
     terminal.finish_answer();
@@ -194,6 +205,7 @@ async fn run_prompt(session: &InteractiveSession, terminal: &Arc<Terminal>, line
 /// owns (exit, resume).
 async fn run_command(
     session: &InteractiveSession,
+    terminal: &Arc<Terminal>,
     lines: &StdinLines,
     name: &str,
     args: &str,
@@ -201,16 +213,34 @@ async fn run_command(
     let mut name = name.to_owned();
     let mut args = args.to_owned();
     loop {
+        // Subscribed first: a command can start a prompt (`/skill-name args` runs the skill's
+        // instructions), whose answer then streams like a typed prompt's.
+        let subscription = session.subscribe_pull();
         let result = match session.execute_command(&name, &args).await {
             Ok(result) => result,
             Err(error) => {
+                subscription.unsubscribe();
                 eprintln!("{error}");
                 return Next::Continue;
             }
         };
         let Some(interaction) = result.interaction.clone() else {
-            return apply(&result);
+            let next = apply(&result);
+            // A user-run inline skill reports `mode: inject`; its prompt may even be done by now
+            // (its events wait in the subscription).
+            let started_prompt = result
+                .data
+                .as_ref()
+                .is_some_and(|d| d.get("mode").and_then(|m| m.as_str()) == Some("inject"));
+            if session.is_executing() || (result.success && started_prompt) {
+                let progress = Progress::new(terminal.clone(), true);
+                stream_answer(session, terminal, &subscription, progress).await;
+            } else {
+                subscription.unsubscribe();
+            }
+            return next;
         };
+        subscription.unsubscribe();
         ask(&interaction.prompt);
         let Some(answer) = lines.next_line().await else {
             // End of input: the question goes unanswered and the REPL ends.

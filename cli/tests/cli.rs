@@ -447,6 +447,37 @@ async fn interactive_mode_streams_answers_and_runs_commands() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_skill_runs_as_a_slash_command_in_the_repl() {
+    let mock = mock(json!([{"text": "Greeted Ada."}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let skill = project.path().join(".claude/skills/greet/SKILL.md");
+    std::fs::create_dir_all(skill.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &skill,
+        "---\ndescription: Greets someone.\n---\nGreet $0 in one line.\n",
+    )
+    .expect("write skill");
+    let mut child = project
+        .robota()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(b"/greet Ada\n/exit\n")
+            .expect("type into the REPL");
+    }
+    let output = child.wait_with_output().expect("wait for robota");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Greeted Ada."), "{text}");
+    assert!(sent_text(&mock, 0).contains("Greet Ada in one line."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_json_events_carry_one_session_id_and_increasing_seq() {
     let mock = mock(json!([
         {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},

@@ -76,12 +76,11 @@ async fn one_bad_rule_never_stops_the_session() {
     assert!(w.contains("every call of `WebFetch` needs approval"), "{w}");
     let w = find("permissions.ask[1]");
     assert!(w.contains("every call of `Write` needs approval"), "{w}");
-    // Skill rules load, with a note that skills are not supported yet.
+    // Skill rules load without a complaint: they apply to the `Skill` tool.
     assert!(
-        warnings
+        !warnings
             .iter()
-            .any(|w| w.contains("Skill(superpowers:brainstorming)")
-                && w.contains("no `Skill` tool yet")),
+            .any(|w| w.contains("Skill(superpowers:brainstorming)")),
         "{warnings:#?}"
     );
     // Every form Claude Code accepts loads without a complaint.

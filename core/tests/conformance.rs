@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
 };
+use robota::framework::skills::SkillRegistration;
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use robota::session::{FnPermissionHandler, PermissionResponse, SessionOptions, SessionSettings};
 use robota::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
@@ -38,6 +39,7 @@ const KEPT_EVENTS: &[&str] = &[
     "complete",
     "interrupted",
     "error",
+    "skill_activation",
 ];
 
 #[derive(Debug, Deserialize)]
@@ -53,6 +55,9 @@ struct Scenario {
     permission_answers: Vec<PermissionAnswer>,
     #[serde(default)]
     settings: Option<ScenarioSettings>,
+    /// Skills the host registers as data (`{name, content}`).
+    #[serde(default)]
+    skills: Vec<SkillRegistration>,
     actions: Vec<Action>,
     expected: Value,
 }
@@ -272,7 +277,9 @@ async fn run(scenario: &Scenario) -> Value {
             scenario.permission_answers.clone(),
             Arc::clone(&mismatches),
         ));
-    let session = InteractiveSession::new(InteractiveSessionOptions::new(session_options))
+    let mut interactive_options = InteractiveSessionOptions::new(session_options);
+    interactive_options.skills = scenario.skills.clone();
+    let session = InteractiveSession::new(interactive_options)
         .unwrap_or_else(|e| panic!("{}: session: {e}", scenario.name));
     let sub = session.subscribe_pull();
     let mut events = Vec::new();
@@ -419,6 +426,13 @@ fn normalize_events(events: &[Value]) -> Vec<Value> {
                 "tools_executed": event["outcome"]["tools_executed"],
             }),
             "interrupted" => json!({"type": kind}),
+            "skill_activation" => json!({
+                "type": kind,
+                "skill_name": event["data"]["skill_name"],
+                "invocation": event["data"]["invocation"],
+                "mode": event["data"]["mode"],
+                "status": event["data"]["status"],
+            }),
             _ => json!({"type": kind, "message": event["message"]}),
         };
         out.push(normalized);

@@ -18,7 +18,6 @@ use std::time::Duration;
 use robota::framework::agents::load_agent_definitions;
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
-    Subscription,
 };
 use robota::hooks::{FnHookCallback, HookCallbackResult, HookEvent};
 use robota::message::ContentBlock;
@@ -60,29 +59,6 @@ fn settings(project: &Project, allow: &[&str], hooks: Value) {
 fn interactive(options: SessionOptions) -> Arc<InteractiveSession> {
     InteractiveSession::new(InteractiveSessionOptions::new(options))
         .unwrap_or_else(|e| panic!("session: {e}"))
-}
-
-fn type_of(event: &InteractiveEvent) -> String {
-    serde_json::to_value(event).expect("json")["type"]
-        .as_str()
-        .unwrap_or("")
-        .to_string()
-}
-
-/// Events until one of type `until` (inclusive).
-async fn until(sub: &Subscription, until: &str) -> Vec<InteractiveEvent> {
-    let mut events = Vec::new();
-    loop {
-        let event = sub
-            .next_event(WAIT)
-            .await
-            .unwrap_or_else(|| panic!("no `{until}` event; got {events:#?}"));
-        let done = type_of(&event) == until;
-        events.push(event);
-        if done {
-            return events;
-        }
-    }
 }
 
 /// The `background_task_event` payloads among `events`.

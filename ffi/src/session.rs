@@ -363,6 +363,7 @@ fn create_session(
 ) -> Result<*mut robota_session, FfiError> {
     provider.runtime.check_fork()?;
     let (config, pull_events) = split_options(options.json)?;
+    let skills = config.skill_registrations();
     let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
     session.extra_tools.extend(options.tools);
     if options.permission_handler.is_some() {
@@ -370,6 +371,7 @@ fn create_session(
     }
     session.hook_callbacks.extend(options.hooks);
     let mut interactive_options = InteractiveSessionOptions::new(session);
+    interactive_options.skills = skills;
     if !options.commands.is_empty() {
         interactive_options
             .command_modules
@@ -993,6 +995,29 @@ pub unsafe extern "C" fn robota_session_list_commands(
         let shared = session_arg(s)?;
         let commands = shared.session.list_commands().map_err(session_error)?;
         write_json(out_json, "out_json", &commands)
+    })
+}
+
+/// The skills of the session as a JSON array of `{"name", "description", "source": {"kind":
+/// "project" | "user" | "host", "root"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
+/// "context": "inline" | "fork", "agent"?, "argument_hint"?, "disable_model_invocation",
+/// "user_invocable", "extra"?}`, by name. Activate one with `robota_session_execute_command`
+/// (its name as the command); problems found while loading skills are session warnings of kind
+/// `skill`.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_list_skills(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.list_skills())
     })
 }
 

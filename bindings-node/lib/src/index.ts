@@ -38,7 +38,13 @@ export {
   type CommandContext,
   type CommandModule,
 } from './extensions.js';
-export type { CommonOptions, Persistence, QueryOptions, SessionOptions } from './options.js';
+export type {
+  CommonOptions,
+  Persistence,
+  QueryOptions,
+  SessionOptions,
+  SkillRegistration,
+} from './options.js';
 export { InteractiveSession, type SubmitOptions, type ShutdownReason } from './session.js';
 export { createQuery, type Query } from './query.js';
 

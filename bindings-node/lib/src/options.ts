@@ -5,6 +5,10 @@ import type { CommandModule, HooksOption, PermissionHandler, Tool } from './exte
 import type { ProviderLike } from './providers.js';
 import type { PermissionMode } from './types.js';
 
+/** A skill the host adds: a skill folder (or a folder of skill folders), or a skill given as
+ * data (`content` is what a `SKILL.md` would hold: frontmatter, then instructions). */
+export type SkillRegistration = { dir: string } | { name: string; content: string };
+
 /** Where a session is saved. */
 export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
 
@@ -55,6 +59,9 @@ export interface CommonOptions {
    * `sandbox.enabled`. Absent: the settings decide; without a setting the sandbox is on in
    * `bypassPermissions` sessions and off in the other modes. */
   sandbox?: boolean;
+  /** Skills you add, ahead of the project's (`.claude/skills`, `.agents/skills`) and the
+   * user's (`~/.claude/skills`, `~/.robota/skills`). */
+  skills?: SkillRegistration[];
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -108,6 +115,7 @@ const SESSION_KEYS: Record<string, string> = {
   autoCompact: 'auto_compact',
   contextWindow: 'context_window',
   sandbox: 'sandbox',
+  skills: 'skills',
 };
 
 const EXTENSION_KEYS = new Set([

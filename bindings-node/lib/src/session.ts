@@ -26,6 +26,7 @@ import type {
   RobotaEvent,
   SandboxStatus,
   SessionEventMap,
+  SkillInfo,
   ToolState,
 } from './types.js';
 
@@ -282,6 +283,12 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   listCommands(): CommandEntry[] {
     return JSON.parse(native(() => this.#native.listCommands())) as CommandEntry[];
   }
+  /** The skills of this session, by name, with their source. Run one with
+   * `executeCommand(name, args)`; each activation emits `skill_activation` events. */
+  listSkills(): SkillInfo[] {
+    return JSON.parse(native(() => this.#native.listSkills())) as SkillInfo[];
+  }
+
 
   /** Ends the session: aborts any run, fires `SessionEnd`, stops events and releases every
    * callback. Pending `submit()`s resolve. Afterwards every method that acts (`submit`,

@@ -268,6 +268,42 @@ export interface EventEnvelope {
   seq: number;
 }
 
+/** One skill activation (`skill_activation` events): started, then completed or failed. */
+export interface SkillActivation {
+  skill_name: string;
+  /** Where the skill came from. */
+  source: 'project' | 'user' | 'host';
+  /** Its `SKILL.md` (absent for a skill given as data). */
+  path?: string;
+  invocation: 'user_slash' | 'model_tool';
+  /** `inject`: its instructions joined the conversation; `fork`: it ran in a subagent. */
+  mode: 'inject' | 'fork';
+  status: 'started' | 'completed' | 'failed';
+  arguments: string;
+  /** RFC 3339, UTC. */
+  timestamp: string;
+  error?: string;
+  notes?: string[];
+}
+
+/** A skill of the session (`session.listSkills()`). */
+export interface SkillInfo {
+  name: string;
+  description: string;
+  source: { kind: 'project' | 'user' | 'host'; root?: string };
+  dir?: string;
+  file?: string;
+  allowed_tools?: string[];
+  model?: string;
+  context: 'inline' | 'fork';
+  agent?: string;
+  argument_hint?: string;
+  disable_model_invocation: boolean;
+  user_invocable: boolean;
+  /** Frontmatter keys robota does not act on, as written. */
+  extra?: Record<string, unknown>;
+}
+
 /** Every event an interactive session emits: a discriminated union on `type`. */
 export type RobotaEvent = EventEnvelope &
   (
@@ -295,7 +331,7 @@ export type RobotaEvent = EventEnvelope &
     /** A model call failed (auth, network, retries exhausted, …) or the prompt could not run. */
     | { type: 'error'; message: string; error: ErrorInfo; outcome?: RunOutcome }
     | { type: 'interrupted'; outcome?: RunOutcome }
-    | { type: 'skill_activation'; data: unknown }
+    | { type: 'skill_activation'; data: SkillActivation }
     | { type: 'background_task_event'; data: unknown }
     /** Resuming found damage it repaired, data it could not keep, or an unfinished prompt. */
     | { type: 'session_recovered'; message: string; report: RecoveryReport }

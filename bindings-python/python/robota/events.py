@@ -229,10 +229,49 @@ class InterruptedEvent(Event):
 
 @dataclass(slots=True)
 class SkillActivationEvent(Event):
-    """Reserved for skills."""
+    """A skill was activated or ended. ``data`` is the whole record; the properties read it."""
 
     type: ClassVar[str] = "skill_activation"
     data: Any
+
+    def _get(self, key: str) -> Any:
+        return (self.data or {}).get(key)
+
+    @property
+    def skill_name(self) -> str:
+        """The skill."""
+        return str(self._get("skill_name") or "")
+
+    @property
+    def source(self) -> str:
+        """Where the skill came from: ``project``, ``user`` or ``host``."""
+        return str(self._get("source") or "")
+
+    @property
+    def invocation(self) -> str:
+        """Who activated it: ``user_slash`` or ``model_tool``."""
+        return str(self._get("invocation") or "")
+
+    @property
+    def mode(self) -> str:
+        """How it ran: ``inject`` (in the conversation) or ``fork`` (in a subagent)."""
+        return str(self._get("mode") or "")
+
+    @property
+    def status(self) -> str:
+        """``started``, ``completed`` or ``failed``."""
+        return str(self._get("status") or "")
+
+    @property
+    def arguments(self) -> str:
+        """The arguments it was given."""
+        return str(self._get("arguments") or "")
+
+    @property
+    def error(self) -> Optional[str]:
+        """What went wrong, for ``failed``."""
+        value = self._get("error")
+        return None if value is None else str(value)
 
 
 @dataclass(slots=True)

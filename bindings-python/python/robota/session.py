@@ -355,6 +355,7 @@ class InteractiveSession:
         auto_compact: Optional[bool] = None,
         context_window: Optional[int] = None,
         sandbox: Optional[bool] = None,
+        skills: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
         event_buffer: Optional[int] = None,
     ) -> None:
         """Creates the session.
@@ -406,6 +407,10 @@ class InteractiveSession:
                 know it.
             sandbox: ``True``/``False`` turns the OS sandbox for Bash on or off, above the
                 settings; unset, it is on in ``bypassPermissions`` and off otherwise.
+            skills: Skills of your own beside those discovered in the project and home: a
+                path is a skill folder (or a folder of skill folders), a mapping
+                ``{"name": ..., "content": ...}`` a skill given as data (``content`` is what a
+                ``SKILL.md`` would hold).
             event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
                 joined (default 256).
         """
@@ -439,6 +444,7 @@ class InteractiveSession:
             auto_compact=auto_compact,
             context_window=context_window,
             sandbox=sandbox,
+            skills=_skills_config(skills) or None,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -511,6 +517,14 @@ class InteractiveSession:
     def list_commands(self) -> List[Dict[str, Any]]:
         """The commands users can run: ``[{"name", "module", "source", "descriptor"}]``."""
         return list(self._native.list_commands())
+
+    def list_skills(self) -> List[Dict[str, Any]]:
+        """The skills of this session, by name: ``[{"name", "description", "source": {"kind":
+        "project" | "user" | "host", "root"}, "dir", "file", "allowed_tools", "model",
+        "context": "inline" | "fork", "agent", "argument_hint", "disable_model_invocation",
+        "user_invocable", "extra"}]``. Run one with ``await session.execute_command(name,
+        args)``; each activation emits a :class:`robota.SkillActivationEvent`."""
+        return list(self._native.list_skills())
 
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt
@@ -785,6 +799,23 @@ def _check_event_type(event_type: str) -> None:
     raise _native.InvalidArgumentError(
         f"unknown event type {event_type!r}{hint} (expected '*' or one of {', '.join(known)})"
     )
+
+
+def _skills_config(skills: Sequence[Union[PathLike, Mapping[str, Any]]]) -> List[Dict[str, Any]]:
+    """Skills as the engine reads them: a path is a skill folder (or a folder of skill
+    folders), a mapping ``{"name", "content"}`` a skill given as data (``content`` is what a
+    ``SKILL.md`` would hold)."""
+    out: List[Dict[str, Any]] = []
+    for skill in skills:
+        if isinstance(skill, Mapping):
+            out.append(dict(skill))
+        elif isinstance(skill, (str, os.PathLike)):
+            out.append({"dir": os.fspath(skill)})
+        else:
+            raise TypeError(
+                f"skills must be paths or {{'name', 'content'}} mappings; got {skill!r}"
+            )
+    return out
 
 
 def _config(**options: Any) -> Dict[str, Any]:

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::framework::skills::SkillRegistration;
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::session::store::SessionStore;
@@ -82,6 +83,11 @@ pub struct SessionConfig {
     /// `sandbox.enabled`. Absent: the settings decide; without a setting the sandbox is on in
     /// `bypassPermissions` sessions and off in the other modes.
     pub sandbox: Option<bool>,
+    /// Skills the host adds, ahead of the project's and the user's: `{"dir": "/path"}` (a skill
+    /// folder or a folder of skill folders) or `{"name": "greet", "content": "---\n…"}` (what a
+    /// `SKILL.md` would hold). Read by [`SessionConfig::skill_registrations`]; the session
+    /// options themselves do not carry them.
+    pub skills: Vec<SkillRegistration>,
 }
 
 impl SessionConfig {
@@ -106,6 +112,11 @@ impl SessionConfig {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| ApiError::invalid_json(format!("invalid session options: {e}")))?;
         Self::from_json_value(value)
+    }
+
+    /// The skills to give [`InteractiveSessionOptions::skills`](crate::framework::interactive::InteractiveSessionOptions::skills).
+    pub fn skill_registrations(&self) -> Vec<SkillRegistration> {
+        self.skills.clone()
     }
 
     /// The engine's [`SessionOptions`] for these options and `provider`. Host extensions

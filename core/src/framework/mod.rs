@@ -3,11 +3,12 @@
 //! references — and the client-facing surface on top of a session: [`interactive`]
 //! (`InteractiveSession`: prompt queue, abort, ordered event subscriptions, commands) and
 //! [`query`] (`create_query`, one full agent turn per call), [`outcome`] (how a prompt ended:
-//! the one status vocabulary every binding shares), and [`agents`] (subagents: agent
-//! definitions, worktree isolation, running a subagent). [`frontmatter`] reads the YAML
-//! frontmatter of Markdown definition files (agents now; skills and commands share it).
-//! [`assembly`] is the one place that turns settings and project context into a session's
-//! resolved inputs (and builds a provider from a settings profile).
+//! the one status vocabulary every binding shares), [`agents`] (subagents: agent definitions,
+//! worktree isolation, running a subagent) and [`skills`] (`SKILL.md` discovery, the `skills`
+//! command and the `Skill` tool). [`frontmatter`] reads the YAML frontmatter of Markdown
+//! definition files (agents and skills). [`assembly`] is the one place that turns settings and
+//! project context into a session's resolved inputs (and builds a provider from a settings
+//! profile).
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
@@ -23,3 +24,4 @@ pub mod frontmatter;
 pub mod interactive;
 pub mod outcome;
 pub mod query;
+pub mod skills;

@@ -237,14 +237,7 @@ impl PermissionRule {
         let trimmed = text.trim();
         let (tool_name, spec_text) = split_rule(trimmed).map_err(err)?;
         let tool = parse_tool(tool_name, list).map_err(err)?;
-        let (spec, mut warning) = parse_spec(tool_name, &tool, spec_text, list).map_err(err)?;
-        if matches!(&tool, ToolMatcher::Exact(name) if name == "Skill") && warning.is_none() {
-            warning = Some(
-                "robota has no `Skill` tool yet (skills are not supported), so this rule has no \
-                 effect for now; it is kept and applies once skills are"
-                    .to_string(),
-            );
-        }
+        let (spec, warning) = parse_spec(tool_name, &tool, spec_text, list).map_err(err)?;
         Ok(PermissionRule {
             text: trimmed.to_string(),
             list,
@@ -736,6 +729,11 @@ impl RuleSet {
     /// Adds an already parsed rule.
     pub fn push(&mut self, rule: PermissionRule) {
         self.rules.push(rule);
+    }
+
+    /// Keeps only the rules for which `keep` is true (e.g. to drop the rules of one source).
+    pub fn retain(&mut self, keep: impl FnMut(&PermissionRule) -> bool) {
+        self.rules.retain(keep);
     }
 
     /// Builder form of [`add_list`](Self::add_list) for the three lists of one source.

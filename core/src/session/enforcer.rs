@@ -322,6 +322,29 @@ impl PermissionEnforcer {
         Ok(())
     }
 
+    /// Allows calls matching `rules` until [`revoke_scoped`](Self::revoke_scoped) is called with
+    /// the same `label` (an activated skill's `allowed-tools`, for as long as the skill runs).
+    /// Not listed as approvals. All-or-nothing: when a rule does not parse, nothing is added.
+    pub fn grant_scoped(&self, label: &str, rules: &[String]) -> Result<(), Vec<RuleParseError>> {
+        let mut parsed = RuleSet::new();
+        parsed.add_list(RuleList::Allow, rules, &RuleSource::new(label))?;
+        let mut state = self.write_state();
+        let mut context = (*state.context).clone();
+        for rule in parsed.rules() {
+            context.rules.push(rule.clone());
+        }
+        state.context = Arc::new(context);
+        Ok(())
+    }
+
+    /// Removes the rules [`grant_scoped`](Self::grant_scoped) added under `label`.
+    pub fn revoke_scoped(&self, label: &str) {
+        let mut state = self.write_state();
+        let mut context = (*state.context).clone();
+        context.rules.retain(|rule| rule.source().label != label);
+        state.context = Arc::new(context);
+    }
+
     /// Forgets the rules added during the session (rules saved to settings files come back with
     /// the next session that loads them).
     pub fn clear_session_rules(&self) {

@@ -40,11 +40,12 @@ use crate::tools::ToolRegistry;
 pub const COMMAND_TOOL_PREFIX: &str = "robota_command_";
 
 /// Whether a subagent never gets tool `name`: agent-spawning tools (`Agent`; subagents cannot
-/// spawn subagents) and every projected `robota_command_*` tool, since commands act on the
+/// spawn subagents), `Skill` (a skill activates in the parent session, and a forked skill runs
+/// as a subagent itself) and every projected `robota_command_*` tool, since commands act on the
 /// parent session (a subagent must not compact or clear its parent's conversation, nor start
 /// another subagent through `robota_command_agent`).
 pub fn is_withheld_from_subagents(name: &str) -> bool {
-    name == "Agent" || name.starts_with(COMMAND_TOOL_PREFIX)
+    name == "Agent" || name == "Skill" || name.starts_with(COMMAND_TOOL_PREFIX)
 }
 
 /// What one subagent run is made of.

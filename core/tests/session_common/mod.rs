@@ -399,3 +399,22 @@ pub async fn wait_for_records(path: &Path, n: usize) -> Vec<Value> {
     }
     records(path)
 }
+
+/// Events of `sub` until one of type `until` (inclusive); panics after 30 s without it.
+pub async fn until(
+    sub: &robota::framework::interactive::Subscription,
+    until: &str,
+) -> Vec<robota::framework::interactive::InteractiveEvent> {
+    let mut events = Vec::new();
+    loop {
+        let event = sub
+            .next_event(Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|| panic!("no `{until}` event; got {events:#?}"));
+        let done = event.kind.type_name() == until;
+        events.push(event);
+        if done {
+            return events;
+        }
+    }
+}

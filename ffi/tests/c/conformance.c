@@ -18,7 +18,7 @@
 
 static const char *KEPT_EVENTS[] = {"text_delta",         "thinking", "tool_start",
                                     "tool_end",           "complete", "interrupted",
-                                    "permission_request", "error"};
+                                    "permission_request", "error",    "skill_activation"};
 
 /* ---- small cJSON helpers ---- */
 
@@ -267,6 +267,12 @@ static cJSON *normalize_events(const cJSON *events) {
     } else if (strcmp(type, "error") == 0) {
       cJSON_AddItemToObject(n, "message",
                             copy_or_null(cJSON_GetObjectItemCaseSensitive(event, "message")));
+    } else if (strcmp(type, "skill_activation") == 0) {
+      const cJSON *data = cJSON_GetObjectItemCaseSensitive(event, "data");
+      static const char *const KEYS[] = {"skill_name", "invocation", "mode", "status"};
+      for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
+        cJSON_AddItemToObject(n, KEYS[k],
+                              copy_or_null(cJSON_GetObjectItemCaseSensitive(data, KEYS[k])));
     }
     cJSON_AddItemToArray(out, n);
   }
@@ -366,6 +372,8 @@ static cJSON *session_options(const cJSON *scenario, const char *cwd, const char
   cJSON_AddStringToObject(o, "cwd", cwd);
   cJSON_AddFalseToObject(o, "load_project_context");
   cJSON_AddFalseToObject(o, "builtin_tools");
+  const cJSON *skills = cJSON_GetObjectItemCaseSensitive(scenario, "skills");
+  if (skills != NULL) cJSON_AddItemToObject(o, "skills", cJSON_Duplicate(skills, 1));
   const cJSON *settings = cJSON_GetObjectItemCaseSensitive(scenario, "settings");
   if (settings != NULL) {
     cJSON *permissions = cJSON_CreateObject();
@@ -635,7 +643,7 @@ int main(int argc, char **argv) {
   }
   static const char *const TOP_KEYS[] = {"name",    "description",        "provider",
                                          "host_tools", "permission_answers", "settings",
-                                         "actions", "expected"};
+                                         "skills",  "actions",            "expected"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;

@@ -367,6 +367,32 @@ static void result_init(result_slot *r) {
   r->json[0] = '\0';
 }
 
+/* Skills registered through the options: listed with their source; one with an unusable name is
+ * skipped (a session warning), the session still starts. Activation is covered by the conformance
+ * scenarios. */
+static void test_skills(robota_runtime *rt) {
+  const char *options =
+      "{\"system_prompt\": \"test\", \"load_project_context\": false, \"builtin_tools\": false, "
+      "\"skills\": [{\"name\": \"greet\", \"content\": \"---\\ndescription: Greets "
+      "someone.\\ncontext: fork\\n---\\nGreet $0.\"}, {\"name\": \"bad name\", \"content\": "
+      "\"---\\ndescription: x\\n---\\nx\"}]}";
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(options);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_skills(s, &json, &e_));
+  CHECK(contains(json, "\"name\":\"greet\""));
+  CHECK(contains(json, "\"kind\":\"host\""));
+  CHECK(contains(json, "\"context\":\"fork\""));
+  CHECK(!contains(json, "bad name"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_skills(NULL, &json, &e_));
+  robota_session_free(s);
+}
+
 static void test_commands(robota_runtime *rt) {
   host greet;
   host_init(&greet, NULL);
@@ -1307,6 +1333,7 @@ int main(void) {
   test_allow_session(rt);
   test_allow_always(rt);
   test_commands(rt);
+  test_skills(rt);
   test_hook_blocks_tool(rt);
   test_host_provider(rt);
   test_abort_from_callback(rt);

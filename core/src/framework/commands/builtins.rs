@@ -25,10 +25,13 @@ const HELP_NAME_WIDTH: usize = 32;
 
 /// What an `InteractiveSession` composes by default: [`builtin_command_modules`] plus the
 /// `agent` command's module ([`agent_command_module`](super::agent_command_module)), which
-/// requests the agent executor (agent definitions, subagents).
+/// requests the agent executor (agent definitions, subagents), and the `skills` command's
+/// module ([`skills_command_module`](crate::framework::skills::skills_command_module)), which
+/// requests skills (discovery, the `Skill` tool, the skills list in the system prompt).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
+    modules.push(crate::framework::skills::skills_command_module());
     modules
 }
 

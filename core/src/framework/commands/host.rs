@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::types::{CommandDescriptor, CommandResult, CommandSource, SessionRequirement};
 use crate::framework::agents::{AgentCatalog, SubagentReport, SubagentRequest};
+use crate::framework::skills::{SkillActivationRequest, SkillCatalog};
 use crate::permissions::PermissionMode;
 
 /// A facade operation that failed; the message is shown to the user as is.
@@ -131,6 +132,29 @@ pub trait CommandHostContext: Send + Sync {
         let _ = request;
         Err(CommandHostError::new(
             "this host does not run subagents (the agent command needs an InteractiveSession)",
+        ))
+    }
+    /// True when the model runs the command (through its projected tool or the `Skill` tool),
+    /// false when the user does. Commands that treat the two differently (skills) ask this.
+    fn invoked_by_model(&self) -> bool {
+        false
+    }
+    /// The skills of this session. Hosts without skills keep this default, which says so.
+    fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
+        Err(CommandHostError::new(
+            crate::framework::skills::SKILLS_NOT_ENABLED,
+        ))
+    }
+    /// Activates a skill: checks who may run it, loads its instructions and runs it inline or
+    /// in a subagent, reporting a `skill_activation` event. The result's message is what the
+    /// caller sees (for the model: the instructions, or the forked skill's answer).
+    async fn activate_skill(
+        &self,
+        request: SkillActivationRequest,
+    ) -> Result<CommandResult, CommandHostError> {
+        let _ = request;
+        Err(CommandHostError::new(
+            "this host does not run skills (skills need an InteractiveSession)",
         ))
     }
 }

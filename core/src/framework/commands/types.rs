@@ -167,6 +167,8 @@ impl CommandDescriptor {
 pub enum SessionRequirement {
     /// Agent definitions and the shared background/subagent managers (spec 000 `agent-executor`).
     AgentExecutor,
+    /// Skill discovery, the `Skill` tool and the skills list in the system prompt.
+    Skills,
 }
 
 /// A host-applied side effect a command requests. Commands never perform host actions (exit the

@@ -171,10 +171,11 @@ pub enum InteractiveEventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<RunOutcome>,
     },
-    /// Reserved for skills (spec 000 `skill_activation`); not emitted yet.
+    /// A skill was activated, or ended (spec 000 `skill_activation`): name, source, arguments,
+    /// who ran it, inline or forked, `started` / `completed` / `failed`.
     SkillActivation {
-        /// The payload.
-        data: Value,
+        /// The activation.
+        data: crate::framework::skills::SkillActivation,
     },
     /// Progress of work running beside the conversation. Emitted for subagents (`data` is a
     /// [`SubagentProgress`](crate::framework::agents::SubagentProgress) with `task_kind:

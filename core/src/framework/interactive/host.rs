@@ -6,13 +6,12 @@ use std::sync::{Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 
 use super::Inner;
-use crate::framework::agents::{
-    run_subagent, AgentCatalog, SubagentProgress, SubagentReport, SubagentRequest,
-};
+use crate::framework::agents::{AgentCatalog, SubagentReport, SubagentRequest};
 use crate::framework::commands::{
-    CommandDescriptor, CommandHostContext, CommandHostError, CompactionSummary,
+    CommandDescriptor, CommandHostContext, CommandHostError, CommandResult, CompactionSummary,
     ContextStateSummary, UsageSummary,
 };
+use crate::framework::skills::{SkillActivationRequest, SkillCatalog};
 use crate::permissions::PermissionMode;
 use crate::session::SessionError;
 
@@ -22,9 +21,19 @@ use crate::session::SessionError;
 #[derive(Default)]
 pub(crate) struct SessionHost {
     inner: Mutex<Weak<Inner>>,
+    /// True for the facade behind the model's tools, false for the user's slash path.
+    for_model: bool,
 }
 
 impl SessionHost {
+    /// The facade the model's tools (projected commands, `Skill`) act through.
+    pub(crate) fn for_model() -> Self {
+        SessionHost {
+            inner: Mutex::default(),
+            for_model: true,
+        }
+    }
+
     pub(crate) fn attach(&self, inner: &std::sync::Arc<Inner>) {
         *self.inner.lock().unwrap_or_else(PoisonError::into_inner) =
             std::sync::Arc::downgrade(inner);
@@ -177,18 +186,32 @@ impl CommandHostContext for SessionHost {
     ) -> Result<SubagentReport, CommandHostError> {
         let inner = self.get()?;
         let catalog = self.agent_catalog()?;
-        let (id, cancel) = inner.begin_subagent();
-        let progress = {
-            let weak = std::sync::Arc::downgrade(&inner);
-            std::sync::Arc::new(move |event: SubagentProgress| {
-                if let Some(inner) = weak.upgrade() {
-                    inner.emit_background(event.to_event_data());
-                }
-            })
-        };
-        let result =
-            run_subagent(inner.session(), &catalog, request, &cancel, Some(progress)).await;
-        inner.end_subagent(id);
-        result.map_err(|e| CommandHostError::new(e.to_string()))
+        inner
+            .run_subagent_for(&catalog, request)
+            .await
+            .map_err(|e| CommandHostError::new(e.to_string()))
+    }
+
+    fn invoked_by_model(&self) -> bool {
+        self.for_model
+    }
+
+    fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
+        match self.get()?.skill_catalog() {
+            Some(catalog) => Ok(catalog.clone()),
+            None => Err(CommandHostError::new(
+                crate::framework::skills::SKILLS_NOT_ENABLED,
+            )),
+        }
+    }
+
+    async fn activate_skill(
+        &self,
+        request: SkillActivationRequest,
+    ) -> Result<CommandResult, CommandHostError> {
+        self.get()?
+            .activate_skill(request)
+            .await
+            .map_err(CommandHostError::new)
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod events;
 mod host;
+mod skills;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -30,6 +31,10 @@ use crate::framework::commands::{
 };
 use crate::framework::context::{resolve_file_references, FileRefOptions};
 use crate::framework::outcome::{ErrorInfo, OutcomeStatus};
+use crate::framework::skills::{
+    load_skills, skills_prompt_section, SkillCatalog, SkillRegistration, SkillTool, SKILLS_COMMAND,
+    SKILLS_PROMPT_BUDGET,
+};
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
 use crate::session::{
@@ -44,6 +49,7 @@ pub use events::{
     ToolState, DEFAULT_EVENT_BUFFER, MAX_TOOL_RESULT_DATA,
 };
 use host::SessionHost;
+use skills::{ActiveSkill, SkillSetup};
 
 /// Everything an interactive session is made from.
 #[derive(Clone)]
@@ -57,6 +63,10 @@ pub struct InteractiveSessionOptions {
     pub command_modules: Vec<CommandModule>,
     /// Bound of each subscriber's queue before `text_delta`s are coalesced.
     pub event_buffer: usize,
+    /// Skills the host adds (from a directory or as data), ahead of the project's and the
+    /// user's; used when a module requests [`SessionRequirement::Skills`] (the default modules
+    /// do).
+    pub skills: Vec<SkillRegistration>,
 }
 
 impl InteractiveSessionOptions {
@@ -66,6 +76,7 @@ impl InteractiveSessionOptions {
             session,
             command_modules: default_command_modules(),
             event_buffer: DEFAULT_EVENT_BUFFER,
+            skills: Vec::new(),
         }
     }
 }
@@ -321,6 +332,8 @@ struct Prompt {
     done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
     /// Its id within the session (see [`PromptTicket::id`]).
     id: u64,
+    /// The skill this prompt runs, for a skill the user activated.
+    skill: Option<ActiveSkill>,
 }
 
 #[derive(Default)]
@@ -343,6 +356,10 @@ struct State {
     running_prompt: Option<u64>,
     /// The id the next accepted prompt gets.
     next_prompt: u64,
+    /// Skills the model activated during the running prompt; they end with it.
+    active_skills: Vec<ActiveSkill>,
+    /// History entries made while a run held the session, appended when it ends.
+    deferred_history: Vec<(String, Value)>,
 }
 
 /// Where agent definitions are read from, when a command module requested the agent executor.
@@ -359,6 +376,7 @@ pub(crate) struct Inner {
     state: Mutex<State>,
     idle: tokio::sync::Notify,
     agents: Option<AgentSetup>,
+    skills: Option<SkillSetup>,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -382,25 +400,30 @@ impl InteractiveSession {
             mut session,
             command_modules,
             event_buffer,
+            skills: skill_registrations,
         } = options;
         let wants_agents = command_modules.iter().any(|m| {
             m.session_requirements
                 .contains(&SessionRequirement::AgentExecutor)
         });
+        let wants_skills = command_modules
+            .iter()
+            .any(|m| m.session_requirements.contains(&SessionRequirement::Skills));
         let registry = CommandRegistry::with_modules(command_modules)?;
         // Agent definitions are loaded (and listed in the system prompt) only when a module
         // asks for the agent executor. A file that cannot be used is a warning (with its file
         // and line) and the other agents load; so is a tool an agent lists that the session
         // does not have.
+        let cwd = if session.cwd.is_absolute() {
+            session.cwd.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(&session.cwd))
+                .unwrap_or_else(|_| session.cwd.clone())
+        };
+        let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
         let agents = if wants_agents {
-            let cwd = if session.cwd.is_absolute() {
-                session.cwd.clone()
-            } else {
-                std::env::current_dir()
-                    .map(|d| d.join(&session.cwd))
-                    .unwrap_or_else(|_| session.cwd.clone())
-            };
-            let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
+            let (cwd, home) = (cwd.clone(), home.clone());
             let catalog = load_agent_definitions(&cwd, home.as_deref());
             let mut warnings: Vec<SessionWarning> =
                 catalog.warnings.iter().map(agent_warning).collect();
@@ -415,13 +438,43 @@ impl InteractiveSession {
         } else {
             None
         };
+        // Skills are discovered (and their names and descriptions listed in the system prompt)
+        // only when a module asks for them. A skill that cannot be used is a warning naming its
+        // file; the session goes on.
+        let skills = if wants_skills {
+            let catalog = load_skills(&cwd, home.as_deref(), &skill_registrations);
+            session
+                .warnings
+                .extend(catalog.warnings.iter().map(skill_warning));
+            if let Some(section) = skills_prompt_section(&catalog, SKILLS_PROMPT_BUDGET) {
+                session.append_system_prompt = Some(match session.append_system_prompt.take() {
+                    Some(text) => format!("{text}\n\n{section}"),
+                    None => section,
+                });
+            }
+            Some(SkillSetup {
+                catalog,
+                cwd: cwd.clone(),
+                home: home.clone(),
+            })
+        } else {
+            None
+        };
         // The projected tools need the session, which needs the tools: the host facade is
-        // created empty and pointed at the session once it exists.
-        let host = Arc::new(SessionHost::default());
+        // created empty and pointed at the session once it exists. It acts for the model.
+        let host = Arc::new(SessionHost::for_model());
         let tools = project_command_tools(&registry, host.clone())?;
         session
             .extra_tools
             .extend(tools.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
+        if skills
+            .as_ref()
+            .is_some_and(|s| s.catalog.skills().any(|skill| skill.model_invocable()))
+        {
+            session
+                .extra_tools
+                .push(Arc::new(SkillTool::new(host.clone())) as Arc<dyn Tool>);
+        }
 
         let hub = EventHub::new(session.session_id.clone().unwrap_or_default(), event_buffer);
         let weak_inner: Arc<Mutex<std::sync::Weak<Inner>>> =
@@ -446,8 +499,23 @@ impl InteractiveSession {
             }
         }));
 
+        // The model may read the files beside a skill's SKILL.md wherever the skill lives: the
+        // folders of skills outside the project become workspace roots of the file tools, and
+        // reading them needs no approval.
+        let skill_dirs = skills
+            .as_ref()
+            .map(|s| outside_skill_dirs(&s.catalog, &cwd))
+            .unwrap_or_default();
+        session
+            .builtin_tools
+            .additional_roots
+            .extend(skill_dirs.iter().cloned());
         let built = Session::new(session)?;
         hub.set_session_id(built.session_id());
+        let rules = skill_read_rules(&skill_dirs);
+        if !rules.is_empty() {
+            let _ = built.enforcer().add_override_rules(&rules, &[]);
+        }
         let inner = Arc::new(Inner {
             session: built,
             hub,
@@ -455,6 +523,7 @@ impl InteractiveSession {
             state: Mutex::new(State::default()),
             idle: tokio::sync::Notify::new(),
             agents,
+            skills,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);
@@ -563,65 +632,18 @@ impl InteractiveSession {
         if input.trim().is_empty() {
             return Err(InteractiveError::EmptyPrompt);
         }
-        let session = &self.inner.session;
-        let options = FileRefOptions::default();
-        let resolved = match resolve_file_references(input, session.cwd(), &[], &options) {
-            Ok(resolved) => resolved,
-            Err(diagnostics) => {
-                let message = diagnostics.to_string();
-                self.inner.hub.emit(InteractiveEventKind::Error {
-                    error: ErrorInfo::new("invalid_argument", message.clone()),
-                    message,
-                    outcome: None,
-                });
-                return Err(InteractiveError::FileReferences(diagnostics.to_string()));
-            }
-        };
-        // The file contents go to the model as context of this prompt only; the history keeps
-        // the prompt as typed.
-        let context = resolved
-            .model_text
-            .strip_prefix(resolved.original.as_str())
-            .map(str::trim)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string);
-        let mut prompt = Prompt {
-            text: resolved.original,
-            context,
-            display: display_input.unwrap_or(input).to_string(),
-            done,
-            id: 0,
-        };
-        {
-            let mut state = self.inner.lock();
-            if state.shut_down {
-                return Err(InteractiveError::ShutDown);
-            }
-            if state.executing && state.pending.is_some() {
-                return Err(InteractiveError::QueueFull);
-            }
-            state.next_prompt += 1;
-            prompt.id = state.next_prompt;
-            let id = prompt.id;
-            if state.executing {
-                state.pending = Some(prompt);
-                return Ok((SubmitStatus::Queued, id));
-            }
-            state.executing = true;
-        }
-        let id = prompt.id;
-        let inner = Arc::clone(&self.inner);
-        tokio::spawn(async move { inner.drive(prompt).await });
-        Ok((SubmitStatus::Started, id))
+        self.inner
+            .enqueue_prompt(input, display_input.unwrap_or(input), done, None)
     }
 
     /// Aborts the running prompt (a pending permission request is cancelled, running tools are
     /// stopped) and drops the queued one and any compaction the model scheduled. `interrupted` is emitted when the run has stopped.
     pub fn abort(&self) {
         let mut state = self.inner.lock();
-        state.pending = None;
+        let dropped = state.pending.take();
         state.pending_compaction = None;
         self.stop_running(state);
+        self.inner.dropped(dropped);
     }
 
     /// Cancels one prompt by its [`PromptTicket::id`]: a queued one is dropped (its ticket
@@ -631,7 +653,9 @@ impl InteractiveSession {
     pub fn cancel_prompt(&self, id: u64) -> bool {
         let mut state = self.inner.lock();
         if state.pending.as_ref().is_some_and(|p| p.id == id) {
-            state.pending = None;
+            let dropped = state.pending.take();
+            drop(state);
+            self.inner.dropped(dropped);
             return true;
         }
         if state.running_prompt == Some(id) {
@@ -656,7 +680,10 @@ impl InteractiveSession {
 
     /// Drops the queued prompt, if any, without touching the running one.
     pub fn cancel_queue(&self) -> Option<String> {
-        self.inner.lock().pending.take().map(|p| p.display)
+        let dropped = self.inner.lock().pending.take();
+        let display = dropped.as_ref().map(|p| p.display.clone());
+        self.inner.dropped(dropped);
+        display
     }
 
     /// Waits until no prompt is running or queued.
@@ -674,13 +701,26 @@ impl InteractiveSession {
     /// the command through the host facade (clear, rename, permission mode, compact); the result
     /// still lists every effect so the host can update its own state (and apply exit, model
     /// switch, pickers, …).
+    ///
+    /// A name no command has but a skill has runs that skill (`/review src` is `skills review
+    /// src`), as Claude Code's `/skill-name` does.
     pub async fn execute_command(
         &self,
         name: &str,
         args: &str,
     ) -> Result<CommandResult, InteractiveError> {
         self.check_open()?;
-        let registered = self.inner.registry.resolve(name)?;
+        let registered = match self.inner.registry.resolve(name) {
+            Ok(registered) => registered,
+            Err(CommandError::UnknownCommand { .. })
+                if self.is_skill(name) && self.inner.registry.get(SKILLS_COMMAND).is_some() =>
+            {
+                let name = name.trim().trim_start_matches('/');
+                let args = format!("{name} {}", args.trim());
+                return Box::pin(self.execute_command(SKILLS_COMMAND, args.trim_end())).await;
+            }
+            Err(error) => return Err(error.into()),
+        };
         if registered.descriptor().lifecycle.needs_execution_guard() && self.is_executing() {
             return Err(InteractiveError::Busy(registered.name.clone()));
         }
@@ -703,6 +743,31 @@ impl InteractiveSession {
     pub fn list_commands(&self) -> Result<Vec<CommandEntry>, InteractiveError> {
         self.check_open()?;
         Ok(self.inner.registry.list())
+    }
+
+    /// The skills of this session (empty when no module requested skills), with where each
+    /// came from; [`get_skill_warnings`](Self::get_skill_warnings) has the problems found.
+    pub fn list_skills(&self) -> Vec<crate::framework::skills::SkillDefinition> {
+        self.inner
+            .skill_catalog()
+            .map(|c| c.skills().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Problems found while discovering skills (each names its file), also reported as
+    /// session warnings of kind `skill`.
+    pub fn get_skill_warnings(&self) -> Vec<crate::framework::skills::SkillWarning> {
+        self.inner
+            .skill_catalog()
+            .map(|c| c.warnings.clone())
+            .unwrap_or_default()
+    }
+
+    /// True when `name` (with or without a leading `/`) is a skill of this session.
+    fn is_skill(&self, name: &str) -> bool {
+        self.inner
+            .skill_catalog()
+            .is_some_and(|c| c.get(name).is_some())
     }
 
     /// Aborts any run, drops the queue and shuts the session down (SessionEnd fires once).
@@ -803,6 +868,46 @@ impl InteractiveSession {
         }
         Ok(self.inner.session.compact(instructions).await?)
     }
+}
+
+/// A skill warning as a session warning (kind `skill`).
+fn skill_warning(warning: &crate::framework::skills::SkillWarning) -> SessionWarning {
+    SessionWarning {
+        file: warning.file.clone(),
+        json_path: String::new(),
+        kind: "skill".into(),
+        message: match warning.line {
+            Some(line) => format!("line {line}: {}", warning.message),
+            None => warning.message.clone(),
+        },
+    }
+}
+
+/// The folders of skills that live outside the project (canonical, without repeats).
+fn outside_skill_dirs(catalog: &SkillCatalog, cwd: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    for dir in catalog.skills().filter_map(|s| s.dir.as_ref()) {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        if !dir.starts_with(&cwd) && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}
+
+/// Allow rules letting the model read (Read, Glob, Grep) `dirs` without a prompt.
+fn skill_read_rules(dirs: &[std::path::PathBuf]) -> Vec<String> {
+    let mut rules = Vec::new();
+    for dir in dirs {
+        let Some(text) = dir.to_str() else { continue };
+        // `//` anchors a rule path at the filesystem root.
+        let pattern = format!("/{}/**", text.trim_end_matches('/'));
+        for tool in ["Read", "Glob", "Grep"] {
+            rules.push(format!("{tool}({pattern})"));
+        }
+    }
+    rules
 }
 
 /// An agent catalog warning as a session warning (kind `agent_definition`).
@@ -921,6 +1026,82 @@ impl Inner {
         true
     }
 
+    /// Resolves `@file` references (not in a skill's instructions, which are not typed by the
+    /// user) and starts or queues the prompt.
+    pub(crate) fn enqueue_prompt(
+        self: &Arc<Self>,
+        input: &str,
+        display: &str,
+        done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+        skill: Option<ActiveSkill>,
+    ) -> Result<(SubmitStatus, u64), InteractiveError> {
+        let (text, context) = if skill.is_some() {
+            (input.to_string(), None)
+        } else {
+            let options = FileRefOptions::default();
+            let resolved = match resolve_file_references(input, self.session.cwd(), &[], &options) {
+                Ok(resolved) => resolved,
+                Err(diagnostics) => {
+                    let message = diagnostics.to_string();
+                    self.hub.emit(InteractiveEventKind::Error {
+                        error: ErrorInfo::new("invalid_argument", message.clone()),
+                        message,
+                        outcome: None,
+                    });
+                    return Err(InteractiveError::FileReferences(diagnostics.to_string()));
+                }
+            };
+            // The file contents go to the model as context of this prompt only; the history
+            // keeps the prompt as typed.
+            let context = resolved
+                .model_text
+                .strip_prefix(resolved.original.as_str())
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string);
+            (resolved.original, context)
+        };
+        let mut prompt = Prompt {
+            text,
+            context,
+            display: display.to_string(),
+            done,
+            id: 0,
+            skill,
+        };
+        {
+            let mut state = self.lock();
+            if state.shut_down {
+                return Err(InteractiveError::ShutDown);
+            }
+            if state.executing && state.pending.is_some() {
+                return Err(InteractiveError::QueueFull);
+            }
+            state.next_prompt += 1;
+            prompt.id = state.next_prompt;
+            let id = prompt.id;
+            if state.executing {
+                state.pending = Some(prompt);
+                return Ok((SubmitStatus::Queued, id));
+            }
+            state.executing = true;
+        }
+        let id = prompt.id;
+        let inner = Arc::clone(self);
+        tokio::spawn(async move { inner.drive(prompt).await });
+        Ok((SubmitStatus::Started, id))
+    }
+
+    /// Ends the skill of a queued prompt that was dropped before it ran.
+    fn dropped(&self, prompt: Option<Prompt>) {
+        if let Some(active) = prompt.and_then(|p| p.skill) {
+            self.finish_skill(
+                active,
+                Some("the prompt was cancelled before it ran".into()),
+            );
+        }
+    }
+
     /// Runs `prompt`, then the queued prompt, until the queue is empty.
     async fn drive(self: Arc<Self>, first: Prompt) {
         let mut next = Some(first);
@@ -958,6 +1139,24 @@ impl Inner {
                     }
                 }
             };
+            // The skill this prompt ran, and those the model activated in it, end with it.
+            let skill_error = match &ended {
+                PromptResult::Complete { outcome } => {
+                    outcome.error.as_ref().map(|e| e.message.clone())
+                }
+                PromptResult::Refused { .. } => Some("the model refused".into()),
+                PromptResult::Truncated { .. } => {
+                    Some("the answer was cut off at the output token limit".into())
+                }
+                PromptResult::Interrupted { .. } => Some("the prompt was interrupted".into()),
+                PromptResult::Error { message, .. } => Some(message.clone()),
+                PromptResult::Cancelled => Some("the prompt was cancelled".into()),
+            };
+            if let Some(active) = prompt.skill.take() {
+                self.finish_skill(active, skill_error.clone());
+            }
+            self.finish_run_skills(skill_error);
+            self.flush_history();
             let event_seq = self.hub.emit(ended.event());
             if let Some(done) = prompt.done.take() {
                 // The host may have dropped its ticket; nothing then waits for the result.
@@ -1141,11 +1340,11 @@ impl Inner {
     }
 }
 
-/// The argument a one-line display shows: a path, command, pattern or URL, else the first
-/// string argument (what [`ToolState::first_arg`] holds), so a host can show a call as
+/// The argument a one-line display shows: a path, command, pattern, URL or skill name, else
+/// the first string argument (what [`ToolState::first_arg`] holds), so a host can show a call as
 /// `Bash(ls -la)` — in a permission prompt, say — the way the tool events do.
 pub fn first_arg(input: &Value) -> String {
-    const KEYS: [&str; 7] = [
+    const KEYS: [&str; 8] = [
         "file_path",
         "notebook_path",
         "path",
@@ -1153,6 +1352,7 @@ pub fn first_arg(input: &Value) -> String {
         "pattern",
         "url",
         "query",
+        "skill",
     ];
     let found = KEYS
         .iter()
