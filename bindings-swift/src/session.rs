@@ -232,11 +232,13 @@ impl NativeSession {
     #[uniffi::constructor]
     pub fn new(options: NativeSessionOptions) -> Result<Arc<Self>, RobotaError> {
         let config = SessionConfig::from_json(&options.config_json)?;
+        let skills = config.skill_registrations();
         let _runtime = runtime().enter();
         let provider = build_provider(options.provider)?;
         let mut session = config.into_session_options(provider)?;
         add_extensions(&mut session, options.extensions)?;
         let mut interactive = InteractiveSessionOptions::new(session);
+        interactive.skills = skills;
         let mut modules = build_command_modules(options.command_modules)?;
         if options.builtin_commands {
             interactive.command_modules.append(&mut modules);
@@ -312,6 +314,11 @@ impl NativeSession {
     /// The commands users can run, as a JSON array.
     pub fn list_commands(&self) -> Result<String, RobotaError> {
         to_json(&self.session.list_commands()?)
+    }
+
+    /// The skills of the session (with where each came from) as a JSON array.
+    pub fn list_skills(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_skills())
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a

@@ -186,8 +186,8 @@ public struct SessionEvent: Sendable, Equatable {
         case error(ErrorInfo, outcome: RunOutcome?)
         /// A prompt was aborted; the outcome holds what streamed until then.
         case interrupted(RunOutcome?)
-        /// A skill was activated.
-        case skillActivation(JSONValue)
+        /// A skill was activated, or its activation ended.
+        case skillActivation(SkillActivation)
         /// Progress of work beside the conversation (subagents).
         case backgroundTaskEvent(JSONValue)
         /// The resumed session was damaged and repaired.
@@ -267,7 +267,7 @@ public struct SessionEvent: Sendable, Equatable {
                 info, outcome: object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
         case "interrupted":
             kind = .interrupted(object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
-        case "skill_activation": kind = .skillActivation(object["data"] ?? .null)
+        case "skill_activation": kind = .skillActivation(try typed("data", SkillActivation.self))
         case "background_task_event": kind = .backgroundTaskEvent(object["data"] ?? .null)
         case "session_recovered":
             kind = .sessionRecovered(message: string("message"), report: object["report"] ?? .null)

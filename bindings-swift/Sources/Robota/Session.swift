@@ -63,6 +63,8 @@ public struct SessionOptions: Sendable {
     public var hooks: [Hook]
     /// Slash command modules written in Swift.
     public var commandModules: [CommandModule]
+    /// Skills the host registers (folders or data), ahead of the project's and the user's.
+    public var skills: [Skill]
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
@@ -74,7 +76,7 @@ public struct SessionOptions: Sendable {
         provider: ProviderConfig, cwd: String? = nil, permissionMode: String? = nil,
         systemPrompt: String? = nil, maxTurns: UInt32? = nil, persistence: Persistence = .none,
         tools: [any Tool] = [], permissionHandler: PermissionHandler? = nil, hooks: [Hook] = [],
-        commandModules: [CommandModule] = []
+        commandModules: [CommandModule] = [], skills: [Skill] = []
     ) {
         self.provider = provider
         self.cwd = cwd
@@ -86,6 +88,7 @@ public struct SessionOptions: Sendable {
         self.permissionHandler = permissionHandler
         self.hooks = hooks
         self.commandModules = commandModules
+        self.skills = skills
         self.forkSession = false
         self.builtinCommands = true
     }
@@ -107,6 +110,7 @@ public struct SessionOptions: Sendable {
         set("resume_session_id", resumeSessionId.map(JSONValue.string))
         if forkSession { config["fork_session"] = true }
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
+        if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
         return try specJSON(.object(config))
     }
 
@@ -341,6 +345,12 @@ public final class InteractiveSession: Sendable {
     /// The commands users can run.
     public func listCommands() throws -> [CommandEntry] {
         try decodeJSON([CommandEntry].self, callNative { try native.listCommands() })
+    }
+
+    /// The session's skills, with where each came from; `executeCommand(skill.name, args:)`
+    /// runs one.
+    public func listSkills() throws -> [SkillInfo] {
+        try decodeJSON([SkillInfo].self, callNative { try native.listSkills() })
     }
 
     /// Shuts the session down: aborts any run, fires SessionEnd hooks once, ends every event

@@ -1431,6 +1431,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listCommands() throws  -> String
     
     /**
+     * The skills of the session (with where each came from) as a JSON array.
+     */
+    func listSkills() throws  -> String
+    
+    /**
      * Names the session (`None` clears the name); refused once shut down.
      */
     func setName(name: String?) throws 
@@ -1721,6 +1726,18 @@ open func listCommands()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_commands(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The skills of the session (with where each came from) as a JSON array.
+     */
+open func listSkills()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_skills(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -3577,6 +3594,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_skills() != 30654) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_set_name() != 65084) {

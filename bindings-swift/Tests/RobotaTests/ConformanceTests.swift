@@ -10,11 +10,11 @@ let scenariosDir = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().appendingPathComponent("tests/conformance/scenarios")
 let keptTypes: Set<String> = [
     "text_delta", "thinking", "tool_start", "tool_end", "permission_request", "complete",
-    "interrupted", "error",
+    "interrupted", "error", "skill_activation",
 ]
 let topKeys: Set<String> = [
-    "name", "description", "provider", "host_tools", "permission_answers", "settings", "actions",
-    "expected",
+    "name", "description", "provider", "host_tools", "permission_answers", "settings", "skills",
+    "actions", "expected",
 ]
 /// The longest any wait of a scenario may take.
 let scenarioWait: TimeInterval = 20
@@ -114,6 +114,11 @@ func normalizeEvents(_ events: [SessionEvent]) -> [JSONValue] {
                         "tools_executed": o["tools_executed"] ?? nil])
         case "interrupted":
             out.append(["type": type])
+        case "skill_activation":
+            let data = e["data"] ?? [:]
+            out.append(["type": type, "skill_name": data["skill_name"] ?? nil,
+                        "invocation": data["invocation"] ?? nil, "mode": data["mode"] ?? nil,
+                        "status": data["status"] ?? nil])
         default:
             out.append(["type": type, "message": e["message"] ?? nil])
         }
@@ -152,6 +157,9 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     options.home = home
     options.loadProjectContext = false
     options.builtinTools = false
+    options.skills = (scenario["skills"]?.arrayValue ?? []).map {
+        .content(name: $0["name"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
+    }
     if let settings = scenario["settings"], settings != .null {
         var permissions: [String: JSONValue] = [
             "allow": settings["allow"] ?? [], "deny": settings["deny"] ?? [],
@@ -165,6 +173,9 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     let reader = Task { for await event in stream { await log.append(event) } }
     var prompts: [Prompt] = []
     var commands: [JSONValue] = []
+    // A skill run as a command submits its instructions as a prompt: one more terminal event.
+    let skillNames = Set(try session.listSkills().map(\.name))
+    var skillRuns = 0
     for action in scenario["actions"]?.arrayValue ?? [] {
         if let prompt = action["submit"]?.stringValue {
             prompts.append(try await session.enqueue(prompt))
@@ -177,6 +188,7 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
             let commandName = command["name"]?.stringValue ?? ""
             let result = try await session.executeCommand(
                 commandName, args: command["args"]?.stringValue ?? "")
+            if result.success && skillNames.contains(commandName) { skillRuns += 1 }
             commands.append([
                 "name": .string(commandName), "success": .bool(result.success),
                 "effects": .array(result.effects),
@@ -188,7 +200,7 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
         }
     }
     try await session.waitIdle()
-    var ran = 0
+    var ran = skillRuns
     for prompt in prompts where try await prompt.result() != .cancelled { ran += 1 }
     // Every prompt that ran ended with a terminal event, delivered before its result.
     try await waitUntil("the terminal events") {

@@ -80,9 +80,24 @@ final class EventDecodingTests: XCTestCase {
         XCTAssertEqual(try event(["type": "interrupted"]).kind, .interrupted(nil))
         XCTAssertEqual(
             try event(["type": "interrupted", "outcome": outcome]).kind, .interrupted(done))
-        XCTAssertEqual(
-            try event(["type": "skill_activation", "data": ["skill": "x"]]).kind,
-            .skillActivation(["skill": "x"]))
+        guard
+            case .skillActivation(let activation) = try event([
+                "type": "skill_activation",
+                "data": [
+                    "skill_name": "greet", "source": "host", "invocation": "user_slash",
+                    "mode": "inject", "status": "failed", "arguments": "Ada",
+                    "timestamp": "2026-01-01T00:00:00Z", "error": "boom",
+                ],
+            ]).kind
+        else { return XCTFail("skill_activation") }
+        XCTAssertEqual(activation.skillName, "greet")
+        XCTAssertEqual(activation.invocation, "user_slash")
+        XCTAssertEqual(activation.status, "failed")
+        XCTAssertEqual(activation.error, "boom")
+        XCTAssertNil(activation.path)
+        XCTAssertEqual(activation.notes, [])
+        XCTAssertThrowsError(
+            try SessionEvent(json: ["type": "skill_activation", "seq": 1, "data": ["status": 3]]))
         XCTAssertEqual(
             try event(["type": "background_task_event", "data": ["task_kind": "subagent"]]).kind,
             .backgroundTaskEvent(["task_kind": "subagent"]))

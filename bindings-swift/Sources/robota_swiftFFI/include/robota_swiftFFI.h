@@ -463,6 +463,11 @@ int8_t uniffi_robota_swift_fn_method_nativesession_is_executing(uint64_t ptr, Ru
 RustBuffer uniffi_robota_swift_fn_method_nativesession_list_commands(uint64_t ptr, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_METHOD_NATIVESESSION_LIST_SKILLS
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_METHOD_NATIVESESSION_LIST_SKILLS
+RustBuffer uniffi_robota_swift_fn_method_nativesession_list_skills(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_METHOD_NATIVESESSION_SET_NAME
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_METHOD_NATIVESESSION_SET_NAME
 void uniffi_robota_swift_fn_method_nativesession_set_name(uint64_t ptr, RustBuffer name, RustCallStatus *_Nonnull out_status
@@ -924,6 +929,12 @@ uint16_t uniffi_robota_swift_checksum_method_nativesession_is_executing(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_METHOD_NATIVESESSION_LIST_COMMANDS
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_METHOD_NATIVESESSION_LIST_COMMANDS
 uint16_t uniffi_robota_swift_checksum_method_nativesession_list_commands(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_METHOD_NATIVESESSION_LIST_SKILLS
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_METHOD_NATIVESESSION_LIST_SKILLS
+uint16_t uniffi_robota_swift_checksum_method_nativesession_list_skills(void
     
 );
 #endif
