@@ -13,8 +13,8 @@ use robota::api::{
     ApiError, HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
-use robota::framework::commands::{builtin_command_modules, CommandModule, CommandSource};
-use robota::framework::skills::{skills_command_module, SkillRegistration};
+use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
+use robota::framework::skills::SkillRegistration;
 use robota::provider::Provider;
 use robota::session::{SessionEvent, SessionOptions};
 use robota::tools::Tool;
@@ -117,10 +117,9 @@ pub(crate) fn build_options(
         session.hook_callbacks.push(spec.registration(function));
     }
     report_to_developer(&mut session, bridge);
+    // The same modules as every other language: the built-ins, `agent` and `skills`.
     let mut command_modules = if options.builtin_commands {
-        let mut modules = builtin_command_modules();
-        modules.push(skills_command_module());
-        modules
+        default_command_modules()
     } else {
         Vec::new()
     };
