@@ -59,6 +59,25 @@ pub enum AgentSource {
         /// The file.
         path: PathBuf,
     },
+    /// A file in an enabled plugin's `agents/`; the agent is named `plugin:agent`.
+    Plugin {
+        /// The plugin's name (the namespace).
+        plugin: String,
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl AgentSource {
+    /// The file a definition was read from (`None` for a built-in).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            AgentSource::Builtin => None,
+            AgentSource::Project { path }
+            | AgentSource::User { path }
+            | AgentSource::Plugin { path, .. } => Some(path),
+        }
+    }
 }
 
 /// One agent a subagent can be started as.
@@ -307,6 +326,16 @@ const IGNORED_KEYS: &[&str] = &[
 /// same name; among files the higher-priority directory wins (the other is a warning). A file or
 /// directory that cannot be used is a warning on the catalog; every other definition loads.
 pub fn load_agent_definitions(cwd: &Path, home: Option<&Path>) -> AgentCatalog {
+    load_agent_definitions_with_plugins(cwd, home, &[])
+}
+
+/// [`load_agent_definitions`] plus the `agents/` folders of enabled plugins, given as
+/// `(plugin name, folder)`: their agents are named `plugin:agent` and come last.
+pub fn load_agent_definitions_with_plugins(
+    cwd: &Path,
+    home: Option<&Path>,
+    plugins: &[(String, PathBuf)],
+) -> AgentCatalog {
     let mut dirs: Vec<(PathBuf, bool)> = [".robota/agents", ".agents/agents", ".claude/agents"]
         .iter()
         .map(|d| (cwd.join(d), true))
@@ -333,6 +362,43 @@ pub fn load_agent_definitions(cwd: &Path, home: Option<&Path>) -> AgentCatalog {
                 Ok(None) => {}
                 Ok(Some((definition, warnings))) => {
                     catalog.warnings.extend(warnings);
+                    if let Some(first) = from_files.get(&definition.name) {
+                        catalog.warnings.push(AgentWarning::at(
+                            &path,
+                            None,
+                            format!(
+                                "agent `{}` is also defined in {}, which takes precedence",
+                                definition.name,
+                                first.display()
+                            ),
+                        ));
+                        continue;
+                    }
+                    from_files.insert(definition.name.clone(), path);
+                    catalog.insert(definition);
+                }
+                Err(error) => catalog.warnings.push(AgentWarning::skipped(&error)),
+            }
+        }
+    }
+    for (plugin, dir) in plugins {
+        let files = match definition_files(dir) {
+            Ok(files) => files,
+            Err(error) => {
+                catalog.warnings.push(AgentWarning::skipped(&error));
+                continue;
+            }
+        };
+        for path in files {
+            match load_file(&path, false) {
+                Ok(None) => {}
+                Ok(Some((mut definition, warnings))) => {
+                    catalog.warnings.extend(warnings);
+                    definition.name = format!("{plugin}:{}", definition.name);
+                    definition.source = AgentSource::Plugin {
+                        plugin: plugin.clone(),
+                        path: path.clone(),
+                    };
                     if let Some(first) = from_files.get(&definition.name) {
                         catalog.warnings.push(AgentWarning::at(
                             &path,

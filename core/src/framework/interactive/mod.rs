@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{
-    load_agent_definitions, AgentCatalog, AgentDefinitionError, AgentWarning,
+    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning,
 };
 use crate::framework::commands::{
     default_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
@@ -32,8 +32,8 @@ use crate::framework::commands::{
 use crate::framework::context::{resolve_file_references, FileRefOptions};
 use crate::framework::outcome::{ErrorInfo, OutcomeStatus};
 use crate::framework::skills::{
-    load_skills, skills_prompt_section, SkillCatalog, SkillRegistration, SkillTool, SKILLS_COMMAND,
-    SKILLS_PROMPT_BUDGET,
+    load_skills_with_plugins, skills_prompt_section, SkillCatalog, SkillRegistration, SkillTool,
+    SKILLS_COMMAND, SKILLS_PROMPT_BUDGET,
 };
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
@@ -367,6 +367,8 @@ struct State {
 pub(crate) struct AgentSetup {
     pub(crate) cwd: std::path::PathBuf,
     pub(crate) home: Option<std::path::PathBuf>,
+    /// `(plugin, agents folder)` of the enabled plugins.
+    pub(crate) plugin_agents: Vec<(String, std::path::PathBuf)>,
 }
 
 pub(crate) struct Inner {
@@ -377,6 +379,7 @@ pub(crate) struct Inner {
     idle: tokio::sync::Notify,
     agents: Option<AgentSetup>,
     skills: Option<SkillSetup>,
+    plugins: crate::framework::assembly::plugins::SessionPlugins,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -422,9 +425,22 @@ impl InteractiveSession {
                 .unwrap_or_else(|_| session.cwd.clone())
         };
         let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
+        // Enabled plugins: their hooks join the settings' hooks; their skills and agents join
+        // the session's below. A plugin that cannot be used is a warning naming its file.
+        let plugins = crate::framework::assembly::plugins::session_plugins(
+            &session.settings,
+            &cwd,
+            home.as_deref(),
+        );
+        session.warnings.extend(plugins.warnings.iter().cloned());
+        for plugin in &plugins.plugins {
+            session.extra_hooks.merge(plugin.hooks.clone());
+        }
+        let plugin_agents = plugins.agent_dirs();
         let agents = if wants_agents {
             let (cwd, home) = (cwd.clone(), home.clone());
-            let catalog = load_agent_definitions(&cwd, home.as_deref());
+            let catalog =
+                load_agent_definitions_with_plugins(&cwd, home.as_deref(), &plugin_agents);
             let mut warnings: Vec<SessionWarning> =
                 catalog.warnings.iter().map(agent_warning).collect();
             warnings.extend(unknown_agent_tools(&catalog, &session));
@@ -434,7 +450,11 @@ impl InteractiveSession {
                 Some(text) => format!("{text}\n\n{section}"),
                 None => section,
             });
-            Some(AgentSetup { cwd, home })
+            Some(AgentSetup {
+                cwd,
+                home,
+                plugin_agents: plugin_agents.clone(),
+            })
         } else {
             None
         };
@@ -442,7 +462,12 @@ impl InteractiveSession {
         // only when a module asks for them. A skill that cannot be used is a warning naming its
         // file; the session goes on.
         let skills = if wants_skills {
-            let catalog = load_skills(&cwd, home.as_deref(), &skill_registrations);
+            let catalog = load_skills_with_plugins(
+                &cwd,
+                home.as_deref(),
+                &skill_registrations,
+                &plugins.skill_roots(),
+            );
             session
                 .warnings
                 .extend(catalog.warnings.iter().map(skill_warning));
@@ -524,6 +549,7 @@ impl InteractiveSession {
             idle: tokio::sync::Notify::new(),
             agents,
             skills,
+            plugins,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);
@@ -763,6 +789,21 @@ impl InteractiveSession {
             .unwrap_or_default()
     }
 
+    /// The plugins of this session's user and project: installed and enabled ones (each marked
+    /// `loaded` when this session loaded it, with its skills, commands, agents, hooks and MCP
+    /// servers), the known marketplaces, and every problem found. Empty without a home folder.
+    pub fn list_plugins(&self) -> crate::framework::plugins::PluginListing {
+        let Some(manager) = &self.inner.plugins.manager else {
+            return Default::default();
+        };
+        let mut listing = manager.list();
+        let loaded = self.inner.plugins.ids();
+        for plugin in &mut listing.plugins {
+            plugin.loaded = loaded.contains(&plugin.id);
+        }
+        listing
+    }
+
     /// True when `name` (with or without a leading `/`) is a skill of this session.
     fn is_skill(&self, name: &str) -> bool {
         self.inner
@@ -938,9 +979,7 @@ fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<
     available.extend(session.extra_tools.iter().map(|t| t.name().to_string()));
     let mut warnings = Vec::new();
     for definition in catalog.definitions() {
-        let (crate::framework::agents::AgentSource::Project { path }
-        | crate::framework::agents::AgentSource::User { path }) = &definition.source
-        else {
+        let Some(path) = definition.source.path() else {
             continue;
         };
         for entry in definition.tools.iter().flatten() {
@@ -962,7 +1001,7 @@ fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<
                 continue;
             };
             warnings.push(SessionWarning {
-                file: Some(path.clone()),
+                file: Some(path.to_path_buf()),
                 json_path: "tools".into(),
                 kind: "agent_definition".into(),
                 message: problem,
@@ -982,10 +1021,24 @@ impl Inner {
     }
 
     /// The agents, read fresh from disk; `None` when no module requested the agent executor.
+    /// The plugin manager of the session's user and project, if it has a home folder.
+    pub(crate) fn plugin_manager(&self) -> Option<crate::framework::plugins::PluginManager> {
+        self.plugins.manager.clone()
+    }
+
+    /// The ids of the plugins this session loaded.
+    pub(crate) fn loaded_plugin_ids(&self) -> Vec<String> {
+        self.plugins.ids()
+    }
+
     pub(crate) fn agent_catalog(&self) -> Option<AgentCatalog> {
-        self.agents
-            .as_ref()
-            .map(|setup| load_agent_definitions(&setup.cwd, setup.home.as_deref()))
+        self.agents.as_ref().map(|setup| {
+            load_agent_definitions_with_plugins(
+                &setup.cwd,
+                setup.home.as_deref(),
+                &setup.plugin_agents,
+            )
+        })
     }
 
     /// A cancellation token for a subagent starting now: a child of the running prompt's (so
