@@ -140,10 +140,8 @@ fn inside(root: &Path, path: &str) -> Option<PathBuf> {
 /// Replaces `${CLAUDE_PLUGIN_ROOT}` in every string of `value`.
 fn expand_root(value: &mut Value, root: &str) {
     match value {
-        Value::String(text) => {
-            if text.contains("${CLAUDE_PLUGIN_ROOT}") {
-                *text = text.replace("${CLAUDE_PLUGIN_ROOT}", root);
-            }
+        Value::String(text) if text.contains("${CLAUDE_PLUGIN_ROOT}") => {
+            *text = text.replace("${CLAUDE_PLUGIN_ROOT}", root);
         }
         Value::Array(items) => items.iter_mut().for_each(|v| expand_root(v, root)),
         Value::Object(map) => map.values_mut().for_each(|v| expand_root(v, root)),
