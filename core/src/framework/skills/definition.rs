@@ -18,7 +18,8 @@
 //!
 //! **Precedence** (highest first; a later skill of a taken name is skipped with a warning naming
 //! both files): skills the host registers (in the order given), `<project>/.claude/skills`,
-//! `<project>/.agents/skills`, `~/.claude/skills`, `~/.robota/skills`. The host comes first
+//! `<project>/.agents/skills`, `~/.claude/skills`, `~/.robota/skills`, then the `skills/` of
+//! enabled plugins ([`load_skills_with_plugins`]; named `plugin:skill`). The host comes first
 //! because it composes the session on purpose; the project comes before the user, as for
 //! settings and agents.
 //!
