@@ -76,7 +76,7 @@ fn marketplace(root: &Path, record: &Path, version: &str) {
         "---\ndescription: The plugin's review\n---\nPLUGIN-REVIEW\n",
     );
     write(
-        &plugin.join("agents/linter.md"),
+        &plugin.join("agents/lint-agent.md"),
         "---\nname: linter\ndescription: Lints the code base\ntools: Read, Grep\n---\nYou lint.\n",
     );
     write(

@@ -1,6 +1,7 @@
 //! Agent definitions: the built-in agents and the Claude Code compatible `.md` files
 //! (`.robota/agents/`, `.agents/agents/`, `.claude/agents/` in the project, then `.robota/agents/`
-//! and `.claude/agents/` in the home directory), parsed from their frontmatter.
+//! and `.claude/agents/` in the home directory, then the `agents/` of enabled plugins, named
+//! `plugin:agent`), parsed from their frontmatter.
 //!
 //! A definition file is YAML frontmatter between `---` lines (parsed by
 //! [`crate::framework::frontmatter`]: real YAML, plus Claude Code's lenient one-line values), then
@@ -336,20 +337,28 @@ pub fn load_agent_definitions_with_plugins(
     home: Option<&Path>,
     plugins: &[(String, PathBuf)],
 ) -> AgentCatalog {
-    let mut dirs: Vec<(PathBuf, bool)> = [".robota/agents", ".agents/agents", ".claude/agents"]
-        .iter()
-        .map(|d| (cwd.join(d), true))
-        .collect();
+    // Each folder with the plugin whose namespace its agents get (`None`: the project's when
+    // the flag is set, else the user's).
+    let mut dirs: Vec<(PathBuf, bool, Option<&str>)> =
+        [".robota/agents", ".agents/agents", ".claude/agents"]
+            .iter()
+            .map(|d| (cwd.join(d), true, None))
+            .collect();
     if let Some(home) = home {
         dirs.extend(
             [".robota/agents", ".claude/agents"]
                 .iter()
-                .map(|d| (home.join(d), false)),
+                .map(|d| (home.join(d), false, None)),
         );
     }
+    dirs.extend(
+        plugins
+            .iter()
+            .map(|(plugin, dir)| (dir.clone(), false, Some(plugin.as_str()))),
+    );
     let mut catalog = AgentCatalog::builtin();
     let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for (dir, project) in dirs {
+    for (dir, project, plugin) in dirs {
         let files = match definition_files(&dir) {
             Ok(files) => files,
             Err(error) => {
@@ -360,45 +369,15 @@ pub fn load_agent_definitions_with_plugins(
         for path in files {
             match load_file(&path, project) {
                 Ok(None) => {}
-                Ok(Some((definition, warnings))) => {
-                    catalog.warnings.extend(warnings);
-                    if let Some(first) = from_files.get(&definition.name) {
-                        catalog.warnings.push(AgentWarning::at(
-                            &path,
-                            None,
-                            format!(
-                                "agent `{}` is also defined in {}, which takes precedence",
-                                definition.name,
-                                first.display()
-                            ),
-                        ));
-                        continue;
-                    }
-                    from_files.insert(definition.name.clone(), path);
-                    catalog.insert(definition);
-                }
-                Err(error) => catalog.warnings.push(AgentWarning::skipped(&error)),
-            }
-        }
-    }
-    for (plugin, dir) in plugins {
-        let files = match definition_files(dir) {
-            Ok(files) => files,
-            Err(error) => {
-                catalog.warnings.push(AgentWarning::skipped(&error));
-                continue;
-            }
-        };
-        for path in files {
-            match load_file(&path, false) {
-                Ok(None) => {}
                 Ok(Some((mut definition, warnings))) => {
                     catalog.warnings.extend(warnings);
-                    definition.name = format!("{plugin}:{}", definition.name);
-                    definition.source = AgentSource::Plugin {
-                        plugin: plugin.clone(),
-                        path: path.clone(),
-                    };
+                    if let Some(plugin) = plugin {
+                        definition.name = format!("{plugin}:{}", definition.name);
+                        definition.source = AgentSource::Plugin {
+                            plugin: plugin.to_string(),
+                            path: path.clone(),
+                        };
+                    }
                     if let Some(first) = from_files.get(&definition.name) {
                         catalog.warnings.push(AgentWarning::at(
                             &path,

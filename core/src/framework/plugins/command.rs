@@ -415,8 +415,13 @@ impl SystemCommand for ReloadPluginsCommand {
             ));
         }
         text.push_str(&warnings_text(&warnings));
-        CommandResult::ok(text)
-            .with_data(json!({"enabled": ids, "loaded": loaded, "warnings": warnings}))
-            .with_effect(CommandEffect::PluginRegistryReloadRequested)
+        let changed = !added.is_empty() || !removed.is_empty();
+        let result = CommandResult::ok(text)
+            .with_data(json!({"enabled": ids, "loaded": loaded, "warnings": warnings}));
+        if changed {
+            result.with_effect(CommandEffect::PluginRegistryReloadRequested)
+        } else {
+            result
+        }
     }
 }

@@ -28,6 +28,8 @@ use super::manifest::{
     name_problem, read_json_object, read_marketplace, MarketplaceManifest, MarketplaceSource,
     PluginSource, PluginWarning,
 };
+use crate::files::{read_regular_text, AGENT_DEFINITION_FILE};
+use crate::framework::agents::{parse_agent_definition, AgentSource};
 use crate::framework::config::settings_paths;
 use crate::session::set_settings_flag;
 
@@ -911,7 +913,28 @@ pub(crate) fn describe(info: &mut PluginInfo, plugin: &LoadedPlugin) {
     };
     info.skills = names(&plugin.skills_dir, true);
     info.commands = names(&plugin.commands_dir, false);
-    info.agents = names(&plugin.agents_dir, false);
+    // Agents are named by their frontmatter's `name`, not their file's.
+    info.agents = names(&plugin.agents_dir, false)
+        .into_iter()
+        .map(|qualified| {
+            let stem = qualified.split_once(':').map_or("", |(_, s)| s).to_string();
+            plugin
+                .agents_dir
+                .as_ref()
+                .map(|dir| dir.join(format!("{stem}.md")))
+                .and_then(|file| {
+                    let text = read_regular_text(&file, &AGENT_DEFINITION_FILE).ok()?;
+                    let source = AgentSource::Plugin {
+                        plugin: plugin.name.clone(),
+                        path: file.clone(),
+                    };
+                    parse_agent_definition(&file, &text, source).ok()
+                })
+                .map(|(definition, _)| format!("{}:{}", plugin.name, definition.name))
+                .unwrap_or(qualified)
+        })
+        .collect();
+    info.agents.sort();
     info.hook_files = plugin.hook_files.clone();
     info.mcp_servers = plugin.mcp_servers.clone();
 }
