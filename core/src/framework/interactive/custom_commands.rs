@@ -196,6 +196,7 @@ impl Inner {
             ))
             .with_data(json!({
                 "command": command.name,
+                "mode": "inject",
                 "source": command.source,
                 "model": command.model,
                 "notes": notes,
