@@ -520,6 +520,38 @@ async fn a_plugin_installed_in_the_repl_loads_at_once_and_its_skill_runs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_command_shows_in_help_and_runs_with_arguments_in_the_repl() {
+    let mock = mock(json!([{"text": "Reviewed the file."}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let command = project.path().join(".claude/commands/git/review.md");
+    std::fs::create_dir_all(command.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &command,
+        "---\ndescription: Review a file\nargument-hint: <file> <focus>\n---\nReview $1 for $2.\n",
+    )
+    .expect("write command");
+    let mut child = project
+        .robota()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn robota");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(b"/help\n/review main.rs speed\n/exit\n")
+            .expect("type into the REPL");
+    }
+    let output = child.wait_with_output().expect("wait for robota");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Review a file (project:git)"), "{text}");
+    assert!(text.contains("Reviewed the file."), "{text}");
+    assert!(sent_text(&mock, 0).contains("Review main.rs for speed."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_json_events_carry_one_session_id_and_increasing_seq() {
     let mock = mock(json!([
         {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},

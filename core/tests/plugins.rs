@@ -176,7 +176,7 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
         "---\ndescription: The project's review\n---\nPROJECT-REVIEW\n",
     );
 
-    let mock = Mock::start(json!({"turns": [text_turn("one"), text_turn("two"), text_turn("three"), text_turn("four")]})).await;
+    let mock = Mock::start(json!({"turns": [text_turn("one"), text_turn("two"), text_turn("three"), text_turn("four"), text_turn("five")]})).await;
     let session = interactive(&project, &mock);
     assert!(session.list_plugins().plugins.is_empty());
     let added = run(
@@ -294,6 +294,24 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
     assert_eq!(
         lines(&record),
         [format!("1.0.0 {}", install_path.display())]
+    );
+    // The plugin's command runs by its qualified name, like the user's own commands.
+    let commands = session.list_custom_commands();
+    let fmt = commands
+        .iter()
+        .find(|c| c.name == "formatter:fmt")
+        .expect("plugin command");
+    assert_eq!(fmt.source.to_string(), "plugin formatter");
+    let ran = session
+        .execute_command("formatter:fmt", "lib.rs")
+        .await
+        .unwrap();
+    assert!(ran.success, "{}", ran.message);
+    session.wait_idle().await;
+    assert!(
+        mock.user_texts(1).join("\n").contains("Format lib.rs"),
+        "{:?}",
+        mock.user_texts(1)
     );
 
     // Update: a new commit in the marketplace repository.

@@ -10,16 +10,13 @@ mod session_common;
 
 use std::sync::Arc;
 
-use robota::framework::interactive::{
-    InteractiveEvent, InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
-};
+use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
 use robota::framework::skills::{
-    load_skills, skills_prompt_section, SkillActivation, SkillActivationStatus, SkillContext,
-    SkillInvocation, SkillMode, SkillRegistration,
+    load_skills, skills_prompt_section, SkillActivationStatus, SkillContext, SkillInvocation,
+    SkillMode, SkillRegistration,
 };
-use robota::message::HistoryEntry;
 use robota::session::PermissionResponse;
-use serde_json::{json, Value};
+use serde_json::json;
 use session_common::*;
 
 /// Writes `<root>/<name>/SKILL.md`.
@@ -139,42 +136,6 @@ fn session_for(project: &Project, mock: &Mock) -> Arc<InteractiveSession> {
     )))
 }
 
-fn activations(events: &[InteractiveEvent]) -> Vec<SkillActivation> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            InteractiveEventKind::SkillActivation { data } => Some(data.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn history_activations(session: &InteractiveSession) -> Vec<Value> {
-    session
-        .get_full_history()
-        .into_iter()
-        .filter_map(|entry| match entry {
-            HistoryEntry::Event {
-                event_type, data, ..
-            } if event_type == "skill-activation" => Some(data),
-            _ => None,
-        })
-        .collect()
-}
-
-fn system_of(mock: &Mock, index: usize) -> String {
-    let body = &mock.bodies()[index];
-    match &body["system"] {
-        Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
 #[tokio::test]
 async fn discovery_follows_precedence_reads_every_key_and_reports_bad_files() {
     let project = populated();
@@ -276,7 +237,7 @@ async fn the_system_prompt_lists_names_and_descriptions_but_no_bodies() {
         .any(|s| s.name == "review" && s.source.kind() == "project"));
     session.submit("hello", None, None).await.unwrap();
     session.wait_idle().await;
-    let system = system_of(&mock, 0);
+    let system = mock.system(0);
     assert!(system.contains("# Skills"), "{system}");
     assert!(
         system.contains("- review <file> [severity]: Review a file for bugs."),
@@ -351,19 +312,22 @@ async fn a_user_runs_a_skill_with_arguments_and_its_tools_are_pre_approved_while
     // `Bash(touch *)` was pre-approved while the skill ran: no permission request.
     assert_eq!(handler.count(), 0, "{:?}", handler.tools());
     assert!(project.path("reviewed.txt").exists());
-    let activations = activations(&events);
+    let activations = skill_activations(&events);
     assert_eq!(activations.len(), 2, "{activations:#?}");
     assert_eq!(activations[0].status, SkillActivationStatus::Started);
     assert_eq!(activations[0].invocation, SkillInvocation::UserSlash);
     assert_eq!(activations[0].mode, SkillMode::Inject);
     assert_eq!(activations[0].arguments, "\"src/main.rs\" high");
     assert_eq!(activations[0].source, "project");
-    assert!(activations[0]
-        .notes
-        .iter()
-        .any(|n| n.contains("claude-opus-4-1")));
+    // The skill's `model` took the run; the session's model is back for the next prompt.
+    assert!(
+        activations[0].notes.is_empty(),
+        "{:?}",
+        activations[0].notes
+    );
+    assert_eq!(mock.bodies()[0]["model"], "claude-opus-4-1");
     assert_eq!(activations[1].status, SkillActivationStatus::Completed);
-    let history = history_activations(&session);
+    let history = skill_activation_history(&session);
     assert_eq!(history.len(), 1, "{history:#?}");
     assert_eq!(history[0]["skill_name"], "review");
     assert_eq!(history[0]["status"], "started");
@@ -372,6 +336,7 @@ async fn a_user_runs_a_skill_with_arguments_and_its_tools_are_pre_approved_while
     session.wait_idle().await;
     assert_eq!(handler.tools(), ["Bash"]);
     assert!(!project.path("later.txt").exists());
+    assert_eq!(mock.bodies()[2]["model"], "claude-sonnet-4-5");
     // A model-only skill cannot be run by the user; an unknown name is still an unknown command.
     let refused = session
         .execute_command("background-lore", "")
@@ -428,7 +393,7 @@ async fn the_model_activates_skills_through_the_skill_tool_and_the_skills_comman
     assert!(refused.contains("disable-model-invocation"), "{refused}");
     let lore = mock.result_for("toolu_cmd");
     assert!(lore.contains("LORE-BODY"), "{lore}");
-    let activations = activations(&events);
+    let activations = skill_activations(&events);
     let started: Vec<&str> = activations
         .iter()
         .filter(|a| a.status == SkillActivationStatus::Started)
@@ -444,7 +409,7 @@ async fn the_model_activates_skills_through_the_skill_tool_and_the_skills_comman
         .count();
     assert_eq!(completed, 2, "{activations:#?}");
     session.wait_idle().await;
-    let history = history_activations(&session);
+    let history = skill_activation_history(&session);
     assert_eq!(history.len(), 2, "{history:#?}");
 }
 
@@ -476,7 +441,7 @@ async fn a_forked_skill_runs_in_a_subagent_and_returns_only_its_answer() {
     assert_eq!(child_tools, ["Glob", "Read"]);
     // The parent sees only the answer.
     assert_eq!(mock.result_for("toolu_fork"), "SUBAGENT-SUMMARY");
-    let activations = activations(&events);
+    let activations = skill_activations(&events);
     assert_eq!(activations.len(), 2, "{activations:#?}");
     assert_eq!(activations[0].mode, SkillMode::Fork);
     assert_eq!(activations[1].status, SkillActivationStatus::Completed);

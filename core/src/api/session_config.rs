@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::framework::commands::custom::CommandRegistration;
 use crate::framework::skills::SkillRegistration;
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
@@ -88,6 +89,11 @@ pub struct SessionConfig {
     /// `SKILL.md` would hold). Read by [`SessionConfig::skill_registrations`]; the session
     /// options themselves do not carry them.
     pub skills: Vec<SkillRegistration>,
+    /// Custom slash commands the host adds, ahead of the project's and the user's:
+    /// `{"dir": "/path"}` (a folder searched like `.claude/commands`) or
+    /// `{"name": "greet", "content": "---\n…"}` (what a command file would hold). Read by
+    /// [`SessionConfig::command_registrations`].
+    pub commands: Vec<CommandRegistration>,
 }
 
 impl SessionConfig {
@@ -117,6 +123,11 @@ impl SessionConfig {
     /// The skills to give [`InteractiveSessionOptions::skills`](crate::framework::interactive::InteractiveSessionOptions::skills).
     pub fn skill_registrations(&self) -> Vec<SkillRegistration> {
         self.skills.clone()
+    }
+
+    /// The custom commands to give [`InteractiveSessionOptions::commands`](crate::framework::interactive::InteractiveSessionOptions::commands).
+    pub fn command_registrations(&self) -> Vec<CommandRegistration> {
+        self.commands.clone()
     }
 
     /// The engine's [`SessionOptions`] for these options and `provider`. Host extensions

@@ -92,6 +92,9 @@ pub struct RunOptions {
     pub on_execution_event: Option<ExecutionEventCallback>,
     /// Overrides [`EngineConfig::max_turns`] for this run (`0` = no cap).
     pub max_turns: Option<u32>,
+    /// Calls this provider instead of the engine's for this run (e.g. the same provider on
+    /// another model, for a skill or custom command that names its `model`).
+    pub provider: Option<Arc<dyn crate::provider::Provider>>,
 }
 
 impl RunOptions {
@@ -121,6 +124,12 @@ impl RunOptions {
         self
     }
 
+    /// Calls `provider` instead of the engine's provider for this run.
+    pub fn with_provider(mut self, provider: Arc<dyn crate::provider::Provider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
     /// Caps this run at `max_turns` rounds (`0` = no cap).
     pub fn with_max_turns(mut self, max_turns: u32) -> Self {
         self.max_turns = Some(max_turns);
@@ -135,6 +144,10 @@ impl std::fmt::Debug for RunOptions {
             .field("on_event", &self.on_event.is_some())
             .field("on_execution_event", &self.on_execution_event.is_some())
             .field("max_turns", &self.max_turns)
+            .field(
+                "model",
+                &self.provider.as_ref().map(|p| p.model().to_string()),
+            )
             .finish()
     }
 }

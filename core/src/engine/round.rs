@@ -47,7 +47,7 @@ impl Run<'_> {
     /// Makes one streaming model call, forwarding deltas and retries as events and recording the
     /// request and its response (or error) as execution events.
     pub(crate) async fn call_model(&self, round: u32, request: ProviderRequest) -> ModelCall {
-        let provider = &*self.engine.provider;
+        let provider = &*self.provider;
         let emitter = &self.emitter;
         let execution_id = self.execution_id.as_str();
         emitter.execution(|| ExecutionEvent::ProviderRequest {

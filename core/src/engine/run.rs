@@ -7,6 +7,7 @@
 //! response is cut off by an abort is always committed (as `interrupted`, even when empty).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +25,7 @@ use crate::message::{
     new_id, ContentBlock, Conversation, Message, MessageState, ProviderError, Role, Usage,
     PROVIDER_ERROR_METADATA,
 };
-use crate::provider::{ProviderRequest, Refusal, StopReason, ToolChoice, ToolDefinition};
+use crate::provider::{Provider, ProviderRequest, Refusal, StopReason, ToolChoice, ToolDefinition};
 
 /// What a tool call of a refused or cut-off response is answered with (it is not run).
 fn unrun_call_notice(stop: StopReason) -> &'static str {
@@ -66,6 +67,8 @@ enum LoopEnd {
 /// The state of one run.
 pub(crate) struct Run<'a> {
     pub(crate) engine: &'a Engine,
+    /// The provider this run calls: the engine's, or the run's override.
+    pub(crate) provider: Arc<dyn Provider>,
     pub(crate) conversation: &'a mut Conversation,
     pub(crate) cancel: CancellationToken,
     pub(crate) emitter: Emitter,
@@ -91,6 +94,10 @@ impl<'a> Run<'a> {
         options: RunOptions,
     ) -> Self {
         let config = &engine.config;
+        let provider = options
+            .provider
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&engine.provider));
         let system = config.system_prompt.clone().or_else(|| {
             let parts: Vec<String> = conversation
                 .messages()
@@ -109,10 +116,11 @@ impl<'a> Run<'a> {
             };
         let context_window = config
             .context_window
-            .unwrap_or_else(|| engine.provider.capabilities().context_window);
+            .unwrap_or_else(|| provider.capabilities().context_window);
         let message_count = conversation.message_count();
         Run {
             engine,
+            provider,
             conversation,
             cancel: options.cancel,
             emitter: Emitter::new(options.on_event, options.on_execution_event),
@@ -277,7 +285,7 @@ impl<'a> Run<'a> {
                 MessageState::Complete
             };
             let (message, mut calls) =
-                assistant_message(&response, state, round, self.engine.provider.model());
+                assistant_message(&response, state, round, self.provider.model());
             let text = message.text();
             let assistant_chars = budget::serialized_chars(&message);
             self.commit_assistant(round, message);
@@ -426,7 +434,7 @@ impl<'a> Run<'a> {
         message.metadata.insert("round".into(), round.into());
         message
             .metadata
-            .insert("model".into(), self.engine.provider.model().into());
+            .insert("model".into(), self.provider.model().into());
         match error {
             Some(error) => {
                 message

@@ -62,6 +62,18 @@ impl FrontmatterField {
         }
     }
 
+    /// The value as a flag: a boolean, or the strings `true` / `false` in any case. Null (an
+    /// empty value) is `None`; anything else is an error saying so.
+    pub fn flag(&self) -> Result<Option<bool>, String> {
+        match &self.value {
+            Value::Bool(value) => Ok(Some(*value)),
+            Value::String(text) if text.eq_ignore_ascii_case("true") => Ok(Some(true)),
+            Value::String(text) if text.eq_ignore_ascii_case("false") => Ok(Some(false)),
+            Value::Null => Ok(None),
+            other => Err(format!("`{}` must be true or false, not {other}", self.key)),
+        }
+    }
+
     /// The value as a list of strings: a YAML list of scalars, or one string of comma-separated
     /// items (`Read, Grep, Glob`), empty items dropped. Null is an empty list.
     pub fn list(&self) -> Result<Vec<String>, String> {

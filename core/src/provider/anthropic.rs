@@ -313,6 +313,16 @@ impl Provider for AnthropicProvider {
         &self.model
     }
 
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Provider>> {
+        Some(std::sync::Arc::new(AnthropicProvider {
+            model: model.to_string(),
+            max_tokens: self.max_tokens,
+            prompt_caching: self.prompt_caching,
+            base_url: self.base_url.clone(),
+            transport: self.transport.clone(),
+        }))
+    }
+
     fn capabilities(&self) -> ProviderCapabilities {
         ProviderCapabilities {
             streaming: true,

@@ -250,6 +250,13 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// The model this provider calls.
     fn model(&self) -> &str;
+    /// The same provider (endpoint, credentials, settings) calling `model` instead, for a run
+    /// that asks for another model (a skill's or custom command's `model`); `None` when this
+    /// provider cannot switch models (the default).
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Provider>> {
+        let _ = model;
+        None
+    }
     /// What the provider supports.
     fn capabilities(&self) -> ProviderCapabilities {
         ProviderCapabilities::default()

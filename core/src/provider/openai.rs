@@ -219,6 +219,17 @@ impl Provider for OpenAiProvider {
         &self.model
     }
 
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Provider>> {
+        Some(std::sync::Arc::new(OpenAiProvider {
+            name: self.name.clone(),
+            model: model.to_string(),
+            max_tokens: self.max_tokens,
+            include_usage: self.include_usage,
+            base_url: self.base_url.clone(),
+            transport: self.transport.clone(),
+        }))
+    }
+
     fn capabilities(&self) -> ProviderCapabilities {
         ProviderCapabilities {
             streaming: true,

@@ -140,6 +140,9 @@ pub struct Session {
     /// Held for the duration of a run: one run at a time.
     run_lock: tokio::sync::Mutex<()>,
     current_run: Mutex<Option<CancellationToken>>,
+    /// The provider of the current run when it asked for another model
+    /// ([`run_on_model`](Session::run_on_model)); `None`: the session's.
+    run_provider: Mutex<Option<Arc<dyn Provider>>>,
     started: OnceCell<()>,
     /// SessionStart context waiting for the first prompt.
     start_context: Mutex<Vec<String>>,
@@ -556,6 +559,7 @@ impl Session {
             conversation: Arc::new(Mutex::new(conversation)),
             run_lock: tokio::sync::Mutex::new(()),
             current_run: Mutex::new(None),
+            run_provider: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
             async_hook_results: Mutex::new(async_hook_results),
@@ -665,11 +669,23 @@ impl Session {
         &self.model
     }
 
+    /// True when a run can go to `model` ([`run_on_model`](Self::run_on_model)): it is the
+    /// session's model, or the provider can call another model with the same settings.
+    pub fn can_run_on(&self, model: &str) -> bool {
+        model == self.model || self.provider.with_model(model).is_some()
+    }
+
     /// The context ratio (0–1) at which automatic compaction runs, or `None` when automatic
     /// compaction is off for this session (by settings or [`Session::set_auto_compact`]).
     pub fn auto_compact_threshold(&self) -> Option<f64> {
         (self.compaction.enabled && self.auto_compact.load(Ordering::SeqCst))
             .then_some(self.compaction.threshold)
+    }
+
+    /// The tool called `name` that this session's model is offered, if any (for running a call
+    /// on the model's behalf, e.g. a custom command's `` !`command` `` snippet as `Bash`).
+    pub fn tool(&self, name: &str) -> Option<Arc<dyn crate::tools::Tool>> {
+        self.engine.tools().get(name).cloned()
     }
 
     /// The names of the tools the model is offered.
@@ -896,7 +912,23 @@ impl Session {
         prompt: impl Into<String>,
         context: Vec<String>,
     ) -> Result<RunOutcome, SessionError> {
+        self.run_on_model(prompt, context, None).await
+    }
+
+    /// Like [`run_with_context`](Self::run_with_context), with this run's model calls going to
+    /// `model` on the session's provider (endpoint, credentials and settings unchanged); the
+    /// session's model is back for the next run. `None`, the session's own model, or a provider
+    /// that cannot switch models ([`can_run_on`](Self::can_run_on) is false) is a normal run.
+    pub async fn run_on_model(
+        &self,
+        prompt: impl Into<String>,
+        context: Vec<String>,
+        model: Option<&str>,
+    ) -> Result<RunOutcome, SessionError> {
         let prompt = prompt.into();
+        let provider = model
+            .filter(|m| *m != self.model)
+            .and_then(|m| self.provider.with_model(m));
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(SessionError::ShutDown);
         }
@@ -920,6 +952,10 @@ impl Session {
                 .unwrap_or_else(PoisonError::into_inner)
                 .extend(context);
         }
+        *self
+            .run_provider
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = provider;
         self.run_turn(prompt, &cancel).await
     }
 
@@ -1015,7 +1051,13 @@ impl Session {
                 execution_id: None,
                 input: message.text(),
                 provider: Some(self.provider.name().to_string()),
-                model: Some(self.model.clone()),
+                model: Some(
+                    self.run_provider
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                        .map_or_else(|| self.model.clone(), |p| p.model().to_string()),
+                ),
                 history_length: conversation.message_count(),
             });
         }
@@ -1487,8 +1529,20 @@ impl Session {
             .and_then(Persistence::execution_callback);
         let accounting = Arc::clone(accounting);
         let prices = self.prices.clone();
-        let default_model = self.model.clone();
-        RunOptions::new()
+        let run_provider = self
+            .run_provider
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let default_model = run_provider
+            .as_ref()
+            .map_or_else(|| self.model.clone(), |p| p.model().to_string());
+        let options = RunOptions::new();
+        let options = match run_provider {
+            Some(provider) => options.with_provider(provider),
+            None => options,
+        };
+        options
             .with_cancel(cancel.clone())
             .with_on_event(move |event| {
                 let todos = todo_update(&event);
@@ -1811,6 +1865,11 @@ impl Drop for RunCleanup<'_> {
         *self
             .session
             .current_run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .session
+            .run_provider
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = None;
     }

@@ -251,6 +251,20 @@ impl Mock {
             .collect()
     }
 
+    /// The system prompt of request `index` (Anthropic's `system`, as one text).
+    pub fn system(&self, index: usize) -> String {
+        let body = &self.bodies()[index];
+        match &body["system"] {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+
     /// The tool names offered in request `index`.
     pub fn tool_names(&self, index: usize) -> Vec<String> {
         let bodies = self.bodies();
@@ -417,4 +431,35 @@ pub async fn until(
             return events;
         }
     }
+}
+
+/// The `skill_activation` records among `events`, in order.
+pub fn skill_activations(
+    events: &[robota::framework::interactive::InteractiveEvent],
+) -> Vec<robota::framework::skills::SkillActivation> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            robota::framework::interactive::InteractiveEventKind::SkillActivation { data } => {
+                Some(data.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The data of the session's `skill-activation` history entries, in order.
+pub fn skill_activation_history(
+    session: &robota::framework::interactive::InteractiveSession,
+) -> Vec<Value> {
+    session
+        .get_full_history()
+        .into_iter()
+        .filter_map(|entry| match entry {
+            robota::message::HistoryEntry::Event {
+                event_type, data, ..
+            } if event_type == "skill-activation" => Some(data),
+            _ => None,
+        })
+        .collect()
 }

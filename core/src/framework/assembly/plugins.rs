@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::framework::commands::custom::CommandRoot;
+use crate::framework::commands::CommandSource;
 use crate::framework::config::LoadedSettings;
 use crate::framework::plugins::{LoadedPlugin, PluginManager, PluginSettings, PluginWarning};
 use crate::session::{SessionSettings, SessionWarning};
@@ -34,6 +36,23 @@ impl SessionPlugins {
         self.plugins
             .iter()
             .filter_map(|p| Some((p.name.clone(), p.agents_dir.clone()?)))
+            .collect()
+    }
+
+    /// The `commands/` folder of each plugin that has one, as custom command roots whose
+    /// commands are named `plugin:command`.
+    pub(crate) fn command_roots(&self) -> Vec<CommandRoot> {
+        self.plugins
+            .iter()
+            .filter_map(|p| {
+                let dir = p.commands_dir.clone()?;
+                Some(CommandRoot::optional(
+                    dir,
+                    CommandSource::Plugin {
+                        plugin: p.name.clone(),
+                    },
+                ))
+            })
             .collect()
     }
 

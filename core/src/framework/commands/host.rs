@@ -168,6 +168,20 @@ pub trait CommandHostContext: Send + Sync {
             "this host does not run skills (skills need an InteractiveSession)",
         ))
     }
+    /// Runs the custom command `name` (its invocation name) with `args`: fills in the
+    /// arguments, runs its `` !`command` `` snippets through the permission layer, and sends the
+    /// prompt (the user's) or returns it (the model's; see
+    /// [`invoked_by_model`](Self::invoked_by_model)).
+    async fn run_custom_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandResult, CommandHostError> {
+        let _ = (name, args);
+        Err(CommandHostError::new(
+            "this host does not run custom commands (they need an InteractiveSession)",
+        ))
+    }
 }
 
 /// One executable command (spec 000 `ISystemCommand`): metadata plus a handler.

@@ -9,11 +9,14 @@
 //! in the CLI, in a binding or in a test. Parsing `/name args` input belongs to hosts; here names
 //! are slash-free and `args` is the rest of the line.
 //!
+//! Custom slash commands (`.claude/commands/**/*.md`, a host's, a plugin's) are in [`custom`].
+//!
 //! Lifecycle: [`CommandLifecycle::Blocking`] commands share the session's execution guard with
 //! prompts; [`CommandLifecycle::Inline`] ones run at once and must not call the model.
 
 pub mod agent;
 pub mod builtins;
+pub mod custom;
 mod host;
 mod registry;
 mod tool;

@@ -43,6 +43,9 @@ pub enum CommandSource {
     Project,
     /// Defined in the user's home configuration.
     User,
+    /// Registered by the host program (from a folder or as data), e.g. custom commands a
+    /// binding's caller adds.
+    Host,
     /// Contributed by an installed plugin; its commands are addressed as `<plugin>:<command>`.
     Plugin {
         /// The plugin's name, the part before `:` in qualified command names.
@@ -50,13 +53,24 @@ pub enum CommandSource {
     },
 }
 
+impl CommandSource {
+    /// `builtin`, `project`, `user`, `host` or `plugin`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CommandSource::Builtin => "builtin",
+            CommandSource::Project => "project",
+            CommandSource::User => "user",
+            CommandSource::Host => "host",
+            CommandSource::Plugin { .. } => "plugin",
+        }
+    }
+}
+
 impl std::fmt::Display for CommandSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CommandSource::Builtin => f.write_str("builtin"),
-            CommandSource::Project => f.write_str("project"),
-            CommandSource::User => f.write_str("user"),
             CommandSource::Plugin { plugin } => write!(f, "plugin {plugin}"),
+            other => f.write_str(other.kind()),
         }
     }
 }

@@ -228,4 +228,15 @@ impl CommandHostContext for SessionHost {
             .await
             .map_err(CommandHostError::new)
     }
+
+    async fn run_custom_command(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandResult, CommandHostError> {
+        self.get()?
+            .run_custom_command(name, args, self.for_model)
+            .await
+            .map_err(CommandHostError::new)
+    }
 }

@@ -11,6 +11,7 @@
 //! end every accepted prompt that ran: see [`crate::framework::outcome`]), await a
 //! [`PromptTicket`], or wait with [`InteractiveSession::wait_idle`].
 
+mod custom_commands;
 pub mod events;
 mod host;
 mod skills;
@@ -25,6 +26,7 @@ use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{
     load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning,
 };
+use crate::framework::commands::custom::{CommandRegistration, CommandRoot};
 use crate::framework::commands::{
     default_command_modules, project_command_tools, CommandEffect, CommandEntry, CommandError,
     CommandModule, CommandRegistry, CommandRegistryError, CommandResult, SessionRequirement,
@@ -67,6 +69,14 @@ pub struct InteractiveSessionOptions {
     /// user's; used when a module requests [`SessionRequirement::Skills`] (the default modules
     /// do).
     pub skills: Vec<SkillRegistration>,
+    /// Custom slash commands the host adds (a folder or data), ahead of the project's
+    /// `.claude/commands` and the user's `~/.claude/commands`; loaded with the skills (when a
+    /// module requests [`SessionRequirement::Skills`]).
+    pub commands: Vec<CommandRegistration>,
+    /// More command folders, after the project's and the user's (a plugin's `commands/`, whose
+    /// [`CommandSource::Plugin`](crate::framework::commands::CommandSource::Plugin) qualifies
+    /// the names as `plugin:command`).
+    pub command_roots: Vec<CommandRoot>,
 }
 
 impl InteractiveSessionOptions {
@@ -77,6 +87,8 @@ impl InteractiveSessionOptions {
             command_modules: default_command_modules(),
             event_buffer: DEFAULT_EVENT_BUFFER,
             skills: Vec::new(),
+            commands: Vec::new(),
+            command_roots: Vec::new(),
         }
     }
 }
@@ -380,6 +392,8 @@ pub(crate) struct Inner {
     agents: Option<AgentSetup>,
     skills: Option<SkillSetup>,
     plugins: crate::framework::assembly::plugins::SessionPlugins,
+    /// The custom commands, when skills were requested.
+    custom: Option<crate::framework::commands::custom::CustomCommandCatalog>,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -404,6 +418,8 @@ impl InteractiveSession {
             command_modules,
             event_buffer,
             skills: skill_registrations,
+            commands: command_registrations,
+            mut command_roots,
         } = options;
         let wants_agents = command_modules.iter().any(|m| {
             m.session_requirements
@@ -412,7 +428,7 @@ impl InteractiveSession {
         let wants_skills = command_modules
             .iter()
             .any(|m| m.session_requirements.contains(&SessionRequirement::Skills));
-        let registry = CommandRegistry::with_modules(command_modules)?;
+        let mut registry = CommandRegistry::with_modules(command_modules)?;
         // Agent definitions are loaded (and listed in the system prompt) only when a module
         // asks for the agent executor. A file that cannot be used is a warning (with its file
         // and line) and the other agents load; so is a tool an agent lists that the session
@@ -437,6 +453,9 @@ impl InteractiveSession {
             session.extra_hooks.merge(plugin.hooks.clone());
         }
         let plugin_agents = plugins.agent_dirs();
+        // A plugin's `commands/` come after the host's, the project's and the user's commands;
+        // their names are qualified (`plugin:command`).
+        command_roots.extend(plugins.command_roots());
         let agents = if wants_agents {
             let (cwd, home) = (cwd.clone(), home.clone());
             let catalog =
@@ -485,6 +504,36 @@ impl InteractiveSession {
         } else {
             None
         };
+        // Custom commands load with the skills (the model runs both through `Skill`). One that
+        // cannot be used, or whose name a command or skill already has, is a warning.
+        let custom = if wants_skills {
+            let catalog = custom_commands::load_for_session(
+                &mut registry,
+                skills.as_ref().map(|s| &s.catalog),
+                &cwd,
+                home.as_deref(),
+                &command_registrations,
+                &command_roots,
+            );
+            session.warnings.extend(
+                catalog
+                    .warnings
+                    .iter()
+                    .map(custom_commands::session_warning),
+            );
+            if let Some(section) = crate::framework::commands::custom::commands_prompt_section(
+                &catalog,
+                SKILLS_PROMPT_BUDGET,
+            ) {
+                session.append_system_prompt = Some(match session.append_system_prompt.take() {
+                    Some(text) => format!("{text}\n\n{section}"),
+                    None => section,
+                });
+            }
+            Some(catalog)
+        } else {
+            None
+        };
         // The projected tools need the session, which needs the tools: the host facade is
         // created empty and pointed at the session once it exists. It acts for the model.
         let host = Arc::new(SessionHost::for_model());
@@ -492,9 +541,13 @@ impl InteractiveSession {
         session
             .extra_tools
             .extend(tools.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
-        if skills
+        let model_runs_commands = custom
             .as_ref()
-            .is_some_and(|s| s.catalog.skills().any(|skill| skill.model_invocable()))
+            .is_some_and(|c| c.commands().any(|command| command.model_invocable()));
+        if model_runs_commands
+            || skills
+                .as_ref()
+                .is_some_and(|s| s.catalog.skills().any(|skill| skill.model_invocable()))
         {
             session
                 .extra_tools
@@ -550,6 +603,7 @@ impl InteractiveSession {
             agents,
             skills,
             plugins,
+            custom,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);
@@ -802,6 +856,30 @@ impl InteractiveSession {
             plugin.loaded = loaded.contains(&plugin.id);
         }
         listing
+    }
+
+    /// The custom slash commands of this session (empty when no module requested skills), with
+    /// where each came from; [`list_commands`](Self::list_commands) lists them too.
+    pub fn list_custom_commands(
+        &self,
+    ) -> Vec<crate::framework::commands::custom::CustomCommandDefinition> {
+        self.inner
+            .custom
+            .as_ref()
+            .map(|c| c.commands().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Problems found while discovering custom commands (each names its file), also reported
+    /// as session warnings of kind `custom_command`.
+    pub fn get_custom_command_warnings(
+        &self,
+    ) -> Vec<crate::framework::commands::custom::CommandWarning> {
+        self.inner
+            .custom
+            .as_ref()
+            .map(|c| c.warnings.clone())
+            .unwrap_or_default()
     }
 
     /// True when `name` (with or without a leading `/`) is a skill of this session.
@@ -1091,6 +1169,18 @@ impl Inner {
         let (text, context) = if skill.is_some() {
             (input.to_string(), None)
         } else {
+            self.resolve_references(input)?
+        };
+        self.enqueue_resolved(text, context, display, done, skill)
+    }
+
+    /// `input` with its `@file` references resolved: the text as typed and the attached file
+    /// contents (model-only context). A blocking problem is an `error` event and an error.
+    pub(crate) fn resolve_references(
+        &self,
+        input: &str,
+    ) -> Result<(String, Option<String>), InteractiveError> {
+        {
             let options = FileRefOptions::default();
             let resolved = match resolve_file_references(input, self.session.cwd(), &[], &options) {
                 Ok(resolved) => resolved,
@@ -1112,8 +1202,19 @@ impl Inner {
                 .map(str::trim)
                 .filter(|c| !c.is_empty())
                 .map(str::to_string);
-            (resolved.original, context)
-        };
+            Ok((resolved.original, context))
+        }
+    }
+
+    /// Starts or queues a prompt whose `@file` references are resolved (`context`).
+    pub(crate) fn enqueue_resolved(
+        self: &Arc<Self>,
+        text: String,
+        context: Option<String>,
+        display: &str,
+        done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+        skill: Option<ActiveSkill>,
+    ) -> Result<(SubmitStatus, u64), InteractiveError> {
         let mut prompt = Prompt {
             text,
             context,
@@ -1251,9 +1352,12 @@ impl Inner {
         if cancel.is_cancelled() {
             return Err(SessionError::Busy);
         }
-        let run = self.session.run_with_context(
+        // A skill or custom command the user started runs on its `model`.
+        let model = prompt.skill.as_ref().and_then(|s| s.model.as_deref());
+        let run = self.session.run_on_model(
             prompt.text.clone(),
             prompt.context.iter().cloned().collect(),
+            model,
         );
         tokio::pin!(run);
         tokio::select! {

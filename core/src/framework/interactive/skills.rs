@@ -36,6 +36,8 @@ pub(crate) struct SkillSetup {
 pub(crate) struct ActiveSkill {
     pub(crate) activation: SkillActivation,
     pub(crate) grant: Option<String>,
+    /// The model the prompt it runs in goes to (its `model`), for a prompt the user started.
+    pub(crate) model: Option<String>,
 }
 
 /// The tool name of a permission rule (`Bash(git log *)` → `Bash`).
@@ -73,6 +75,10 @@ impl Inner {
                 ))
             }
             Some(skill) => skill.clone(),
+            // The model runs custom commands through the same tool.
+            None if by_model && self.custom.as_ref().is_some_and(|c| c.get(name).is_some()) => {
+                return self.run_custom_command(name, &request.args, true).await;
+            }
             None => {
                 let names: Vec<&str> = catalog
                     .skills()
@@ -95,26 +101,31 @@ impl Inner {
         let session_id = self.session.session_id().to_string();
         let instructions = skill_instructions(&skill, &body, &request.args, &session_id);
         let mut activation = SkillActivation::started(&skill, &request.args, request.invocation);
+        // A skill the user starts runs its prompt on its `model`; one the model activates is
+        // part of a run that has its model already.
+        let inline_for_user = !by_model && skill.context == SkillContext::Inline;
+        let model = self.run_model(skill.model.as_deref(), inline_for_user, &mut activation);
         if let Some(model) = skill.model.as_ref().filter(|m| *m != self.session.model()) {
-            activation.notes.push(format!(
-                "the skill asks for model `{model}`; it runs on the session's model `{}`",
-                self.session.model()
-            ));
+            if !inline_for_user {
+                activation.notes.push(format!(
+                    "the skill asks for model `{model}`; it runs on the session's model `{}`",
+                    self.session.model()
+                ));
+            }
         }
-        let grant = self.grant_tools(&skill, &mut activation);
+        let label = format!("skill:{}", skill.name);
+        let grant = self.grant_tools(&label, &skill.allowed_tools, &mut activation);
         self.report_activation(&activation, true);
-        let active = ActiveSkill { activation, grant };
+        let active = ActiveSkill {
+            activation,
+            grant,
+            model,
+        };
         match skill.context {
             SkillContext::Fork => Ok(self.run_forked(&skill, instructions, active).await),
             SkillContext::Inline if by_model => {
                 let notes = active.activation.notes.clone();
-                let mut state = self.lock();
-                if state.executing {
-                    state.active_skills.push(active);
-                } else {
-                    drop(state);
-                    self.finish_skill(active, None);
-                }
+                self.keep_for_run(active);
                 let mut message = instructions;
                 for note in &notes {
                     message.push_str(&format!("\n\nNote: {note}"));
@@ -153,22 +164,42 @@ impl Inner {
         }
     }
 
-    /// Pre-approves the skill's `allowed-tools` until it ends; the grant's label, or `None`
-    /// when it has none (a list that does not parse is a note, and nothing is granted).
-    fn grant_tools(
+    /// The model a user-started prompt of a skill or custom command runs on: `requested` when
+    /// `switch` and the provider can call it; when it cannot, a note on `activation` says the
+    /// session's model is used.
+    pub(crate) fn run_model(
         &self,
-        skill: &SkillDefinition,
+        requested: Option<&str>,
+        switch: bool,
         activation: &mut SkillActivation,
     ) -> Option<String> {
-        if skill.allowed_tools.is_empty() {
+        let model = requested.filter(|m| switch && *m != self.session.model())?;
+        if self.session.can_run_on(model) {
+            return Some(model.to_string());
+        }
+        activation.notes.push(format!(
+            "`{}` asks for model `{model}`, which this session's provider cannot switch to; it \
+             runs on the session's model `{}`",
+            activation.skill_name,
+            self.session.model()
+        ));
+        None
+    }
+
+    /// Pre-approves `allowed_tools` (a skill's or a custom command's) until the activation
+    /// ends; the grant's label (`what` and a unique suffix), or `None` when there is nothing to
+    /// grant (a list that does not parse is a note, and nothing is granted).
+    pub(crate) fn grant_tools(
+        &self,
+        what: &str,
+        allowed_tools: &[String],
+        activation: &mut SkillActivation,
+    ) -> Option<String> {
+        if allowed_tools.is_empty() {
             return None;
         }
-        let label = format!("skill:{}:{}", skill.name, uuid::Uuid::new_v4().simple());
-        match self
-            .session
-            .enforcer()
-            .grant_scoped(&label, &skill.allowed_tools)
-        {
+        let label = format!("{what}:{}", uuid::Uuid::new_v4().simple());
+        match self.session.enforcer().grant_scoped(&label, allowed_tools) {
             Ok(()) => Some(label),
             Err(errors) => {
                 let problems: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
@@ -257,6 +288,18 @@ impl Inner {
         result
     }
 
+    /// Keeps an activation the model made until the run it is part of ends (it ends now when
+    /// no run holds the session).
+    pub(crate) fn keep_for_run(&self, active: ActiveSkill) {
+        let mut state = self.lock();
+        if state.executing {
+            state.active_skills.push(active);
+        } else {
+            drop(state);
+            self.finish_skill(active, None);
+        }
+    }
+
     /// Ends an activation: its tool grant is withdrawn and `completed` (or `failed`) reported.
     pub(crate) fn finish_skill(&self, active: ActiveSkill, error: Option<String>) {
         if let Some(label) = &active.grant {
@@ -275,7 +318,7 @@ impl Inner {
 
     /// Emits the `skill_activation` event; a `started` record also becomes a
     /// `skill-activation` history entry.
-    fn report_activation(&self, activation: &SkillActivation, history: bool) {
+    pub(crate) fn report_activation(&self, activation: &SkillActivation, history: bool) {
         self.hub.emit(InteractiveEventKind::SkillActivation {
             data: activation.clone(),
         });

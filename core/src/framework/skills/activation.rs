@@ -95,11 +95,32 @@ impl SkillActivation {
     /// The `started` record of activating `skill`.
     pub fn started(skill: &SkillDefinition, args: &str, invocation: SkillInvocation) -> Self {
         SkillActivation {
-            skill_name: skill.name.clone(),
-            source: skill.source.kind().to_string(),
-            path: skill.file.clone(),
-            invocation,
             mode: skill.context.into(),
+            ..SkillActivation::started_inline(
+                &skill.name,
+                skill.source.kind(),
+                skill.file.clone(),
+                args,
+                invocation,
+            )
+        }
+    }
+
+    /// The `started` record of something run inline under `name` from `source` (`path`: its
+    /// file): a custom command, which reports its runs as skills do.
+    pub fn started_inline(
+        name: &str,
+        source: &str,
+        path: Option<PathBuf>,
+        args: &str,
+        invocation: SkillInvocation,
+    ) -> Self {
+        SkillActivation {
+            skill_name: name.to_string(),
+            source: source.to_string(),
+            path,
+            invocation,
+            mode: SkillMode::Inject,
             status: SkillActivationStatus::Started,
             arguments: args.trim().to_string(),
             timestamp: now_rfc3339(),

@@ -193,16 +193,28 @@ impl SkillDefinition {
         if let Some(content) = &self.content {
             return Ok(content.clone());
         }
-        let Some(file) = &self.file else {
-            return Ok(String::new());
-        };
-        let text = read_regular_text(file, &SKILL_FILE)
-            .map_err(|error| SkillWarning::at(file, None, file_problem(&error)))?;
-        let parsed = frontmatter::parse(&text).map_err(|e| {
-            SkillWarning::at(file, e.line, format!("invalid frontmatter: {}", e.problem))
-        })?;
-        Ok(parsed.body.trim().to_string())
+        match &self.file {
+            Some(file) => read_body(file, &SKILL_FILE),
+            None => Ok(String::new()),
+        }
     }
+}
+
+/// The body (after the frontmatter, trimmed) of the definition file `file`, read now.
+pub(crate) fn read_body(file: &Path, kind: &FileKind) -> Result<String, SkillWarning> {
+    let text = read_regular_text(file, kind)
+        .map_err(|error| SkillWarning::at(file, None, file_problem(&error)))?;
+    let parsed = frontmatter::parse(&text).map_err(|e| {
+        SkillWarning::at(file, e.line, format!("invalid frontmatter: {}", e.problem))
+    })?;
+    Ok(parsed.body.trim().to_string())
+}
+
+/// The body of a definition given as data (the content without its frontmatter).
+pub(crate) fn body_of(content: &str) -> String {
+    frontmatter::parse(content)
+        .map(|parsed| parsed.body.trim().to_string())
+        .unwrap_or_else(|_| content.trim().to_string())
 }
 
 /// A problem with a skill that did not stop the session: a skill that could not be used (and was
@@ -385,13 +397,6 @@ pub fn load_skills_with_plugins(
     catalog
 }
 
-/// The body of a skill given as data (the content without its frontmatter).
-fn body_of(content: &str) -> String {
-    frontmatter::parse(content)
-        .map(|parsed| parsed.body.trim().to_string())
-        .unwrap_or_else(|_| content.trim().to_string())
-}
-
 /// Loads every `<root>/<name>/SKILL.md`. A missing root is nothing to report unless the host
 /// named it (`required`).
 fn load_root(catalog: &mut SkillCatalog, root: &Path, source: &SkillSource, required: bool) {
@@ -475,14 +480,14 @@ fn load_folder(catalog: &mut SkillCatalog, folder: &Path, source: SkillSource) {
 }
 
 /// A file error as a short problem, with link loops named as such.
-fn file_problem(error: &FileError) -> String {
+pub(crate) fn file_problem(error: &FileError) -> String {
     match error {
         FileError::Io { source, .. } => format!("cannot be read: {}", describe_io(source)),
         other => other.to_string(),
     }
 }
 
-fn describe_io(error: &io::Error) -> String {
+pub(crate) fn describe_io(error: &io::Error) -> String {
     // ELOOP has no stable `ErrorKind` on every toolchain; name it from the OS error.
     #[cfg(unix)]
     if error.raw_os_error() == Some(libc::ELOOP) {
@@ -548,18 +553,12 @@ pub fn parse_skill(
         let Some(field) = parsed.first_of(keys) else {
             return default;
         };
-        match &field.value {
-            Value::Bool(value) => *value,
-            Value::String(text) if text.eq_ignore_ascii_case("true") => true,
-            Value::String(text) if text.eq_ignore_ascii_case("false") => false,
-            Value::Null => default,
-            other => {
+        match field.flag() {
+            Ok(value) => value.unwrap_or(default),
+            Err(problem) => {
                 warnings.push(warn(
                     Some(field.line),
-                    format!(
-                        "`{}` must be true or false, not {other}; using {default}",
-                        field.key
-                    ),
+                    format!("{problem}; using {default}"),
                 ));
                 default
             }
@@ -664,7 +663,7 @@ pub fn parse_skill(
 }
 
 /// Why `name` cannot name a skill (it is typed as `/name` and used as a command id), if it cannot.
-fn name_problem(name: &str) -> Option<&'static str> {
+pub(crate) fn name_problem(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         Some("is empty")
     } else if name.chars().count() > MAX_NAME_LEN {
