@@ -569,3 +569,41 @@ async fn two_enabled_plugins_with_one_name_load_once_and_bad_commands_are_refuse
         assert!(!result.success, "{args}: {}", result.message);
     }
 }
+
+#[tokio::test]
+async fn disable_all_hooks_silences_plugin_hooks_too() {
+    let project = Project::new();
+    let market = project.scratch("folder-market");
+    let record = project.scratch("out").join("hook.log");
+    marketplace(&market, &record, "2.0.0");
+    let manager = PluginManager::new(&project.home, &project.root);
+    let source = robota::framework::plugins::MarketplaceSource::from_argument(
+        &market.to_string_lossy(),
+        &project.root,
+    )
+    .unwrap();
+    manager.add_marketplace(source).unwrap();
+    manager
+        .install("formatter@tools", PluginScope::User)
+        .unwrap();
+    let mock = Mock::start(json!({"turns": [text_turn("one"), text_turn("two")]})).await;
+
+    let session = interactive(&project, &mock);
+    session.submit("first", None, None).await.unwrap();
+    session.wait_idle().await;
+    assert_eq!(lines(&record).len(), 1, "the plugin hook runs");
+
+    project.settings(".claude/settings.json", json!({"disableAllHooks": true}));
+    let session = interactive(&project, &mock);
+    assert!(session
+        .list_skills()
+        .iter()
+        .any(|s| s.name == "formatter:tidy"));
+    session.submit("second", None, None).await.unwrap();
+    session.wait_idle().await;
+    assert_eq!(
+        lines(&record).len(),
+        1,
+        "disableAllHooks turns plugin hooks off"
+    );
+}

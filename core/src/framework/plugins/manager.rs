@@ -735,14 +735,13 @@ impl PluginManager {
         let id = self.resolve_installed(id)?;
         let (_, market) = split_id(&id)?;
         self.open_marketplace(market, true)?;
-        let before = self.settings().enabled.get(&id).cloned();
-        let result = self.install(&id, PluginScope::User);
-        // `install` enables in the user file; put back what the settings said.
+        // `install` enables in the user file; what that file said is put back afterwards.
         let user_file = self.scope_file(PluginScope::User);
-        let restore = match &before {
-            Some((on, Some(file))) if *file == user_file => Some(*on),
-            _ => None,
-        };
+        let restore = read_json_object(&user_file)
+            .ok()
+            .flatten()
+            .and_then(|settings| settings.get("enabledPlugins")?.get(&id)?.as_bool());
+        let result = self.install(&id, PluginScope::User);
         let _ = set_settings_flag(&user_file, "enabledPlugins", &id, restore);
         result.map(|(mut info, warnings)| {
             let settings = self.settings();
