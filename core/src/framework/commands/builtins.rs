@@ -32,6 +32,7 @@ pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
     modules.push(crate::framework::skills::skills_command_module());
+    modules.push(crate::framework::checkpoints::rewind_command_module());
     modules
 }
 
