@@ -24,6 +24,7 @@ pub mod config;
 pub mod context;
 pub mod frontmatter;
 pub mod interactive;
+pub mod memory;
 pub mod outcome;
 pub mod query;
 pub mod skills;
