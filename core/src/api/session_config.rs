@@ -88,6 +88,10 @@ pub struct SessionConfig {
     /// `SKILL.md` would hold). Read by [`SessionConfig::skill_registrations`]; the session
     /// options themselves do not carry them.
     pub skills: Vec<SkillRegistration>,
+    /// Keep edit checkpoints under `<cwd>/.robota/checkpoints/` (default true): every prompt is
+    /// a checkpoint that `restore_edit_checkpoint` can rewind files to. Read by
+    /// [`SessionConfig::edit_checkpoints_enabled`].
+    pub edit_checkpoints: Option<bool>,
 }
 
 impl SessionConfig {
@@ -117,6 +121,11 @@ impl SessionConfig {
     /// The skills to give [`InteractiveSessionOptions::skills`](crate::framework::interactive::InteractiveSessionOptions::skills).
     pub fn skill_registrations(&self) -> Vec<SkillRegistration> {
         self.skills.clone()
+    }
+
+    /// Whether to keep edit checkpoints ([`InteractiveSessionOptions::edit_checkpoints`](crate::framework::interactive::InteractiveSessionOptions::edit_checkpoints)).
+    pub fn edit_checkpoints_enabled(&self) -> bool {
+        self.edit_checkpoints.unwrap_or(true)
     }
 
     /// The engine's [`SessionOptions`] for these options and `provider`. Host extensions
