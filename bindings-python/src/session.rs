@@ -250,6 +250,45 @@ impl NativeSession {
         ser_to_py(py, &self.session.list_skills())
     }
 
+    /// The edit checkpoints (list of dicts, oldest first).
+    fn list_edit_checkpoints<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = self
+            .session
+            .list_edit_checkpoints()
+            .map_err(interactive_error)?;
+        ser_to_py(py, &list)
+    }
+
+    /// One edit checkpoint with its files and restore/rollback ranges (dict).
+    fn inspect_edit_checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        checkpoint_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inspection = self
+            .session
+            .inspect_edit_checkpoint(checkpoint_id)
+            .map_err(interactive_error)?;
+        ser_to_py(py, &inspection)
+    }
+
+    /// Restores files to a checkpoint (`rollback`: through it); the report (dict).
+    #[pyo3(signature = (checkpoint_id, rollback=false))]
+    fn restore_edit_checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        checkpoint_id: &str,
+        rollback: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let report = if rollback {
+            self.session.rollback_edit_checkpoint(checkpoint_id)
+        } else {
+            self.session.restore_edit_checkpoint(checkpoint_id)
+        }
+        .map_err(interactive_error)?;
+        ser_to_py(py, &report)
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
     #[pyo3(signature = (reason=None))]
     fn shutdown<'py>(

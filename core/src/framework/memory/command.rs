@@ -44,15 +44,13 @@ impl MemoryCommand {
         MemoryCommand {
             descriptor: CommandDescriptor::new(
                 MEMORY_COMMAND,
-                "Project memory: inspect stored project facts when they may help (`list`, \
-                 `show [topic]`); add only durable, reusable facts (`add <user|feedback|project|\
-                 reference> <topic> <text>`) — never secrets, tokens, passwords or personal \
-                 data; review pending candidates (`pending`, `approve <id>`, `reject <id>`); \
-                 report which memory was used (`used`).",
+                "Project memory: read it when stored facts may help (`list`, `show [topic]`); \
+                 add only durable, reusable facts, never secrets or personal data (`add`); \
+                 `pending`, `approve`/`reject <id>`, `used`.",
             )
             .with_argument_hint(
-                "[list | show [topic] | add <type> <topic> <text> | pending | approve <id> | \
-                 reject <id> | used]",
+                "[list | show [topic] | add <user|feedback|project|reference> <topic> <text> | \
+                 pending | approve <id> | reject <id> | used]",
             )
             .model_invocable()
             .with_subcommands(vec![
