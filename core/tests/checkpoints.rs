@@ -1,6 +1,6 @@
 //! Edit checkpoints and rewind in a temp git repo, with the model played by `mock-llm` over
 //! loopback: files created, edited (twice in one turn) and deleted (by a host tool that declares
-//! the file it changes) across several prompts; `rewind list/inspect/restore/rollback`; restore to
+//! the file it changes) across several prompts; a prompt that changes nothing leaves nothing; `rewind list/inspect/restore/rollback`; restore to
 //! the middle; refused while a prompt runs; the checkpoints after a resume; the size cap pruning
 //! the oldest turns; paths outside the project are not saved.
 #![cfg(unix)]
@@ -287,6 +287,9 @@ async fn restore_is_refused_while_a_prompt_runs() {
     let d = repo.path().canonicalize().expect("canonical");
     let chunks: Vec<String> = (0..30).map(|i| format!("c{i} ")).collect();
     let mock = mock_llm::MockLlm::start_json(json!({"turns": [
+        {"tool_calls": [
+            call("w", "Write", json!({"file_path": path(&d, "x.txt"), "content": "x\n"})),
+        ]},
         {"text": ["first"]},
         {"text": chunks, "chunk_delay_ms": 50},
     ]}))
@@ -315,7 +318,18 @@ async fn restore_is_refused_while_a_prompt_runs() {
         refused.message
     );
     let _ = ticket.result().await;
-    assert!(session.restore_edit_checkpoint("turn-0001").is_ok());
+    // The second prompt changed no file: it leaves no checkpoint behind.
+    let ids: Vec<String> = session
+        .list_edit_checkpoints()
+        .expect("list")
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, ["turn-0001"]);
+    let checkpoints = d.join(".robota/checkpoints").join(session.get_session_id());
+    assert_eq!(std::fs::read_dir(checkpoints).expect("dir").count(), 1);
+    assert!(session.rollback_edit_checkpoint("turn-0001").is_ok());
+    assert!(!d.join("x.txt").exists());
     mock.shutdown().await;
 }
 

@@ -8,7 +8,9 @@
 //!
 //! Storage: `<cwd>/.robota/checkpoints/<session-id>/turn-NNNN/manifest.json` plus the saved
 //! contents under `files/`, every file written atomically, so a crash leaves either the old or
-//! the new manifest. Checkpoints are read back from disk, so a resumed session keeps them. The
+//! the new manifest. A turn is written when it saves its first file: a prompt that changes no
+//! file is listed while it runs and leaves nothing on disk (so sessions that only chat do not
+//! fill the project with empty checkpoints). Checkpoints are read back from disk, so a resumed session keeps them. The
 //! saved contents of one session are capped ([`DEFAULT_MAX_CHECKPOINT_BYTES`]); when a finished
 //! turn takes the total over the cap, the oldest turns are deleted first and reported.
 //!
@@ -218,6 +220,9 @@ struct OpenTurn {
     dir: PathBuf,
     manifest: CheckpointManifest,
     captured: BTreeSet<PathBuf>,
+    /// False until the turn saved its first file: a prompt that changes no file leaves
+    /// nothing on disk.
+    written: bool,
 }
 
 /// The edit checkpoints of one session.
@@ -271,10 +276,9 @@ impl EditCheckpointStore {
         if let Some(turn) = open.take() {
             self.finish(turn)?;
         }
-        let sequence = self.manifests()?.last().map_or(0, |m| m.sequence) + 1;
+        let sequence = self.stored_manifests()?.last().map_or(0, |m| m.sequence) + 1;
         let id = format!("turn-{sequence:04}");
         let dir = self.root.join(&id);
-        fs::create_dir_all(dir.join("files")).map_err(|e| storage(&dir, e))?;
         let manifest = CheckpointManifest {
             version: CHECKPOINT_FORMAT_VERSION,
             id: id.clone(),
@@ -285,11 +289,11 @@ impl EditCheckpointStore {
             finished: false,
             files: Vec::new(),
         };
-        write_manifest(&dir, &manifest)?;
         *open = Some(OpenTurn {
             dir,
             manifest,
             captured: BTreeSet::new(),
+            written: false,
         });
         Ok(id)
     }
@@ -304,6 +308,9 @@ impl EditCheckpointStore {
     }
 
     fn finish(&self, mut turn: OpenTurn) -> Result<(), CheckpointError> {
+        if !turn.written {
+            return Ok(());
+        }
         turn.manifest.finished = true;
         write_manifest(&turn.dir, &turn.manifest)
     }
@@ -327,6 +334,11 @@ impl EditCheckpointStore {
         }
         if turn.captured.contains(&path) {
             return Ok(());
+        }
+        if !turn.written {
+            let files = turn.dir.join("files");
+            fs::create_dir_all(&files).map_err(|e| storage(&files, e))?;
+            turn.written = true;
         }
         let mut file = CheckpointFile {
             path: path.clone(),
@@ -458,7 +470,18 @@ impl EditCheckpointStore {
         Ok(report)
     }
 
+    /// The stored checkpoints, plus the open turn while it has saved nothing yet.
     fn manifests(&self) -> Result<Vec<CheckpointManifest>, CheckpointError> {
+        let mut manifests = self.stored_manifests()?;
+        if let Some(turn) = self.lock().as_ref() {
+            if !turn.written {
+                manifests.push(turn.manifest.clone());
+            }
+        }
+        Ok(manifests)
+    }
+
+    fn stored_manifests(&self) -> Result<Vec<CheckpointManifest>, CheckpointError> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
             Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -487,7 +510,7 @@ impl EditCheckpointStore {
     /// Deletes the oldest finished turns while the saved contents exceed the cap (the newest
     /// turn is always kept).
     pub fn prune(&self) -> Result<PruneReport, CheckpointError> {
-        let manifests = self.manifests()?;
+        let manifests = self.stored_manifests()?;
         let mut total: u64 = manifests.iter().map(|m| m.summary().bytes).sum();
         let mut report = PruneReport {
             max_bytes: self.max_bytes,
