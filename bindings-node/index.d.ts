@@ -89,6 +89,12 @@ export declare class NativeSession {
   listSkills(): string
   /** The plugins of the session's user and project as JSON (see the facade's `listPlugins`). */
   listPlugins(): string
+  /** The edit checkpoints as JSON (see the facade's `listEditCheckpoints`). */
+  listEditCheckpoints(): string
+  /** One edit checkpoint as JSON (see the facade's `inspectEditCheckpoint`). */
+  inspectEditCheckpoint(id: string): string
+  /** Restores files to a checkpoint (`rollback`: through it); the report as JSON. */
+  restoreEditCheckpoint(id: string, rollback: boolean): string
   /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,

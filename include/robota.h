@@ -937,6 +937,64 @@ robota_status robota_session_list_plugins(const struct robota_session *s,
                                           char **out_json,
                                           struct robota_error **out_err);
 
+// The session's edit checkpoints (one per prompt, oldest first) as a JSON array of `{"id",
+// "sequence", "prompt", "created_at", "finished", "file_count", "bytes"}`. Files changed by
+// Write, Edit, MultiEdit, NotebookEdit and host tools that declare `mutates_files` are saved
+// before each prompt first changes them; changes made by Bash are not tracked.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_list_edit_checkpoints(const struct robota_session *s,
+                                                   char **out_json,
+                                                   struct robota_error **out_err);
+
+// One edit checkpoint (`id`, `id_len` bytes of UTF-8) as JSON: `{"checkpoint": {...},
+// "files": [{"display_path", "path", "existed", "snapshot_exists", "action"}],
+// "restore_range": [...], "rollback_range": [...]}`. An unknown id is
+// `ROBOTA_STATUS_INVALID_ARGUMENT`.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `id` is valid for `id_len` bytes; `out_json` is valid for writes;
+// `out_err` is NULL or valid.
+robota_status robota_session_inspect_edit_checkpoint(const struct robota_session *s,
+                                                     const char *id,
+                                                     size_t id_len,
+                                                     char **out_json,
+                                                     struct robota_error **out_err);
+
+// Puts files back as checkpoint `id`'s prompt left them: the later prompts' changes are
+// undone newest first (saved contents written back, files they created deleted) and their
+// checkpoints removed; an `edit-checkpoint-restore` history entry records it. `*out_json` is
+// the report `{"checkpoint_id", "rolled_back", "restored", "deleted", "problems"?}`. Refused
+// with `ROBOTA_STATUS_INVALID_STATE` while a prompt runs. Changes made by Bash are not tracked.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// As `robota_session_inspect_edit_checkpoint`.
+robota_status robota_session_restore_edit_checkpoint(const struct robota_session *s,
+                                                     const char *id,
+                                                     size_t id_len,
+                                                     char **out_json,
+                                                     struct robota_error **out_err);
+
+// Like `robota_session_restore_edit_checkpoint`, and also undoes checkpoint `id`'s own
+// prompt: files are as they were before it.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// As `robota_session_inspect_edit_checkpoint`.
+robota_status robota_session_rollback_edit_checkpoint(const struct robota_session *s,
+                                                      const char *id,
+                                                      size_t id_len,
+                                                      char **out_json,
+                                                      struct robota_error **out_err);
+
 // The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 // "category": "chat" | "event", "type", "data"}`).
 //

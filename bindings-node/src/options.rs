@@ -70,6 +70,7 @@ pub(crate) struct BuiltOptions {
     pub allowed_tools: Vec<String>,
     pub disallowed_tools: Vec<String>,
     pub skills: Vec<SkillRegistration>,
+    pub edit_checkpoints: bool,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -99,6 +100,7 @@ pub(crate) fn build_options(
         };
     let config = SessionConfig::from_json_value(options.session)?;
     let skills = config.skill_registrations();
+    let edit_checkpoints = config.edit_checkpoints_enabled();
     let mut session = config.into_session_options(provider)?;
     for spec in options.tools {
         let spec = HostToolSpec::from_json_value(spec)?;
@@ -140,6 +142,7 @@ pub(crate) fn build_options(
         allowed_tools: options.allowed_tools,
         disallowed_tools: options.disallowed_tools,
         skills,
+        edit_checkpoints,
     })
 }
 

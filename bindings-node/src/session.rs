@@ -177,6 +177,7 @@ impl NativeSession {
             let mut options = InteractiveSessionOptions::new(built.session);
             options.command_modules = built.command_modules;
             options.skills = built.skills;
+            options.edit_checkpoints = built.edit_checkpoints;
             if let Some(buffer) = built.event_buffer {
                 options.event_buffer = buffer;
             }
@@ -280,6 +281,38 @@ impl NativeSession {
     #[napi]
     pub fn list_plugins(&self) -> napi::Result<String> {
         to_json(&self.session.list_plugins())
+    }
+
+    /// The edit checkpoints as JSON (see the facade's `listEditCheckpoints`).
+    #[napi]
+    pub fn list_edit_checkpoints(&self) -> napi::Result<String> {
+        let list = self
+            .session
+            .list_edit_checkpoints()
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&list)
+    }
+
+    /// One edit checkpoint as JSON (see the facade's `inspectEditCheckpoint`).
+    #[napi]
+    pub fn inspect_edit_checkpoint(&self, id: String) -> napi::Result<String> {
+        let inspection = self
+            .session
+            .inspect_edit_checkpoint(&id)
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&inspection)
+    }
+
+    /// Restores files to a checkpoint (`rollback`: through it); the report as JSON.
+    #[napi]
+    pub fn restore_edit_checkpoint(&self, id: String, rollback: bool) -> napi::Result<String> {
+        let report = if rollback {
+            self.session.rollback_edit_checkpoint(&id)
+        } else {
+            self.session.restore_edit_checkpoint(&id)
+        }
+        .map_err(|e| api_error(e.into()))?;
+        to_json(&report)
     }
 
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the

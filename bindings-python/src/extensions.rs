@@ -116,6 +116,10 @@ fn build_tool(tool: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<Arc<dyn
             .getattr("replaces_builtin")
             .map(|v| v.is_truthy().unwrap_or(false))
             .unwrap_or(false),
+        "mutates_files": match tool.getattr("mutates_files") {
+            Ok(value) => from_py(&value)?,
+            Err(_) => json!([]),
+        },
     });
     let spec = HostToolSpec::from_json_value(spec).map_err(api_error)?;
     Ok(Arc::new(HostTool::new(

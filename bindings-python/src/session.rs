@@ -122,12 +122,14 @@ impl NativeSession {
         slot.capture(py);
         let config = SessionConfig::from_json_value(from_py(config)?).map_err(api_error)?;
         let skills = config.skill_registrations();
+        let edit_checkpoints = config.edit_checkpoints_enabled();
         let _guard = runtime().enter();
         let provider = build_provider(provider, &slot)?;
         let mut options = config.into_session_options(provider).map_err(api_error)?;
         build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
         let mut interactive = InteractiveSessionOptions::new(options);
         interactive.skills = skills;
+        interactive.edit_checkpoints = edit_checkpoints;
         let mut modules = build_command_modules(command_modules, &slot)?;
         if builtin_commands {
             interactive.command_modules.append(&mut modules);
@@ -252,6 +254,45 @@ impl NativeSession {
     /// `robota.InteractiveSession.list_plugins`).
     fn list_plugins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.list_plugins())
+    }
+
+    /// The edit checkpoints (list of dicts, oldest first).
+    fn list_edit_checkpoints<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let list = self
+            .session
+            .list_edit_checkpoints()
+            .map_err(interactive_error)?;
+        ser_to_py(py, &list)
+    }
+
+    /// One edit checkpoint with its files and restore/rollback ranges (dict).
+    fn inspect_edit_checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        checkpoint_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let inspection = self
+            .session
+            .inspect_edit_checkpoint(checkpoint_id)
+            .map_err(interactive_error)?;
+        ser_to_py(py, &inspection)
+    }
+
+    /// Restores files to a checkpoint (`rollback`: through it); the report (dict).
+    #[pyo3(signature = (checkpoint_id, rollback=false))]
+    fn restore_edit_checkpoint<'py>(
+        &self,
+        py: Python<'py>,
+        checkpoint_id: &str,
+        rollback: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let report = if rollback {
+            self.session.rollback_edit_checkpoint(checkpoint_id)
+        } else {
+            self.session.restore_edit_checkpoint(checkpoint_id)
+        }
+        .map_err(interactive_error)?;
+        ser_to_py(py, &report)
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).

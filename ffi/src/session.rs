@@ -364,6 +364,7 @@ fn create_session(
     provider.runtime.check_fork()?;
     let (config, pull_events) = split_options(options.json)?;
     let skills = config.skill_registrations();
+    let edit_checkpoints = config.edit_checkpoints_enabled();
     let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
     session.extra_tools.extend(options.tools);
     if options.permission_handler.is_some() {
@@ -372,6 +373,7 @@ fn create_session(
     session.hook_callbacks.extend(options.hooks);
     let mut interactive_options = InteractiveSessionOptions::new(session);
     interactive_options.skills = skills;
+    interactive_options.edit_checkpoints = edit_checkpoints;
     if !options.commands.is_empty() {
         interactive_options
             .command_modules
@@ -1043,6 +1045,126 @@ pub unsafe extern "C" fn robota_session_list_plugins(
         let shared = session_arg(s)?;
         write_json(out_json, "out_json", &shared.session.list_plugins())
     })
+}
+
+/// The session's edit checkpoints (one per prompt, oldest first) as a JSON array of `{"id",
+/// "sequence", "prompt", "created_at", "finished", "file_count", "bytes"}`. Files changed by
+/// Write, Edit, MultiEdit, NotebookEdit and host tools that declare `mutates_files` are saved
+/// before each prompt first changes them; changes made by Bash are not tracked.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_list_edit_checkpoints(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let list = shared
+            .session
+            .list_edit_checkpoints()
+            .map_err(session_error)?;
+        write_json(out_json, "out_json", &list)
+    })
+}
+
+/// One edit checkpoint (`id`, `id_len` bytes of UTF-8) as JSON: `{"checkpoint": {...},
+/// "files": [{"display_path", "path", "existed", "snapshot_exists", "action"}],
+/// "restore_range": [...], "rollback_range": [...]}`. An unknown id is
+/// `ROBOTA_STATUS_INVALID_ARGUMENT`.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `id` is valid for `id_len` bytes; `out_json` is valid for writes;
+/// `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_inspect_edit_checkpoint(
+    s: *const robota_session,
+    id: *const c_char,
+    id_len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let id = checkpoint_id(id, id_len)?;
+        let inspection = shared
+            .session
+            .inspect_edit_checkpoint(&id)
+            .map_err(session_error)?;
+        write_json(out_json, "out_json", &inspection)
+    })
+}
+
+/// Puts files back as checkpoint `id`'s prompt left them: the later prompts' changes are
+/// undone newest first (saved contents written back, files they created deleted) and their
+/// checkpoints removed; an `edit-checkpoint-restore` history entry records it. `*out_json` is
+/// the report `{"checkpoint_id", "rolled_back", "restored", "deleted", "problems"?}`. Refused
+/// with `ROBOTA_STATUS_INVALID_STATE` while a prompt runs. Changes made by Bash are not tracked.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// As `robota_session_inspect_edit_checkpoint`.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_restore_edit_checkpoint(
+    s: *const robota_session,
+    id: *const c_char,
+    id_len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let id = checkpoint_id(id, id_len)?;
+        let report = shared
+            .session
+            .restore_edit_checkpoint(&id)
+            .map_err(session_error)?;
+        write_json(out_json, "out_json", &report)
+    })
+}
+
+/// Like `robota_session_restore_edit_checkpoint`, and also undoes checkpoint `id`'s own
+/// prompt: files are as they were before it.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// As `robota_session_inspect_edit_checkpoint`.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_rollback_edit_checkpoint(
+    s: *const robota_session,
+    id: *const c_char,
+    id_len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let id = checkpoint_id(id, id_len)?;
+        let report = shared
+            .session
+            .rollback_edit_checkpoint(&id)
+            .map_err(session_error)?;
+        write_json(out_json, "out_json", &report)
+    })
+}
+
+/// The checkpoint id argument.
+///
+/// # Safety
+/// `id` is NULL or valid for `len` bytes.
+unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<String, FfiError> {
+    if id.is_null() {
+        return Err(FfiError::null("id"));
+    }
+    Ok(str_arg(id, len, "id")?.trim().to_string())
 }
 
 /// The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",

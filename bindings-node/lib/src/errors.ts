@@ -68,6 +68,8 @@ const OPTION_NAMES: Readonly<Record<string, string>> = {
   input_schema: 'inputSchema',
   read_only: 'readOnly',
   replaces_builtin: 'replacesBuiltin',
+  mutates_files: 'mutatesFiles',
+  edit_checkpoints: 'editCheckpoints',
   timeout_ms: 'timeoutMs',
   on_failure: 'onFailure',
   argument_hint: 'argumentHint',

@@ -43,6 +43,9 @@ export interface Tool<Input = any> {
   /** True when the tool takes the place of the built-in tool of the same name (`Read`, `Bash`,
    * …). Without it, a tool named like a built-in is refused when the session is created. */
   replacesBuiltin?: boolean;
+  /** Input fields holding paths of files a call creates, changes or deletes (e.g. `['path']`):
+   * the session saves them first, so edit checkpoints can rewind the change. */
+  mutatesFiles?: string[];
   /** Runs one call. A throw becomes an error result the model sees (`TypeError: message`) and a
    * process warning for the developer. */
   execute(input: Input, context: ToolContext): ToolReturn | Promise<ToolReturn>;
@@ -616,6 +619,7 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
         read_only: t.readOnly === true,
       };
       if (t.replacesBuiltin === true) declaredTool.replaces_builtin = true;
+      if (t.mutatesFiles !== undefined) declaredTool.mutates_files = t.mutatesFiles;
       return declaredTool;
     }),
     permission_handler: typeof extensions.permissionHandler === 'function',

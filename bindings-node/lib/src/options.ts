@@ -62,6 +62,9 @@ export interface CommonOptions {
   /** Skills you add, ahead of the project's (`.claude/skills`, `.agents/skills`) and the
    * user's (`~/.claude/skills`, `~/.robota/skills`). */
   skills?: SkillRegistration[];
+  /** `false` keeps no edit checkpoints. By default every prompt is a checkpoint under
+   * `<cwd>/.robota/checkpoints/` that `restoreEditCheckpoint` can rewind files to. */
+  editCheckpoints?: boolean;
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -116,6 +119,7 @@ const SESSION_KEYS: Record<string, string> = {
   contextWindow: 'context_window',
   sandbox: 'sandbox',
   skills: 'skills',
+  editCheckpoints: 'edit_checkpoints',
 };
 
 const EXTENSION_KEYS = new Set([

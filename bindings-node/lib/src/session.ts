@@ -20,6 +20,9 @@ import type {
   CommandResult,
   ConfigWarning,
   ContextState,
+  EditCheckpoint,
+  EditCheckpointInspection,
+  EditCheckpointRestore,
   Message,
   PromptResult,
   RecoveryReport,
@@ -295,6 +298,34 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * load it (its skills are named `plugin:skill`). */
   listPlugins(): PluginListing {
     return JSON.parse(native(() => this.#native.listPlugins())) as PluginListing;
+  }
+
+  /** The edit checkpoints, one per prompt, oldest first. Files that Write, Edit, MultiEdit,
+   * NotebookEdit and tools declaring `mutatesFiles` change are saved before each prompt first
+   * changes them; changes made by Bash are not tracked. */
+  listEditCheckpoints(): EditCheckpoint[] {
+    return JSON.parse(native(() => this.#native.listEditCheckpoints())) as EditCheckpoint[];
+  }
+
+  /** One checkpoint: its files and which checkpoints restoring or rolling back undoes. An
+   * unknown id throws an `invalid_argument` {@link RobotaError}. */
+  inspectEditCheckpoint(id: string): EditCheckpointInspection {
+    expectString(id, 'inspectEditCheckpoint(id): `id`');
+    return JSON.parse(native(() => this.#native.inspectEditCheckpoint(id))) as EditCheckpointInspection;
+  }
+
+  /** Puts files back as checkpoint `id`'s prompt left them: later prompts' changes are undone
+   * newest first (saved contents written back, files they created deleted). Throws a `busy`
+   * {@link RobotaError} while a prompt runs. */
+  restoreEditCheckpoint(id: string): EditCheckpointRestore {
+    expectString(id, 'restoreEditCheckpoint(id): `id`');
+    return JSON.parse(native(() => this.#native.restoreEditCheckpoint(id, false))) as EditCheckpointRestore;
+  }
+
+  /** Like `restoreEditCheckpoint`, and also undoes checkpoint `id`'s own prompt. */
+  rollbackEditCheckpoint(id: string): EditCheckpointRestore {
+    expectString(id, 'rollbackEditCheckpoint(id): `id`');
+    return JSON.parse(native(() => this.#native.restoreEditCheckpoint(id, true))) as EditCheckpointRestore;
   }
 
 

@@ -286,6 +286,42 @@ export interface SkillActivation {
   notes?: string[];
 }
 
+/** An edit checkpoint: one prompt's saved files (`session.listEditCheckpoints()`). */
+export interface EditCheckpoint {
+  id: string;
+  sequence: number;
+  prompt: string;
+  created_at: string;
+  finished: boolean;
+  file_count: number;
+  bytes: number;
+}
+
+/** A checkpoint's files and what restoring it undoes (`session.inspectEditCheckpoint(id)`). */
+export interface EditCheckpointInspection {
+  checkpoint: EditCheckpoint;
+  files: {
+    display_path: string;
+    path: string;
+    existed: boolean;
+    snapshot_exists: boolean;
+    action: 'restore_preimage' | 'delete_created_file';
+  }[];
+  /** Checkpoints `restoreEditCheckpoint(id)` undoes, newest first. */
+  restore_range: string[];
+  /** Checkpoints `rollbackEditCheckpoint(id)` undoes, newest first. */
+  rollback_range: string[];
+}
+
+/** What a restore or rollback did. */
+export interface EditCheckpointRestore {
+  checkpoint_id: string;
+  rolled_back: string[];
+  restored: string[];
+  deleted: string[];
+  problems?: string[];
+}
+
 /** A skill of the session (`session.listSkills()`). */
 export interface SkillInfo {
   name: string;

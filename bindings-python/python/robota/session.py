@@ -357,6 +357,7 @@ class InteractiveSession:
         sandbox: Optional[bool] = None,
         skills: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
         event_buffer: Optional[int] = None,
+        edit_checkpoints: Optional[bool] = None,
     ) -> None:
         """Creates the session.
 
@@ -413,6 +414,10 @@ class InteractiveSession:
                 ``SKILL.md`` would hold).
             event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
                 joined (default 256).
+            edit_checkpoints: ``False`` keeps no edit checkpoints. By default every prompt is a
+                checkpoint under ``<cwd>/.robota/checkpoints/``: files that Write, Edit,
+                MultiEdit, NotebookEdit and tools with ``mutates_files`` change are saved
+                first, so :meth:`restore_edit_checkpoint` can undo them (Bash is not tracked).
         """
         if persistence is not None and session_store is not None:
             raise _native.InvalidArgumentError("pass either `persistence` or `session_store`, not both")
@@ -445,6 +450,7 @@ class InteractiveSession:
             context_window=context_window,
             sandbox=sandbox,
             skills=_skills_config(skills) or None,
+            edit_checkpoints=edit_checkpoints,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -535,6 +541,32 @@ class InteractiveSession:
         ``await session.execute_command("plugin", "install NAME@MARKETPLACE")``; sessions
         created afterwards load it (its skills are named ``plugin:skill``)."""
         return dict(self._native.list_plugins())
+
+    def list_edit_checkpoints(self) -> List[Dict[str, Any]]:
+        """The edit checkpoints, one per prompt, oldest first: ``[{"id", "sequence",
+        "prompt", "created_at", "finished", "file_count", "bytes"}]``. Changes made by Bash are
+        not tracked."""
+        return list(self._native.list_edit_checkpoints())
+
+    def inspect_edit_checkpoint(self, checkpoint_id: str) -> Dict[str, Any]:
+        """One checkpoint: ``{"checkpoint", "files": [{"display_path", "path", "existed",
+        "snapshot_exists", "action"}], "restore_range", "rollback_range"}``. An unknown id
+        raises :class:`robota.InvalidArgumentError`."""
+        return dict(self._native.inspect_edit_checkpoint(checkpoint_id))
+
+    def restore_edit_checkpoint(self, checkpoint_id: str) -> Dict[str, Any]:
+        """Puts files back as the checkpoint's prompt left them: later prompts' changes are
+        undone newest first (saved contents written back, files they created deleted) and
+        their checkpoints removed. Returns ``{"checkpoint_id", "rolled_back", "restored",
+        "deleted", "problems"}``. Raises :class:`robota.BusyError` while a prompt runs."""
+        self._check_open()
+        return dict(self._native.restore_edit_checkpoint(checkpoint_id, False))
+
+    def rollback_edit_checkpoint(self, checkpoint_id: str) -> Dict[str, Any]:
+        """Like :meth:`restore_edit_checkpoint`, and also undoes the checkpoint's own prompt:
+        files are as they were before it."""
+        self._check_open()
+        return dict(self._native.restore_edit_checkpoint(checkpoint_id, True))
 
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt

@@ -20,7 +20,7 @@ import logging
 import re
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union, overload
 
 from ._util import maybe_await
 
@@ -207,6 +207,7 @@ class Tool:
         input_schema: Optional[Mapping[str, Any]] = None,
         read_only: bool = False,
         replaces_builtin: bool = False,
+        mutates_files: Sequence[str] = (),
     ) -> None:
         if not callable(func):
             raise TypeError("a tool needs a function")
@@ -223,6 +224,9 @@ class Tool:
         #: True when the tool takes the place of the built-in tool of the same name (a tool
         #: named like a built-in without it is refused when the session is created).
         self.replaces_builtin: bool = replaces_builtin
+        #: Input fields holding paths of files a call creates, changes or deletes: the session
+        #: saves those files first, so ``restore_edit_checkpoint`` can undo the change.
+        self.mutates_files: List[str] = list(mutates_files)
         self._context_param = context_param
         self._is_async = inspect.iscoroutinefunction(func)
 
@@ -274,6 +278,7 @@ def tool(
     input_schema: Optional[Mapping[str, Any]] = None,
     read_only: bool = False,
     replaces_builtin: bool = False,
+    mutates_files: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -286,6 +291,7 @@ def tool(
     input_schema: Optional[Mapping[str, Any]] = None,
     read_only: bool = False,
     replaces_builtin: bool = False,
+    mutates_files: Sequence[str] = (),
 ) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
     """Makes a tool from a sync or async function::
 
@@ -301,7 +307,8 @@ def tool(
 
     ``@tool(name=..., description=..., input_schema=..., read_only=True)`` overrides what is
     derived from the function; ``replaces_builtin=True`` lets a tool take the name of a built-in
-    one (``Read``, ``Bash``, …) on purpose. The name (1-64 letters, digits, ``_``, ``-``) and the
+    one (``Read``, ``Bash``, …) on purpose. ``mutates_files=["path"]`` names the input fields
+    holding files a call changes, so edit checkpoints can rewind them. The name (1-64 letters, digits, ``_``, ``-``) and the
     schema are checked when the session is created.
     """
 
@@ -313,6 +320,7 @@ def tool(
             input_schema=input_schema,
             read_only=read_only,
             replaces_builtin=replaces_builtin,
+            mutates_files=mutates_files,
         )
 
     if func is not None:

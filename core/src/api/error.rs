@@ -1,6 +1,7 @@
 //! [`ApiError`]: the one error type of the binding-facing facade, with a stable kind each
 //! binding maps to its own error type (C status code, Python exception class, JS error code).
 
+use crate::framework::checkpoints::CheckpointError;
 use crate::framework::interactive::InteractiveError;
 use crate::session::SessionError;
 
@@ -98,6 +99,10 @@ impl From<InteractiveError> for ApiError {
                 SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
+            InteractiveError::Checkpoint(CheckpointError::Busy) => ApiErrorKind::Busy,
+            InteractiveError::Checkpoint(CheckpointError::NotFound { .. }) => {
+                ApiErrorKind::InvalidArgument
+            }
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())

@@ -170,7 +170,7 @@ fn default_error_kind() -> ProviderErrorKind {
 // ---- tools ----
 
 /// The description of a host tool: `{name, description, input_schema, read_only?,
-/// replaces_builtin?}`.
+/// replaces_builtin?, mutates_files?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostToolSpec {
@@ -190,6 +190,11 @@ pub struct HostToolSpec {
     /// like a built-in is refused when the session is created).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub replaces_builtin: bool,
+    /// The input fields that hold paths of files a call creates, changes or deletes (e.g.
+    /// `["path"]`): the session saves those files before the call runs, so the edit checkpoints
+    /// can rewind the change. Changes a tool does not declare cannot be rewound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mutates_files: Vec<String>,
 }
 
 fn default_schema() -> Value {
@@ -401,6 +406,14 @@ impl Tool for HostTool {
     }
     fn replaces_builtin(&self) -> bool {
         self.spec.replaces_builtin
+    }
+    fn mutated_paths(&self, input: &Value) -> Vec<String> {
+        self.spec
+            .mutates_files
+            .iter()
+            .filter_map(|field| input.get(field).and_then(Value::as_str))
+            .map(str::to_string)
+            .collect()
     }
     async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
         let call = HostCall {

@@ -94,6 +94,10 @@ pub struct SessionConfig {
     /// `{"name": "greet", "content": "---\n…"}` (what a command file would hold). Read by
     /// [`SessionConfig::command_registrations`].
     pub commands: Vec<CommandRegistration>,
+    /// Keep edit checkpoints under `<cwd>/.robota/checkpoints/` (default true): every prompt is
+    /// a checkpoint that `restore_edit_checkpoint` can rewind files to. Read by
+    /// [`SessionConfig::edit_checkpoints_enabled`].
+    pub edit_checkpoints: Option<bool>,
 }
 
 impl SessionConfig {
@@ -128,6 +132,11 @@ impl SessionConfig {
     /// The custom commands to give [`InteractiveSessionOptions::commands`](crate::framework::interactive::InteractiveSessionOptions::commands).
     pub fn command_registrations(&self) -> Vec<CommandRegistration> {
         self.commands.clone()
+    }
+
+    /// Whether to keep edit checkpoints ([`InteractiveSessionOptions::edit_checkpoints`](crate::framework::interactive::InteractiveSessionOptions::edit_checkpoints)).
+    pub fn edit_checkpoints_enabled(&self) -> bool {
+        self.edit_checkpoints.unwrap_or(true)
     }
 
     /// The engine's [`SessionOptions`] for these options and `provider`. Host extensions

@@ -8,7 +8,8 @@
 //! command and the `Skill` tool). [`frontmatter`] reads the YAML frontmatter of Markdown
 //! definition files (agents and skills). [`assembly`] is the one place that turns settings and
 //! project context into a session's resolved inputs (and builds a provider from a settings
-//! profile).
+//! profile). [`checkpoints`] keeps the files each prompt changed so they can be rewound, and
+//! [`memory`] is the project memory under `.robota/memory/`.
 //!
 //! This is the only layer that reads settings files or walks directories for instruction files
 //! (`DESIGN.md` §2); the layers below receive plain values. Every function here takes the home
@@ -17,11 +18,13 @@
 
 pub mod agents;
 pub mod assembly;
+pub mod checkpoints;
 pub mod commands;
 pub mod config;
 pub mod context;
 pub mod frontmatter;
 pub mod interactive;
+pub mod memory;
 pub mod outcome;
 pub mod plugins;
 pub mod query;

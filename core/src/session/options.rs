@@ -225,6 +225,12 @@ pub struct SessionOptions {
     ///
     /// [`Session::warnings`]: super::Session::warnings
     pub warnings: Vec<super::SessionWarning>,
+    /// Told before any tool changes a file it declares ([`Tool::mutated_paths`]): the edit
+    /// checkpoints of an `InteractiveSession` save the file's content here. `None`: nothing is
+    /// saved.
+    ///
+    /// [`Tool::mutated_paths`]: crate::tools::Tool::mutated_paths
+    pub file_mutation_recorder: Option<Arc<dyn crate::tools::FileMutationRecorder>>,
 }
 
 impl SessionOptions {
@@ -259,6 +265,7 @@ impl SessionOptions {
             compact_instructions: None,
             sandbox: None,
             warnings: Vec::new(),
+            file_mutation_recorder: None,
         }
     }
 

@@ -364,6 +364,17 @@ impl Session {
             extra_names.push(name);
             tools.register(tool);
         }
+        if let Some(recorder) = &options.file_mutation_recorder {
+            let changing: Vec<Arc<dyn crate::tools::Tool>> = tools
+                .names()
+                .into_iter()
+                .filter_map(|name| tools.get(name).cloned())
+                .filter(|tool| !tool.is_read_only())
+                .collect();
+            for tool in changing {
+                tools.register(crate::tools::RecordedTool::wrap(tool, Arc::clone(recorder)));
+            }
+        }
         let hidden = rules.hidden_tools(tools.names());
         for name in &hidden {
             tools.unregister(name);

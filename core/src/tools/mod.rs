@@ -85,8 +85,71 @@ pub trait Tool: Send + Sync {
     fn replaces_builtin(&self) -> bool {
         false
     }
+    /// The files this call will create, change or delete, as the input names them (absolute,
+    /// or relative to the session's cwd). A session keeping edit checkpoints saves each file's
+    /// content before the call runs, so the change can be rewound; a tool that changes files
+    /// without declaring them here cannot be rewound (like Bash). Empty by default.
+    fn mutated_paths(&self, input: &serde_json::Value) -> Vec<String> {
+        let _ = input;
+        Vec::new()
+    }
     /// Runs the call. Failures are reported as [`ToolOutput::error`], never by panicking.
     async fn execute(&self, input: serde_json::Value, context: ToolContext) -> ToolOutput;
+}
+
+/// Told before a tool changes a file (see [`Tool::mutated_paths`]), so the file's content can be
+/// saved first (edit checkpoints). Implemented above the tools layer.
+pub trait FileMutationRecorder: Send + Sync {
+    /// Called with the absolute path of a file about to change. An error stops the call before
+    /// it changes anything; the message reaches the model as the call's error.
+    fn before_mutation(&self, tool: &str, path: &std::path::Path) -> Result<(), String>;
+}
+
+/// A tool whose declared file changes are reported to a [`FileMutationRecorder`] before it runs.
+pub struct RecordedTool {
+    inner: Arc<dyn Tool>,
+    recorder: Arc<dyn FileMutationRecorder>,
+}
+
+impl RecordedTool {
+    /// Wraps `inner` so `recorder` sees each file it is about to change.
+    pub fn wrap(inner: Arc<dyn Tool>, recorder: Arc<dyn FileMutationRecorder>) -> Arc<dyn Tool> {
+        Arc::new(RecordedTool { inner, recorder })
+    }
+}
+
+#[async_trait]
+impl Tool for RecordedTool {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        self.inner.input_schema()
+    }
+    fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+    fn replaces_builtin(&self) -> bool {
+        self.inner.replaces_builtin()
+    }
+    fn mutated_paths(&self, input: &serde_json::Value) -> Vec<String> {
+        self.inner.mutated_paths(input)
+    }
+    async fn execute(&self, input: serde_json::Value, context: ToolContext) -> ToolOutput {
+        for raw in self.inner.mutated_paths(&input) {
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let path = context.cwd.join(raw.trim());
+            if let Err(message) = self.recorder.before_mutation(self.inner.name(), &path) {
+                return ToolOutput::error(message);
+            }
+        }
+        self.inner.execute(input, context).await
+    }
 }
 
 /// The set of tools a run may use, looked up by name.

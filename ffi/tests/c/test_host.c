@@ -1399,6 +1399,136 @@ static void test_sandbox_status(robota_runtime *rt) {
   robota_provider_free(p);
 }
 
+
+/* ---- edit checkpoints and project memory ---- */
+static char remove_target[512];
+
+/* A host tool that deletes a file and declares it (`mutates_files`), so rewind restores it. */
+static void on_remove(void *user_data, const char *request, size_t len, robota_completion *c) {
+  (void)user_data;
+  (void)len;
+  CHECK(contains(request, "gone.txt"));
+  resolve_str(c, remove(remove_target) == 0 ? "\"removed\"" : "{\"content\":\"no\",\"is_error\":true}");
+}
+
+static char *read_text(const char *dir, const char *name) {
+  static char buf[256];
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL) return NULL;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void write_text(const char *dir, const char *name, const char *text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (f == NULL) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_edit_checkpoints_and_memory(robota_runtime *rt) {
+  char dir[] = "/tmp/robota-c-checkpoints-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  write_text(dir, "a.txt", "one\n");
+  write_text(dir, "gone.txt", "doomed\n");
+  snprintf(remove_target, sizeof remove_target, "%s/gone.txt", dir);
+  char provider[2048];
+  snprintf(provider, sizeof provider,
+           "{\"type\":\"scripted\",\"turns\":["
+           "{\"tool_calls\":[{\"id\":\"w\",\"name\":\"Write\",\"input\":{\"file_path\":\"%s/new.txt\","
+           "\"content\":\"created\\n\"}}]},{\"text\":\"one\"},"
+           "{\"tool_calls\":[{\"id\":\"e\",\"name\":\"Edit\",\"input\":{\"file_path\":\"%s/a.txt\","
+           "\"old_string\":\"one\",\"new_string\":\"two\"}},"
+           "{\"id\":\"r\",\"name\":\"remove_file\",\"input\":{\"path\":\"gone.txt\"}}]},"
+           "{\"text\":\"two\"}]}",
+           dir, dir);
+  char options[1024];
+  snprintf(options, sizeof options,
+           "{\"cwd\":\"%s\",\"system_prompt\":\"test\",\"load_project_context\":false,"
+           "\"permission_mode\":\"bypassPermissions\",\"sandbox\":false}",
+           dir);
+  const char *remove_spec =
+      "{\"name\":\"remove_file\",\"description\":\"Deletes a file.\",\"mutates_files\":[\"path\"]}";
+  robota_provider *p = make_provider(rt, provider);
+  robota_session_options *o = make_options(options);
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_options_add_tool(o, remove_spec, strlen(remove_spec), on_remove,
+                                                NULL, NULL, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  run_prompt(s, "create");
+  run_prompt(s, "edit and delete");
+  CHECK(contains(read_text(dir, "a.txt"), "two"));
+  CHECK(read_text(dir, "gone.txt") == NULL);
+
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_edit_checkpoints(s, &json, &e_));
+  CHECK(contains(json, "\"id\":\"turn-0001\""));
+  CHECK(contains(json, "\"id\":\"turn-0002\""));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_inspect_edit_checkpoint(s, "turn-0002", 9, &json, &e_));
+  CHECK(contains(json, "\"display_path\":\"a.txt\""));
+  CHECK(contains(json, "\"display_path\":\"gone.txt\""));
+  CHECK(contains(json, "\"rollback_range\":[\"turn-0002\"]"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_ARGUMENT,
+                robota_session_inspect_edit_checkpoint(s, "turn-0099", 9, &json, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_restore_edit_checkpoint(s, NULL, 0, &json, &e_));
+
+  /* Restore to the first prompt: the second is undone. */
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_restore_edit_checkpoint(s, "turn-0001", 9, &json, &e_));
+  CHECK(contains(json, "\"rolled_back\":[\"turn-0002\"]"));
+  robota_string_free(json);
+  json = NULL;
+  CHECK(contains(read_text(dir, "a.txt"), "one"));
+  CHECK(contains(read_text(dir, "gone.txt"), "doomed"));
+  CHECK(contains(read_text(dir, "new.txt"), "created"));
+  /* The rewind command, then rolling back the first prompt too. */
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "rewind", 6, "list", 4, 10000, &json, &e_));
+  CHECK(contains(json, "Bash"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_rollback_edit_checkpoint(s, "turn-0001", 9, &json, &e_));
+  CHECK(contains(json, "\"deleted\":[\"new.txt\"]"));
+  robota_string_free(json);
+  json = NULL;
+  CHECK(read_text(dir, "new.txt") == NULL);
+
+  /* Project memory through the memory command. */
+  const char *add = "add project build Run make check before pushing";
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "memory", 6, add, strlen(add), 10000, &json, &e_));
+  CHECK(contains(json, "\"success\":true"));
+  robota_string_free(json);
+  json = NULL;
+  const char *secret = "add project ci token ghp_1A2b3C4d5E6f7G8h9I0jK1lM2nO3pQ4rS5tU";
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_execute_command_blocking(s, "memory", 6, secret, strlen(secret),
+                                                        10000, &json, &e_));
+  CHECK(contains(json, "\"success\":false"));
+  CHECK(contains(json, "\"category\":\"api_token\""));
+  robota_string_free(json);
+  json = NULL;
+  CHECK(contains(read_text(dir, ".robota/memory/topics/build.md"), "Run make check"));
+  CHECK(read_text(dir, ".robota/memory/topics/ci.md") == NULL);
+  robota_session_free(s);
+}
+
 int main(void) {
   robota_runtime *rt = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_runtime_new(2, &rt, &e_));
@@ -1424,6 +1554,7 @@ int main(void) {
   test_fork(rt);
   test_invalid_inputs(rt);
   test_sandbox_status(rt);
+  test_edit_checkpoints_and_memory(rt);
   /* Wait for the engine's threads so leak checkers see everything released. */
   robota_runtime_shutdown(rt, 5000);
   if (failures) {

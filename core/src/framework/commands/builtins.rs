@@ -27,14 +27,17 @@ const HELP_NAME_WIDTH: usize = 32;
 /// `agent` command's module ([`agent_command_module`](super::agent_command_module)), which
 /// requests the agent executor (agent definitions, subagents), and the `skills` command's
 /// module ([`skills_command_module`](crate::framework::skills::skills_command_module)), which
-/// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), and the
+/// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), the
 /// `plugin`/`reload-plugins` module
-/// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)).
+/// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), plus
+/// `rewind` (edit checkpoints) and `memory` (project memory).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
     modules.push(crate::framework::skills::skills_command_module());
     modules.push(crate::framework::plugins::plugin_command_module());
+    modules.push(crate::framework::checkpoints::rewind_command_module());
+    modules.push(crate::framework::memory::memory_command_module());
     modules
 }
 

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::types::{CommandDescriptor, CommandResult, CommandSource, SessionRequirement};
 use crate::framework::agents::{AgentCatalog, SubagentReport, SubagentRequest};
+use crate::framework::checkpoints::{CheckpointInspection, CheckpointSummary, RestoreReport};
 use crate::framework::skills::{SkillActivationRequest, SkillCatalog};
+use crate::message::HistoryEntry;
 use crate::permissions::PermissionMode;
 
 /// A facade operation that failed; the message is shown to the user as is.
@@ -182,7 +184,51 @@ pub trait CommandHostContext: Send + Sync {
             "this host does not run custom commands (they need an InteractiveSession)",
         ))
     }
+    /// The project directory (the session's cwd), where `.robota/` project data lives; `None`
+    /// for hosts without one.
+    fn project_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    /// The session's full history: chat messages and event entries.
+    fn history(&self) -> Vec<HistoryEntry> {
+        Vec::new()
+    }
+    /// Appends an event entry (never sent to the model) to the session's history, which is
+    /// saved with the session and kept on resume.
+    fn record_history_event(
+        &self,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> Result<(), CommandHostError> {
+        let _ = (event_type, data);
+        Err(CommandHostError::new(
+            "this host keeps no session history (history events need an InteractiveSession)",
+        ))
+    }
+    /// The session's edit checkpoints, oldest first.
+    fn list_edit_checkpoints(&self) -> Result<Vec<CheckpointSummary>, CommandHostError> {
+        Err(CommandHostError::new(NO_CHECKPOINTS))
+    }
+    /// One edit checkpoint with its files and restore/rollback ranges.
+    fn inspect_edit_checkpoint(&self, id: &str) -> Result<CheckpointInspection, CommandHostError> {
+        let _ = id;
+        Err(CommandHostError::new(NO_CHECKPOINTS))
+    }
+    /// Restores files to how checkpoint `id`'s turn left them (later turns are undone);
+    /// `including` also undoes that turn (rollback). Refused while a prompt runs.
+    async fn restore_edit_checkpoint(
+        &self,
+        id: &str,
+        including: bool,
+    ) -> Result<RestoreReport, CommandHostError> {
+        let _ = (id, including);
+        Err(CommandHostError::new(NO_CHECKPOINTS))
+    }
 }
+
+/// What hosts without edit checkpoints answer.
+const NO_CHECKPOINTS: &str =
+    "this host keeps no edit checkpoints (they need an InteractiveSession with a cwd)";
 
 /// One executable command (spec 000 `ISystemCommand`): metadata plus a handler.
 ///

@@ -7,11 +7,13 @@ use async_trait::async_trait;
 
 use super::Inner;
 use crate::framework::agents::{AgentCatalog, SubagentReport, SubagentRequest};
+use crate::framework::checkpoints::{CheckpointInspection, CheckpointSummary, RestoreReport};
 use crate::framework::commands::{
     CommandDescriptor, CommandHostContext, CommandHostError, CommandResult, CompactionSummary,
     ContextStateSummary, UsageSummary,
 };
 use crate::framework::skills::{SkillActivationRequest, SkillCatalog};
+use crate::message::HistoryEntry;
 use crate::permissions::PermissionMode;
 use crate::session::SessionError;
 
@@ -239,4 +241,52 @@ impl CommandHostContext for SessionHost {
             .await
             .map_err(CommandHostError::new)
     }
+    fn project_dir(&self) -> Option<std::path::PathBuf> {
+        self.get().ok().map(|i| i.session().cwd().to_path_buf())
+    }
+
+    fn history(&self) -> Vec<HistoryEntry> {
+        self.get()
+            .map(|i| i.session().conversation().entries().to_vec())
+            .unwrap_or_default()
+    }
+
+    fn record_history_event(
+        &self,
+        event_type: &str,
+        data: serde_json::Value,
+    ) -> Result<(), CommandHostError> {
+        self.get()?.record_history(event_type, data);
+        Ok(())
+    }
+
+    fn list_edit_checkpoints(&self) -> Result<Vec<CheckpointSummary>, CommandHostError> {
+        let inner = self.get()?;
+        let store = inner.checkpoint_store().map_err(interactive_error)?;
+        store
+            .list()
+            .map_err(|e| CommandHostError::new(e.to_string()))
+    }
+
+    fn inspect_edit_checkpoint(&self, id: &str) -> Result<CheckpointInspection, CommandHostError> {
+        let inner = self.get()?;
+        let store = inner.checkpoint_store().map_err(interactive_error)?;
+        store
+            .inspect(id)
+            .map_err(|e| CommandHostError::new(e.to_string()))
+    }
+
+    async fn restore_edit_checkpoint(
+        &self,
+        id: &str,
+        including: bool,
+    ) -> Result<RestoreReport, CommandHostError> {
+        self.get()?
+            .restore_checkpoint(id, including)
+            .map_err(interactive_error)
+    }
+}
+
+fn interactive_error(error: super::InteractiveError) -> CommandHostError {
+    CommandHostError::new(error.to_string())
 }

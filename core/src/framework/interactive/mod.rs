@@ -11,6 +11,7 @@
 //! end every accepted prompt that ran: see [`crate::framework::outcome`]), await a
 //! [`PromptTicket`], or wait with [`InteractiveSession::wait_idle`].
 
+mod checkpoints;
 mod custom_commands;
 pub mod events;
 mod host;
@@ -45,6 +46,7 @@ use crate::session::{
 };
 use crate::tools::Tool;
 
+use checkpoints::CheckpointRecorder;
 use events::{spawn_delivery, translate, EventHub};
 pub use events::{
     InteractiveEvent, InteractiveEventKind, Subscription, SubscriptionHandle, ToolResultKind,
@@ -77,6 +79,11 @@ pub struct InteractiveSessionOptions {
     /// [`CommandSource::Plugin`](crate::framework::commands::CommandSource::Plugin) qualifies
     /// the names as `plugin:command`).
     pub command_roots: Vec<CommandRoot>,
+    /// Keep edit checkpoints (on by default): every prompt is a turn checkpoint under
+    /// `.robota/checkpoints/<session-id>/`, and files that Write, Edit, MultiEdit, NotebookEdit
+    /// and host tools declaring their files change are saved first, so
+    /// [`InteractiveSession::restore_edit_checkpoint`] can undo them.
+    pub edit_checkpoints: bool,
 }
 
 impl InteractiveSessionOptions {
@@ -89,6 +96,7 @@ impl InteractiveSessionOptions {
             skills: Vec::new(),
             commands: Vec::new(),
             command_roots: Vec::new(),
+            edit_checkpoints: true,
         }
     }
 }
@@ -129,6 +137,9 @@ pub enum InteractiveError {
     /// set_name, list_commands) refuses; the getters still return the final state.
     #[error("the session was shut down; create a new session (or resume this one) to go on")]
     ShutDown,
+    /// An edit checkpoint could not be listed, inspected or restored.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::framework::checkpoints::CheckpointError),
 }
 
 /// What `submit` did with a prompt.
@@ -394,6 +405,7 @@ pub(crate) struct Inner {
     plugins: crate::framework::assembly::plugins::SessionPlugins,
     /// The custom commands, when skills were requested.
     custom: Option<crate::framework::commands::custom::CustomCommandCatalog>,
+    checkpoints: Option<Arc<CheckpointRecorder>>,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -420,6 +432,7 @@ impl InteractiveSession {
             skills: skill_registrations,
             commands: command_registrations,
             mut command_roots,
+            edit_checkpoints,
         } = options;
         let wants_agents = command_modules.iter().any(|m| {
             m.session_requirements
@@ -588,8 +601,17 @@ impl InteractiveSession {
             .builtin_tools
             .additional_roots
             .extend(skill_dirs.iter().cloned());
+        // The checkpoint folder is named after the session id, known once the session exists.
+        let checkpoints = edit_checkpoints.then(|| Arc::new(CheckpointRecorder::default()));
+        if let Some(recorder) = &checkpoints {
+            session.file_mutation_recorder =
+                Some(Arc::clone(recorder) as Arc<dyn crate::tools::FileMutationRecorder>);
+        }
         let built = Session::new(session)?;
         hub.set_session_id(built.session_id());
+        if let Some(recorder) = &checkpoints {
+            recorder.bind(&cwd, built.session_id());
+        }
         let rules = skill_read_rules(&skill_dirs);
         if !rules.is_empty() {
             let _ = built.enforcer().add_override_rules(&rules, &[]);
@@ -604,6 +626,7 @@ impl InteractiveSession {
             skills,
             plugins,
             custom,
+            checkpoints,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);
@@ -976,6 +999,44 @@ impl InteractiveSession {
         self.inner.session.warnings().to_vec()
     }
 
+    /// The session's edit checkpoints (one per prompt), oldest first.
+    pub fn list_edit_checkpoints(
+        &self,
+    ) -> Result<Vec<crate::framework::checkpoints::CheckpointSummary>, InteractiveError> {
+        Ok(self.inner.checkpoint_store()?.list()?)
+    }
+
+    /// One edit checkpoint: the files its turn changed (display paths, whether the saved
+    /// content exists) and which checkpoints restoring or rolling back would undo.
+    pub fn inspect_edit_checkpoint(
+        &self,
+        id: &str,
+    ) -> Result<crate::framework::checkpoints::CheckpointInspection, InteractiveError> {
+        Ok(self.inner.checkpoint_store()?.inspect(id)?)
+    }
+
+    /// Puts files back as checkpoint `id`'s turn left them: later turns are undone newest
+    /// first (saved contents written back, files they created deleted) and their checkpoints
+    /// removed; a `edit-checkpoint-restore` history entry records it. Refused while a prompt
+    /// runs. Changes made by Bash are not tracked.
+    pub fn restore_edit_checkpoint(
+        &self,
+        id: &str,
+    ) -> Result<crate::framework::checkpoints::RestoreReport, InteractiveError> {
+        self.check_open()?;
+        self.inner.restore_checkpoint(id, false)
+    }
+
+    /// Like [`restore_edit_checkpoint`](Self::restore_edit_checkpoint), and also undoes
+    /// checkpoint `id`'s own turn: files are as they were before that prompt.
+    pub fn rollback_edit_checkpoint(
+        &self,
+        id: &str,
+    ) -> Result<crate::framework::checkpoints::RestoreReport, InteractiveError> {
+        self.check_open()?;
+        self.inner.restore_checkpoint(id, true)
+    }
+
     /// Compacts the conversation now (refused while a prompt runs).
     pub async fn compact(
         &self,
@@ -1269,7 +1330,9 @@ impl Inner {
                 state.tools.clear();
                 state.denied.clear();
             }
+            self.begin_checkpoint(&prompt.display);
             let result = self.run_one(&prompt, &cancel).await;
+            self.finish_checkpoint();
             let compaction = self.lock().pending_compaction.take();
             let ended = match result {
                 Ok(outcome) if outcome.interrupted || cancel.is_cancelled() => {

@@ -69,7 +69,7 @@ impl Default for SkillsCommand {
 }
 
 /// The first word and the rest.
-fn split_word(text: &str) -> (&str, &str) {
+pub(crate) fn split_word(text: &str) -> (&str, &str) {
     let text = text.trim();
     match text.find(char::is_whitespace) {
         Some(end) => (&text[..end], text[end..].trim()),

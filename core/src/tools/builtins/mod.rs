@@ -61,6 +61,14 @@ macro_rules! blocking_file_tool {
                 $read_only
             }
 
+            fn mutated_paths(&self, input: &Value) -> Vec<String> {
+                crate::tools::builtins::mutated_path_field($name)
+                    .and_then(|field| input.get(field))
+                    .and_then(Value::as_str)
+                    .map(|path| vec![path.to_string()])
+                    .unwrap_or_default()
+            }
+
             async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
                 let input = match SCHEMA.validate(input) {
                     Ok(map) => Input(map),
@@ -78,7 +86,7 @@ mod bash;
 mod budget;
 mod diff;
 mod edit;
-mod fsutil;
+pub(crate) mod fsutil;
 mod glob;
 mod grep;
 mod multi_edit;
@@ -112,6 +120,15 @@ pub use web_search::{
     BraveSearch, SearchError, SearchProvider, SearchQuery, SearchResult, WebSearchTool,
 };
 pub use write::WriteTool;
+
+/// The input field naming the file a built-in file tool changes (`None` for the others).
+pub(crate) fn mutated_path_field(tool: &str) -> Option<&'static str> {
+    match tool {
+        "Write" | "Edit" | "MultiEdit" => Some("file_path"),
+        "NotebookEdit" => Some("notebook_path"),
+        _ => None,
+    }
+}
 
 /// The names of the built-in tools, in the order [`Builtins::tools`] returns them.
 pub const BUILTIN_TOOL_NAMES: &[&str] = &[
