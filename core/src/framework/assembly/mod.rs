@@ -11,8 +11,11 @@
 //!   (or the standard environment variables), for hosts that want the CLI's behaviour.
 
 mod context;
+mod mcp;
 pub mod provider;
 pub(crate) mod settings;
+
+pub use mcp::{record_project_mcp_approval, PROJECT_MCP_FILE};
 
 use crate::session::{absolute_cwd, Session, SessionError, SessionOptions};
 

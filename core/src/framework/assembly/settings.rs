@@ -42,10 +42,14 @@ pub(crate) fn assemble(
     cwd: &Path,
     settings: SessionSettings,
 ) -> Result<(ResolvedSettings, PromptSettings), SessionError> {
+    // The variables `${VAR}` in MCP server definitions expand from: the same ones `$ENV:`
+    // references in settings see.
+    let mut expansion_env = BTreeMap::new();
     let (loaded, home) = match settings {
         SessionSettings::FromEnvironment => {
             let options = SettingsOptions::from_env(cwd);
             let home = options.home.clone();
+            expansion_env = options.env.clone();
             (Some(load_settings(&options)?), home)
         }
         SessionSettings::Load {
@@ -53,6 +57,7 @@ pub(crate) fn assemble(
             env,
             overrides,
         } => {
+            expansion_env = env.clone();
             let options = SettingsOptions {
                 home: home.clone(),
                 project_dir: cwd.to_path_buf(),
@@ -144,7 +149,17 @@ pub(crate) fn assemble(
         })
         .collect();
 
+    // Settings `env` values are visible to `${VAR}` too (as they are to the server processes).
+    for (name, value) in &env {
+        expansion_env
+            .entry(name.clone())
+            .or_insert_with(|| value.clone());
+    }
+    let mcp = super::mcp::plan(loaded.as_ref(), cwd, &expansion_env, &mut warnings);
+
     let resolved = ResolvedSettings {
+        mcp_servers: mcp.servers,
+        mcp_skipped: mcp.skipped,
         home,
         warnings,
         rules,
