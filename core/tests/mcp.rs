@@ -338,3 +338,63 @@ async fn project_servers_need_approval_recorded_like_claude_code() {
     assert_eq!(local["enabledMcpjsonServers"], json!([]));
     assert_eq!(local["disabledMcpjsonServers"], json!(["py"]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("reviewed")]})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({
+        "py": python_server(),
+        "gone": {"command": "/nonexistent/mcp-server"}
+    }));
+    let session =
+        InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
+
+    let listed = session.execute_command("mcp", "").await.expect("mcp runs");
+    assert!(listed.success, "{}", listed.message);
+    assert!(
+        listed
+            .message
+            .contains("py (stdio, the host's server list) — connected"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed.message.contains("mcp__py__add"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed.message.contains("/mcp__py__review (prompt)"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed
+            .message
+            .contains("gone (stdio, the host's server list) — failed: cannot run"),
+        "{}",
+        listed.message
+    );
+    let data = listed.data.expect("data");
+    assert_eq!(data["servers"][1]["status"]["state"], "connected");
+
+    let ran = session
+        .execute_command("/mcp__py__review", "the parser")
+        .await
+        .expect("the prompt runs");
+    assert!(ran.success, "{}", ran.message);
+    session.wait_idle().await;
+    assert_eq!(
+        mock.user_texts(0).last().map(String::as_str),
+        Some("Please review the parser carefully.")
+    );
+    let unknown = session.execute_command("mcp__py__nope", "").await;
+    assert!(unknown.is_err(), "an unknown prompt is an unknown command");
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}

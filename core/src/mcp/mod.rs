@@ -410,6 +410,21 @@ impl McpHub {
         }
     }
 
+    /// The argument names of prompt `prompt` of connected server `server`, in the server's
+    /// order; `None` when the server has no such prompt.
+    pub fn prompt_arguments(&self, server: &str, prompt: &str) -> Option<Vec<String>> {
+        let state = self.server(server).filter(|s| s.peer.is_some())?;
+        let found = state.prompts.iter().find(|p| p.name == prompt)?;
+        Some(
+            found
+                .arguments
+                .iter()
+                .flatten()
+                .map(|a| a.name.clone())
+                .collect(),
+        )
+    }
+
     /// Reads a prompt of `server` with `arguments`, as text for the model (the messages' text
     /// parts joined).
     pub async fn get_prompt(

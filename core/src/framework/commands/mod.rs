@@ -15,6 +15,7 @@
 pub mod agent;
 pub mod builtins;
 mod host;
+pub mod mcp;
 mod registry;
 mod tool;
 mod types;
@@ -25,6 +26,7 @@ pub use host::{
     CommandHostContext, CommandHostError, CommandModule, CompactionSummary, ContextStateSummary,
     SystemCommand, UsageSummary,
 };
+pub use mcp::{mcp_command_module, McpCommand, MCP_COMMAND};
 pub use registry::{
     CommandEntry, CommandError, CommandRegistry, CommandRegistryError, RegisteredCommand,
 };
