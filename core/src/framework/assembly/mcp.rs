@@ -216,3 +216,34 @@ pub fn record_project_mcp_approval(
     std::fs::rename(&temp, &path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }
+
+/// Reads a `--mcp-config` argument: inline JSON (text starting with `{`) or the path of a file
+/// (relative to `cwd`) holding `{"mcpServers": {…}}` or the servers object itself. `${VAR}`
+/// expands through `env`. Any bad server definition is an error naming it.
+pub fn load_mcp_config(
+    argument: &str,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<McpServerEntry>, String> {
+    let (text, what) = if argument.trim_start().starts_with('{') {
+        (
+            argument.to_string(),
+            "the inline MCP configuration".to_string(),
+        )
+    } else {
+        let path = cwd.join(argument);
+        let text = crate::files::read_regular_text(&path, &crate::files::MCP_CONFIG_FILE)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        (text, path.display().to_string())
+    };
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{what} is not valid JSON: {e}"))?;
+    let (entries, problems) = parse_mcp_servers(&value, &McpServerOrigin::Host, env);
+    if let Some(problem) = problems.first() {
+        return Err(format!(
+            "{what}: server `{}`: {}",
+            problem.server, problem.message
+        ));
+    }
+    Ok(entries)
+}

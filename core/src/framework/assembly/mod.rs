@@ -15,7 +15,7 @@ mod mcp;
 pub mod provider;
 pub(crate) mod settings;
 
-pub use mcp::{record_project_mcp_approval, PROJECT_MCP_FILE};
+pub use mcp::{load_mcp_config, record_project_mcp_approval, PROJECT_MCP_FILE};
 
 use crate::session::{absolute_cwd, Session, SessionError, SessionOptions};
 

@@ -67,6 +67,9 @@ pub(crate) fn assemble(
             (Some(load_settings(&options)?), home)
         }
         SessionSettings::Loaded(loaded) => {
+            // Settings the host loaded itself: `${VAR}` in MCP definitions expands from the
+            // process environment, as Claude Code expands it.
+            expansion_env = std::env::vars().collect();
             let loaded = loaded_settings(loaded)?;
             let home = home_of(&loaded);
             (Some(loaded), home)

@@ -823,6 +823,11 @@ impl InteractiveSession {
         .with_data(json!({ "server": server, "prompt": prompt, "text": text })))
     }
 
+    /// The session's MCP servers with their status, tools and prompts (what `/mcp` lists).
+    pub fn list_mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
+        self.inner.session.mcp_servers()
+    }
+
     /// True when `name` (with or without a leading `/`) is a skill of this session.
     fn is_skill(&self, name: &str) -> bool {
         self.inner
