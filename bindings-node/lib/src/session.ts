@@ -25,6 +25,7 @@ import type {
   RecoveryReport,
   RobotaEvent,
   SandboxStatus,
+  McpServerInfo,
   SessionEventMap,
   SkillInfo,
   ToolState,
@@ -287,6 +288,12 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * `executeCommand(name, args)`; each activation emits `skill_activation` events. */
   listSkills(): SkillInfo[] {
     return JSON.parse(native(() => this.#native.listSkills())) as SkillInfo[];
+  }
+  /** The MCP servers of this session (from `mcpServers` in the options, `.mcp.json` and
+   * settings) with their status, tools (`mcp__<server>__<tool>`, offered to the model) and
+   * prompts (run with `executeCommand('mcp__<server>__<prompt>', args)`). */
+  listMcpServers(): McpServerInfo[] {
+    return JSON.parse(native(() => this.#native.listMcpServers())) as McpServerInfo[];
   }
 
 

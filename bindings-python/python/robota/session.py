@@ -356,6 +356,9 @@ class InteractiveSession:
         context_window: Optional[int] = None,
         sandbox: Optional[bool] = None,
         skills: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
+        mcp_servers: Optional[Mapping[str, Mapping[str, Any]]] = None,
+        mcp_startup_timeout_ms: Optional[int] = None,
+        mcp_call_timeout_ms: Optional[int] = None,
         event_buffer: Optional[int] = None,
     ) -> None:
         """Creates the session.
@@ -411,6 +414,12 @@ class InteractiveSession:
                 path is a skill folder (or a folder of skill folders), a mapping
                 ``{"name": ..., "content": ...}`` a skill given as data (``content`` is what a
                 ``SKILL.md`` would hold).
+            mcp_servers: MCP servers to connect, in ``.mcp.json``'s ``mcpServers`` shape:
+                ``{"name": {"command": ..., "args": [...], "env": {...}}}`` (stdio) or
+                ``{"name": {"type": "http", "url": ..., "headers": {...}}}``. Their tools reach
+                the model as ``mcp__<name>__<tool>``; see :meth:`list_mcp_servers`.
+            mcp_startup_timeout_ms: How long a server may take to start (default 30 000).
+            mcp_call_timeout_ms: How long one MCP call may take (default 600 000).
             event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
                 joined (default 256).
         """
@@ -445,6 +454,9 @@ class InteractiveSession:
             context_window=context_window,
             sandbox=sandbox,
             skills=_skills_config(skills) or None,
+            mcp_servers=dict(mcp_servers) if mcp_servers is not None else None,
+            mcp_startup_timeout_ms=mcp_startup_timeout_ms,
+            mcp_call_timeout_ms=mcp_call_timeout_ms,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -525,6 +537,15 @@ class InteractiveSession:
         "user_invocable", "extra"}]``. Run one with ``await session.execute_command(name,
         args)``; each activation emits a :class:`robota.SkillActivationEvent`."""
         return list(self._native.list_skills())
+
+    def list_mcp_servers(self) -> List[Dict[str, Any]]:
+        """The MCP servers of this session (from ``mcp_servers`` in the options, ``.mcp.json``
+        and settings), by name: ``[{"name", "origin": {"kind": "host" | "project" | "settings" |
+        "plugin", ...}, "transport": "stdio" | "http", "status": {"state": "connected" |
+        "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", ...],
+        "prompts": [...]}]``. Their tools are offered to the model; a prompt runs with
+        ``await session.execute_command("mcp__<server>__<prompt>", args)``."""
+        return list(self._native.list_mcp_servers())
 
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt
