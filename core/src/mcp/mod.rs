@@ -479,13 +479,15 @@ impl McpHub {
         let Some(runtime) = &self.runtime else {
             return;
         };
-        let closing = runtime.spawn(async move {
-            for connection in connections {
+        // All at once: each server gets up to 2 s to exit after its stdin closes; then its group
+        // is killed (dropping the handle).
+        let closing = runtime.spawn(futures::future::join_all(connections.into_iter().map(
+            |connection| async move {
                 let _ =
                     tokio::time::timeout(Duration::from_secs(2), connection.service.cancel()).await;
                 drop(connection.group);
-            }
-        });
+            },
+        )));
         let _ = closing.await;
     }
 }
