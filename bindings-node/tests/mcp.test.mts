@@ -7,13 +7,12 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 
 import { InteractiveSession, ScriptedProvider } from '@robota/native';
 
-import { hermetic, within } from './helpers.mjs';
+import { hermetic, repoDir, within } from './helpers.mjs';
 
-const servers = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'mcp-servers');
+const servers = path.join(repoDir, 'tests', 'mcp-servers');
 
 test('mcp: a server from mcpServers is listed and its tool results reach the model', async () => {
   const python = path.join(servers, '.venv', 'bin', 'python');
@@ -30,12 +29,15 @@ test('mcp: a server from mcpServers is listed and its tool results reach the mod
       gone: { command: '/nonexistent/mcp-server' },
     },
   });
-  const listed = Object.fromEntries(session.listMcpServers().map((s) => [s.name, s]));
-  assert.deepEqual(listed.py.status, { state: 'connected' });
-  assert.deepEqual(listed.py.origin, { kind: 'host' });
-  assert.ok(listed.py.tools.includes('mcp__py__add'), JSON.stringify(listed.py));
-  assert.deepEqual(listed.py.prompts, ['review']);
-  assert.equal(listed.gone.status.state, 'failed');
+  const byName = Object.fromEntries(session.listMcpServers().map((s) => [s.name, s]));
+  const py = byName.py;
+  const gone = byName.gone;
+  assert.ok(py !== undefined && gone !== undefined, JSON.stringify(byName));
+  assert.deepEqual(py.status, { state: 'connected' });
+  assert.deepEqual(py.origin, { kind: 'host' });
+  assert.ok(py.tools.includes('mcp__py__add'), JSON.stringify(py));
+  assert.deepEqual(py.prompts, ['review']);
+  assert.equal(gone.status.state, 'failed');
   await within(20_000, session.submit('add'), 'submit');
   await within(20_000, session.waitIdle(), 'idle');
   await session.shutdown();

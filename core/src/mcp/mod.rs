@@ -169,19 +169,72 @@ struct Connection {
 pub(crate) struct ServerState {
     pub(crate) entry: McpServerEntry,
     status: Mutex<McpServerStatus>,
-    pub(crate) peer: Option<Peer<RoleClient>>,
+    /// True once the server connected: only such a server is restarted after it went away.
+    pub(crate) ever_connected: bool,
+    peer: Mutex<Option<Peer<RoleClient>>>,
     connection: Mutex<Option<Connection>>,
+    /// Restarts after a crash: how many failed in a row, and when the next may be tried.
+    restart: Mutex<RestartState>,
     tools: Vec<rmcp::model::Tool>,
     pub(crate) prompts: Vec<Prompt>,
     pub(crate) has_resources: bool,
     stderr_tail: Arc<Mutex<String>>,
 }
 
+/// When a crashed server may be started again.
+#[derive(Debug, Default)]
+struct RestartState {
+    failures: u32,
+    next_attempt: Option<std::time::Instant>,
+}
+
+/// The first wait before restarting a crashed server again after a failed restart; it doubles
+/// with each failure, up to [`MAX_RESTART_BACKOFF`].
+const FIRST_RESTART_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between restart attempts.
+const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(60);
+
 impl ServerState {
-    /// Marks the server failed (its process or connection went away).
+    fn new(entry: McpServerEntry, status: McpServerStatus) -> Self {
+        ServerState {
+            entry,
+            status: Mutex::new(status),
+            ever_connected: false,
+            peer: Mutex::new(None),
+            connection: Mutex::new(None),
+            restart: Mutex::default(),
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            has_resources: false,
+            stderr_tail: Arc::default(),
+        }
+    }
+
+    /// Marks the server failed (its process or connection went away) and drops the connection,
+    /// which stops a stdio server's process group.
     pub(crate) fn fail(&self, reason: String) {
         *self.status.lock().unwrap_or_else(PoisonError::into_inner) =
             McpServerStatus::Failed { reason };
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        if let Some(connection) = self.take_connection() {
+            drop(connection.group);
+        }
+    }
+
+    /// Takes the live connection out (the caller closes or drops it).
+    fn take_connection(&self) -> Option<Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// The connected peer, if any.
+    fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The server's status now.
@@ -205,6 +258,8 @@ impl ServerState {
 /// The MCP connections of one session (see the module docs).
 pub struct McpHub {
     runtime: Option<tokio::runtime::Runtime>,
+    /// What restarting a crashed server needs.
+    context: McpConnectContext,
     pub(crate) servers: Vec<Arc<ServerState>>,
     pub(crate) options: McpOptions,
     /// The session's built-in tools, for the shared spill directory of long outputs.
@@ -237,6 +292,7 @@ impl McpHub {
             .build()
             .map_err(|e| format!("cannot start the MCP runtime: {e}"))?;
         let handle = runtime.handle().clone();
+        let hub_context = context.clone();
         let connect = async move {
             let futures = entries
                 .into_iter()
@@ -252,18 +308,12 @@ impl McpHub {
         })?;
         let mut servers: Vec<Arc<ServerState>> = connected.into_iter().map(Arc::new).collect();
         for skipped in skipped {
-            servers.push(Arc::new(ServerState {
-                entry: skipped.entry,
-                status: Mutex::new(McpServerStatus::Disabled {
+            servers.push(Arc::new(ServerState::new(
+                skipped.entry,
+                McpServerStatus::Disabled {
                     reason: skipped.reason,
-                }),
-                peer: None,
-                connection: Mutex::new(None),
-                tools: Vec::new(),
-                prompts: Vec::new(),
-                has_resources: false,
-                stderr_tail: Arc::default(),
-            }));
+                },
+            )));
         }
         servers.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
         let warnings = servers
@@ -279,6 +329,7 @@ impl McpHub {
             .collect();
         Ok(Arc::new(McpHub {
             runtime: Some(runtime),
+            context: hub_context,
             servers,
             options,
             builtins: OnceLock::new(),
@@ -330,7 +381,7 @@ impl McpHub {
     pub fn tools(self: &Arc<Self>, warnings: &mut Vec<String>) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for server in &self.servers {
-            if server.peer.is_none() {
+            if !server.ever_connected {
                 continue;
             }
             let mut seen = std::collections::BTreeSet::new();
@@ -380,6 +431,88 @@ impl McpHub {
         self.servers.iter().find(|s| s.entry.name == name)
     }
 
+    /// The server's connection for a call. A server that connected once and then went away (its
+    /// process crashed) is started again here, on next use, with a back-off between failed
+    /// attempts (1 s, doubling up to 60 s); meanwhile calls fail at once with the reason.
+    pub(crate) async fn peer(&self, server: &Arc<ServerState>) -> Result<Peer<RoleClient>, String> {
+        let name = &server.entry.name;
+        if let Some(peer) = server.current_peer() {
+            return Ok(peer);
+        }
+        let reason = match server.status() {
+            McpServerStatus::Failed { reason } => reason,
+            McpServerStatus::Disabled { reason } => {
+                return Err(format!("MCP server `{name}` is disabled: {reason}"))
+            }
+            _ => return Err(format!("MCP server `{name}` is not connected")),
+        };
+        if !server.ever_connected {
+            return Err(format!("MCP server `{name}` is not available: {reason}"));
+        }
+        {
+            let restart = server
+                .restart
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(next) = restart.next_attempt {
+                let now = std::time::Instant::now();
+                if now < next {
+                    return Err(format!(
+                        "MCP server `{name}` is not available: {reason} (the next restart is \
+                         tried in {} ms)",
+                        (next - now).as_millis()
+                    ));
+                }
+            }
+        }
+        let Some(runtime) = &self.runtime else {
+            return Err("the session's MCP connections are closed".into());
+        };
+        let entry = server.entry.clone();
+        let context = self.context.clone();
+        let tail = Arc::clone(&server.stderr_tail);
+        let timeout = self.options.startup_timeout;
+        let started = runtime
+            .spawn(async move {
+                tokio::time::timeout(timeout, start(&entry, &context, tail))
+                    .await
+                    .unwrap_or_else(|_| Err("the restart timed out (MCP_TIMEOUT)".into()))
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the restart failed: {e}")));
+        let mut restart = server
+            .restart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match started {
+            Ok(connection) => {
+                let peer = connection.service.peer().clone();
+                *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = Some(peer.clone());
+                *server
+                    .connection
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(connection);
+                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
+                    McpServerStatus::Connected;
+                *restart = RestartState::default();
+                Ok(peer)
+            }
+            Err(error) => {
+                restart.failures += 1;
+                let backoff = FIRST_RESTART_BACKOFF
+                    .saturating_mul(1 << restart.failures.min(6).saturating_sub(1))
+                    .min(MAX_RESTART_BACKOFF);
+                restart.next_attempt = Some(std::time::Instant::now() + backoff);
+                let message = format!("{reason}; restarting it failed: {error}");
+                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
+                    McpServerStatus::Failed {
+                        reason: message.clone(),
+                    };
+                Err(format!("MCP server `{name}` is not available: {message}"))
+            }
+        }
+    }
+
     /// Runs `work` on the hub's runtime with the call timeout, stopping it when `cancel` fires.
     pub(crate) async fn run_call<T: Send + 'static>(
         &self,
@@ -413,7 +546,7 @@ impl McpHub {
     /// The argument names of prompt `prompt` of connected server `server`, in the server's
     /// order; `None` when the server has no such prompt.
     pub fn prompt_arguments(&self, server: &str, prompt: &str) -> Option<Vec<String>> {
-        let state = self.server(server).filter(|s| s.peer.is_some())?;
+        let state = self.server(server).filter(|s| s.ever_connected)?;
         let found = state.prompts.iter().find(|p| p.name == prompt)?;
         Some(
             found
@@ -436,9 +569,7 @@ impl McpHub {
         let Some(state) = self.server(server) else {
             return Err(format!("no MCP server is named `{server}`"));
         };
-        let Some(peer) = state.peer.clone() else {
-            return Err(format!("MCP server `{server}` is not connected"));
-        };
+        let peer = self.peer(state).await?;
         let mut params = rmcp::model::GetPromptRequestParams::new(prompt.to_string());
         if !arguments.is_empty() {
             params = params.with_arguments(arguments);
@@ -469,12 +600,7 @@ impl McpHub {
         let connections: Vec<Connection> = self
             .servers
             .iter()
-            .filter_map(|s| {
-                s.connection
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take()
-            })
+            .filter_map(|s| s.take_connection())
             .collect();
         let Some(runtime) = &self.runtime else {
             return;
@@ -496,12 +622,7 @@ impl Drop for McpHub {
     fn drop(&mut self) {
         for server in &self.servers {
             // Dropping a process group handle kills the group at once.
-            let connection = server
-                .connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            if let Some(connection) = connection {
+            if let Some(connection) = server.take_connection() {
                 drop(connection.group);
                 if let Some(runtime) = &self.runtime {
                     // The service's transport must be dropped inside the runtime.
@@ -540,16 +661,9 @@ async fn connect_one(
         } else {
             format!("{reason}; its stderr ends with: {tail}")
         };
-        ServerState {
-            entry: entry.clone(),
-            status: Mutex::new(McpServerStatus::Failed { reason }),
-            peer: None,
-            connection: Mutex::new(None),
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            has_resources: false,
-            stderr_tail: Arc::clone(&stderr_tail),
-        }
+        let mut state = ServerState::new(entry.clone(), McpServerStatus::Failed { reason });
+        state.stderr_tail = Arc::clone(&stderr_tail);
+        state
     };
     let connection = match attempt {
         Ok(Ok(connection)) => connection,
@@ -597,16 +711,15 @@ async fn connect_one(
             )
         }
     };
-    ServerState {
-        entry,
-        status: Mutex::new(McpServerStatus::Connected),
-        peer: Some(peer),
-        connection: Mutex::new(Some(connection)),
-        tools,
-        prompts,
-        has_resources: capabilities.get("resources").is_some(),
-        stderr_tail,
-    }
+    let mut state = ServerState::new(entry, McpServerStatus::Connected);
+    state.ever_connected = true;
+    state.peer = Mutex::new(Some(peer));
+    state.connection = Mutex::new(Some(connection));
+    state.tools = tools;
+    state.prompts = prompts;
+    state.has_resources = capabilities.get("resources").is_some();
+    state.stderr_tail = stderr_tail;
+    state
 }
 
 /// Starts the transport and completes the MCP handshake.
@@ -730,9 +843,10 @@ pub(crate) async fn list_resources(
         if only.is_some_and(|name| name != server.entry.name) || !server.has_resources {
             continue;
         }
-        let Some(peer) = server.peer.clone() else {
+        if !server.ever_connected {
             continue;
-        };
+        }
+        let peer = hub.peer(server).await?;
         let name = server.entry.name.clone();
         let resources = hub
             .run_call(

@@ -130,8 +130,9 @@ impl Tool for ReadResourceTool {
         let Some(state) = self.hub.server(server) else {
             return ToolOutput::error(format!("no MCP server is named `{server}`"));
         };
-        let Some(peer) = state.peer.clone() else {
-            return ToolOutput::error(format!("MCP server `{server}` is not connected"));
+        let peer = match self.hub.peer(state).await {
+            Ok(peer) => peer,
+            Err(message) => return ToolOutput::error(message),
         };
         let params = rmcp::model::ReadResourceRequestParams::new(uri.to_string());
         let result = self

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use super::{answer_json, McpHub, McpServerStatus, ServerState, CONNECTION_CLOSED};
+use super::{answer_json, McpHub, ServerState, CONNECTION_CLOSED};
 use crate::tools::{Tool, ToolContext, ToolOutput};
 
 /// The longest tool name the model providers accept.
@@ -109,12 +109,9 @@ impl Tool for McpTool {
     }
 
     async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
-        let server = &self.server.entry.name;
-        if let McpServerStatus::Failed { reason } = self.server.status() {
-            return ToolOutput::error(format!("MCP server `{server}` is not available: {reason}"));
-        }
-        let Some(peer) = self.server.peer.clone() else {
-            return ToolOutput::error(format!("MCP server `{server}` is not connected"));
+        let peer = match self.hub.peer(&self.server).await {
+            Ok(peer) => peer,
+            Err(message) => return ToolOutput::error(message),
         };
         let arguments = match input {
             Value::Object(map) => map,
