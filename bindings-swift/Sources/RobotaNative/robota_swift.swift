@@ -1431,6 +1431,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listCommands() throws  -> String
     
     /**
+     * The MCP servers of the session (status, tools, prompts) as a JSON array.
+     */
+    func listMcpServers() throws  -> String
+    
+    /**
      * The skills of the session (with where each came from) as a JSON array.
      */
     func listSkills() throws  -> String
@@ -1726,6 +1731,18 @@ open func listCommands()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_commands(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The MCP servers of the session (status, tools, prompts) as a JSON array.
+     */
+open func listMcpServers()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_mcp_servers(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -3594,6 +3611,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_mcp_servers() != 23389) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_skills() != 30654) {
