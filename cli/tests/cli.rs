@@ -1519,7 +1519,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     std::fs::create_dir_all(&claude).expect("mkdir .claude");
     std::fs::write(
         claude.join("settings.json"),
-        json!({"permissions": {"allow": ["Bash(git status)", "mcp__*"]}}).to_string(),
+        json!({"permissions": {"allow": ["Bash(git status)", "Bash*"]}}).to_string(),
     )
     .expect("write settings");
     let agents = project.home.path().join(".claude/agents");
@@ -1535,7 +1535,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     assert_eq!(stdout(&output), "one\n");
     let err = stderr(&output);
     assert!(
-        err.contains("! settings: ") && err.contains("invalid permission rule `mcp__*`"),
+        err.contains("! settings: ") && err.contains("invalid permission rule `Bash*`"),
         "{err}"
     );
     assert!(
@@ -1552,7 +1552,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     );
     let output = project.run(&["-p", "hi", "--output-format", "json", "-v"]);
     let err = stderr(&output);
-    assert!(err.contains("invalid permission rule `mcp__*`"), "{err}");
+    assert!(err.contains("invalid permission rule `Bash*`"), "{err}");
     assert!(err.contains("broken.md"), "{err}");
     assert!(!err.contains("configuration warnings"), "{err}");
 
