@@ -11,13 +11,15 @@ import pathlib
 import re
 import sys
 
-# DESIGN.md §2, from the top. A layer may use the layers after it in this list. `hooks` sits above
+# DESIGN.md §2, from the top (`mcp`, the MCP client, sits under the session that owns its
+# connections and above the tools it provides). A layer may use the layers after it in this list. `hooks` sits above
 # `provider` because prompt and agent hooks ask the model; `sandbox`, `process` and `files` are
 # shared utilities at the bottom, usable from every layer.
 LAYERS = [
     "api",
     "framework",
     "session",
+    "mcp",
     "engine",
     "tools",
     "hooks",
@@ -26,7 +28,7 @@ LAYERS = [
     "message",
 ]
 # The layers whose imports are checked (the framework and api may use everything below them).
-CHECKED = ["session", "engine", "tools", "provider", "permissions", "hooks", "message"]
+CHECKED = ["session", "mcp", "engine", "tools", "provider", "permissions", "hooks", "message"]
 
 CORE_SRC = pathlib.Path(__file__).resolve().parent.parent / "core" / "src"
 

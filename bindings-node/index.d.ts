@@ -95,6 +95,8 @@ export declare class NativeSession {
   inspectEditCheckpoint(id: string): string
   /** Restores files to a checkpoint (`rollback`: through it); the report as JSON. */
   restoreEditCheckpoint(id: string, rollback: boolean): string
+  /** The MCP servers of the session as JSON (see the facade's `listMcpServers`). */
+  listMcpServers(): string
   /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,

@@ -995,6 +995,21 @@ robota_status robota_session_rollback_edit_checkpoint(const struct robota_sessio
                                                       char **out_json,
                                                       struct robota_error **out_err);
 
+// The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
+// as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
+// …}, "transport": "stdio" | "http", "status": {"state": "connected" | "failed" | "disabled" |
+// "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+// Their tools are offered to the model; run a prompt with `robota_session_execute_command`
+// (`mcp__<server>__<prompt>` as the command).
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_list_mcp_servers(const struct robota_session *s,
+                                              char **out_json,
+                                              struct robota_error **out_err);
+
 // The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 // "category": "chat" | "event", "type", "data"}`).
 //

@@ -315,6 +315,12 @@ impl NativeSession {
         to_json(&report)
     }
 
+    /// The MCP servers of the session as JSON (see the facade's `listMcpServers`).
+    #[napi]
+    pub fn list_mcp_servers(&self) -> napi::Result<String> {
+        to_json(&self.session.list_mcp_servers())
+    }
+
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the
     /// JavaScript functions. `reason`: `other` (default), `clear`, `logout`,
     /// `prompt_input_exit`.

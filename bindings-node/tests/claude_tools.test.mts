@@ -143,7 +143,7 @@ describe('Claude Code tools', () => {
     mkdirSync(path.join(options.cwd, '.claude'));
     writeFileSync(
       path.join(options.cwd, '.claude', 'settings.json'),
-      JSON.stringify({ permissions: { allow: ['// tools we trust', 'mcp__*', 'Bash(echo:*)'] } }),
+      JSON.stringify({ permissions: { allow: ['// tools we trust', 'Bash*', 'Bash(echo:*)'] } }),
     );
     await mock.setScript({
       turns: [{ tool_calls: [{ id: 'toolu_echo', name: 'Bash', input: { command: 'echo allowed' } }] }, { text: 'done' }],
@@ -155,7 +155,7 @@ describe('Claude Code tools', () => {
     assert.equal(rule.length, 1, JSON.stringify(warnings));
     assert.equal(rule[0]?.kind, 'permission_rule');
     assert.ok(rule[0]?.file?.endsWith('settings.json'));
-    assert.match(rule[0]?.message ?? '', /invalid permission rule `mcp__\*`.*the rule is skipped/);
+    assert.match(rule[0]?.message ?? '', /invalid permission rule `Bash\*`.*the rule is skipped/);
     assert.ok(
       warnings.some((w) => w.message.includes('is a comment (`// tools we trust`) and was skipped')),
       JSON.stringify(warnings),

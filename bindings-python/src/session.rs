@@ -295,6 +295,11 @@ impl NativeSession {
         ser_to_py(py, &report)
     }
 
+    /// The MCP servers of the session (see `robota.InteractiveSession.list_mcp_servers`).
+    fn list_mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.list_mcp_servers())
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
     #[pyo3(signature = (reason=None))]
     fn shutdown<'py>(

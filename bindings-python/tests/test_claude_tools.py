@@ -145,7 +145,7 @@ async def test_configuration_warnings_reach_the_host(mock_llm: MockLlm, opts: Di
     home = Path(opts["home"])
     (work / ".claude").mkdir()
     (work / ".claude" / "settings.json").write_text(
-        json.dumps({"permissions": {"allow": ["// tools we trust", "mcp__*", "Bash(echo:*)"]}})
+        json.dumps({"permissions": {"allow": ["// tools we trust", "Bash*", "Bash(echo:*)"]}})
     )
     agents = home / ".claude" / "agents"
     agents.mkdir(parents=True)
@@ -171,7 +171,7 @@ async def test_configuration_warnings_reach_the_host(mock_llm: MockLlm, opts: Di
         assert len(rule) == 1, warnings
         assert rule[0].kind == "permission_rule"
         assert rule[0].file is not None and rule[0].file.endswith("settings.json")
-        assert "invalid permission rule `mcp__*`" in rule[0].message
+        assert "invalid permission rule `Bash*`" in rule[0].message
         assert "the rule is skipped" in rule[0].message
         broken = [w for w in warnings if w.file is not None and w.file.endswith("broken.md")]
         assert len(broken) == 1, warnings

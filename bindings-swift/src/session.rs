@@ -329,6 +329,11 @@ impl NativeSession {
         to_json(&self.session.list_plugins())
     }
 
+    /// The MCP servers of the session (status, tools, prompts) as a JSON array.
+    pub fn list_mcp_servers(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_mcp_servers())
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a
     /// `SessionEndReason` name (`other` when absent).
     pub async fn shutdown(&self, reason: Option<String>) -> Result<(), RobotaError> {

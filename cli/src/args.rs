@@ -52,6 +52,11 @@ pub struct Cli {
     /// The project directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// MCP servers to add: a JSON file or inline JSON in `.mcp.json`'s shape
+    /// (`{"mcpServers": {"name": {"command": …}}}`); repeatable. They replace servers of the same
+    /// name from `.mcp.json` and settings.
+    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1..)]
+    pub mcp_config: Vec<String>,
     /// An extra settings file, applied above every settings layer.
     #[arg(long, value_name = "FILE")]
     pub settings: Option<PathBuf>,

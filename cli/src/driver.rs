@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use robota::framework::assembly::load_mcp_config;
 use robota::framework::assembly::provider::{open_replay, provider_from_settings, BuiltProvider};
 use robota::framework::config::{load_settings, SettingsOptions};
 use robota::framework::interactive::{
     InteractiveError, InteractiveSession, InteractiveSessionOptions,
 };
+use robota::mcp::McpOptions;
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
@@ -119,6 +121,13 @@ pub fn open_session(
     if let Some(handler) = permission_handler {
         options = options.with_permission_handler(handler);
     }
+    let env = |name: &str| std::env::var(name).ok();
+    for argument in &cli.mcp_config {
+        let servers = load_mcp_config(argument, &cwd, &env)
+            .map_err(|error| CliError::usage(format!("--mcp-config: {error}")))?;
+        options.mcp_servers.extend(servers);
+    }
+    options.mcp_options = McpOptions::from_env(&env);
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }

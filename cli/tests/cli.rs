@@ -1593,7 +1593,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     std::fs::create_dir_all(&claude).expect("mkdir .claude");
     std::fs::write(
         claude.join("settings.json"),
-        json!({"permissions": {"allow": ["Bash(git status)", "mcp__*"]}}).to_string(),
+        json!({"permissions": {"allow": ["Bash(git status)", "Bash*"]}}).to_string(),
     )
     .expect("write settings");
     let agents = project.home.path().join(".claude/agents");
@@ -1609,7 +1609,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     assert_eq!(stdout(&output), "one\n");
     let err = stderr(&output);
     assert!(
-        err.contains("! settings: ") && err.contains("invalid permission rule `mcp__*`"),
+        err.contains("! settings: ") && err.contains("invalid permission rule `Bash*`"),
         "{err}"
     );
     assert!(
@@ -1626,7 +1626,7 @@ async fn a_headless_run_reports_configuration_warnings() {
     );
     let output = project.run(&["-p", "hi", "--output-format", "json", "-v"]);
     let err = stderr(&output);
-    assert!(err.contains("invalid permission rule `mcp__*`"), "{err}");
+    assert!(err.contains("invalid permission rule `Bash*`"), "{err}");
     assert!(err.contains("broken.md"), "{err}");
     assert!(!err.contains("configuration warnings"), "{err}");
 
@@ -1649,4 +1649,50 @@ async fn a_headless_run_reports_configuration_warnings() {
                 && w.contains("agent definition skipped"))),
         "{warnings:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_config_adds_a_server_whose_tools_the_model_calls() {
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp-servers");
+    assert!(
+        servers.join(".venv/bin/python").is_file(),
+        "the MCP test servers are not installed: run tests/mcp-servers/setup.sh"
+    );
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "m1", "name": "mcp__py__add", "input": {"a": 20, "b": 22}}]},
+        {"text": "Added."}
+    ]))
+    .await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let config = json!({"mcpServers": {"py": {
+        "command": servers.join(".venv/bin/python"),
+        "args": [servers.join("python_server.py")]
+    }}})
+    .to_string();
+    let output = project.run(&[
+        "-p",
+        "add",
+        "--mcp-config",
+        &config,
+        "--allowed-tools",
+        "mcp__py",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Added.\n");
+    assert!(
+        sent_text(&mock, 1).contains("42"),
+        "{}",
+        sent_text(&mock, 1)
+    );
+
+    // A broken definition is a usage error naming the server.
+    let bad = project.run(&[
+        "-p",
+        "x",
+        "--mcp-config",
+        r#"{"mcpServers": {"s": {"args": []}}}"#,
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("server `s`"), "{}", stderr(&bad));
 }

@@ -65,6 +65,8 @@ impl FileKind {
 /// Settings files (`settings.json`, `settings.local.json`, the CLI's `--settings`): 1 MiB. Real
 /// settings are a few KiB; this leaves room for long permission lists.
 pub const SETTINGS_FILE: FileKind = FileKind::new("settings file", MIB);
+/// MCP server files (`.mcp.json`, `--mcp-config`): 1 MiB.
+pub const MCP_CONFIG_FILE: FileKind = FileKind::new("MCP server file", MIB);
 /// Instruction files (AGENTS.md, CLAUDE.md and variants, MEMORY.md): 1 MiB. Only a budget of
 /// them reaches the prompt; the cap bounds what is read to find it.
 pub const INSTRUCTION_FILE: FileKind = FileKind::new("instruction file", MIB);

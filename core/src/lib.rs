@@ -14,6 +14,7 @@ pub mod engine;
 pub mod files;
 pub mod framework;
 pub mod hooks;
+pub mod mcp;
 pub mod message;
 pub mod permissions;
 pub mod process;

@@ -35,7 +35,7 @@ async fn one_bad_rule_never_stops_the_session() {
                 "Read(~/.zshrc)",
                 "Edit(/src/**)",
                 "mcp__github",
-                "mcp__*",
+                "Bash*",
                 "Bash(git:status)",
                 "TodoWrite",
                 "NotebookEdit(./notebooks/**)"
@@ -60,7 +60,7 @@ async fn one_bad_rule_never_stops_the_session() {
     // Allow rules that cannot be parsed are skipped, with file and JSON path.
     let w = find("permissions.allow[12]");
     assert!(w.starts_with(&file_text), "{w}");
-    assert!(w.contains("invalid permission rule `mcp__*`"), "{w}");
+    assert!(w.contains("invalid permission rule `Bash*`"), "{w}");
     assert!(w.contains("the rule is skipped (it allows nothing)"), "{w}");
     let w = find("permissions.allow[13]");
     assert!(w.contains("`Bash(git:status)`"), "{w}");

@@ -1167,6 +1167,29 @@ unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<String, FfiErro
     Ok(str_arg(id, len, "id")?.trim().to_string())
 }
 
+/// The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
+/// as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
+/// …}, "transport": "stdio" | "http", "status": {"state": "connected" | "failed" | "disabled" |
+/// "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+/// Their tools are offered to the model; run a prompt with `robota_session_execute_command`
+/// (`mcp__<server>__<prompt>` as the command).
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_list_mcp_servers(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.list_mcp_servers())
+    })
+}
+
 /// The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 /// "category": "chat" | "event", "type", "data"}`).
 ///

@@ -259,7 +259,16 @@ fn c_test_host_passes() {
         })))
         .expect("mock-llm starts");
     let url = mock.base_url();
-    let stdout = run_c(&exe, &[], &[("ROBOTA_MOCK_URL", url.as_str())]);
+    // The MCP test servers (tests/mcp-servers/setup.sh) for the MCP part of the test.
+    let mcp_servers = root.join("tests/mcp-servers").display().to_string();
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_MCP_SERVERS", mcp_servers.as_str()),
+        ],
+    );
     assert!(stdout.contains("all checks passed"), "{stdout}");
     let requests = mock.requests();
     assert_eq!(requests.len(), 2, "two model calls over HTTP");

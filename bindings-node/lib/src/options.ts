@@ -3,7 +3,7 @@
 import { RobotaError } from './errors.js';
 import type { CommandModule, HooksOption, PermissionHandler, Tool } from './extensions.js';
 import type { ProviderLike } from './providers.js';
-import type { PermissionMode } from './types.js';
+import type { McpServerConfig, PermissionMode } from './types.js';
 
 /** A skill the host adds: a skill folder (or a folder of skill folders), or a skill given as
  * data (`content` is what a `SKILL.md` would hold: frontmatter, then instructions). */
@@ -65,6 +65,14 @@ export interface CommonOptions {
   /** `false` keeps no edit checkpoints. By default every prompt is a checkpoint under
    * `<cwd>/.robota/checkpoints/` that `restoreEditCheckpoint` can rewind files to. */
   editCheckpoints?: boolean;
+  /** MCP servers to connect, in `.mcp.json`'s `mcpServers` shape (`{name: {command, args, env}}`
+   * or `{name: {type: 'http', url, headers}}`); their tools reach the model as
+   * `mcp__<name>__<tool>`. See `listMcpServers()`. */
+  mcpServers?: Record<string, McpServerConfig>;
+  /** How long an MCP server may take to start, in ms (default 30 000). */
+  mcpStartupTimeoutMs?: number;
+  /** How long one MCP call may take, in ms (default 600 000). */
+  mcpCallTimeoutMs?: number;
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -120,6 +128,9 @@ const SESSION_KEYS: Record<string, string> = {
   sandbox: 'sandbox',
   skills: 'skills',
   editCheckpoints: 'edit_checkpoints',
+  mcpServers: 'mcp_servers',
+  mcpStartupTimeoutMs: 'mcp_startup_timeout_ms',
+  mcpCallTimeoutMs: 'mcp_call_timeout_ms',
 };
 
 const EXTENSION_KEYS = new Set([

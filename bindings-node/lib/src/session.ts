@@ -28,6 +28,7 @@ import type {
   RecoveryReport,
   RobotaEvent,
   SandboxStatus,
+  McpServerInfo,
   SessionEventMap,
   PluginListing,
   SkillInfo,
@@ -326,6 +327,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   rollbackEditCheckpoint(id: string): EditCheckpointRestore {
     expectString(id, 'rollbackEditCheckpoint(id): `id`');
     return JSON.parse(native(() => this.#native.restoreEditCheckpoint(id, true))) as EditCheckpointRestore;
+  }
+
+  /** The MCP servers of this session (from `mcpServers` in the options, `.mcp.json` and
+   * settings) with their status, tools (`mcp__<server>__<tool>`, offered to the model) and
+   * prompts (run with `executeCommand('mcp__<server>__<prompt>', args)`). */
+  listMcpServers(): McpServerInfo[] {
+    return JSON.parse(native(() => this.#native.listMcpServers())) as McpServerInfo[];
   }
 
 

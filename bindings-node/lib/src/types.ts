@@ -375,6 +375,27 @@ export interface PluginListing {
   }>;
   warnings: Array<{ file?: string; message: string }>;
 }
+/** An MCP server of the session (`session.listMcpServers()`). */
+export interface McpServerInfo {
+  name: string;
+  origin:
+    | { kind: 'host' }
+    | { kind: 'project'; file: string }
+    | { kind: 'settings'; file?: string | null }
+    | { kind: 'plugin'; plugin: string };
+  transport: 'stdio' | 'http';
+  status:
+    | { state: 'pending' | 'connected' }
+    | { state: 'failed' | 'disabled'; reason: string };
+  /** Session tool names: `mcp__<server>__<tool>`. */
+  tools: string[];
+  prompts: string[];
+}
+
+/** An MCP server definition, as in `.mcp.json`'s `mcpServers`. */
+export type McpServerConfig =
+  | { type?: 'stdio'; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
+  | { type: 'http'; url: string; headers?: Record<string, string> };
 
 /** Every event an interactive session emits: a discriminated union on `type`. */
 export type RobotaEvent = EventEnvelope &

@@ -356,6 +356,9 @@ class InteractiveSession:
         context_window: Optional[int] = None,
         sandbox: Optional[bool] = None,
         skills: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
+        mcp_servers: Optional[Mapping[str, Mapping[str, Any]]] = None,
+        mcp_startup_timeout_ms: Optional[int] = None,
+        mcp_call_timeout_ms: Optional[int] = None,
         event_buffer: Optional[int] = None,
         edit_checkpoints: Optional[bool] = None,
     ) -> None:
@@ -412,6 +415,12 @@ class InteractiveSession:
                 path is a skill folder (or a folder of skill folders), a mapping
                 ``{"name": ..., "content": ...}`` a skill given as data (``content`` is what a
                 ``SKILL.md`` would hold).
+            mcp_servers: MCP servers to connect, in ``.mcp.json``'s ``mcpServers`` shape:
+                ``{"name": {"command": ..., "args": [...], "env": {...}}}`` (stdio) or
+                ``{"name": {"type": "http", "url": ..., "headers": {...}}}``. Their tools reach
+                the model as ``mcp__<name>__<tool>``; see :meth:`list_mcp_servers`.
+            mcp_startup_timeout_ms: How long a server may take to start (default 30 000).
+            mcp_call_timeout_ms: How long one MCP call may take (default 600 000).
             event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
                 joined (default 256).
             edit_checkpoints: ``False`` keeps no edit checkpoints. By default every prompt is a
@@ -451,6 +460,9 @@ class InteractiveSession:
             sandbox=sandbox,
             skills=_skills_config(skills) or None,
             edit_checkpoints=edit_checkpoints,
+            mcp_servers=dict(mcp_servers) if mcp_servers is not None else None,
+            mcp_startup_timeout_ms=mcp_startup_timeout_ms,
+            mcp_call_timeout_ms=mcp_call_timeout_ms,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -567,6 +579,15 @@ class InteractiveSession:
         files are as they were before it."""
         self._check_open()
         return dict(self._native.restore_edit_checkpoint(checkpoint_id, True))
+
+    def list_mcp_servers(self) -> List[Dict[str, Any]]:
+        """The MCP servers of this session (from ``mcp_servers`` in the options, ``.mcp.json``
+        and settings), by name: ``[{"name", "origin": {"kind": "host" | "project" | "settings" |
+        "plugin", ...}, "transport": "stdio" | "http", "status": {"state": "connected" |
+        "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", ...],
+        "prompts": [...]}]``. Their tools are offered to the model; a prompt runs with
+        ``await session.execute_command("mcp__<server>__<prompt>", args)``."""
+        return list(self._native.list_mcp_servers())
 
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt

@@ -65,6 +65,9 @@ public struct SessionOptions: Sendable {
     public var commandModules: [CommandModule]
     /// Skills the host registers (folders or data), ahead of the project's and the user's.
     public var skills: [Skill]
+    /// MCP servers to connect, by name; their tools reach the model as
+    /// `mcp__<name>__<tool>` (see `listMcpServers()`).
+    public var mcpServers: [String: McpServer] = [:]
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
@@ -111,6 +114,7 @@ public struct SessionOptions: Sendable {
         if forkSession { config["fork_session"] = true }
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
         if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
+        if !mcpServers.isEmpty { config["mcp_servers"] = .object(mcpServers.mapValues(\.json)) }
         return try specJSON(.object(config))
     }
 
@@ -359,6 +363,12 @@ public final class InteractiveSession: Sendable {
     /// afterwards load it.
     public func listPlugins() throws -> PluginListing {
         try decodeJSON(PluginListing.self, callNative { try native.listPlugins() })
+    }
+
+    /// The session's MCP servers with their status, tools and prompts; a prompt runs with
+    /// `executeCommand("mcp__<server>__<prompt>", args:)`.
+    public func listMcpServers() throws -> [McpServerInfo] {
+        try decodeJSON([McpServerInfo].self, callNative { try native.listMcpServers() })
     }
 
     /// Shuts the session down: aborts any run, fires SessionEnd hooks once, ends every event

@@ -1431,6 +1431,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listCommands() throws  -> String
     
     /**
+     * The MCP servers of the session (status, tools, prompts) as a JSON array.
+     */
+    func listMcpServers() throws  -> String
+    
+    /**
      * The plugins of the session's user and project (state, parts, marketplaces, problems) as
      * a JSON object.
      */
@@ -1732,6 +1737,18 @@ open func listCommands()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_commands(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The MCP servers of the session (status, tools, prompts) as a JSON array.
+     */
+open func listMcpServers()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_mcp_servers(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -3613,6 +3630,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_mcp_servers() != 23389) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_plugins() != 50023) {

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::error::ApiError;
 use crate::framework::commands::custom::CommandRegistration;
 use crate::framework::skills::SkillRegistration;
+use crate::mcp::{parse_mcp_servers, McpServerOrigin};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::session::store::SessionStore;
@@ -98,6 +99,16 @@ pub struct SessionConfig {
     /// a checkpoint that `restore_edit_checkpoint` can rewind files to. Read by
     /// [`SessionConfig::edit_checkpoints_enabled`].
     pub edit_checkpoints: Option<bool>,
+    /// MCP servers the host adds, in Claude Code's `mcpServers` shape:
+    /// `{"name": {"command": "npx", "args": [...], "env": {...}}}` or
+    /// `{"name": {"type": "http", "url": "https://…", "headers": {...}}}`. `${VAR}` and
+    /// `${VAR:-default}` expand from `env`. A server of the same name in `.mcp.json` or settings
+    /// is replaced. A bad definition is an error naming the server.
+    pub mcp_servers: Option<Value>,
+    /// How long an MCP server may take to start, in milliseconds (default 30 000).
+    pub mcp_startup_timeout_ms: Option<u64>,
+    /// How long one MCP call may take, in milliseconds (default 600 000).
+    pub mcp_call_timeout_ms: Option<u64>,
 }
 
 impl SessionConfig {
@@ -153,6 +164,29 @@ impl SessionConfig {
                 ))
             })?,
         };
+        let mut mcp_servers = Vec::new();
+        if let Some(servers) = &self.mcp_servers {
+            let env = &self.env;
+            let from_process = self.settings_from_environment == Some(true);
+            let lookup = |name: &str| {
+                env.get(name)
+                    .cloned()
+                    .or_else(|| from_process.then(|| std::env::var(name).ok()).flatten())
+            };
+            let (entries, problems) = parse_mcp_servers(servers, &McpServerOrigin::Host, &lookup);
+            if let Some(problem) = problems.first() {
+                let server = if problem.server.is_empty() {
+                    String::new()
+                } else {
+                    format!(" `{}`", problem.server)
+                };
+                return Err(ApiError::invalid_argument(format!(
+                    "invalid `mcp_servers`{server}: {}",
+                    problem.message
+                )));
+            }
+            mcp_servers = entries;
+        }
         let mut options = SessionOptions::new(cwd.clone(), provider);
         options.settings = if self.settings_from_environment == Some(true) {
             if self.home.is_some() || self.settings.is_some() || !self.env.is_empty() {
@@ -212,6 +246,13 @@ impl SessionConfig {
             options.engine.context_window = Some(window);
         }
         options.sandbox = self.sandbox;
+        options.mcp_servers = mcp_servers;
+        if let Some(ms) = self.mcp_startup_timeout_ms.filter(|ms| *ms > 0) {
+            options.mcp_options.startup_timeout = std::time::Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.mcp_call_timeout_ms.filter(|ms| *ms > 0) {
+            options.mcp_options.call_timeout = std::time::Duration::from_millis(ms);
+        }
         Ok(options)
     }
 }

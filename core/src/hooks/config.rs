@@ -10,7 +10,7 @@
 //!   newer Claude Code versions have events robota does not fire yet; their groups are counted in
 //!   [`HooksConfig::unknown_events`] but never run), unknown keys, a matcher on an event that has no matcher support (it is ignored and the
 //!   hooks always run, as in Claude Code), `if` on a non-tool event (ignored), `once` outside skill
-//!   frontmatter (ignored), `mcp_tool` handlers (no MCP client yet; left out).
+//!   frontmatter (ignored), `mcp_tool` handlers (not run yet; left out).
 //!
 //! Callers decide what an error means: [`ParsedHooks::into_result`] turns any error into a
 //! [`HookConfigError`]; a lenient caller can keep `config` (the valid part) and show diagnostics.
@@ -768,7 +768,7 @@ impl Parser {
                     &format!("{path}.type"),
                     HookProblem::UnsupportedHandlerType {
                         found: type_name.into(),
-                        why: "robota has no MCP client".into(),
+                        why: "robota does not run hook handlers through MCP servers yet".into(),
                     },
                 );
                 return None;

@@ -33,7 +33,7 @@
 //! What is not done here (yet), by design or for later:
 //! - `agent` hooks get read-only tools (Read, Glob, Grep) only inside a session, which supplies
 //!   the [`prompt::AgentHookExecutor`]; a bare [`HookRunner`] runs them as one model call.
-//! - `mcp_tool` handlers are reported as unsupported (no MCP client).
+//! - `mcp_tool` handlers are reported as unsupported (not run through MCP servers yet).
 //! - Strings over 10,000 characters are truncated in place rather than spilled to a file.
 //! - `disableAllHooks` / `allowManagedHooksOnly` are settings-level switches: the framework
 //!   applies them by not passing (some) layers to [`HooksConfig::merged`].

@@ -180,8 +180,7 @@ pub(crate) enum ToolMatcher {
     Exact(String),
     /// `mcp__server` or `mcp__server__*`: every tool of one MCP server.
     McpServer(String),
-    /// A tool-name wildcard such as `mcp__*` or `*` (deny/ask; in allow only after
-    /// `mcp__<server>__`).
+    /// A tool-name wildcard such as `mcp__*` or `*` (deny/ask; in allow only after `mcp__`).
     Glob(String),
 }
 
@@ -426,11 +425,12 @@ fn parse_tool(name: &str, list: RuleList) -> Result<ToolMatcher, String> {
         }
     }
     if name.contains('*') {
-        if list == RuleList::Allow {
+        // After a literal `mcp__` a wildcard can only reach MCP tools (`mcp__*`: every server's),
+        // so an allow rule may use it; a bare `*` would allow every tool and is refused.
+        if list == RuleList::Allow && !name.starts_with("mcp__") {
             return Err(
-                "tool-name wildcards in allow rules are only accepted after a literal \
-                 `mcp__<server>__` (e.g. `mcp__github__get_*`); deny and ask rules may use \
-                 `mcp__*` or `*`"
+                "tool-name wildcards in allow rules are only accepted after a literal `mcp__` \
+                 (e.g. `mcp__*`, `mcp__github__get_*`); deny and ask rules may use `*`"
                     .into(),
             );
         }
@@ -1019,7 +1019,14 @@ mod tests {
         assert!(parse("Bash(command:rm)", RuleList::Deny).is_err());
         assert!(parse("Bash(run_in_background:true)", RuleList::Allow).is_err());
         assert!(parse("Bash(run_in_background:true)", RuleList::Deny).is_ok());
-        assert!(parse("mcp__*", RuleList::Allow).is_err());
+        assert!(parse("mcp__*", RuleList::Allow).is_ok());
+        assert!(parse("mcp__*", RuleList::Allow)
+            .unwrap()
+            .applies_to_tool("mcp__any__tool"));
+        assert!(!parse("mcp__*", RuleList::Allow)
+            .unwrap()
+            .applies_to_tool("Bash"));
+        assert!(parse("*", RuleList::Allow).is_err());
         assert!(parse("mcp__*", RuleList::Deny).is_ok());
         assert!(parse("mcp__gh__get_*", RuleList::Allow).is_ok());
         assert!(parse("Two Words", RuleList::Deny).is_err());

@@ -41,6 +41,10 @@ pub(crate) struct ResolvedSettings {
     pub(crate) compaction: CompactionPolicy,
     /// The settings' `sandbox` object.
     pub(crate) sandbox: SandboxSettings,
+    /// MCP servers from settings and the project's `.mcp.json`, to start.
+    pub(crate) mcp_servers: Vec<crate::mcp::McpServerEntry>,
+    /// MCP servers left out (disabled, or waiting for approval).
+    pub(crate) mcp_skipped: Vec<crate::mcp::McpSkippedServer>,
 }
 
 /// What the system prompt's environment section states that only the session knows once it is

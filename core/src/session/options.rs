@@ -160,6 +160,13 @@ pub struct SessionOptions {
     pub builtin_tools: BuiltinToolsConfig,
     /// Where settings come from.
     pub settings: SessionSettings,
+    /// MCP servers the host adds (origin [`McpServerOrigin::Host`](crate::mcp::McpServerOrigin)
+    /// for its own list, `Plugin` for a plugin's), above the settings' and `.mcp.json`'s: a
+    /// server of the same name replaces theirs. Parse Claude Code's `mcpServers` object with
+    /// [`parse_mcp_servers`](crate::mcp::parse_mcp_servers).
+    pub mcp_servers: Vec<crate::mcp::McpServerEntry>,
+    /// Timeouts and the output budget of MCP servers.
+    pub mcp_options: crate::mcp::McpOptions,
     /// The permission mode; when `None`, the settings' `permissions.defaultMode`, else `default`.
     pub permission_mode: Option<PermissionMode>,
     /// Who answers permission prompts; `None` denies calls that need approval (with a message
@@ -244,6 +251,8 @@ impl SessionOptions {
             extra_tools: Vec::new(),
             builtin_tools: BuiltinToolsConfig::default(),
             settings: SessionSettings::default(),
+            mcp_servers: Vec::new(),
+            mcp_options: crate::mcp::McpOptions::default(),
             permission_mode: None,
             permission_handler: None,
             hook_callbacks: Vec::new(),

@@ -118,6 +118,8 @@ pub struct Session {
     /// The built-in tools, when the session built them (not when the host gave its own): their
     /// environment takes what hooks export through `CLAUDE_ENV_FILE`.
     builtins: Option<Builtins>,
+    /// The MCP connections, when any server is configured.
+    mcp: Option<Arc<crate::mcp::McpHub>>,
     /// Counts the `CLAUDE_ENV_FILE`s handed out.
     env_files: std::sync::atomic::AtomicU32,
     /// The process groups of the session's tool calls, background tasks and command hooks.
@@ -267,6 +269,8 @@ impl Session {
             settings_targets,
             compaction,
             sandbox: sandbox_settings,
+            mcp_servers,
+            mcp_skipped,
         } = resolved;
         let mode = options
             .permission_mode
@@ -344,8 +348,40 @@ impl Session {
                 registry
             }
         };
+        let mcp = connect_mcp(
+            mcp_servers,
+            mcp_skipped,
+            options.mcp_servers,
+            options.mcp_options,
+            crate::mcp::McpConnectContext {
+                cwd: cwd.clone(),
+                env: env.clone(),
+                processes: processes.clone(),
+            },
+            &mut warnings,
+        );
+        let mut extra_tools = options.extra_tools;
+        if let Some(hub) = &mcp {
+            if let Some(builtins) = &builtins {
+                hub.set_builtins(builtins.clone());
+            }
+            let mut problems = Vec::new();
+            for tool in hub.tools(&mut problems) {
+                if tools.get(tool.name()).is_some()
+                    || extra_tools.iter().any(|t| t.name() == tool.name())
+                {
+                    problems.push(format!(
+                        "MCP tool `{}` is left out: another tool of the session has its name",
+                        tool.name()
+                    ));
+                    continue;
+                }
+                extra_tools.push(tool);
+            }
+            warnings.extend(problems.into_iter().map(mcp_warning));
+        }
         let mut extra_names: Vec<String> = Vec::new();
-        for tool in options.extra_tools {
+        for tool in extra_tools {
             let name = tool.name().to_string();
             if extra_names.contains(&name) {
                 return Err(SessionError::InvalidTool {
@@ -396,7 +432,9 @@ impl Session {
         }
         for name in tools.names() {
             if let Some(tool) = tools.get(name) {
-                if tool.is_read_only() {
+                // An MCP server's `readOnlyHint` lets its calls run in parallel, but it is the
+                // server's claim: it never stands in for the user's approval.
+                if tool.is_read_only() && !name.starts_with("mcp__") {
                     context
                         .tool_classes
                         .insert(name.to_string(), ToolClass::ReadOnly);
@@ -554,6 +592,7 @@ impl Session {
         Ok(Session {
             sandbox,
             builtins,
+            mcp,
             env_files: std::sync::atomic::AtomicU32::new(0),
             processes,
             kill_grace,
@@ -593,6 +632,19 @@ impl Session {
             auto_compact: AtomicBool::new(options.auto_compact),
             compact_instructions,
         })
+    }
+
+    /// The session's MCP servers with their status and tools (empty when none is configured).
+    pub fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
+        self.mcp
+            .as_ref()
+            .map(|hub| hub.servers())
+            .unwrap_or_default()
+    }
+
+    /// The session's MCP connections, when any server is configured.
+    pub fn mcp_hub(&self) -> Option<&Arc<crate::mcp::McpHub>> {
+        self.mcp.as_ref()
     }
 
     /// The session id.
@@ -1615,6 +1667,9 @@ impl Session {
                     self.events.hook_outcome(&outcome);
                 }
                 self.hooks.shutdown();
+                if let Some(mcp) = &self.mcp {
+                    mcp.shutdown().await;
+                }
                 // Last: background tasks, background hooks and anything else still running.
                 self.processes.stop_all(self.kill_grace).await;
             })
@@ -1979,6 +2034,55 @@ fn validate_session_id(id: String) -> Result<String, SessionError> {
         Ok(id)
     } else {
         Err(SessionError::InvalidSessionId { id })
+    }
+}
+
+/// Connects the MCP servers of the settings, `.mcp.json` and the host (the host's replace
+/// same-named ones); `None` when no server is configured. Every server that fails is a warning.
+fn connect_mcp(
+    from_settings: Vec<crate::mcp::McpServerEntry>,
+    skipped: Vec<crate::mcp::McpSkippedServer>,
+    from_host: Vec<crate::mcp::McpServerEntry>,
+    options: crate::mcp::McpOptions,
+    context: crate::mcp::McpConnectContext,
+    warnings: &mut Vec<SessionWarning>,
+) -> Option<Arc<crate::mcp::McpHub>> {
+    let mut by_name: std::collections::BTreeMap<String, crate::mcp::McpServerEntry> =
+        std::collections::BTreeMap::new();
+    for entry in from_settings.into_iter().chain(from_host) {
+        by_name.insert(entry.name.clone(), entry);
+    }
+    let skipped: Vec<_> = skipped
+        .into_iter()
+        .filter(|s| !by_name.contains_key(&s.entry.name))
+        .collect();
+    if by_name.is_empty() && skipped.is_empty() {
+        return None;
+    }
+    for server in &skipped {
+        warnings.push(mcp_warning(format!(
+            "MCP server `{}` is not started: {}",
+            server.entry.name, server.reason
+        )));
+    }
+    match crate::mcp::McpHub::connect(by_name.into_values().collect(), skipped, context, options) {
+        Ok(hub) => {
+            warnings.extend(hub.warnings().iter().cloned().map(mcp_warning));
+            Some(hub)
+        }
+        Err(message) => {
+            warnings.push(mcp_warning(message));
+            None
+        }
+    }
+}
+
+fn mcp_warning(message: String) -> SessionWarning {
+    SessionWarning {
+        file: None,
+        json_path: String::new(),
+        kind: "mcp_server".into(),
+        message,
     }
 }
 

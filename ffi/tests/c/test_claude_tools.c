@@ -3,7 +3,7 @@
  * delivers a `todo_update` event with the list, and MultiEdit edits the file in the session's
  * directory. Settings given with the options add a PreToolUse command hook (it logs each call's
  * input to hooked.jsonl) and an `Edit(./locked.txt)` deny rule, which MultiEdit obeys like Edit
- * (refused before any hook runs). Its allow rule `mcp__*` cannot be parsed: the session still
+ * (refused before any hook runs). Its allow rule `Bash*` cannot be parsed: the session still
  * opens, and robota_session_get_warnings names the rule and its JSON path.
  * Built with -std=c11 -Wall -Wextra -Werror -pedantic and run by ffi/tests/c_abi.rs. Exits 0
  * when every check passes. */
@@ -61,7 +61,7 @@ int main(void) {
   snprintf(options, sizeof options,
            "{\"cwd\": \"%s\", \"home\": \"%s\", \"system_prompt\": \"test\","
            " \"load_project_context\": false, \"permission_mode\": \"acceptEdits\","
-           " \"settings\": {\"permissions\": {\"allow\": [\"mcp__*\"],"
+           " \"settings\": {\"permissions\": {\"allow\": [\"Bash*\"],"
            " \"deny\": [\"Edit(./locked.txt)\"]},"
            " \"hooks\": {\"PreToolUse\": [{\"matcher\": \"TodoWrite|MultiEdit\", \"hooks\":"
            " [{\"type\": \"command\", \"command\":"
@@ -76,7 +76,7 @@ int main(void) {
   char *warnings = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_warnings(s, &warnings, &e_));
   CHECK(warnings != NULL && strstr(warnings, "\"json_path\":\"permissions.allow[0]\"") != NULL);
-  CHECK(warnings != NULL && strstr(warnings, "invalid permission rule `mcp__*`") != NULL);
+  CHECK(warnings != NULL && strstr(warnings, "invalid permission rule `Bash*`") != NULL);
   CHECK(warnings != NULL && strstr(warnings, "\"kind\":\"permission_rule\"") != NULL);
   robota_string_free(warnings);
 

@@ -468,6 +468,46 @@ static void test_skills(robota_runtime *rt) {
   robota_session_free(s);
 }
 
+/* An MCP server given in the options' `mcp_servers` (the Python test server installed by
+ * tests/mcp-servers/setup.sh, found through ROBOTA_MCP_SERVERS): listed as connected with its
+ * tools, a missing one as failed; the model's call of its tool gets the server's answer. */
+static void test_mcp_servers(robota_runtime *rt) {
+  const char *dir = getenv("ROBOTA_MCP_SERVERS");
+  CHECK(dir != NULL);
+  if (dir == NULL) return;
+  char options[4096];
+  snprintf(options, sizeof options,
+           "{\"system_prompt\": \"test\", \"load_project_context\": false, \"builtin_tools\": false, "
+           "\"settings\": {\"permissions\": {\"allow\": [\"mcp__py\"]}}, "
+           "\"mcp_servers\": {\"py\": {\"command\": \"%s/.venv/bin/python\", \"args\": "
+           "[\"%s/python_server.py\"]}, \"gone\": {\"command\": \"/nonexistent/mcp-server\"}}}",
+           dir, dir);
+  robota_provider *p = make_provider(
+      rt, "{\"type\":\"scripted\",\"turns\":["
+          "{\"tool_calls\":[{\"id\":\"m1\",\"name\":\"mcp__py__add\",\"input\":{\"a\":40,\"b\":2}}]},"
+          "{\"text\":\"Done.\"}]}");
+  robota_session_options *o = make_options(options);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_mcp_servers(s, &json, &e_));
+  CHECK(contains(json, "\"name\":\"py\""));
+  CHECK(contains(json, "\"state\":\"connected\""));
+  CHECK(contains(json, "\"mcp__py__add\""));
+  CHECK(contains(json, "\"state\":\"failed\""));
+  robota_string_free(json);
+  json = NULL;
+  run_prompt(s, "add");
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_get_messages(s, &json, &e_));
+  CHECK(contains(json, "\"tool_result\""));
+  CHECK(contains(json, "42"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_mcp_servers(NULL, &json, &e_));
+  robota_session_free(s);
+}
+
 static void test_commands(robota_runtime *rt) {
   host greet;
   host_init(&greet, NULL);
@@ -1540,6 +1580,7 @@ int main(void) {
   test_commands(rt);
   test_skills(rt);
   test_plugins(rt);
+  test_mcp_servers(rt);
   test_hook_blocks_tool(rt);
   test_host_provider(rt);
   test_abort_from_callback(rt);

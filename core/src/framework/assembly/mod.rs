@@ -13,9 +13,12 @@
 //!   (or the standard environment variables), for hosts that want the CLI's behaviour.
 
 mod context;
+mod mcp;
 pub(crate) mod plugins;
 pub mod provider;
 pub(crate) mod settings;
+
+pub use mcp::{load_mcp_config, record_project_mcp_approval, PROJECT_MCP_FILE};
 
 use crate::session::{absolute_cwd, Session, SessionError, SessionOptions};
 

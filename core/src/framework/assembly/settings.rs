@@ -43,10 +43,14 @@ pub(crate) fn assemble(
     settings: SessionSettings,
     extra_hooks: HooksConfig,
 ) -> Result<(ResolvedSettings, PromptSettings), SessionError> {
+    // The variables `${VAR}` in MCP server definitions expand from: the same ones `$ENV:`
+    // references in settings see.
+    let mut expansion_env = BTreeMap::new();
     let (loaded, home) = match settings {
         SessionSettings::FromEnvironment => {
             let options = SettingsOptions::from_env(cwd);
             let home = options.home.clone();
+            expansion_env = options.env.clone();
             (Some(load_settings(&options)?), home)
         }
         SessionSettings::Load {
@@ -54,6 +58,7 @@ pub(crate) fn assemble(
             env,
             overrides,
         } => {
+            expansion_env = env.clone();
             let options = SettingsOptions {
                 home: home.clone(),
                 project_dir: cwd.to_path_buf(),
@@ -63,6 +68,9 @@ pub(crate) fn assemble(
             (Some(load_settings(&options)?), home)
         }
         SessionSettings::Loaded(loaded) => {
+            // Settings the host loaded itself: `${VAR}` in MCP definitions expands from the
+            // process environment, as Claude Code expands it.
+            expansion_env = std::env::vars().collect();
             let loaded = loaded_settings(loaded)?;
             let home = home_of(&loaded);
             (Some(loaded), home)
@@ -146,7 +154,17 @@ pub(crate) fn assemble(
         })
         .collect();
 
+    // Settings `env` values are visible to `${VAR}` too (as they are to the server processes).
+    for (name, value) in &env {
+        expansion_env
+            .entry(name.clone())
+            .or_insert_with(|| value.clone());
+    }
+    let mcp = super::mcp::plan(loaded.as_ref(), cwd, &expansion_env, &mut warnings);
+
     let resolved = ResolvedSettings {
+        mcp_servers: mcp.servers,
+        mcp_skipped: mcp.skipped,
         home,
         warnings,
         rules,

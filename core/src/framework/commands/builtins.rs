@@ -29,8 +29,9 @@ const HELP_NAME_WIDTH: usize = 32;
 /// module ([`skills_command_module`](crate::framework::skills::skills_command_module)), which
 /// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), the
 /// `plugin`/`reload-plugins` module
-/// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), plus
-/// `rewind` (edit checkpoints) and `memory` (project memory).
+/// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), the `mcp`
+/// command's module ([`mcp_command_module`](super::mcp::mcp_command_module)), plus `rewind`
+/// (edit checkpoints) and `memory` (project memory).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
@@ -38,6 +39,7 @@ pub fn default_command_modules() -> Vec<CommandModule> {
     modules.push(crate::framework::plugins::plugin_command_module());
     modules.push(crate::framework::checkpoints::rewind_command_module());
     modules.push(crate::framework::memory::memory_command_module());
+    modules.push(super::mcp::mcp_command_module());
     modules
 }
 

@@ -141,6 +141,10 @@ pub trait CommandHostContext: Send + Sync {
     fn invoked_by_model(&self) -> bool {
         false
     }
+    /// The session's MCP servers with their status, tools and prompts (none by default).
+    fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
+        Vec::new()
+    }
     /// The skills of this session. Hosts without skills keep this default, which says so.
     fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
         Err(CommandHostError::new(

@@ -18,6 +18,7 @@ pub mod agent;
 pub mod builtins;
 pub mod custom;
 mod host;
+pub mod mcp;
 mod registry;
 mod tool;
 mod types;
@@ -28,6 +29,7 @@ pub use host::{
     CommandHostContext, CommandHostError, CommandModule, CompactionSummary, ContextStateSummary,
     SystemCommand, UsageSummary,
 };
+pub use mcp::{mcp_command_module, McpCommand, MCP_COMMAND};
 pub use registry::{
     CommandEntry, CommandError, CommandRegistry, CommandRegistryError, RegisteredCommand,
 };

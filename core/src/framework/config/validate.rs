@@ -23,10 +23,7 @@ const IGNORED_KEYS: &[&str] = &[
     "cleanupPeriodDays",
     "companyAnnouncements",
     "deniedMcpServers",
-    "disabledMcpjsonServers",
     "effortLevel",
-    "enableAllProjectMcpServers",
-    "enabledMcpjsonServers",
     "fileSuggestion",
     "forceLoginMethod",
     "forceLoginOrgUUID",
@@ -90,6 +87,19 @@ pub(crate) fn validate_layer(
             // The plugins module reads these; a bad entry is a warning naming this file there,
             // never a reason to refuse the settings.
             "enabledPlugins" | "extraKnownMarketplaces" => {}
+            "enableAllProjectMcpServers" => validator.boolean(value, &path)?,
+            "enabledMcpjsonServers" | "disabledMcpjsonServers" => {
+                validator.string_list(value, &path)?;
+            }
+            "mcpServers" => {
+                // Each server is checked when the session starts (a bad one is a warning naming
+                // it, and only that server is left out).
+                validator.object(
+                    value,
+                    &path,
+                    "an object mapping server names to definitions",
+                )?;
+            }
             "sandbox" => validator.sandbox(value, &path)?,
             "autoCompactThreshold" => validator.threshold(value, &path)?,
             "taskContext" => {

@@ -212,6 +212,12 @@ impl CommandHostContext for SessionHost {
         self.for_model
     }
 
+    fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
+        self.get()
+            .map(|inner| inner.session().mcp_servers())
+            .unwrap_or_default()
+    }
+
     fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
         match self.get()?.skill_catalog() {
             Some(catalog) => Ok(catalog.clone()),

@@ -822,6 +822,9 @@ impl InteractiveSession {
                 let args = format!("{name} {}", args.trim());
                 return Box::pin(self.execute_command(SKILLS_COMMAND, args.trim_end())).await;
             }
+            Err(CommandError::UnknownCommand { .. }) if self.mcp_prompt(name).is_some() => {
+                return self.run_mcp_prompt(name, args).await;
+            }
             Err(error) => return Err(error.into()),
         };
         if registered.descriptor().lifecycle.needs_execution_guard() && self.is_executing() {
@@ -903,6 +906,68 @@ impl InteractiveSession {
             .as_ref()
             .map(|c| c.warnings.clone())
             .unwrap_or_default()
+    }
+
+    /// The server, prompt and argument names of `/mcp__<server>__<prompt>`, when a connected
+    /// server has that prompt.
+    fn mcp_prompt(&self, name: &str) -> Option<(String, String, Vec<String>)> {
+        let rest = name.trim().trim_start_matches('/').strip_prefix("mcp__")?;
+        let (server, prompt) = rest.split_once("__")?;
+        let arguments = self
+            .inner
+            .session
+            .mcp_hub()?
+            .prompt_arguments(server, prompt)?;
+        Some((server.to_string(), prompt.to_string(), arguments))
+    }
+
+    /// Runs a server prompt as Claude Code does: the words of `args` fill the prompt's
+    /// arguments in order (the last one takes the rest), the server renders the prompt, and its
+    /// text is submitted as the user's prompt.
+    async fn run_mcp_prompt(
+        &self,
+        name: &str,
+        args: &str,
+    ) -> Result<CommandResult, InteractiveError> {
+        let Some((server, prompt, names)) = self.mcp_prompt(name) else {
+            return Ok(CommandResult::error(format!(
+                "no MCP prompt is named `{name}`"
+            )));
+        };
+        let Some(hub) = self.inner.session.mcp_hub() else {
+            return Ok(CommandResult::error("this session has no MCP servers"));
+        };
+        let mut values = serde_json::Map::new();
+        let mut words = args.split_whitespace().peekable();
+        for (index, argument) in names.iter().enumerate() {
+            let value = if index + 1 == names.len() {
+                words.by_ref().collect::<Vec<_>>().join(" ")
+            } else {
+                words.next().unwrap_or_default().to_string()
+            };
+            if !value.is_empty() {
+                values.insert(argument.clone(), Value::String(value));
+            }
+        }
+        let text = match hub.get_prompt(&server, &prompt, values).await {
+            Ok(text) => text,
+            Err(message) => {
+                return Ok(CommandResult::error(format!(
+                    "MCP prompt `{prompt}` of server `{server}` failed: {message}"
+                )))
+            }
+        };
+        let display = format!("/mcp__{server}__{prompt} {}", args.trim());
+        self.enqueue(&text, Some(display.trim_end()), None)?;
+        Ok(CommandResult::ok(format!(
+            "Running MCP prompt `{prompt}` of server `{server}`"
+        ))
+        .with_data(json!({ "server": server, "prompt": prompt, "text": text })))
+    }
+
+    /// The session's MCP servers with their status, tools and prompts (what `/mcp` lists).
+    pub fn list_mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
+        self.inner.session.mcp_servers()
     }
 
     /// True when `name` (with or without a leading `/`) is a skill of this session.

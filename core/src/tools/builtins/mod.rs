@@ -108,6 +108,12 @@ use std::time::Duration;
 pub use background::{BackgroundOutput, BackgroundTaskInfo, BackgroundTaskStatus, BackgroundTasks};
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use budget::OutputLimit;
+
+/// `text` cut to `max_bytes` (head and tail around an exact "omitted" marker) without a spill
+/// file, for tools of a session that has no built-in tools (and so no spill directory).
+pub fn cut_output(text: &str, max_bytes: usize) -> String {
+    budget::cut_bytes(text.as_bytes(), max_bytes).render(None)
+}
 pub use edit::EditTool;
 pub use glob::{GlobTool, DEFAULT_GLOB_LIMIT};
 pub use grep::GrepTool;
@@ -357,6 +363,19 @@ impl Builtins {
     /// The registry of the process groups Bash calls and background tasks run in.
     pub fn processes(&self) -> &ProcessGroups {
         &self.shared.processes
+    }
+
+    /// Fits `text` to `max_bytes` as the built-in tools fit theirs: head and tail around an
+    /// exact "omitted" marker, the whole text saved in the session's spill directory (named in
+    /// the marker, counted against the session's spill limit). Returns the shown text and the
+    /// spill file. Tools from elsewhere (MCP servers) use it to follow the same budget.
+    pub fn fit_output(
+        &self,
+        text: &str,
+        max_bytes: usize,
+        stem: &str,
+    ) -> (String, Option<PathBuf>) {
+        budget::fit_text(text, max_bytes, self.shared.workspace.session_dir(), stem)
     }
 
     /// The session directory (created if needed), where spilled outputs are written.

@@ -1,0 +1,50 @@
+/** MCP servers from Node: a real server written with the `mcp` Python package (installed by
+ * tests/mcp-servers/setup.sh) given in `mcpServers`, listed with its status and tools, its tool
+ * called by the model with the result reaching the model; a server that cannot start is
+ * reported as failed while the session goes on. */
+
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { InteractiveSession, ScriptedProvider } from '@robota/native';
+
+import { hermetic, repoDir, within } from './helpers.mjs';
+
+const servers = path.join(repoDir, 'tests', 'mcp-servers');
+
+test('mcp: a server from mcpServers is listed and its tool results reach the model', async () => {
+  const python = path.join(servers, '.venv', 'bin', 'python');
+  assert.ok(existsSync(python), 'the MCP test servers are not installed: run tests/mcp-servers/setup.sh');
+  const session = new InteractiveSession({
+    ...hermetic(),
+    provider: new ScriptedProvider([
+      { tool_calls: [{ id: 'm1', name: 'mcp__py__add', input: { a: 40, b: 2 } }] },
+      { text: 'Done.' },
+    ]),
+    settings: { permissions: { allow: ['mcp__py'] } },
+    mcpServers: {
+      py: { command: python, args: [path.join(servers, 'python_server.py')] },
+      gone: { command: '/nonexistent/mcp-server' },
+    },
+  });
+  const byName = Object.fromEntries(session.listMcpServers().map((s) => [s.name, s]));
+  const py = byName.py;
+  const gone = byName.gone;
+  assert.ok(py !== undefined && gone !== undefined, JSON.stringify(byName));
+  assert.deepEqual(py.status, { state: 'connected' });
+  assert.deepEqual(py.origin, { kind: 'host' });
+  assert.ok(py.tools.includes('mcp__py__add'), JSON.stringify(py));
+  assert.deepEqual(py.prompts, ['review']);
+  assert.equal(gone.status.state, 'failed');
+  await within(20_000, session.submit('add'), 'submit');
+  await within(20_000, session.waitIdle(), 'idle');
+  await session.shutdown();
+  const results = session
+    .getMessages()
+    .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((b: { type?: string }) => b.type === 'tool_result');
+  assert.equal(results.length, 1, JSON.stringify(session.getMessages()));
+  assert.match(JSON.stringify(results[0]), /42/);
+});

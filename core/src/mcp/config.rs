@@ -1,0 +1,312 @@
+//! MCP server configuration in Claude Code's format: the `mcpServers` object of a `.mcp.json`
+//! file, of a settings layer or of a host's own list, parsed into [`McpServerEntry`]s that keep
+//! where they came from, with `${VAR}` / `${VAR:-default}` expansion in every string.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How robota reaches one server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC on its stdin/stdout.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        #[serde(default)]
+        args: Vec<String>,
+        /// Variables added to the session's environment for the process.
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+        /// Its working directory (the session's cwd when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<PathBuf>,
+    },
+    /// A remote server over streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request (`Authorization`, API keys, …).
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Where a server's definition came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum McpServerOrigin {
+    /// The project's `.mcp.json` (needs the user's approval once, see
+    /// [`crate::mcp::McpApprovals`]).
+    Project {
+        /// The file.
+        file: PathBuf,
+    },
+    /// The `mcpServers` of a settings file.
+    Settings {
+        /// The file (none for settings given in code).
+        file: Option<PathBuf>,
+    },
+    /// A plugin's `.mcp.json`.
+    Plugin {
+        /// The plugin's name.
+        plugin: String,
+    },
+    /// The host's own list (session options, `--mcp-config`).
+    Host,
+}
+
+impl McpServerOrigin {
+    /// A short description for messages (`.mcp.json at /p/.mcp.json`).
+    pub fn describe(&self) -> String {
+        match self {
+            McpServerOrigin::Project { file } => format!("{}", file.display()),
+            McpServerOrigin::Settings { file: Some(file) } => format!("{}", file.display()),
+            McpServerOrigin::Settings { file: None } => "settings given in code".into(),
+            McpServerOrigin::Plugin { plugin } => format!("plugin `{plugin}`"),
+            McpServerOrigin::Host => "the host's server list".into(),
+        }
+    }
+}
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerEntry {
+    /// The server's name (the `<server>` of `mcp__<server>__<tool>`).
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// Where it was defined.
+    pub origin: McpServerOrigin,
+}
+
+/// A problem with one server's definition; the server is left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpConfigWarning {
+    /// The server's name.
+    pub server: String,
+    /// Where it was defined.
+    pub origin: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The longest server name: tool names (`mcp__<server>__<tool>`) must stay under the providers'
+/// 64-character limit with room for the tool.
+const MAX_SERVER_NAME: usize = 40;
+
+/// True for a server name robota can use in tool names: letters, digits, `_` and `-`, no `__`.
+pub fn is_valid_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_SERVER_NAME
+        && !name.contains("__")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Parses an `mcpServers` object (`{"name": {"command": …}}` or `{"name": {"type": "http", "url":
+/// …}}`), expanding `${VAR}` and `${VAR:-default}` from `env` in every string. A file's whole
+/// content may be given: an object with an `mcpServers` key is read through it. Each bad entry is
+/// a warning and is left out; the others are kept.
+pub fn parse_mcp_servers(
+    value: &Value,
+    origin: &McpServerOrigin,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (Vec<McpServerEntry>, Vec<McpConfigWarning>) {
+    let mut entries = Vec::new();
+    let mut warnings = Vec::new();
+    let servers = match value.get("mcpServers") {
+        Some(inner) => inner,
+        None => value,
+    };
+    let Some(servers) = servers.as_object() else {
+        warnings.push(McpConfigWarning {
+            server: String::new(),
+            origin: origin.describe(),
+            message: "`mcpServers` must be an object mapping server names to definitions".into(),
+        });
+        return (entries, warnings);
+    };
+    for (name, definition) in servers {
+        match parse_one(name, definition, env) {
+            Ok(transport) => entries.push(McpServerEntry {
+                name: name.clone(),
+                transport,
+                origin: origin.clone(),
+            }),
+            Err(message) => warnings.push(McpConfigWarning {
+                server: name.clone(),
+                origin: origin.describe(),
+                message,
+            }),
+        }
+    }
+    (entries, warnings)
+}
+
+fn parse_one(
+    name: &str,
+    definition: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<McpTransport, String> {
+    if !is_valid_server_name(name) {
+        return Err(format!(
+            "`{name}` cannot be an MCP server name: use up to {MAX_SERVER_NAME} letters, digits, \
+             `_` or `-` (no `__`), so its tools can be named `mcp__<server>__<tool>`"
+        ));
+    }
+    let Some(object) = definition.as_object() else {
+        return Err("a server definition must be an object".into());
+    };
+    let string = |key: &str| -> Result<Option<String>, String> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => expand(s, env).map(Some),
+            Some(_) => Err(format!("`{key}` must be a string")),
+        }
+    };
+    let map = |key: &str| -> Result<BTreeMap<String, String>, String> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), expand(s, env)?)),
+                    _ => Err(format!("`{key}.{k}` must be a string")),
+                })
+                .collect(),
+            Some(_) => Err(format!("`{key}` must be an object of strings")),
+        }
+    };
+    let kind = string("type")?;
+    match kind.as_deref() {
+        None | Some("stdio") => {
+            let Some(command) = string("command")? else {
+                return Err(
+                    "missing `command` (a stdio server), or give `\"type\": \"http\"` and a `url`"
+                        .into(),
+                );
+            };
+            let args = match object.get("args") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| match item {
+                        Value::String(s) => expand(s, env),
+                        _ => Err("`args` must be a list of strings".to_string()),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err("`args` must be a list of strings".into()),
+            };
+            Ok(McpTransport::Stdio {
+                command,
+                args,
+                env: map("env")?,
+                cwd: string("cwd")?.map(PathBuf::from),
+            })
+        }
+        Some("http") | Some("streamable-http") | Some("streamableHttp") => {
+            let Some(url) = string("url")? else {
+                return Err("missing `url` for an http server".into());
+            };
+            url::Url::parse(&url).map_err(|e| format!("`url` is not a valid URL ({e})"))?;
+            Ok(McpTransport::Http {
+                url,
+                headers: map("headers")?,
+            })
+        }
+        Some("sse") => Err(
+            "legacy SSE servers are not supported (the MCP SDK robota uses dropped that \
+             transport); use the server's streamable HTTP endpoint with `\"type\": \"http\"`"
+                .into(),
+        ),
+        Some(other) => Err(format!("unknown `type` `{other}`; use `stdio` or `http`")),
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` as Claude Code does. An unset variable without a
+/// default is an error naming it (the server is left out rather than started with a hole in its
+/// command line or headers).
+pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("`${{` without a closing `}}` in `{text}`"));
+        };
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        match (env(name).filter(|v| !v.is_empty()), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {
+                return Err(format!(
+                    "the environment variable `{name}` is not set (referenced as `${{{name}}}`; \
+                     set it or write `${{{name}:-default}}`)"
+                ))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "s3cret".to_string())
+    }
+
+    #[test]
+    fn expands_variables_and_defaults() {
+        assert_eq!(expand("a ${TOKEN} b", &env).unwrap(), "a s3cret b");
+        assert_eq!(expand("${MISSING:-x}", &env).unwrap(), "x");
+        assert_eq!(expand("${TOKEN:-x}", &env).unwrap(), "s3cret");
+        assert!(expand("${MISSING}", &env).unwrap_err().contains("MISSING"));
+        assert!(expand("${OPEN", &env).is_err());
+        assert_eq!(expand("no vars $HOME", &env).unwrap(), "no vars $HOME");
+    }
+
+    #[test]
+    fn parses_stdio_and_http_and_reports_bad_entries() {
+        let value = json!({"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "${TOKEN}"], "env": {"K": "${TOKEN}"}},
+            "web": {"type": "http", "url": "https://x.test/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "old": {"type": "sse", "url": "https://x.test/sse"},
+            "bad name": {"command": "x"},
+            "nocmd": {"args": []},
+            "unset": {"command": "${NOPE}"}
+        }});
+        let (entries, warnings) = parse_mcp_servers(&value, &McpServerOrigin::Host, &env);
+        assert_eq!(entries.len(), 2);
+        let McpTransport::Stdio {
+            args, env: vars, ..
+        } = &entries[0].transport
+        else {
+            panic!("fs is stdio")
+        };
+        assert_eq!(args, &["-y", "s3cret"]);
+        assert_eq!(vars["K"], "s3cret");
+        let McpTransport::Http { headers, .. } = &entries[1].transport else {
+            panic!("web is http")
+        };
+        assert_eq!(headers["Authorization"], "Bearer s3cret");
+        let names: Vec<&str> = warnings.iter().map(|w| w.server.as_str()).collect();
+        assert_eq!(names, ["bad name", "nocmd", "old", "unset"]);
+        assert!(warnings[2].message.contains("SSE"));
+    }
+}

@@ -1,0 +1,861 @@
+//! The MCP client: connections to Model Context Protocol servers (stdio child processes and
+//! streamable HTTP endpoints, through the official `rmcp` SDK), their status, and the tools a
+//! session gets from them — `mcp__<server>__<tool>` for every server tool, and
+//! `ListMcpResourcesTool` / `ReadMcpResourceTool` for their resources.
+//!
+//! Configuration ([`config`]) arrives from the framework's assembly (`.mcp.json`, settings,
+//! plugins, the host's own list); this module reads no settings. An [`McpHub`] owns every
+//! connection of one session:
+//!
+//! - **Start-up**: all servers connect in parallel, each bounded by
+//!   [`McpOptions::startup_timeout`]. A server that cannot be started, exits, never answers or
+//!   answers with garbage ends up `failed` with the reason (and the tail of its stderr); the
+//!   session goes on without it.
+//! - **Calls**: each call has [`McpOptions::call_timeout`]; an abort drops the request, which
+//!   makes the SDK send `notifications/cancelled`. A failure is a tool error naming the server.
+//! - **Processes**: a stdio server runs in a process group of its own, registered in the
+//!   session's [`ProcessGroups`] as [`ProcessKind::McpServer`]: shutting the session down (or
+//!   dropping it) stops the whole tree (`npx` and the `node` it starts), so nothing is orphaned.
+//!
+//! The hub runs its connections on a small runtime of its own, so a session can be created (and
+//! its servers connected) from any thread, inside or outside the host's async runtime.
+
+pub mod config;
+mod resources;
+mod tool;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{Prompt, Resource};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{Peer, RoleClient, ServiceExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+
+use crate::process::{ProcessGroup, ProcessGroups, ProcessKind};
+use crate::tools::builtins::Builtins;
+use crate::tools::Tool;
+
+pub use config::{
+    expand, is_valid_server_name, parse_mcp_servers, McpConfigWarning, McpServerEntry,
+    McpServerOrigin, McpTransport,
+};
+pub use resources::{LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL};
+pub use tool::McpTool;
+
+/// Default of [`McpOptions::startup_timeout`] (Claude Code's `MCP_TIMEOUT` default is similar).
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`McpOptions::call_timeout`].
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default of [`McpOptions::max_output_bytes`]: about 25 000 tokens, Claude Code's MCP output
+/// limit (`MAX_MCP_OUTPUT_TOKENS`).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 100_000;
+/// How much of a stdio server's stderr is kept for failure messages.
+const STDERR_TAIL_BYTES: usize = 4_000;
+
+/// Limits of a session's MCP connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpOptions {
+    /// How long a server may take to start and complete the handshake (`MCP_TIMEOUT`, in ms).
+    pub startup_timeout: Duration,
+    /// How long one call (tool, resource read) may take (`MCP_TOOL_TIMEOUT`, in ms).
+    pub call_timeout: Duration,
+    /// Bytes of text one MCP result may show the model before it is cut to head + tail, with
+    /// the whole text in a spill file (`MAX_MCP_OUTPUT_TOKENS` × 4).
+    pub max_output_bytes: usize,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions {
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+impl McpOptions {
+    /// The defaults, adjusted by `MCP_TIMEOUT`, `MCP_TOOL_TIMEOUT` (milliseconds) and
+    /// `MAX_MCP_OUTPUT_TOKENS` as Claude Code reads them; values that are not numbers are ignored.
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let number = |name: &str| env(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let mut options = McpOptions::default();
+        if let Some(ms) = number("MCP_TIMEOUT").filter(|ms| *ms > 0) {
+            options.startup_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = number("MCP_TOOL_TIMEOUT").filter(|ms| *ms > 0) {
+            options.call_timeout = Duration::from_millis(ms);
+        }
+        if let Some(tokens) = number("MAX_MCP_OUTPUT_TOKENS").filter(|t| *t > 0) {
+            options.max_output_bytes =
+                usize::try_from(tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        }
+        options
+    }
+}
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum McpServerStatus {
+    /// Connecting.
+    Pending,
+    /// Connected; its tools are available.
+    Connected,
+    /// Could not be started or reached, or went away.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// Not started: disabled by settings or waiting for the user's approval.
+    Disabled {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One server as hosts see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerInfo {
+    /// The server's name.
+    pub name: String,
+    /// Where it was defined.
+    pub origin: McpServerOrigin,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// Its status.
+    pub status: McpServerStatus,
+    /// The session tool names of its tools (`mcp__<server>__<tool>`), when connected.
+    pub tools: Vec<String>,
+    /// Its prompts' names, when connected.
+    pub prompts: Vec<String>,
+}
+
+/// A server left out before connecting (disabled, or waiting for approval).
+#[derive(Debug, Clone)]
+pub struct McpSkippedServer {
+    /// The entry.
+    pub entry: McpServerEntry,
+    /// Why it is not started.
+    pub reason: String,
+}
+
+/// What a connection needs from the session.
+#[derive(Debug, Clone, Default)]
+pub struct McpConnectContext {
+    /// The session's working directory (stdio servers' default cwd).
+    pub cwd: PathBuf,
+    /// Variables added to every stdio server's environment (the settings' `env`).
+    pub env: BTreeMap<String, String>,
+    /// The session's process groups, which stdio servers join.
+    pub processes: ProcessGroups,
+}
+
+/// A server's live connection.
+struct Connection {
+    service: RunningService<RoleClient, ()>,
+    /// The stdio server's process group (dropping it kills the group).
+    group: Option<ProcessGroup>,
+}
+
+/// What the hub knows about one server.
+pub(crate) struct ServerState {
+    pub(crate) entry: McpServerEntry,
+    status: Mutex<McpServerStatus>,
+    /// True once the server connected: only such a server is restarted after it went away.
+    pub(crate) ever_connected: bool,
+    peer: Mutex<Option<Peer<RoleClient>>>,
+    connection: Mutex<Option<Connection>>,
+    /// Restarts after a crash: how many failed in a row, and when the next may be tried.
+    restart: Mutex<RestartState>,
+    tools: Vec<rmcp::model::Tool>,
+    pub(crate) prompts: Vec<Prompt>,
+    pub(crate) has_resources: bool,
+    stderr_tail: Arc<Mutex<String>>,
+}
+
+/// When a crashed server may be started again.
+#[derive(Debug, Default)]
+struct RestartState {
+    failures: u32,
+    next_attempt: Option<std::time::Instant>,
+}
+
+/// The first wait before restarting a crashed server again after a failed restart; it doubles
+/// with each failure, up to [`MAX_RESTART_BACKOFF`].
+const FIRST_RESTART_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest wait between restart attempts.
+const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(60);
+
+impl ServerState {
+    fn new(entry: McpServerEntry, status: McpServerStatus) -> Self {
+        ServerState {
+            entry,
+            status: Mutex::new(status),
+            ever_connected: false,
+            peer: Mutex::new(None),
+            connection: Mutex::new(None),
+            restart: Mutex::default(),
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            has_resources: false,
+            stderr_tail: Arc::default(),
+        }
+    }
+
+    /// Marks the server failed (its process or connection went away) and drops the connection,
+    /// which stops a stdio server's process group.
+    pub(crate) fn fail(&self, reason: String) {
+        *self.status.lock().unwrap_or_else(PoisonError::into_inner) =
+            McpServerStatus::Failed { reason };
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        if let Some(connection) = self.take_connection() {
+            drop(connection.group);
+        }
+    }
+
+    /// Takes the live connection out (the caller closes or drops it).
+    fn take_connection(&self) -> Option<Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    /// The connected peer, if any.
+    fn current_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The server's status now.
+    pub(crate) fn status(&self) -> McpServerStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The last lines the server wrote to stderr, for error messages.
+    pub(crate) fn stderr_tail(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .trim()
+            .to_string()
+    }
+}
+
+/// The MCP connections of one session (see the module docs).
+pub struct McpHub {
+    runtime: Option<tokio::runtime::Runtime>,
+    /// What restarting a crashed server needs.
+    context: McpConnectContext,
+    pub(crate) servers: Vec<Arc<ServerState>>,
+    pub(crate) options: McpOptions,
+    /// The session's built-in tools, for the shared spill directory of long outputs.
+    pub(crate) builtins: OnceLock<Builtins>,
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field("servers", &self.servers())
+            .finish()
+    }
+}
+
+impl McpHub {
+    /// Connects to every server of `entries` in parallel (each bounded by
+    /// `options.startup_timeout`) and records `skipped` ones as disabled. Blocks the calling
+    /// thread until every server is connected or has failed; callable from any thread.
+    pub fn connect(
+        entries: Vec<McpServerEntry>,
+        skipped: Vec<McpSkippedServer>,
+        context: McpConnectContext,
+        options: McpOptions,
+    ) -> Result<Arc<McpHub>, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("robota-mcp")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the MCP runtime: {e}"))?;
+        let handle = runtime.handle().clone();
+        let hub_context = context.clone();
+        let connect = async move {
+            let futures = entries
+                .into_iter()
+                .map(|entry| connect_one(entry, &context, options));
+            futures::future::join_all(futures).await
+        };
+        // `block_on` on a thread of our own: legal whether or not the caller is inside a runtime.
+        let connected = std::thread::scope(|scope| {
+            scope
+                .spawn(|| handle.block_on(connect))
+                .join()
+                .map_err(|_| "the MCP start-up thread panicked".to_string())
+        })?;
+        let mut servers: Vec<Arc<ServerState>> = connected.into_iter().map(Arc::new).collect();
+        for skipped in skipped {
+            servers.push(Arc::new(ServerState::new(
+                skipped.entry,
+                McpServerStatus::Disabled {
+                    reason: skipped.reason,
+                },
+            )));
+        }
+        servers.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
+        let warnings = servers
+            .iter()
+            .filter_map(|server| match server.status() {
+                McpServerStatus::Failed { reason } => Some(format!(
+                    "MCP server `{}` ({}) failed to start: {reason}",
+                    server.entry.name,
+                    server.entry.origin.describe()
+                )),
+                _ => None,
+            })
+            .collect();
+        Ok(Arc::new(McpHub {
+            runtime: Some(runtime),
+            context: hub_context,
+            servers,
+            options,
+            builtins: OnceLock::new(),
+            warnings,
+        }))
+    }
+
+    /// Every server with its status, tools and prompts, sorted by name.
+    pub fn servers(&self) -> Vec<McpServerInfo> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let status = server.status();
+                let connected = status == McpServerStatus::Connected;
+                McpServerInfo {
+                    name: server.entry.name.clone(),
+                    origin: server.entry.origin.clone(),
+                    transport: match server.entry.transport {
+                        McpTransport::Stdio { .. } => "stdio".into(),
+                        McpTransport::Http { .. } => "http".into(),
+                    },
+                    tools: if connected {
+                        tool::session_tool_names(&server.entry.name, &server.tools)
+                            .into_iter()
+                            .map(|(name, _)| name)
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    prompts: if connected {
+                        server.prompts.iter().map(|p| p.name.to_string()).collect()
+                    } else {
+                        Vec::new()
+                    },
+                    status,
+                }
+            })
+            .collect()
+    }
+
+    /// Start-up problems (a server that failed), one sentence each.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The tools the session gets: each connected server's tools, and the resource tools when a
+    /// server offers resources. Tool names that collide, or are not valid model tool names, are
+    /// left out with a warning in `warnings`.
+    pub fn tools(self: &Arc<Self>, warnings: &mut Vec<String>) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        for server in &self.servers {
+            if !server.ever_connected {
+                continue;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (name, index) in tool::session_tool_names(&server.entry.name, &server.tools) {
+                let original = &server.tools[index].name;
+                if !seen.insert(name.clone()) {
+                    warnings.push(format!(
+                        "MCP server `{}`: tool `{original}` is left out: its name `{name}` \
+                         collides with another tool of the server",
+                        server.entry.name
+                    ));
+                    continue;
+                }
+                if name.len() > tool::MAX_TOOL_NAME {
+                    warnings.push(format!(
+                        "MCP server `{}`: tool `{original}` is left out: `{name}` is longer \
+                         than {} characters, the longest tool name models accept",
+                        server.entry.name,
+                        tool::MAX_TOOL_NAME
+                    ));
+                    continue;
+                }
+                tools.push(Arc::new(McpTool::new(
+                    Arc::clone(self),
+                    Arc::clone(server),
+                    name,
+                    server.tools[index].clone(),
+                )));
+            }
+        }
+        if self.servers.iter().any(|s| s.has_resources) {
+            tools.push(Arc::new(resources::ListResourcesTool::new(Arc::clone(
+                self,
+            ))));
+            tools.push(Arc::new(resources::ReadResourceTool::new(Arc::clone(self))));
+        }
+        tools
+    }
+
+    /// Gives long results the session's spill directory and the built-ins' budget.
+    pub fn set_builtins(&self, builtins: Builtins) {
+        let _ = self.builtins.set(builtins);
+    }
+
+    /// The server named `name`.
+    pub(crate) fn server(&self, name: &str) -> Option<&Arc<ServerState>> {
+        self.servers.iter().find(|s| s.entry.name == name)
+    }
+
+    /// The server's connection for a call. A server that connected once and then went away (its
+    /// process crashed) is started again here, on next use, with a back-off between failed
+    /// attempts (1 s, doubling up to 60 s); meanwhile calls fail at once with the reason.
+    pub(crate) async fn peer(&self, server: &Arc<ServerState>) -> Result<Peer<RoleClient>, String> {
+        let name = &server.entry.name;
+        if let Some(peer) = server.current_peer() {
+            return Ok(peer);
+        }
+        let reason = match server.status() {
+            McpServerStatus::Failed { reason } => reason,
+            McpServerStatus::Disabled { reason } => {
+                return Err(format!("MCP server `{name}` is disabled: {reason}"))
+            }
+            _ => return Err(format!("MCP server `{name}` is not connected")),
+        };
+        if !server.ever_connected {
+            return Err(format!("MCP server `{name}` is not available: {reason}"));
+        }
+        {
+            let restart = server
+                .restart
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(next) = restart.next_attempt {
+                let now = std::time::Instant::now();
+                if now < next {
+                    return Err(format!(
+                        "MCP server `{name}` is not available: {reason} (the next restart is \
+                         tried in {} ms)",
+                        (next - now).as_millis()
+                    ));
+                }
+            }
+        }
+        let Some(runtime) = &self.runtime else {
+            return Err("the session's MCP connections are closed".into());
+        };
+        let entry = server.entry.clone();
+        let context = self.context.clone();
+        let tail = Arc::clone(&server.stderr_tail);
+        let timeout = self.options.startup_timeout;
+        let started = runtime
+            .spawn(async move {
+                tokio::time::timeout(timeout, start(&entry, &context, tail))
+                    .await
+                    .unwrap_or_else(|_| Err("the restart timed out (MCP_TIMEOUT)".into()))
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the restart failed: {e}")));
+        let mut restart = server
+            .restart
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match started {
+            Ok(connection) => {
+                let peer = connection.service.peer().clone();
+                *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = Some(peer.clone());
+                *server
+                    .connection
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(connection);
+                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
+                    McpServerStatus::Connected;
+                *restart = RestartState::default();
+                Ok(peer)
+            }
+            Err(error) => {
+                restart.failures += 1;
+                let backoff = FIRST_RESTART_BACKOFF
+                    .saturating_mul(1 << restart.failures.min(6).saturating_sub(1))
+                    .min(MAX_RESTART_BACKOFF);
+                restart.next_attempt = Some(std::time::Instant::now() + backoff);
+                let message = format!("{reason}; restarting it failed: {error}");
+                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
+                    McpServerStatus::Failed {
+                        reason: message.clone(),
+                    };
+                Err(format!("MCP server `{name}` is not available: {message}"))
+            }
+        }
+    }
+
+    /// Runs `work` on the hub's runtime with the call timeout, stopping it when `cancel` fires.
+    pub(crate) async fn run_call<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Result<T, String> {
+        let Some(runtime) = &self.runtime else {
+            return Err("the session's MCP connections are closed".into());
+        };
+        let timeout = self.options.call_timeout;
+        let task = runtime.spawn(async move {
+            match tokio::time::timeout(timeout, work).await {
+                Ok(result) => result,
+                Err(_) => Err(format!(
+                    "no answer within {} ms (MCP_TOOL_TIMEOUT); the request was cancelled",
+                    timeout.as_millis()
+                )),
+            }
+        });
+        let abort = task.abort_handle();
+        tokio::select! {
+            joined = task => joined.unwrap_or_else(|e| Err(format!("the call failed: {e}"))),
+            () = cancel.cancelled() => {
+                // Dropping the request makes the SDK send `notifications/cancelled`.
+                abort.abort();
+                Err("the call was aborted".into())
+            }
+        }
+    }
+
+    /// The argument names of prompt `prompt` of connected server `server`, in the server's
+    /// order; `None` when the server has no such prompt.
+    pub fn prompt_arguments(&self, server: &str, prompt: &str) -> Option<Vec<String>> {
+        let state = self.server(server).filter(|s| s.ever_connected)?;
+        let found = state.prompts.iter().find(|p| p.name == prompt)?;
+        Some(
+            found
+                .arguments
+                .iter()
+                .flatten()
+                .map(|a| a.name.clone())
+                .collect(),
+        )
+    }
+
+    /// Reads a prompt of `server` with `arguments`, as text for the model (the messages' text
+    /// parts joined).
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        prompt: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<String, String> {
+        let Some(state) = self.server(server) else {
+            return Err(format!("no MCP server is named `{server}`"));
+        };
+        let peer = self.peer(state).await?;
+        let mut params = rmcp::model::GetPromptRequestParams::new(prompt.to_string());
+        if !arguments.is_empty() {
+            params = params.with_arguments(arguments);
+        }
+        let result = self
+            .run_call(
+                async move {
+                    match peer.get_prompt_once(params).await {
+                        Ok(rmcp::model::GetPromptResponse::Complete(result)) => {
+                            serde_json::to_value(&result).map_err(|e| e.to_string())
+                        }
+                        Ok(_) => Err("the server asked for input robota cannot give".into()),
+                        Err(e) => Err(e.to_string()),
+                    }
+                },
+                &tokio_util::sync::CancellationToken::new(),
+            )
+            .await?;
+        let mut parts = Vec::new();
+        for message in result["messages"].as_array().into_iter().flatten() {
+            parts.push(tool::content_text(&message["content"]));
+        }
+        Ok(parts.join("\n\n"))
+    }
+
+    /// Closes every connection and stops the stdio servers' process groups.
+    pub async fn shutdown(&self) {
+        let connections: Vec<Connection> = self
+            .servers
+            .iter()
+            .filter_map(|s| s.take_connection())
+            .collect();
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        // All at once: each server gets up to 2 s to exit after its stdin closes; then its group
+        // is killed (dropping the handle).
+        let closing = runtime.spawn(futures::future::join_all(connections.into_iter().map(
+            |connection| async move {
+                let _ =
+                    tokio::time::timeout(Duration::from_secs(2), connection.service.cancel()).await;
+                drop(connection.group);
+            },
+        )));
+        let _ = closing.await;
+    }
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        for server in &self.servers {
+            // Dropping a process group handle kills the group at once.
+            if let Some(connection) = server.take_connection() {
+                drop(connection.group);
+                if let Some(runtime) = &self.runtime {
+                    // The service's transport must be dropped inside the runtime.
+                    let _guard = runtime.enter();
+                    drop(connection.service);
+                }
+            }
+        }
+        if let Some(runtime) = self.runtime.take() {
+            // Never block or drop a runtime from inside another one.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Connects one server; the result's status says how it went.
+async fn connect_one(
+    entry: McpServerEntry,
+    context: &McpConnectContext,
+    options: McpOptions,
+) -> ServerState {
+    let stderr_tail: Arc<Mutex<String>> = Arc::default();
+    let attempt = tokio::time::timeout(
+        options.startup_timeout,
+        start(&entry, context, Arc::clone(&stderr_tail)),
+    )
+    .await;
+    let failed = |reason: String, stderr_tail: Arc<Mutex<String>>| {
+        let tail = stderr_tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .trim()
+            .to_string();
+        let reason = if tail.is_empty() {
+            reason
+        } else {
+            format!("{reason}; its stderr ends with: {tail}")
+        };
+        let mut state = ServerState::new(entry.clone(), McpServerStatus::Failed { reason });
+        state.stderr_tail = Arc::clone(&stderr_tail);
+        state
+    };
+    let connection = match attempt {
+        Ok(Ok(connection)) => connection,
+        Ok(Err(reason)) => return failed(reason, stderr_tail),
+        Err(_) => {
+            return failed(
+                format!(
+                    "it did not complete the MCP handshake within {} ms (MCP_TIMEOUT)",
+                    options.startup_timeout.as_millis()
+                ),
+                stderr_tail,
+            )
+        }
+    };
+    let peer = connection.service.peer().clone();
+    let capabilities = connection
+        .service
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&*info).ok())
+        .map(|info| info["capabilities"].clone())
+        .unwrap_or(Value::Null);
+    let listing = tokio::time::timeout(options.startup_timeout, async {
+        let tools = if capabilities.get("tools").is_some() {
+            peer.list_all_tools().await.map_err(|e| e.to_string())?
+        } else {
+            Vec::new()
+        };
+        let prompts = if capabilities.get("prompts").is_some() {
+            peer.list_all_prompts().await.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Ok::<_, String>((tools, prompts))
+    })
+    .await;
+    let (tools, prompts) = match listing {
+        Ok(Ok(lists)) => lists,
+        Ok(Err(reason)) => {
+            return failed(format!("listing its tools failed: {reason}"), stderr_tail)
+        }
+        Err(_) => {
+            return failed(
+                "it did not list its tools within the start-up timeout".into(),
+                stderr_tail,
+            )
+        }
+    };
+    let mut state = ServerState::new(entry, McpServerStatus::Connected);
+    state.ever_connected = true;
+    state.peer = Mutex::new(Some(peer));
+    state.connection = Mutex::new(Some(connection));
+    state.tools = tools;
+    state.prompts = prompts;
+    state.has_resources = capabilities.get("resources").is_some();
+    state.stderr_tail = stderr_tail;
+    state
+}
+
+/// Starts the transport and completes the MCP handshake.
+async fn start(
+    entry: &McpServerEntry,
+    context: &McpConnectContext,
+    stderr_tail: Arc<Mutex<String>>,
+) -> Result<Connection, String> {
+    match &entry.transport {
+        McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(&context.env)
+                .envs(env)
+                .current_dir(match cwd {
+                    Some(dir) if dir.is_relative() => context.cwd.join(dir),
+                    Some(dir) => dir.clone(),
+                    None => context.cwd.clone(),
+                })
+                .kill_on_drop(true);
+            // A group of its own: stopping the server stops what it started (`npx` → `node`).
+            #[cfg(unix)]
+            cmd.process_group(0);
+            let (process, stderr) = TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot run `{command}`: {e}"))?;
+            let group = process.id().map(|pid| {
+                let label = std::iter::once(command.as_str())
+                    .chain(args.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                context.processes.adopt(pid, ProcessKind::McpServer, &label)
+            });
+            if let Some(stderr) = stderr {
+                tokio::spawn(keep_stderr_tail(stderr, stderr_tail));
+            }
+            let service =
+                ().serve(process)
+                    .await
+                    .map_err(|e| format!("the MCP handshake failed ({e})"))?;
+            Ok(Connection { service, group })
+        }
+        McpTransport::Http { url, headers } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                if name.eq_ignore_ascii_case("authorization") {
+                    if let Some(token) = value.strip_prefix("Bearer ") {
+                        config = config.auth_header(token.to_string());
+                        continue;
+                    }
+                }
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| format!("header `{name}` is not a valid header name ({e})"))?;
+                let value = reqwest::header::HeaderValue::from_str(value)
+                    .map_err(|e| format!("header `{name}` has an invalid value ({e})"))?;
+                custom.insert(name, value);
+            }
+            config = config.custom_headers(custom);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let service = ()
+                .serve(transport)
+                .await
+                .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
+            Ok(Connection {
+                service,
+                group: None,
+            })
+        }
+    }
+}
+
+/// Keeps the last [`STDERR_TAIL_BYTES`] of a server's stderr.
+async fn keep_stderr_tail(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+        tail.push_str(&line);
+        tail.push('\n');
+        if tail.len() > STDERR_TAIL_BYTES {
+            let mut cut = tail.len() - STDERR_TAIL_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            tail.drain(..cut);
+        }
+    }
+}
+
+/// What a call's failure says when the server's connection is gone (its process exited).
+pub(crate) const CONNECTION_CLOSED: &str = "the server closed the connection";
+
+/// A server's answer as its wire JSON, or the failure as a sentence.
+pub(crate) fn answer_json<T: Serialize>(
+    answer: Result<T, rmcp::ServiceError>,
+) -> Result<Value, String> {
+    match answer {
+        Ok(result) => serde_json::to_value(&result).map_err(|e| e.to_string()),
+        Err(rmcp::ServiceError::TransportClosed) => Err(CONNECTION_CLOSED.into()),
+        Err(rmcp::ServiceError::McpError(e)) => {
+            Err(format!("the server answered with an error: {}", e.message))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The resources of every connected server that offers them, with the server's name.
+pub(crate) async fn list_resources(
+    hub: &McpHub,
+    only: Option<&str>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Vec<(String, Resource)>, String> {
+    let mut all = Vec::new();
+    for server in &hub.servers {
+        if only.is_some_and(|name| name != server.entry.name) || !server.has_resources {
+            continue;
+        }
+        if !server.ever_connected {
+            continue;
+        }
+        let peer = hub.peer(server).await?;
+        let name = server.entry.name.clone();
+        let resources = hub
+            .run_call(
+                async move { peer.list_all_resources().await.map_err(|e| e.to_string()) },
+                cancel,
+            )
+            .await
+            .map_err(|e| format!("MCP server `{name}`: {e}"))?;
+        all.extend(resources.into_iter().map(|r| (name.clone(), r)));
+    }
+    Ok(all)
+}

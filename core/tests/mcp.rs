@@ -1,0 +1,394 @@
+//! The MCP client against real MCP servers, installed by `tests/mcp-servers/setup.sh` (which
+//! `.ci/run` calls): `@modelcontextprotocol/server-everything` over stdio and streamable HTTP, a
+//! server written with the `mcp` Python package, and misbehaving servers (one that exits at
+//! once, one that never answers, one that writes garbage). Each session is driven by a scripted
+//! model through mock-llm, so tool results are checked where the model receives them.
+#![cfg(unix)]
+
+mod session_common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use robota::mcp::{parse_mcp_servers, McpServerOrigin, McpServerStatus};
+use robota::session::PermissionResponse;
+use serde_json::{json, Value};
+use session_common::*;
+
+fn servers_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp-servers");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/server-everything")
+            .is_dir()
+            && dir.join(".venv/bin/python").is_file(),
+        "the MCP test servers are not installed: run tests/mcp-servers/setup.sh"
+    );
+    dir
+}
+
+fn everything_js() -> String {
+    servers_dir()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+        .display()
+        .to_string()
+}
+
+fn python_server() -> Value {
+    let dir = servers_dir();
+    json!({
+        "command": dir.join(".venv/bin/python").display().to_string(),
+        "args": [dir.join("python_server.py").display().to_string()]
+    })
+}
+
+fn host_servers(value: Value) -> Vec<robota::mcp::McpServerEntry> {
+    let (entries, warnings) = parse_mcp_servers(&value, &McpServerOrigin::Host, &|_| None);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    entries
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // Signal 0 checks for existence; a zombie (not yet reaped) counts as gone.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !status.is_empty() && !status.contains(") Z ")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdio_everything_server_tools_resources_hooks_and_shutdown() {
+    let project = Project::new();
+    let hook_log = project.path("pre.jsonl");
+    project.settings(
+        ".claude/settings.json",
+        json!({
+            "permissions": {"allow": ["mcp__everything__echo"]},
+            "hooks": {"PreToolUse": [group(Some("mcp__.*"), vec![command(format!(
+                "cat >> {}; echo >> {}", quote(&hook_log.display().to_string()),
+                quote(&hook_log.display().to_string())))])]}
+        }),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "mcp__everything__echo", json!({"message": "hi there"})),
+        tool_turn("toolu_2", "ListMcpResourcesTool", json!({"server": "everything"})),
+        tool_turn("toolu_3", "mcp__everything__get-structured-content", json!({"location": "Chicago"})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let handler = Handler::default();
+    let mut options = options(&project, &mock, &events)
+        .with_permission_handler(handler.answering(vec![PermissionResponse::AllowOnce; 4]));
+    options.mcp_servers = host_servers(json!({"everything": {
+        "command": "node", "args": [everything_js(), "stdio"]
+    }}));
+    let session = session(options);
+
+    let servers = session.mcp_servers();
+    assert_eq!(servers.len(), 1);
+    assert_eq!(servers[0].status, McpServerStatus::Connected, "{servers:?}");
+    assert!(servers[0]
+        .tools
+        .contains(&"mcp__everything__echo".to_string()));
+    let pid = session
+        .processes()
+        .list()
+        .iter()
+        .find(|g| g.label.contains("server-everything"))
+        .map(|g| g.pgid)
+        .expect("the server's process group is registered");
+    assert!(pid_alive(pid));
+
+    let outcome = session.run("use the tools").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    // The server's schema reached the model.
+    let tools = &mock.bodies()[0]["tools"];
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .expect("echo offered to the model");
+    assert_eq!(
+        echo["input_schema"]["properties"]["message"]["type"],
+        "string"
+    );
+    assert_eq!(mock.result_for("toolu_1"), "Echo: hi there");
+    let resources = mock.result_for("toolu_2");
+    assert!(resources.contains("everything: "), "{resources}");
+    assert!(resources.contains("demo://"), "{resources}");
+    let structured = mock.result_for("toolu_3");
+    assert!(structured.contains("temperature"), "{structured}");
+    // The allow rule covered echo; listing resources needs no approval (as in Claude Code);
+    // get-structured-content was asked for: its readOnlyHint is the server's claim, no approval.
+    assert_eq!(handler.tools(), ["mcp__everything__get-structured-content"]);
+    // `mcp__.*` hook matchers see MCP tools as they see built-ins.
+    let records = records(&hook_log);
+    let names: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["tool_name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mcp__everything__echo",
+            "mcp__everything__get-structured-content"
+        ]
+    );
+
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pid_alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!pid_alive(pid), "the server process outlived the session");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamable_http_everything_server() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut server = tokio::process::Command::new("node")
+        .args([everything_js(), "streamableHttp".into()])
+        .env("PORT", port.to_string())
+        .kill_on_drop(true)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("node starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the HTTP server did not start");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"allow": ["mcp__*"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "mcp__web__get-sum", json!({"a": 2, "b": 40})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({"web": {
+        "type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+        "headers": {"X-Test": "1"}
+    }}));
+    let session = session(options);
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
+    let outcome = session.run("sum").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    let result = mock.result_for("toolu_1");
+    assert!(result.contains("42"), "{result}");
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    let _ = server.kill().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_server_results_budget_crash_restart_and_timeout() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"allow": ["mcp__py"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "mcp__py__add", json!({"a": 2, "b": 3})),
+        tool_turn("toolu_2", "mcp__py__huge", json!({})),
+        tool_turn("toolu_3", "mcp__py__slow", json!({"seconds": 30})),
+        tool_turn("toolu_4", "mcp__py__crash", json!({})),
+        tool_turn("toolu_5", "mcp__py__add", json!({"a": 1, "b": 1})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({ "py": python_server() }));
+    options.mcp_options.call_timeout = Duration::from_secs(8);
+    let session = session(options);
+    let info = &session.mcp_servers()[0];
+    assert_eq!(info.status, McpServerStatus::Connected, "{info:?}");
+    assert_eq!(info.prompts, ["review"]);
+
+    let started = Instant::now();
+    let outcome = session.run("go").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    assert!(started.elapsed() < Duration::from_secs(28), "a call hung");
+    assert_eq!(mock.result_for("toolu_1"), "5");
+    let huge = mock.result_for("toolu_2");
+    assert!(
+        huge.len() < 120_000,
+        "the 10 MB result was not cut: {}",
+        huge.len()
+    );
+    assert!(huge.contains("line 0000000"), "head kept: {}", &huge[..300]);
+    assert!(huge.contains("line 0099999"), "tail kept");
+    assert!(huge.contains("omitted"), "{}", &huge[..200]);
+    let slow = mock.result_for("toolu_3");
+    assert!(slow.contains("MCP_TOOL_TIMEOUT"), "{slow}");
+    let crash = mock.result_for("toolu_4");
+    assert!(crash.contains("failed"), "{crash}");
+    assert!(crash.contains("closed the connection"), "{crash}");
+    // The crashed server is started again on next use.
+    assert_eq!(mock.result_for("toolu_5"), "2");
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn misbehaving_servers_are_warnings_and_the_session_goes_on() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("still here")]})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({
+        "exits": {"command": "sh", "args": ["-c", "echo bye >&2; exit 3"]},
+        "silent": {"command": "sleep", "args": ["600"]},
+        "garbage": {"command": "sh", "args": ["-c", "echo 'not json {'; sleep 600"]},
+        "missing": {"command": "/nonexistent/mcp-server"}
+    }));
+    options.mcp_options.startup_timeout = Duration::from_secs(3);
+    let started = Instant::now();
+    let session = session(options);
+    assert!(started.elapsed() < Duration::from_secs(10), "start-up hung");
+    for server in session.mcp_servers() {
+        let McpServerStatus::Failed { reason } = &server.status else {
+            panic!("{} should have failed: {:?}", server.name, server.status);
+        };
+        if server.name == "missing" {
+            assert!(reason.contains("/nonexistent/mcp-server"), "{reason}");
+        }
+        if server.name == "silent" {
+            assert!(reason.contains("MCP_TIMEOUT"), "{reason}");
+        }
+    }
+    let warnings: Vec<String> = session.warnings().iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.contains("failed to start"))
+            .count(),
+        4,
+        "{warnings:#?}"
+    );
+    let outcome = session.run("hello").await.expect("run");
+    assert_eq!(outcome.response, "still here");
+    // No leftover processes once the session is gone.
+    let groups = session.processes().list();
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    for group in groups {
+        assert!(!pid_alive(group.pgid), "{group:?} outlived the session");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn project_servers_need_approval_recorded_like_claude_code() {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        &serde_json::to_string(&json!({"mcpServers": {"py": python_server()}})).unwrap(),
+    );
+    let mock = Mock::start(json!({"turns": [text_turn("ok"), text_turn("ok")]})).await;
+    let events = Events::default();
+    let session1 = session(options(&project, &mock, &events));
+    let info = &session1.mcp_servers()[0];
+    let McpServerStatus::Disabled { reason } = &info.status else {
+        panic!("an unapproved project server must not start: {info:?}");
+    };
+    assert!(reason.contains("approved"), "{reason}");
+    assert!(matches!(info.origin, McpServerOrigin::Project { .. }));
+
+    let written = robota::framework::assembly::record_project_mcp_approval(
+        &project.root,
+        &["py".to_string()],
+        true,
+    )
+    .expect("approval recorded");
+    assert_eq!(written, project.path(".claude/settings.local.json"));
+    let local: Value = serde_json::from_str(&project.read(".claude/settings.local.json")).unwrap();
+    assert_eq!(local["enabledMcpjsonServers"], json!(["py"]));
+    let session2 = session(options(&project, &mock, &events));
+    assert_eq!(session2.mcp_servers()[0].status, McpServerStatus::Connected);
+    assert!(session2.mcp_servers()[0]
+        .tools
+        .contains(&"mcp__py__add".to_string()));
+
+    // Refusing moves the name to `disabledMcpjsonServers`.
+    robota::framework::assembly::record_project_mcp_approval(
+        &project.root,
+        &["py".to_string()],
+        false,
+    )
+    .unwrap();
+    let local: Value = serde_json::from_str(&project.read(".claude/settings.local.json")).unwrap();
+    assert_eq!(local["enabledMcpjsonServers"], json!([]));
+    assert_eq!(local["disabledMcpjsonServers"], json!(["py"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("reviewed")]})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({
+        "py": python_server(),
+        "gone": {"command": "/nonexistent/mcp-server"}
+    }));
+    let session =
+        InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
+
+    let listed = session.execute_command("mcp", "").await.expect("mcp runs");
+    assert!(listed.success, "{}", listed.message);
+    assert!(
+        listed
+            .message
+            .contains("py (stdio, the host's server list) — connected"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed.message.contains("mcp__py__add"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed.message.contains("/mcp__py__review (prompt)"),
+        "{}",
+        listed.message
+    );
+    assert!(
+        listed
+            .message
+            .contains("gone (stdio, the host's server list) — failed: cannot run"),
+        "{}",
+        listed.message
+    );
+    let data = listed.data.expect("data");
+    assert_eq!(data["servers"][1]["status"]["state"], "connected");
+
+    let ran = session
+        .execute_command("/mcp__py__review", "the parser")
+        .await
+        .expect("the prompt runs");
+    assert!(ran.success, "{}", ran.message);
+    session.wait_idle().await;
+    assert_eq!(
+        mock.user_texts(0).last().map(String::as_str),
+        Some("Please review the parser carefully.")
+    );
+    let unknown = session.execute_command("mcp__py__nope", "").await;
+    assert!(unknown.is_err(), "an unknown prompt is an unknown command");
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}

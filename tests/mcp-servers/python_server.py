@@ -1,0 +1,63 @@
+"""A small MCP server written with the `mcp` Python package (its high-level `MCPServer`, called
+FastMCP before mcp 2), run over stdio by the
+MCP client tests: a read-only tool, one that writes a file, one that is slow, one that crashes
+the server, one with a 10 MB result, a resource and a prompt."""
+
+import os
+import sys
+import time
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("pytools")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@server.tool()
+def write_note(path: str, text: str) -> str:
+    """Writes text to a file."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return f"wrote {len(text)} characters to {path}"
+
+
+@server.tool()
+def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    time.sleep(seconds)
+    return "finally"
+
+
+@server.tool()
+def crash() -> str:
+    """Exits the server process mid-call."""
+    print("crashing on purpose", file=sys.stderr, flush=True)
+    os._exit(3)
+
+
+@server.tool(structured_output=False)
+def huge() -> str:
+    """Returns 10 MB of text."""
+    return "".join(f"line {i:07d} " + "x" * 89 + "\n" for i in range(100_000))
+
+
+@server.resource("notes://today")
+def today() -> str:
+    """Today's notes."""
+    return "buy milk"
+
+
+@server.prompt()
+def review(topic: str) -> str:
+    """Asks for a review."""
+    return f"Please review {topic} carefully."
+
+
+if __name__ == "__main__":
+    server.run()
