@@ -14,6 +14,7 @@ use robota::api::{
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
+use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::skills::SkillRegistration;
 use robota::provider::Provider;
 use robota::session::{SessionEvent, SessionOptions};
@@ -70,6 +71,7 @@ pub(crate) struct BuiltOptions {
     pub allowed_tools: Vec<String>,
     pub disallowed_tools: Vec<String>,
     pub skills: Vec<SkillRegistration>,
+    pub custom_commands: Vec<CommandRegistration>,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -99,6 +101,7 @@ pub(crate) fn build_options(
         };
     let config = SessionConfig::from_json_value(options.session)?;
     let skills = config.skill_registrations();
+    let commands = config.command_registrations();
     let mut session = config.into_session_options(provider)?;
     for spec in options.tools {
         let spec = HostToolSpec::from_json_value(spec)?;
@@ -140,6 +143,7 @@ pub(crate) fn build_options(
         allowed_tools: options.allowed_tools,
         disallowed_tools: options.disallowed_tools,
         skills,
+        custom_commands: commands,
     })
 }
 

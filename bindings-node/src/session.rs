@@ -177,6 +177,7 @@ impl NativeSession {
             let mut options = InteractiveSessionOptions::new(built.session);
             options.command_modules = built.command_modules;
             options.skills = built.skills;
+            options.commands = built.custom_commands;
             if let Some(buffer) = built.event_buffer {
                 options.event_buffer = buffer;
             }

@@ -122,12 +122,14 @@ impl NativeSession {
         slot.capture(py);
         let config = SessionConfig::from_json_value(from_py(config)?).map_err(api_error)?;
         let skills = config.skill_registrations();
+        let commands = config.command_registrations();
         let _guard = runtime().enter();
         let provider = build_provider(provider, &slot)?;
         let mut options = config.into_session_options(provider).map_err(api_error)?;
         build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
         let mut interactive = InteractiveSessionOptions::new(options);
         interactive.skills = skills;
+        interactive.commands = commands;
         let mut modules = build_command_modules(command_modules, &slot)?;
         if builtin_commands {
             interactive.command_modules.append(&mut modules);

@@ -233,12 +233,14 @@ impl NativeSession {
     pub fn new(options: NativeSessionOptions) -> Result<Arc<Self>, RobotaError> {
         let config = SessionConfig::from_json(&options.config_json)?;
         let skills = config.skill_registrations();
+        let commands = config.command_registrations();
         let _runtime = runtime().enter();
         let provider = build_provider(options.provider)?;
         let mut session = config.into_session_options(provider)?;
         add_extensions(&mut session, options.extensions)?;
         let mut interactive = InteractiveSessionOptions::new(session);
         interactive.skills = skills;
+        interactive.commands = commands;
         let mut modules = build_command_modules(options.command_modules)?;
         if options.builtin_commands {
             interactive.command_modules.append(&mut modules);

@@ -364,6 +364,7 @@ fn create_session(
     provider.runtime.check_fork()?;
     let (config, pull_events) = split_options(options.json)?;
     let skills = config.skill_registrations();
+    let commands = config.command_registrations();
     let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
     session.extra_tools.extend(options.tools);
     if options.permission_handler.is_some() {
@@ -372,6 +373,7 @@ fn create_session(
     session.hook_callbacks.extend(options.hooks);
     let mut interactive_options = InteractiveSessionOptions::new(session);
     interactive_options.skills = skills;
+    interactive_options.commands = commands;
     if !options.commands.is_empty() {
         interactive_options
             .command_modules

@@ -9,6 +9,11 @@ import type { PermissionMode } from './types.js';
  * data (`content` is what a `SKILL.md` would hold: frontmatter, then instructions). */
 export type SkillRegistration = { dir: string } | { name: string; content: string };
 
+/** A custom slash command you add: a folder searched like `.claude/commands` (`**\/*.md`), or
+ * one given as data (`content` is what a command file holds: optional frontmatter, then the
+ * prompt with `$ARGUMENTS` / `$1`…). */
+export type CommandRegistration = { dir: string } | { name: string; content: string };
+
 /** Where a session is saved. */
 export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
 
@@ -62,6 +67,10 @@ export interface CommonOptions {
   /** Skills you add, ahead of the project's (`.claude/skills`, `.agents/skills`) and the
    * user's (`~/.claude/skills`, `~/.robota/skills`). */
   skills?: SkillRegistration[];
+  /** Custom slash commands you add, ahead of the project's `.claude/commands` and the user's
+   * `~/.claude/commands`. Run one with `executeCommand(name, args)`; `listCommands()` lists
+   * them with their source. */
+  customCommands?: CommandRegistration[];
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -116,6 +125,7 @@ const SESSION_KEYS: Record<string, string> = {
   contextWindow: 'context_window',
   sandbox: 'sandbox',
   skills: 'skills',
+  customCommands: 'commands',
 };
 
 const EXTENSION_KEYS = new Set([

@@ -65,6 +65,9 @@ public struct SessionOptions: Sendable {
     public var commandModules: [CommandModule]
     /// Skills the host registers (folders or data), ahead of the project's and the user's.
     public var skills: [Skill]
+    /// Custom slash commands the host registers (folders or data), ahead of the project's
+    /// `.claude/commands` and the user's `~/.claude/commands`.
+    public var customCommands: [CustomCommand] = []
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
@@ -111,6 +114,9 @@ public struct SessionOptions: Sendable {
         if forkSession { config["fork_session"] = true }
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
         if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
+        if !customCommands.isEmpty {
+            config["commands"] = .array(customCommands.map(\.json))
+        }
         return try specJSON(.object(config))
     }
 
