@@ -13,8 +13,8 @@ use robota::api::{
     ApiError, HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
-use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
 use robota::framework::commands::custom::CommandRegistration;
+use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
 use robota::framework::skills::SkillRegistration;
 use robota::provider::Provider;
 use robota::session::{SessionEvent, SessionOptions};

@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
 };
-use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::skills::SkillRegistration;
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use robota::session::{FnPermissionHandler, PermissionResponse, SessionOptions, SessionSettings};
