@@ -87,6 +87,8 @@ export declare class NativeSession {
   listCommands(): string
   /** The skills of the session as JSON (see the facade's `listSkills`). */
   listSkills(): string
+  /** The plugins of the session's user and project as JSON (see the facade's `listPlugins`). */
+  listPlugins(): string
   /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,

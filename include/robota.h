@@ -907,7 +907,7 @@ robota_status robota_session_list_commands(const struct robota_session *s,
                                            struct robota_error **out_err);
 
 // The skills of the session as a JSON array of `{"name", "description", "source": {"kind":
-// "project" | "user" | "host", "root"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
+// "project" | "user" | "plugin" | "host", "root"?, "plugin"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
 // "context": "inline" | "fork", "agent"?, "argument_hint"?, "disable_model_invocation",
 // "user_invocable", "extra"?}`, by name. Activate one with `robota_session_execute_command`
 // (its name as the command); problems found while loading skills are session warnings of kind
@@ -920,6 +920,22 @@ robota_status robota_session_list_commands(const struct robota_session *s,
 robota_status robota_session_list_skills(const struct robota_session *s,
                                          char **out_json,
                                          struct robota_error **out_err);
+
+// The plugins of the session's user and project as a JSON object `{"plugins": [{"id":
+// "name@marketplace", "name", "marketplace", "version"?, "description"?, "installed",
+// "enabled", "enabled_in"?, "path"?, "loaded", "skills"?, "commands"?, "agents"?,
+// "hook_files"?, "mcp_servers"?}], "marketplaces": [{"name", "source", "location"?,
+// "known_from", "plugins"}], "warnings": [{"file"?, "message"}]}`. Install and enable plugins
+// with `robota_session_execute_command` (`plugin`, `marketplace add DIR`, then `plugin`,
+// `install NAME@MARKETPLACE`); sessions created afterwards load them.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_list_plugins(const struct robota_session *s,
+                                          char **out_json,
+                                          struct robota_error **out_err);
 
 // The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 // "category": "chat" | "event", "type", "data"}`).

@@ -277,6 +277,12 @@ impl NativeSession {
         to_json(&self.session.list_skills())
     }
 
+    /// The plugins of the session's user and project as JSON (see the facade's `listPlugins`).
+    #[napi]
+    pub fn list_plugins(&self) -> napi::Result<String> {
+        to_json(&self.session.list_plugins())
+    }
+
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the
     /// JavaScript functions. `reason`: `other` (default), `clear`, `logout`,
     /// `prompt_input_exit`.

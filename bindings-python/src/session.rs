@@ -250,6 +250,12 @@ impl NativeSession {
         ser_to_py(py, &self.session.list_skills())
     }
 
+    /// The plugins of the session's user and project (see
+    /// `robota.InteractiveSession.list_plugins`).
+    fn list_plugins<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.list_plugins())
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).
     #[pyo3(signature = (reason=None))]
     fn shutdown<'py>(

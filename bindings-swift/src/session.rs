@@ -323,6 +323,12 @@ impl NativeSession {
         to_json(&self.session.list_skills())
     }
 
+    /// The plugins of the session's user and project (state, parts, marketplaces, problems) as
+    /// a JSON object.
+    pub fn list_plugins(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_plugins())
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a
     /// `SessionEndReason` name (`other` when absent).
     pub async fn shutdown(&self, reason: Option<String>) -> Result<(), RobotaError> {

@@ -29,6 +29,8 @@ enum Next {
     Exit,
     /// Switch to this saved session.
     Resume(String),
+    /// Reopen the current session, so the plugins enabled now load (its conversation is kept).
+    Reload,
 }
 
 /// Runs the REPL until end of input, `/exit` or a second Ctrl-C, starting with `first_prompt`
@@ -97,6 +99,23 @@ pub async fn run_repl(cli: &Cli, first_prompt: Option<String>) -> Result<u8, Cli
             match run_command(&session, &terminal, &lines, name, args).await {
                 Next::Continue => {}
                 Next::Exit => break,
+                Next::Reload => {
+                    // The saved session is locked while open: close it, then resume it.
+                    let mut reopened = cli.clone();
+                    reopened.resume = Some(session.get_session_id());
+                    reopened.continue_session = false;
+                    reopened.fork = false;
+                    session.shutdown(SessionEndReason::Other).await;
+                    let next = open(&reopened, &lines, &terminal).or_else(|error| {
+                        eprintln!("robota: {} (starting a new session)", error.message);
+                        let mut fresh = cli.clone();
+                        fresh.resume = None;
+                        fresh.continue_session = false;
+                        open(&fresh, &lines, &terminal)
+                    })?;
+                    session = next;
+                    *current.lock().unwrap_or_else(PoisonError::into_inner) = session.clone();
+                }
                 Next::Resume(id) if id == session.get_session_id() => {
                     eprintln!("(already in session {id})");
                 }
@@ -307,6 +326,8 @@ fn apply(result: &CommandResult) -> Next {
                     "(no session picker in this CLI: use /resume ID, or `robota --resume ID`)"
                 );
             }
+            // `plugin install|enable|…` and `reload-plugins`: plugins load when a session opens.
+            CommandEffect::PluginRegistryReloadRequested => next = Next::Reload,
             CommandEffect::ModelChangeRequested { model_id } => {
                 eprintln!("(restart with `robota --model {model_id}` to switch the model)");
             }

@@ -478,6 +478,48 @@ async fn a_project_skill_runs_as_a_slash_command_in_the_repl() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_installed_in_the_repl_loads_at_once_and_its_skill_runs() {
+    let mock = mock(json!([{"text": "Said hi to Ada."}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let market = tempfile::tempdir().expect("marketplace dir");
+    let write = |rel: &str, text: &str| {
+        let path = market.path().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    };
+    write(
+        ".claude-plugin/marketplace.json",
+        r#"{"name": "local", "plugins": [{"name": "hello", "source": "./hello"}]}"#,
+    );
+    write(
+        "hello/skills/hi/SKILL.md",
+        "---\ndescription: Say hi.\n---\nSay hi to $0.\n",
+    );
+    let input = format!(
+        "/plugin marketplace add {}\n/plugin install hello@local\n/hello:hi Ada\n/exit\n",
+        market.path().display()
+    );
+    let output = project.run_with_input(&[], input.as_bytes());
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("Installed hello@local"), "{text}");
+    assert!(
+        text.contains("Said hi to Ada."),
+        "{text}\n{}",
+        stderr(&output)
+    );
+    assert!(sent_text(&mock, 0).contains("Say hi to Ada."));
+    // The install state is in the user's robota folder, not in the project.
+    assert!(project
+        .home
+        .path()
+        .join(".robota/plugins/cache/local/hello/skills/hi/SKILL.md")
+        .is_file());
+    assert!(!project.path().join(".robota/plugins").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_custom_command_shows_in_help_and_runs_with_arguments_in_the_repl() {
     let mock = mock(json!([{"text": "Reviewed the file."}])).await;
     let project = Project::new();

@@ -1001,7 +1001,7 @@ pub unsafe extern "C" fn robota_session_list_commands(
 }
 
 /// The skills of the session as a JSON array of `{"name", "description", "source": {"kind":
-/// "project" | "user" | "host", "root"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
+/// "project" | "user" | "plugin" | "host", "root"?, "plugin"?}, "dir"?, "file"?, "allowed_tools"?, "model"?,
 /// "context": "inline" | "fork", "agent"?, "argument_hint"?, "disable_model_invocation",
 /// "user_invocable", "extra"?}`, by name. Activate one with `robota_session_execute_command`
 /// (its name as the command); problems found while loading skills are session warnings of kind
@@ -1020,6 +1020,30 @@ pub unsafe extern "C" fn robota_session_list_skills(
     ffi_boundary!(out_err, {
         let shared = session_arg(s)?;
         write_json(out_json, "out_json", &shared.session.list_skills())
+    })
+}
+
+/// The plugins of the session's user and project as a JSON object `{"plugins": [{"id":
+/// "name@marketplace", "name", "marketplace", "version"?, "description"?, "installed",
+/// "enabled", "enabled_in"?, "path"?, "loaded", "skills"?, "commands"?, "agents"?,
+/// "hook_files"?, "mcp_servers"?}], "marketplaces": [{"name", "source", "location"?,
+/// "known_from", "plugins"}], "warnings": [{"file"?, "message"}]}`. Install and enable plugins
+/// with `robota_session_execute_command` (`plugin`, `marketplace add DIR`, then `plugin`,
+/// `install NAME@MARKETPLACE`); sessions created afterwards load them.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+///
+/// # Safety
+/// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_list_plugins(
+    s: *const robota_session,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        write_json(out_json, "out_json", &shared.session.list_plugins())
     })
 }
 

@@ -26,6 +26,7 @@ import type {
   RobotaEvent,
   SandboxStatus,
   SessionEventMap,
+  PluginListing,
   SkillInfo,
   ToolState,
 } from './types.js';
@@ -287,6 +288,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * `executeCommand(name, args)`; each activation emits `skill_activation` events. */
   listSkills(): SkillInfo[] {
     return JSON.parse(native(() => this.#native.listSkills())) as SkillInfo[];
+  }
+  /** The plugins of this session's user and project with their state, the known marketplaces
+   * and the problems found. Install one with `executeCommand('plugin', 'marketplace add DIR')`
+   * and `executeCommand('plugin', 'install NAME@MARKETPLACE')`; sessions created afterwards
+   * load it (its skills are named `plugin:skill`). */
+  listPlugins(): PluginListing {
+    return JSON.parse(native(() => this.#native.listPlugins())) as PluginListing;
   }
 
 

@@ -290,7 +290,7 @@ export interface SkillActivation {
 export interface SkillInfo {
   name: string;
   description: string;
-  source: { kind: 'project' | 'user' | 'host'; root?: string };
+  source: { kind: 'project' | 'user' | 'plugin' | 'host'; root?: string; plugin?: string };
   dir?: string;
   file?: string;
   allowed_tools?: string[];
@@ -302,6 +302,42 @@ export interface SkillInfo {
   user_invocable: boolean;
   /** Frontmatter keys robota does not act on, as written. */
   extra?: Record<string, unknown>;
+}
+
+/** A plugin of the session's user and project (`session.listPlugins()`). */
+export interface PluginInfo {
+  /** `name@marketplace`, as in the settings' `enabledPlugins`. */
+  id: string;
+  name: string;
+  marketplace: string;
+  version?: string;
+  description?: string;
+  installed: boolean;
+  enabled: boolean;
+  /** The settings file that turned it on or off. */
+  enabled_in?: string;
+  path?: string;
+  /** Loaded into this session (sessions load the plugins enabled when they are created). */
+  loaded: boolean;
+  /** `plugin:skill` names. */
+  skills?: string[];
+  commands?: string[];
+  agents?: string[];
+  hook_files?: string[];
+  mcp_servers?: Array<{ name: string; status: string; config: unknown }>;
+}
+
+/** `session.listPlugins()`: plugins, known marketplaces and problems found. */
+export interface PluginListing {
+  plugins: PluginInfo[];
+  marketplaces: Array<{
+    name: string;
+    source: { source: 'directory' | 'git' | 'github'; path?: string; url?: string; repo?: string; ref?: string };
+    location?: string;
+    known_from: string;
+    plugins: string[];
+  }>;
+  warnings: Array<{ file?: string; message: string }>;
 }
 
 /** Every event an interactive session emits: a discriminated union on `type`. */

@@ -535,6 +535,16 @@ class InteractiveSession:
         args)``; each activation emits a :class:`robota.SkillActivationEvent`."""
         return list(self._native.list_skills())
 
+    def list_plugins(self) -> Dict[str, Any]:
+        """The plugins of this session's user and project: ``{"plugins": [{"id":
+        "name@marketplace", "name", "marketplace", "version", "description", "installed",
+        "enabled", "enabled_in", "path", "loaded", "skills", "commands", "agents", "hook_files",
+        "mcp_servers"}], "marketplaces": [...], "warnings": [{"file", "message"}]}``. Install
+        one with ``await session.execute_command("plugin", "marketplace add DIR")`` and
+        ``await session.execute_command("plugin", "install NAME@MARKETPLACE")``; sessions
+        created afterwards load it (its skills are named ``plugin:skill``)."""
+        return dict(self._native.list_plugins())
+
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt
         runs)."""

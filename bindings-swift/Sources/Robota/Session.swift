@@ -359,6 +359,14 @@ public final class InteractiveSession: Sendable {
         try decodeJSON([SkillInfo].self, callNative { try native.listSkills() })
     }
 
+    /// The plugins of the session's user and project with their state, the known marketplaces
+    /// and the problems found. Install one with `executeCommand("plugin", args: "marketplace add
+    /// DIR")` and `executeCommand("plugin", args: "install NAME@MARKETPLACE")`; sessions created
+    /// afterwards load it.
+    public func listPlugins() throws -> PluginListing {
+        try decodeJSON(PluginListing.self, callNative { try native.listPlugins() })
+    }
+
     /// Shuts the session down: aborts any run, fires SessionEnd hooks once, ends every event
     /// stream. `reason` is a SessionEnd reason (`other` by default).
     public func shutdown(reason: String? = nil) async throws {

@@ -22,8 +22,10 @@ public enum Skill: Sendable, Equatable {
 public struct SkillInfo: Sendable, Decodable, Equatable {
     /// Where a skill came from.
     public struct Source: Sendable, Decodable, Equatable {
-        /// `project`, `user` or `host`.
+        /// `project`, `user`, `plugin` or `host`.
         public let kind: String
+        /// The plugin it belongs to (for `plugin` skills, named `plugin:skill`).
+        public let plugin: String?
         /// The skills folder it was found in or registered from (`nil` for a skill given as
         /// data).
         public let root: String?

@@ -1431,6 +1431,12 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listCommands() throws  -> String
     
     /**
+     * The plugins of the session's user and project (state, parts, marketplaces, problems) as
+     * a JSON object.
+     */
+    func listPlugins() throws  -> String
+    
+    /**
      * The skills of the session (with where each came from) as a JSON array.
      */
     func listSkills() throws  -> String
@@ -1726,6 +1732,19 @@ open func listCommands()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_commands(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The plugins of the session's user and project (state, parts, marketplaces, problems) as
+     * a JSON object.
+     */
+open func listPlugins()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_plugins(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -3594,6 +3613,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_plugins() != 50023) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_skills() != 30654) {

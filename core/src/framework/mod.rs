@@ -23,5 +23,6 @@ pub mod context;
 pub mod frontmatter;
 pub mod interactive;
 pub mod outcome;
+pub mod plugins;
 pub mod query;
 pub mod skills;

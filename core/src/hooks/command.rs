@@ -149,6 +149,9 @@ fn build_command(hook: &CommandHook, ctx: &CommandContext<'_>) -> Result<Command
     for (key, value) in &ctx.env {
         cmd.env(key, value);
     }
+    if let Some(root) = &hook.plugin_root {
+        cmd.env("CLAUDE_PLUGIN_ROOT", root);
+    }
     #[cfg(unix)]
     if !sandboxed {
         // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent; it is the

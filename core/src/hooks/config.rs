@@ -107,6 +107,10 @@ pub struct CommandHook {
     /// The shell (`bash` when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<HookShell>,
+    /// The folder of the plugin that defined the hook: its process gets it as
+    /// `CLAUDE_PLUGIN_ROOT`. Set by the plugin loader, never read from a file.
+    #[serde(skip)]
+    pub plugin_root: Option<PathBuf>,
 }
 
 /// An `http` handler.
@@ -210,6 +214,7 @@ impl HookHandlerConfig {
             rewake_message: None,
             rewake_summary: None,
             shell: None,
+            plugin_root: None,
         }))
     }
 
@@ -306,6 +311,20 @@ impl HooksConfig {
         }
         for (name, count) in other.unknown_events {
             *self.unknown_events.entry(name).or_default() += count;
+        }
+    }
+
+    /// Marks every command hook as defined by the plugin in `root` (its process then gets
+    /// `CLAUDE_PLUGIN_ROOT`).
+    pub fn set_plugin_root(&mut self, root: &Path) {
+        for groups in self.events.values_mut() {
+            for group in groups {
+                for hook in &mut group.hooks {
+                    if let HandlerKind::Command(command) = &mut hook.handler.kind {
+                        command.plugin_root = Some(root.to_path_buf());
+                    }
+                }
+            }
         }
     }
 
@@ -957,6 +976,7 @@ impl Parser {
             rewake_message: rewake_message?,
             rewake_summary: rewake_summary?,
             shell: shell?,
+            plugin_root: None,
         })
     }
 

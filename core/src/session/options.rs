@@ -167,6 +167,9 @@ pub struct SessionOptions {
     pub permission_handler: Option<Arc<dyn PermissionHandler>>,
     /// In-process hooks, run like settings hooks.
     pub hook_callbacks: Vec<HookCallbackRegistration>,
+    /// Hook definitions added after the settings' own (e.g. the `hooks/hooks.json` of enabled
+    /// plugins); like them, off when the settings say `disableAllHooks`.
+    pub extra_hooks: crate::hooks::HooksConfig,
     /// The system prompt. When set it replaces the prompt assembled from the project context
     /// (which is then not loaded at all).
     pub system_prompt: Option<String>,
@@ -238,6 +241,7 @@ impl SessionOptions {
             permission_mode: None,
             permission_handler: None,
             hook_callbacks: Vec::new(),
+            extra_hooks: crate::hooks::HooksConfig::new(),
             system_prompt: None,
             append_system_prompt: None,
             load_project_context: true,

@@ -1,5 +1,6 @@
-//! Saving "allow always" rules into a settings file: an atomic read-modify-write of
-//! `permissions.allow` (or `ask`/`deny`) that keeps everything else in the file.
+//! Saving "allow always" rules (and enabled plugins) into a settings file: an atomic
+//! read-modify-write of `permissions.allow` (or `ask`/`deny`, or `enabledPlugins`) that keeps
+//! everything else in the file.
 //!
 //! What is kept: every other key and value, the order of keys (the file is parsed into an
 //! order-preserving tree, not `serde_json::Value`, whose maps sort their keys), the indentation
@@ -85,6 +86,77 @@ pub fn add_permission_rules(
     list: RuleList,
     rules: &[String],
 ) -> Result<Vec<String>, SettingsWriteError> {
+    let mut added = Vec::new();
+    edit_settings(path, |top, wrong| {
+        let permissions = entry(top, "permissions", || Json::Object(Vec::new()));
+        let Json::Object(permissions) = permissions else {
+            return Err(wrong("permissions", "an object", permissions));
+        };
+        let key = list.as_str();
+        let items = entry(permissions, key, || Json::Array(Vec::new()));
+        let Json::Array(items) = items else {
+            return Err(wrong(&format!("permissions.{key}"), "an array", items));
+        };
+        for rule in rules {
+            let present = items
+                .iter()
+                .any(|item| matches!(item, Json::String(s) if s == rule));
+            if !present && !added.contains(rule) {
+                items.push(Json::String(rule.clone()));
+                added.push(rule.clone());
+            }
+        }
+        Ok(!added.is_empty())
+    })?;
+    Ok(added)
+}
+
+/// Sets `<object>.<key>` of the settings file at `path` to the boolean `value` (e.g.
+/// `enabledPlugins."formatter@tools": true`), or removes the key when `value` is `None`; the
+/// file (and its directories) is created when needed. Returns true when the file changed.
+pub fn set_settings_flag(
+    path: &Path,
+    object: &str,
+    key: &str,
+    value: Option<bool>,
+) -> Result<bool, SettingsWriteError> {
+    edit_settings(path, |top, wrong| {
+        if value.is_none() && !top.iter().any(|(k, _)| k == object) {
+            return Ok(false);
+        }
+        let map = entry(top, object, || Json::Object(Vec::new()));
+        let Json::Object(map) = map else {
+            return Err(wrong(object, "an object", map));
+        };
+        let position = map.iter().position(|(k, _)| k == key);
+        match (value, position) {
+            (None, None) => Ok(false),
+            (None, Some(index)) => {
+                map.remove(index);
+                Ok(true)
+            }
+            (Some(value), Some(index)) if map[index].1 == Json::Bool(value) => Ok(false),
+            (Some(value), Some(index)) => {
+                map[index].1 = Json::Bool(value);
+                Ok(true)
+            }
+            (Some(value), None) => {
+                map.push((key.to_string(), Json::Bool(value)));
+                Ok(true)
+            }
+        }
+    })
+}
+
+/// A function that names a value of the wrong type at a JSON path of the file being edited.
+type WrongType<'a> = &'a dyn Fn(&str, &'static str, &Json) -> SettingsWriteError;
+
+/// Reads the settings file at `path` (an absent or empty one is `{}`), lets `change` edit its
+/// top-level object, and writes it back atomically when `change` says it changed something.
+fn edit_settings(
+    path: &Path,
+    change: impl FnOnce(&mut Vec<(String, Json)>, WrongType<'_>) -> Result<bool, SettingsWriteError>,
+) -> Result<bool, SettingsWriteError> {
     let original = match crate::files::read_regular(path, &crate::files::SETTINGS_FILE) {
         Ok(bytes) => Some(bytes),
         Err(e) if e.is_not_found() => None,
@@ -119,27 +191,8 @@ pub fn add_permission_rules(
     let Json::Object(top) = &mut root else {
         return Err(wrong("(the whole file)", "an object", &root));
     };
-    let permissions = entry(top, "permissions", || Json::Object(Vec::new()));
-    let Json::Object(permissions) = permissions else {
-        return Err(wrong("permissions", "an object", permissions));
-    };
-    let key = list.as_str();
-    let items = entry(permissions, key, || Json::Array(Vec::new()));
-    let Json::Array(items) = items else {
-        return Err(wrong(&format!("permissions.{key}"), "an array", items));
-    };
-    let mut added = Vec::new();
-    for rule in rules {
-        let present = items
-            .iter()
-            .any(|item| matches!(item, Json::String(s) if s == rule));
-        if !present && !added.contains(rule) {
-            items.push(Json::String(rule.clone()));
-            added.push(rule.clone());
-        }
-    }
-    if added.is_empty() {
-        return Ok(added);
+    if !change(top, &wrong)? {
+        return Ok(false);
     }
     let rendered = render(
         &root,
@@ -150,7 +203,7 @@ pub fn add_permission_rules(
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(added)
+    Ok(true)
 }
 
 /// The value under `key`, inserted at the end when missing.

@@ -315,6 +315,81 @@ static void test_allow_always(robota_runtime *rt) {
   CHECK(wait_for(&tool.finalized, 1, 5000) && atomic_load(&tool.finalized) == 1);
 }
 
+/* ---- plugins ---- */
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (f != NULL) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+static robota_session *plugin_session(robota_runtime *rt, const char *dir) {
+  char options[1024];
+  snprintf(options, sizeof options,
+           "{\"system_prompt\": \"t\", \"load_project_context\": false, \"builtin_tools\": false, "
+           "\"cwd\": \"%s/project\", \"home\": \"%s/home\"}",
+           dir, dir);
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(options);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  return s;
+}
+
+/* A plugin from a local marketplace folder: added and installed through the `plugin` command,
+ * then listed with its state and its skill (named plugin:skill) by a new session. */
+static void test_plugins(robota_runtime *rt) {
+  char dir[] = "/tmp/robota-c-plugins-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[512];
+  const char *folders[] = {"project", "home", "market", "market/.claude-plugin", "market/hello",
+                           "market/hello/skills", "market/hello/skills/hi"};
+  for (size_t i = 0; i < sizeof folders / sizeof folders[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, folders[i]);
+    CHECK(mkdir(path, 0700) == 0);
+  }
+  snprintf(path, sizeof path, "%s/market/.claude-plugin/marketplace.json", dir);
+  write_text(path, "{\"name\": \"local\", \"plugins\": [{\"name\": \"hello\", \"source\": \"./hello\"}]}");
+  snprintf(path, sizeof path, "%s/market/hello/skills/hi/SKILL.md", dir);
+  write_text(path, "---\ndescription: Say hi\n---\nHI\n");
+
+  robota_session *s = plugin_session(rt, dir);
+  char args[600];
+  char *json = NULL;
+  snprintf(args, sizeof args, "marketplace add %s/market", dir);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "plugin", 6, args, strlen(args), 30000, &json, &e_));
+  CHECK(contains(json, "\"success\":true"));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_execute_command_blocking(
+                                      s, "plugin", 6, "install hello@local", 19, 30000, &json, &e_));
+  CHECK(contains(json, "\"success\":true"));
+  robota_string_free(json);
+  json = NULL;
+  robota_session_free(s);
+
+  s = plugin_session(rt, dir);
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_plugins(s, &json, &e_));
+  CHECK(contains(json, "\"id\":\"hello@local\""));
+  CHECK(contains(json, "\"enabled\":true"));
+  CHECK(contains(json, "\"loaded\":true"));
+  CHECK(contains(json, "\"hello:hi\""));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_skills(s, &json, &e_));
+  CHECK(contains(json, "\"name\":\"hello:hi\""));
+  CHECK(contains(json, "\"kind\":\"plugin\""));
+  robota_string_free(json);
+  json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_plugins(NULL, &json, &e_));
+  CHECK(json == NULL);
+  robota_session_free(s);
+}
+
 /* ---- commands ---- */
 static robota_session *greet_session = NULL;
 
@@ -1361,6 +1436,7 @@ int main(void) {
   test_commands(rt);
   test_skills(rt);
   test_custom_commands(rt);
+  test_plugins(rt);
   test_hook_blocks_tool(rt);
   test_host_provider(rt);
   test_abort_from_callback(rt);

@@ -1,6 +1,7 @@
 //! Agent definitions: the built-in agents and the Claude Code compatible `.md` files
 //! (`.robota/agents/`, `.agents/agents/`, `.claude/agents/` in the project, then `.robota/agents/`
-//! and `.claude/agents/` in the home directory), parsed from their frontmatter.
+//! and `.claude/agents/` in the home directory, then the `agents/` of enabled plugins, named
+//! `plugin:agent`), parsed from their frontmatter.
 //!
 //! A definition file is YAML frontmatter between `---` lines (parsed by
 //! [`crate::framework::frontmatter`]: real YAML, plus Claude Code's lenient one-line values), then
@@ -59,6 +60,25 @@ pub enum AgentSource {
         /// The file.
         path: PathBuf,
     },
+    /// A file in an enabled plugin's `agents/`; the agent is named `plugin:agent`.
+    Plugin {
+        /// The plugin's name (the namespace).
+        plugin: String,
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl AgentSource {
+    /// The file a definition was read from (`None` for a built-in).
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            AgentSource::Builtin => None,
+            AgentSource::Project { path }
+            | AgentSource::User { path }
+            | AgentSource::Plugin { path, .. } => Some(path),
+        }
+    }
 }
 
 /// One agent a subagent can be started as.
@@ -307,20 +327,38 @@ const IGNORED_KEYS: &[&str] = &[
 /// same name; among files the higher-priority directory wins (the other is a warning). A file or
 /// directory that cannot be used is a warning on the catalog; every other definition loads.
 pub fn load_agent_definitions(cwd: &Path, home: Option<&Path>) -> AgentCatalog {
-    let mut dirs: Vec<(PathBuf, bool)> = [".robota/agents", ".agents/agents", ".claude/agents"]
-        .iter()
-        .map(|d| (cwd.join(d), true))
-        .collect();
+    load_agent_definitions_with_plugins(cwd, home, &[])
+}
+
+/// [`load_agent_definitions`] plus the `agents/` folders of enabled plugins, given as
+/// `(plugin name, folder)`: their agents are named `plugin:agent` and come last.
+pub fn load_agent_definitions_with_plugins(
+    cwd: &Path,
+    home: Option<&Path>,
+    plugins: &[(String, PathBuf)],
+) -> AgentCatalog {
+    // Each folder with the plugin whose namespace its agents get (`None`: the project's when
+    // the flag is set, else the user's).
+    let mut dirs: Vec<(PathBuf, bool, Option<&str>)> =
+        [".robota/agents", ".agents/agents", ".claude/agents"]
+            .iter()
+            .map(|d| (cwd.join(d), true, None))
+            .collect();
     if let Some(home) = home {
         dirs.extend(
             [".robota/agents", ".claude/agents"]
                 .iter()
-                .map(|d| (home.join(d), false)),
+                .map(|d| (home.join(d), false, None)),
         );
     }
+    dirs.extend(
+        plugins
+            .iter()
+            .map(|(plugin, dir)| (dir.clone(), false, Some(plugin.as_str()))),
+    );
     let mut catalog = AgentCatalog::builtin();
     let mut from_files: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for (dir, project) in dirs {
+    for (dir, project, plugin) in dirs {
         let files = match definition_files(&dir) {
             Ok(files) => files,
             Err(error) => {
@@ -331,8 +369,15 @@ pub fn load_agent_definitions(cwd: &Path, home: Option<&Path>) -> AgentCatalog {
         for path in files {
             match load_file(&path, project) {
                 Ok(None) => {}
-                Ok(Some((definition, warnings))) => {
+                Ok(Some((mut definition, warnings))) => {
                     catalog.warnings.extend(warnings);
+                    if let Some(plugin) = plugin {
+                        definition.name = format!("{plugin}:{}", definition.name);
+                        definition.source = AgentSource::Plugin {
+                            plugin: plugin.to_string(),
+                            path: path.clone(),
+                        };
+                    }
                     if let Some(first) = from_files.get(&definition.name) {
                         catalog.warnings.push(AgentWarning::at(
                             &path,

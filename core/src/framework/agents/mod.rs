@@ -19,8 +19,9 @@ pub mod runner;
 pub mod worktree;
 
 pub use definition::{
-    builtin_agents, load_agent_definitions, parse_agent_definition, AgentCatalog, AgentDefinition,
-    AgentDefinitionError, AgentSource, AgentWarning, DEFAULT_AGENT_TYPE,
+    builtin_agents, load_agent_definitions, load_agent_definitions_with_plugins,
+    parse_agent_definition, AgentCatalog, AgentDefinition, AgentDefinitionError, AgentSource,
+    AgentWarning, DEFAULT_AGENT_TYPE,
 };
 pub use runner::{
     new_agent_id, run_subagent, Isolation, SubagentError, SubagentProgress,

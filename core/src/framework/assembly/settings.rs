@@ -41,6 +41,7 @@ pub(crate) struct PromptSettings {
 pub(crate) fn assemble(
     cwd: &Path,
     settings: SessionSettings,
+    extra_hooks: HooksConfig,
 ) -> Result<(ResolvedSettings, PromptSettings), SessionError> {
     let (loaded, home) = match settings {
         SessionSettings::FromEnvironment => {
@@ -109,6 +110,7 @@ pub(crate) fn assemble(
         }
         if !loaded.settings.disable_all_hooks {
             hooks = hook_config(loaded, &mut warnings)?;
+            hooks.merge(extra_hooks);
         }
         env = loaded.settings.env.clone();
         additional_directories = loaded

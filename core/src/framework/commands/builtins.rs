@@ -27,11 +27,14 @@ const HELP_NAME_WIDTH: usize = 32;
 /// `agent` command's module ([`agent_command_module`](super::agent_command_module)), which
 /// requests the agent executor (agent definitions, subagents), and the `skills` command's
 /// module ([`skills_command_module`](crate::framework::skills::skills_command_module)), which
-/// requests skills (discovery, the `Skill` tool, the skills list in the system prompt).
+/// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), and the
+/// `plugin`/`reload-plugins` module
+/// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
     modules.push(crate::framework::skills::skills_command_module());
+    modules.push(crate::framework::plugins::plugin_command_module());
     modules
 }
 

@@ -145,6 +145,17 @@ pub trait CommandHostContext: Send + Sync {
             crate::framework::skills::SKILLS_NOT_ENABLED,
         ))
     }
+    /// The plugin manager of the session's user and project. Hosts without a home folder keep
+    /// this default, which says so.
+    fn plugin_manager(&self) -> Result<crate::framework::plugins::PluginManager, CommandHostError> {
+        Err(CommandHostError::new(
+            "plugins are not available: the session has no home folder (settings are off)",
+        ))
+    }
+    /// The `name@marketplace` ids of the plugins loaded into this session.
+    fn loaded_plugins(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Activates a skill: checks who may run it, loads its instructions and runs it inline or
     /// in a subagent, reporting a `skill_activation` event. The result's message is what the
     /// caller sees (for the model: the instructions, or the forked skill's answer).

@@ -27,8 +27,6 @@ const IGNORED_KEYS: &[&str] = &[
     "effortLevel",
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
-    "enabledPlugins",
-    "extraKnownMarketplaces",
     "fileSuggestion",
     "forceLoginMethod",
     "forceLoginOrgUUID",
@@ -89,6 +87,9 @@ pub(crate) fn validate_layer(
                 validator.object(value, &path, "an object mapping hook event names to lists")?;
             }
             "disableAllHooks" => validator.boolean(value, &path)?,
+            // The plugins module reads these; a bad entry is a warning naming this file there,
+            // never a reason to refuse the settings.
+            "enabledPlugins" | "extraKnownMarketplaces" => {}
             "sandbox" => validator.sandbox(value, &path)?,
             "autoCompactThreshold" => validator.threshold(value, &path)?,
             "taskContext" => {

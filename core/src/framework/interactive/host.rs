@@ -170,6 +170,20 @@ impl CommandHostContext for SessionHost {
         })
     }
 
+    fn plugin_manager(&self) -> Result<crate::framework::plugins::PluginManager, CommandHostError> {
+        self.get()?.plugin_manager().ok_or_else(|| {
+            CommandHostError::new(
+                "plugins are not available: the session has no home folder (settings are off)",
+            )
+        })
+    }
+
+    fn loaded_plugins(&self) -> Vec<String> {
+        self.get()
+            .map(|inner| inner.loaded_plugin_ids())
+            .unwrap_or_default()
+    }
+
     fn agent_catalog(&self) -> Result<AgentCatalog, CommandHostError> {
         match self.get()?.agent_catalog() {
             Some(catalog) => Ok(catalog),

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{
-    load_agent_definitions, AgentCatalog, AgentDefinitionError, AgentWarning,
+    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning,
 };
 use crate::framework::commands::custom::{CommandRegistration, CommandRoot};
 use crate::framework::commands::{
@@ -34,8 +34,8 @@ use crate::framework::commands::{
 use crate::framework::context::{resolve_file_references, FileRefOptions};
 use crate::framework::outcome::{ErrorInfo, OutcomeStatus};
 use crate::framework::skills::{
-    load_skills, skills_prompt_section, SkillCatalog, SkillRegistration, SkillTool, SKILLS_COMMAND,
-    SKILLS_PROMPT_BUDGET,
+    load_skills_with_plugins, skills_prompt_section, SkillCatalog, SkillRegistration, SkillTool,
+    SKILLS_COMMAND, SKILLS_PROMPT_BUDGET,
 };
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
@@ -379,6 +379,8 @@ struct State {
 pub(crate) struct AgentSetup {
     pub(crate) cwd: std::path::PathBuf,
     pub(crate) home: Option<std::path::PathBuf>,
+    /// `(plugin, agents folder)` of the enabled plugins.
+    pub(crate) plugin_agents: Vec<(String, std::path::PathBuf)>,
 }
 
 pub(crate) struct Inner {
@@ -389,6 +391,7 @@ pub(crate) struct Inner {
     idle: tokio::sync::Notify,
     agents: Option<AgentSetup>,
     skills: Option<SkillSetup>,
+    plugins: crate::framework::assembly::plugins::SessionPlugins,
     /// The custom commands, when skills were requested.
     custom: Option<crate::framework::commands::custom::CustomCommandCatalog>,
 }
@@ -416,7 +419,7 @@ impl InteractiveSession {
             event_buffer,
             skills: skill_registrations,
             commands: command_registrations,
-            command_roots,
+            mut command_roots,
         } = options;
         let wants_agents = command_modules.iter().any(|m| {
             m.session_requirements
@@ -438,9 +441,25 @@ impl InteractiveSession {
                 .unwrap_or_else(|_| session.cwd.clone())
         };
         let home = crate::framework::assembly::settings::settings_home(&session.settings, &cwd);
+        // Enabled plugins: their hooks join the settings' hooks; their skills and agents join
+        // the session's below. A plugin that cannot be used is a warning naming its file.
+        let plugins = crate::framework::assembly::plugins::session_plugins(
+            &session.settings,
+            &cwd,
+            home.as_deref(),
+        );
+        session.warnings.extend(plugins.warnings.iter().cloned());
+        for plugin in &plugins.plugins {
+            session.extra_hooks.merge(plugin.hooks.clone());
+        }
+        let plugin_agents = plugins.agent_dirs();
+        // A plugin's `commands/` come after the host's, the project's and the user's commands;
+        // their names are qualified (`plugin:command`).
+        command_roots.extend(plugins.command_roots());
         let agents = if wants_agents {
             let (cwd, home) = (cwd.clone(), home.clone());
-            let catalog = load_agent_definitions(&cwd, home.as_deref());
+            let catalog =
+                load_agent_definitions_with_plugins(&cwd, home.as_deref(), &plugin_agents);
             let mut warnings: Vec<SessionWarning> =
                 catalog.warnings.iter().map(agent_warning).collect();
             warnings.extend(unknown_agent_tools(&catalog, &session));
@@ -450,7 +469,11 @@ impl InteractiveSession {
                 Some(text) => format!("{text}\n\n{section}"),
                 None => section,
             });
-            Some(AgentSetup { cwd, home })
+            Some(AgentSetup {
+                cwd,
+                home,
+                plugin_agents: plugin_agents.clone(),
+            })
         } else {
             None
         };
@@ -458,7 +481,12 @@ impl InteractiveSession {
         // only when a module asks for them. A skill that cannot be used is a warning naming its
         // file; the session goes on.
         let skills = if wants_skills {
-            let catalog = load_skills(&cwd, home.as_deref(), &skill_registrations);
+            let catalog = load_skills_with_plugins(
+                &cwd,
+                home.as_deref(),
+                &skill_registrations,
+                &plugins.skill_roots(),
+            );
             session
                 .warnings
                 .extend(catalog.warnings.iter().map(skill_warning));
@@ -574,6 +602,7 @@ impl InteractiveSession {
             idle: tokio::sync::Notify::new(),
             agents,
             skills,
+            plugins,
             custom,
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
@@ -814,6 +843,21 @@ impl InteractiveSession {
             .unwrap_or_default()
     }
 
+    /// The plugins of this session's user and project: installed and enabled ones (each marked
+    /// `loaded` when this session loaded it, with its skills, commands, agents, hooks and MCP
+    /// servers), the known marketplaces, and every problem found. Empty without a home folder.
+    pub fn list_plugins(&self) -> crate::framework::plugins::PluginListing {
+        let Some(manager) = &self.inner.plugins.manager else {
+            return Default::default();
+        };
+        let mut listing = manager.list();
+        let loaded = self.inner.plugins.ids();
+        for plugin in &mut listing.plugins {
+            plugin.loaded = loaded.contains(&plugin.id);
+        }
+        listing
+    }
+
     /// The custom slash commands of this session (empty when no module requested skills), with
     /// where each came from; [`list_commands`](Self::list_commands) lists them too.
     pub fn list_custom_commands(
@@ -1013,9 +1057,7 @@ fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<
     available.extend(session.extra_tools.iter().map(|t| t.name().to_string()));
     let mut warnings = Vec::new();
     for definition in catalog.definitions() {
-        let (crate::framework::agents::AgentSource::Project { path }
-        | crate::framework::agents::AgentSource::User { path }) = &definition.source
-        else {
+        let Some(path) = definition.source.path() else {
             continue;
         };
         for entry in definition.tools.iter().flatten() {
@@ -1037,7 +1079,7 @@ fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<
                 continue;
             };
             warnings.push(SessionWarning {
-                file: Some(path.clone()),
+                file: Some(path.to_path_buf()),
                 json_path: "tools".into(),
                 kind: "agent_definition".into(),
                 message: problem,
@@ -1057,10 +1099,24 @@ impl Inner {
     }
 
     /// The agents, read fresh from disk; `None` when no module requested the agent executor.
+    /// The plugin manager of the session's user and project, if it has a home folder.
+    pub(crate) fn plugin_manager(&self) -> Option<crate::framework::plugins::PluginManager> {
+        self.plugins.manager.clone()
+    }
+
+    /// The ids of the plugins this session loaded.
+    pub(crate) fn loaded_plugin_ids(&self) -> Vec<String> {
+        self.plugins.ids()
+    }
+
     pub(crate) fn agent_catalog(&self) -> Option<AgentCatalog> {
-        self.agents
-            .as_ref()
-            .map(|setup| load_agent_definitions(&setup.cwd, setup.home.as_deref()))
+        self.agents.as_ref().map(|setup| {
+            load_agent_definitions_with_plugins(
+                &setup.cwd,
+                setup.home.as_deref(),
+                &setup.plugin_agents,
+            )
+        })
     }
 
     /// A cancellation token for a subagent starting now: a child of the running prompt's (so

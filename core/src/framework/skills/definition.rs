@@ -18,7 +18,8 @@
 //!
 //! **Precedence** (highest first; a later skill of a taken name is skipped with a warning naming
 //! both files): skills the host registers (in the order given), `<project>/.claude/skills`,
-//! `<project>/.agents/skills`, `~/.claude/skills`, `~/.robota/skills`. The host comes first
+//! `<project>/.agents/skills`, `~/.claude/skills`, `~/.robota/skills`, then the `skills/` of
+//! enabled plugins ([`load_skills_with_plugins`]; named `plugin:skill`). The host comes first
 //! because it composes the session on purpose; the project comes before the user, as for
 //! settings and agents.
 //!
@@ -70,6 +71,13 @@ pub enum SkillSource {
         /// The skills folder it was found in.
         root: PathBuf,
     },
+    /// The `skills/` folder of an enabled plugin; the skill is named `plugin:skill`.
+    Plugin {
+        /// The plugin's name (the namespace).
+        plugin: String,
+        /// The plugin's skills folder.
+        root: PathBuf,
+    },
     /// Registered by the host, from a directory or from data.
     Host {
         /// The registered directory; `None` for a skill given as data.
@@ -79,11 +87,12 @@ pub enum SkillSource {
 }
 
 impl SkillSource {
-    /// `project`, `user` or `host`.
+    /// `project`, `user`, `plugin` or `host`.
     pub fn kind(&self) -> &'static str {
         match self {
             SkillSource::Project { .. } => "project",
             SkillSource::User { .. } => "user",
+            SkillSource::Plugin { .. } => "plugin",
             SkillSource::Host { .. } => "host",
         }
     }
@@ -95,6 +104,7 @@ impl std::fmt::Display for SkillSource {
             SkillSource::Project { root } | SkillSource::User { root } => {
                 write!(f, "{} ({})", self.kind(), root.display())
             }
+            SkillSource::Plugin { plugin, .. } => write!(f, "plugin {plugin}"),
             SkillSource::Host { root: Some(root) } => write!(f, "host ({})", root.display()),
             SkillSource::Host { root: None } => f.write_str("host"),
         }
@@ -286,8 +296,12 @@ impl SkillCatalog {
         self.skills.is_empty()
     }
 
-    /// Adds `skill` unless its name is taken, in which case a warning names both places.
-    fn offer(&mut self, skill: SkillDefinition) {
+    /// Adds `skill` unless its name is taken, in which case a warning names both places. A
+    /// plugin's skill is named `plugin:skill`.
+    fn offer(&mut self, mut skill: SkillDefinition) {
+        if let SkillSource::Plugin { plugin, .. } = &skill.source {
+            skill.name = format!("{plugin}:{}", skill.name);
+        }
         if let Some(first) = self.skills.get(&skill.name) {
             let winner = first
                 .file
@@ -316,6 +330,17 @@ pub fn load_skills(
     cwd: &Path,
     home: Option<&Path>,
     registrations: &[SkillRegistration],
+) -> SkillCatalog {
+    load_skills_with_plugins(cwd, home, registrations, &[])
+}
+
+/// [`load_skills`] plus the skills of enabled plugins, given as `(plugin name, skills
+/// folder)`: each is named `plugin:skill` and comes after the user's skills.
+pub fn load_skills_with_plugins(
+    cwd: &Path,
+    home: Option<&Path>,
+    registrations: &[SkillRegistration],
+    plugins: &[(String, PathBuf)],
 ) -> SkillCatalog {
     let mut catalog = SkillCatalog::default();
     for registration in registrations {
@@ -361,6 +386,13 @@ pub fn load_skills(
                 false,
             );
         }
+    }
+    for (plugin, root) in plugins {
+        let source = SkillSource::Plugin {
+            plugin: plugin.clone(),
+            root: root.clone(),
+        };
+        load_root(&mut catalog, root, &source, false);
     }
     catalog
 }

@@ -26,8 +26,8 @@ pub use command::{
     skills_command_module, SkillTool, SkillsCommand, SKILLS_COMMAND, SKILL_TOOL_NAME,
 };
 pub use definition::{
-    load_skills, parse_skill, SkillCatalog, SkillContext, SkillDefinition, SkillRegistration,
-    SkillSource, SkillWarning, SKILL_FILE, SKILL_FILE_NAME,
+    load_skills, load_skills_with_plugins, parse_skill, SkillCatalog, SkillContext,
+    SkillDefinition, SkillRegistration, SkillSource, SkillWarning, SKILL_FILE, SKILL_FILE_NAME,
 };
 pub use render::{
     skill_instructions, skills_prompt_section, split_arguments, substitute_arguments,
