@@ -13,6 +13,7 @@ use robota::api::{
     ApiError, HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
     HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
+use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
 use robota::framework::skills::SkillRegistration;
 use robota::provider::Provider;
@@ -71,6 +72,7 @@ pub(crate) struct BuiltOptions {
     pub disallowed_tools: Vec<String>,
     pub skills: Vec<SkillRegistration>,
     pub edit_checkpoints: bool,
+    pub custom_commands: Vec<CommandRegistration>,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -101,6 +103,7 @@ pub(crate) fn build_options(
     let config = SessionConfig::from_json_value(options.session)?;
     let skills = config.skill_registrations();
     let edit_checkpoints = config.edit_checkpoints_enabled();
+    let commands = config.command_registrations();
     let mut session = config.into_session_options(provider)?;
     for spec in options.tools {
         let spec = HostToolSpec::from_json_value(spec)?;
@@ -143,6 +146,7 @@ pub(crate) fn build_options(
         disallowed_tools: options.disallowed_tools,
         skills,
         edit_checkpoints,
+        custom_commands: commands,
     })
 }
 

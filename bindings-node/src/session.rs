@@ -178,6 +178,7 @@ impl NativeSession {
             options.command_modules = built.command_modules;
             options.skills = built.skills;
             options.edit_checkpoints = built.edit_checkpoints;
+            options.commands = built.custom_commands;
             if let Some(buffer) = built.event_buffer {
                 options.event_buffer = buffer;
             }

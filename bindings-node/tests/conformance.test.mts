@@ -40,6 +40,7 @@ interface Scenario {
   permission_answers?: Array<{ tool: string; answer: string; message?: string }>;
   settings?: { permission_mode?: string; allow?: string[]; deny?: string[] };
   skills?: Array<{ name: string; content: string }>;
+  commands?: Array<{ name: string; content: string }>;
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
@@ -185,6 +186,7 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     builtinTools: false,
     ...(settings !== undefined ? { settings } : {}),
     ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
+    ...(scenario.commands !== undefined ? { customCommands: scenario.commands } : {}),
     provider: new ScriptedProvider(scenario.provider.turns),
     tools: (scenario.host_tools ?? []).map(hostTool),
     permissionHandler: (request): PermissionAnswer => {

@@ -123,6 +123,7 @@ impl NativeSession {
         let config = SessionConfig::from_json_value(from_py(config)?).map_err(api_error)?;
         let skills = config.skill_registrations();
         let edit_checkpoints = config.edit_checkpoints_enabled();
+        let commands = config.command_registrations();
         let _guard = runtime().enter();
         let provider = build_provider(provider, &slot)?;
         let mut options = config.into_session_options(provider).map_err(api_error)?;
@@ -130,6 +131,7 @@ impl NativeSession {
         let mut interactive = InteractiveSessionOptions::new(options);
         interactive.skills = skills;
         interactive.edit_checkpoints = edit_checkpoints;
+        interactive.commands = commands;
         let mut modules = build_command_modules(command_modules, &slot)?;
         if builtin_commands {
             interactive.command_modules.append(&mut modules);

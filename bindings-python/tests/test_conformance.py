@@ -30,7 +30,7 @@ KEPT = [
     "skill_activation",
 ]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -152,6 +152,7 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         tools=[host_tool(t) for t in scenario.get("host_tools", [])],
         permission_handler=handler,
         skills=scenario.get("skills", []),
+        custom_commands=scenario.get("commands", []),
     )
     stream = session.events()
     events: List[Dict[str, Any]] = []

@@ -234,6 +234,7 @@ impl NativeSession {
         let config = SessionConfig::from_json(&options.config_json)?;
         let skills = config.skill_registrations();
         let edit_checkpoints = config.edit_checkpoints_enabled();
+        let commands = config.command_registrations();
         let _runtime = runtime().enter();
         let provider = build_provider(options.provider)?;
         let mut session = config.into_session_options(provider)?;
@@ -241,6 +242,7 @@ impl NativeSession {
         let mut interactive = InteractiveSessionOptions::new(session);
         interactive.skills = skills;
         interactive.edit_checkpoints = edit_checkpoints;
+        interactive.commands = commands;
         let mut modules = build_command_modules(options.command_modules)?;
         if options.builtin_commands {
             interactive.command_modules.append(&mut modules);

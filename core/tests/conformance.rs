@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveSession, InteractiveSessionOptions, Subscription,
 };
@@ -58,6 +59,9 @@ struct Scenario {
     /// Skills the host registers as data (`{name, content}`).
     #[serde(default)]
     skills: Vec<SkillRegistration>,
+    /// Custom slash commands the host registers as data (`{name, content}`).
+    #[serde(default)]
+    commands: Vec<CommandRegistration>,
     actions: Vec<Action>,
     expected: Value,
 }
@@ -279,6 +283,7 @@ async fn run(scenario: &Scenario) -> Value {
         ));
     let mut interactive_options = InteractiveSessionOptions::new(session_options);
     interactive_options.skills = scenario.skills.clone();
+    interactive_options.commands = scenario.commands.clone();
     let session = InteractiveSession::new(interactive_options)
         .unwrap_or_else(|e| panic!("{}: session: {e}", scenario.name));
     let sub = session.subscribe_pull();

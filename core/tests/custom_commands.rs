@@ -464,3 +464,49 @@ Notes: @notes.md
         assert!(deployed.success, "{deployed:?}");
     }
 }
+
+mod plugin_roots {
+    use super::*;
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+
+    #[tokio::test]
+    async fn a_plugin_root_gives_qualified_commands_that_run() {
+        let project = Project::new();
+        let root = project.scratch("ops/commands");
+        std::fs::write(
+            root.join("nightly.md"),
+            "---\ndescription: Nightly build\n---\nNIGHTLY for $1\n",
+        )
+        .unwrap();
+        let mock = Mock::start(json!({"turns": [text_turn("Built.")]})).await;
+        let events = Events::default();
+        let mut options = InteractiveSessionOptions::new(options(&project, &mock, &events));
+        options.command_roots = vec![CommandRoot::required(
+            &root,
+            CommandSource::Plugin {
+                plugin: "ops".into(),
+            },
+        )];
+        let session = InteractiveSession::new(options).unwrap();
+        let commands = session.list_commands().unwrap();
+        let nightly = commands
+            .iter()
+            .find(|c| c.name == "ops:nightly")
+            .expect("ops:nightly listed");
+        assert_eq!(
+            nightly.source,
+            CommandSource::Plugin {
+                plugin: "ops".into()
+            }
+        );
+        assert_eq!(nightly.descriptor.description, "Nightly build (plugin:ops)");
+        // The bare name finds it too, as for every plugin command with a unique name.
+        let result = session.execute_command("nightly", "main").await.unwrap();
+        assert!(result.success, "{result:?}");
+        session.wait_idle().await;
+        assert!(mock
+            .user_texts(0)
+            .iter()
+            .any(|t| t.contains("NIGHTLY for main")));
+    }
+}

@@ -365,6 +365,7 @@ fn create_session(
     let (config, pull_events) = split_options(options.json)?;
     let skills = config.skill_registrations();
     let edit_checkpoints = config.edit_checkpoints_enabled();
+    let commands = config.command_registrations();
     let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
     session.extra_tools.extend(options.tools);
     if options.permission_handler.is_some() {
@@ -374,6 +375,7 @@ fn create_session(
     let mut interactive_options = InteractiveSessionOptions::new(session);
     interactive_options.skills = skills;
     interactive_options.edit_checkpoints = edit_checkpoints;
+    interactive_options.commands = commands;
     if !options.commands.is_empty() {
         interactive_options
             .command_modules

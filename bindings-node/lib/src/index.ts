@@ -44,6 +44,7 @@ export type {
   QueryOptions,
   SessionOptions,
   SkillRegistration,
+  CommandRegistration,
 } from './options.js';
 export { InteractiveSession, type SubmitOptions, type ShutdownReason } from './session.js';
 export { createQuery, type Query } from './query.js';

@@ -9,6 +9,11 @@ import type { McpServerConfig, PermissionMode } from './types.js';
  * data (`content` is what a `SKILL.md` would hold: frontmatter, then instructions). */
 export type SkillRegistration = { dir: string } | { name: string; content: string };
 
+/** A custom slash command you add: a folder searched like `.claude/commands` (`**\/*.md`), or
+ * one given as data (`content` is what a command file holds: optional frontmatter, then the
+ * prompt with `$ARGUMENTS` / `$1`…). */
+export type CommandRegistration = { dir: string } | { name: string; content: string };
+
 /** Where a session is saved. */
 export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
 
@@ -73,6 +78,10 @@ export interface CommonOptions {
   mcpStartupTimeoutMs?: number;
   /** How long one MCP call may take, in ms (default 600 000). */
   mcpCallTimeoutMs?: number;
+  /** Custom slash commands you add, ahead of the project's `.claude/commands` and the user's
+   * `~/.claude/commands`. Run one with `executeCommand(name, args)`; `listCommands()` lists
+   * them with their source. */
+  customCommands?: CommandRegistration[];
   /** Your tools (see `tool()`). */
   tools?: Tool[];
   /** Answers permission prompts; without one, calls needing approval are denied. */
@@ -131,6 +140,7 @@ const SESSION_KEYS: Record<string, string> = {
   mcpServers: 'mcp_servers',
   mcpStartupTimeoutMs: 'mcp_startup_timeout_ms',
   mcpCallTimeoutMs: 'mcp_call_timeout_ms',
+  customCommands: 'commands',
 };
 
 const EXTENSION_KEYS = new Set([

@@ -497,12 +497,25 @@ export interface Message {
 
 /** A command users can run. */
 export interface CommandEntry {
-  /** Slash-free name. */
+  /** Slash-free name to invoke it by (`plugin:command` for a plugin's command). */
   name: string;
-  /** One line. */
-  description: string;
-  /** Aliases, argument hint, source, … */
-  [key: string]: unknown;
+  /** The module that contributed it. */
+  module: string;
+  /** Where it came from: `{kind: 'builtin' | 'project' | 'user' | 'host'}` or
+   * `{kind: 'plugin', plugin}`. A custom command's source is the folder it was found in. */
+  source: { kind: string; plugin?: string };
+  /** Its metadata. */
+  descriptor: {
+    /** Its name within its module. */
+    name: string;
+    /** One line (a custom command's ends with its origin, e.g. `(project:git)`). */
+    description: string;
+    /** Argument grammar shown after the name. */
+    argument_hint?: string;
+    /** Other names. */
+    aliases?: string[];
+    [key: string]: unknown;
+  };
 }
 
 /** What a command produced. */

@@ -359,6 +359,7 @@ class InteractiveSession:
         mcp_servers: Optional[Mapping[str, Mapping[str, Any]]] = None,
         mcp_startup_timeout_ms: Optional[int] = None,
         mcp_call_timeout_ms: Optional[int] = None,
+        custom_commands: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
         event_buffer: Optional[int] = None,
         edit_checkpoints: Optional[bool] = None,
     ) -> None:
@@ -421,6 +422,13 @@ class InteractiveSession:
                 the model as ``mcp__<name>__<tool>``; see :meth:`list_mcp_servers`.
             mcp_startup_timeout_ms: How long a server may take to start (default 30 000).
             mcp_call_timeout_ms: How long one MCP call may take (default 600 000).
+            custom_commands: Custom slash commands of your own, ahead of the project's
+                ``.claude/commands`` and the user's ``~/.claude/commands``: a path is a folder
+                searched like ``.claude/commands`` (``**/*.md``), a mapping
+                ``{"name": ..., "content": ...}`` a command given as data (``content`` is what a
+                command file would hold: optional frontmatter, then the prompt with
+                ``$ARGUMENTS``/``$1``…). Run one with ``await session.execute_command(name,
+                args)``; :meth:`list_commands` lists them with their source.
             event_buffer: Events buffered per subscriber before ``text_delta`` chunks are
                 joined (default 256).
             edit_checkpoints: ``False`` keeps no edit checkpoints. By default every prompt is a
@@ -458,7 +466,8 @@ class InteractiveSession:
             auto_compact=auto_compact,
             context_window=context_window,
             sandbox=sandbox,
-            skills=_skills_config(skills) or None,
+            skills=_registrations(skills, "skills") or None,
+            commands=_registrations(custom_commands, "custom_commands") or None,
             edit_checkpoints=edit_checkpoints,
             mcp_servers=dict(mcp_servers) if mcp_servers is not None else None,
             mcp_startup_timeout_ms=mcp_startup_timeout_ms,
@@ -864,19 +873,21 @@ def _check_event_type(event_type: str) -> None:
     )
 
 
-def _skills_config(skills: Sequence[Union[PathLike, Mapping[str, Any]]]) -> List[Dict[str, Any]]:
-    """Skills as the engine reads them: a path is a skill folder (or a folder of skill
-    folders), a mapping ``{"name", "content"}`` a skill given as data (``content`` is what a
-    ``SKILL.md`` would hold)."""
+def _registrations(
+    items: Sequence[Union[PathLike, Mapping[str, Any]]], what: str
+) -> List[Dict[str, Any]]:
+    """Skills or custom commands as the engine reads them: a path is a folder (``{"dir"}``),
+    a mapping ``{"name", "content"}`` one given as data (``content`` is what its file would
+    hold)."""
     out: List[Dict[str, Any]] = []
-    for skill in skills:
-        if isinstance(skill, Mapping):
-            out.append(dict(skill))
-        elif isinstance(skill, (str, os.PathLike)):
-            out.append({"dir": os.fspath(skill)})
+    for item in items:
+        if isinstance(item, Mapping):
+            out.append(dict(item))
+        elif isinstance(item, (str, os.PathLike)):
+            out.append({"dir": os.fspath(item)})
         else:
             raise TypeError(
-                f"skills must be paths or {{'name', 'content'}} mappings; got {skill!r}"
+                f"{what} must be paths or {{'name', 'content'}} mappings; got {item!r}"
             )
     return out
 

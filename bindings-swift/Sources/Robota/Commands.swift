@@ -112,10 +112,20 @@ public struct CommandModule: Sendable {
 
 /// A command the session offers (`listCommands()`).
 public struct CommandEntry: Sendable, Decodable {
+    /// Where a command came from.
+    public struct Source: Sendable, Decodable, Equatable {
+        /// `builtin`, `project`, `user`, `host` or `plugin`.
+        public let kind: String
+        /// The plugin's name, for a plugin's command.
+        public let plugin: String?
+    }
+
     /// The name to invoke it by, without the slash.
     public let name: String
     /// The module that contributed it.
     public let module: String
+    /// Where it came from (a custom command's `.claude/commands` folder is `project`, …).
+    public let source: Source
     /// Its metadata (`name`, `description`, `aliases`, …).
     public let descriptor: JSONValue
 

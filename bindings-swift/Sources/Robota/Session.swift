@@ -68,6 +68,9 @@ public struct SessionOptions: Sendable {
     /// MCP servers to connect, by name; their tools reach the model as
     /// `mcp__<name>__<tool>` (see `listMcpServers()`).
     public var mcpServers: [String: McpServer] = [:]
+    /// Custom slash commands the host registers (folders or data), ahead of the project's
+    /// `.claude/commands` and the user's `~/.claude/commands`.
+    public var customCommands: [CustomCommand] = []
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
@@ -115,6 +118,9 @@ public struct SessionOptions: Sendable {
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
         if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
         if !mcpServers.isEmpty { config["mcp_servers"] = .object(mcpServers.mapValues(\.json)) }
+        if !customCommands.isEmpty {
+            config["commands"] = .array(customCommands.map(\.json))
+        }
         return try specJSON(.object(config))
     }
 

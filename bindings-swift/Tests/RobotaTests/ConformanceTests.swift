@@ -14,7 +14,7 @@ let keptTypes: Set<String> = [
 ]
 let topKeys: Set<String> = [
     "name", "description", "provider", "host_tools", "permission_answers", "settings", "skills",
-    "actions", "expected",
+    "commands", "actions", "expected",
 ]
 /// The longest any wait of a scenario may take.
 let scenarioWait: TimeInterval = 20
@@ -158,6 +158,9 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     options.loadProjectContext = false
     options.builtinTools = false
     options.skills = (scenario["skills"]?.arrayValue ?? []).map {
+        .content(name: $0["name"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
+    }
+    options.customCommands = (scenario["commands"]?.arrayValue ?? []).map {
         .content(name: $0["name"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
     }
     if let settings = scenario["settings"], settings != .null {

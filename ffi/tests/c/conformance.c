@@ -374,6 +374,8 @@ static cJSON *session_options(const cJSON *scenario, const char *cwd, const char
   cJSON_AddFalseToObject(o, "builtin_tools");
   const cJSON *skills = cJSON_GetObjectItemCaseSensitive(scenario, "skills");
   if (skills != NULL) cJSON_AddItemToObject(o, "skills", cJSON_Duplicate(skills, 1));
+  const cJSON *commands = cJSON_GetObjectItemCaseSensitive(scenario, "commands");
+  if (commands != NULL) cJSON_AddItemToObject(o, "commands", cJSON_Duplicate(commands, 1));
   const cJSON *settings = cJSON_GetObjectItemCaseSensitive(scenario, "settings");
   if (settings != NULL) {
     cJSON *permissions = cJSON_CreateObject();
@@ -643,7 +645,8 @@ int main(int argc, char **argv) {
   }
   static const char *const TOP_KEYS[] = {"name",    "description",        "provider",
                                          "host_tools", "permission_answers", "settings",
-                                         "skills",  "actions",            "expected"};
+                                         "skills",  "commands",           "actions",
+                                         "expected"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;

@@ -505,6 +505,30 @@ static void test_mcp_servers(robota_runtime *rt) {
   robota_string_free(json);
   json = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_mcp_servers(NULL, &json, &e_));
+
+/* Custom slash commands registered through the options: listed by robota_session_list_commands
+ * with their source (`host`) and description; one with an unusable name is skipped (a session
+ * warning), the session still starts. Running one with arguments is the conformance scenario
+ * custom_command_with_arguments. */
+static void test_custom_commands(robota_runtime *rt) {
+  const char *options =
+      "{\"system_prompt\": \"test\", \"load_project_context\": false, \"builtin_tools\": false, "
+      "\"commands\": [{\"name\": \"review\", \"content\": \"---\\ndescription: Review a "
+      "file.\\nargument-hint: FILE\\n---\\nReview $1.\"}, {\"name\": \"bad name\", \"content\": "
+      "\"x\"}]}";
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[]}");
+  robota_session_options *o = make_options(options);
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  char *json = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_commands(s, &json, &e_));
+  CHECK(contains(json, "\"name\":\"review\""));
+  CHECK(contains(json, "\"source\":{\"kind\":\"host\"}"));
+  CHECK(contains(json, "Review a file. (host)"));
+  CHECK(contains(json, "\"argument_hint\":\"FILE\""));
+  CHECK(!contains(json, "bad name"));
+  robota_string_free(json);
   robota_session_free(s);
 }
 
@@ -1579,6 +1603,7 @@ int main(void) {
   test_allow_always(rt);
   test_commands(rt);
   test_skills(rt);
+  test_custom_commands(rt);
   test_plugins(rt);
   test_mcp_servers(rt);
   test_hook_blocks_tool(rt);
