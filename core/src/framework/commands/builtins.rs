@@ -28,13 +28,15 @@ const HELP_NAME_WIDTH: usize = 32;
 /// requests the agent executor (agent definitions, subagents), and the `skills` command's
 /// module ([`skills_command_module`](crate::framework::skills::skills_command_module)), which
 /// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), plus
-/// `rewind` (edit checkpoints) and `memory` (project memory).
+/// `rewind` (edit checkpoints), `memory` (project memory) and `reset`/`language`/`statusline`
+/// (settings effects for the host).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
     modules.push(crate::framework::skills::skills_command_module());
     modules.push(crate::framework::checkpoints::rewind_command_module());
     modules.push(crate::framework::memory::memory_command_module());
+    modules.push(super::settings_commands::settings_command_module());
     modules
 }
 
@@ -404,6 +406,8 @@ impl PermissionsCommand {
                 "Show the permission mode and session-approved tools, or change the mode",
             )
             .with_argument_hint("[plan | default | acceptEdits | bypassPermissions]")
+            // `mode` is the legacy name of this command.
+            .with_alias("mode")
             .with_subcommands(subcommands),
         }
     }

@@ -16,6 +16,7 @@ pub mod agent;
 pub mod builtins;
 mod host;
 mod registry;
+pub mod settings_commands;
 mod tool;
 mod types;
 
