@@ -336,6 +336,30 @@ impl NativeSession {
         to_json(&self.session.list_mcp_servers())
     }
 
+    /// The edit checkpoints (one per prompt that changed files, oldest first) as a JSON array.
+    pub fn list_edit_checkpoints(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_edit_checkpoints()?)
+    }
+
+    /// One edit checkpoint with its files and restore/rollback ranges, as JSON.
+    pub fn inspect_edit_checkpoint(&self, id: String) -> Result<String, RobotaError> {
+        to_json(&self.session.inspect_edit_checkpoint(&id)?)
+    }
+
+    /// Restores files to checkpoint `id` (`rollback`: through it); the report as JSON.
+    pub fn restore_edit_checkpoint(
+        &self,
+        id: String,
+        rollback: bool,
+    ) -> Result<String, RobotaError> {
+        let report = if rollback {
+            self.session.rollback_edit_checkpoint(&id)?
+        } else {
+            self.session.restore_edit_checkpoint(&id)?
+        };
+        to_json(&report)
+    }
+
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once). `reason` is a
     /// `SessionEndReason` name (`other` when absent).
     pub async fn shutdown(&self, reason: Option<String>) -> Result<(), RobotaError> {

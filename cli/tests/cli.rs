@@ -1696,3 +1696,41 @@ async fn mcp_config_adds_a_server_whose_tools_the_model_calls() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("server `s`"), "{}", stderr(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_repl_rewinds_an_edit_and_keeps_project_memory() {
+    let project = Project::new();
+    let file = project.path().join("notes.txt");
+    let mock = mock(json!([
+        {"tool_calls": [{"id": "w", "name": "Write",
+            "input": {"file_path": file.to_string_lossy(), "content": "draft\n"}}]},
+        {"text": "Wrote it."}
+    ]))
+    .await;
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "permissions": {"defaultMode": "acceptEdits"}
+    }));
+    let output = project.run_with_input(
+        &[],
+        b"write the notes\n/rewind list\n/rewind rollback turn-0001\n\
+          /memory add project build Use make check\n/memory add user me password: hunter2x\n/exit\n",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("turn-0001"), "{text}");
+    assert!(text.contains("not tracked"), "{text}");
+    assert!(
+        !file.exists(),
+        "the rollback deleted the file the prompt created"
+    );
+    assert!(text.contains("Saved to memory topic build"), "{text}");
+    assert!(text.contains("refused to store this"), "{text}");
+    let memory = std::fs::read_to_string(project.path().join(".robota/memory/MEMORY.md"))
+        .expect("memory index");
+    assert!(memory.contains("Use make check") && !memory.contains("hunter2x"));
+}

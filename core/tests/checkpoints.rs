@@ -380,3 +380,28 @@ fn a_file_over_the_checkpoint_cap_is_refused_not_changed_unsaved() {
     let error = store.capture("Write", &big).expect_err("too large");
     assert!(error.to_string().contains("not changed"), "{error}");
 }
+
+#[test]
+fn restore_never_writes_through_a_folder_that_now_leads_outside_the_project() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().canonicalize().expect("canonical");
+    let outside = tempfile::tempdir().expect("outside");
+    std::fs::create_dir_all(d.join("sub")).expect("mkdir");
+    std::fs::write(d.join("sub/c.txt"), "saved").expect("write");
+    let store = EditCheckpointStore::new(&d, "s3");
+    store.begin_turn("first").expect("begin");
+    store
+        .capture("Write", &d.join("sub/c.txt"))
+        .expect("capture");
+    store.finish_turn().expect("finish");
+    // Since then `sub` became a link to a folder outside the project.
+    std::fs::remove_dir_all(d.join("sub")).expect("rm");
+    std::os::unix::fs::symlink(outside.path(), d.join("sub")).expect("symlink");
+    let report = store.rollback("turn-0001").expect("rollback");
+    assert_eq!(report.problems.len(), 1, "{report:?}");
+    assert!(report.problems[0].contains("outside the project"));
+    assert!(
+        !outside.path().join("c.txt").exists(),
+        "nothing written outside"
+    );
+}

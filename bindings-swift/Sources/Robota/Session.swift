@@ -73,6 +73,9 @@ public struct SessionOptions: Sendable {
     public var customCommands: [CustomCommand] = []
     /// Keep the built-in commands beside `commandModules` (default true).
     public var builtinCommands: Bool
+    /// `false` keeps no edit checkpoints; by default every prompt that changes files is a
+    /// checkpoint under `<cwd>/.robota/checkpoints/` that `restoreEditCheckpoint` rewinds to.
+    public var editCheckpoints: Bool?
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
     /// (default 256; no other event is ever dropped).
     public var eventBuffer: UInt32?
@@ -121,6 +124,7 @@ public struct SessionOptions: Sendable {
         if !customCommands.isEmpty {
             config["commands"] = .array(customCommands.map(\.json))
         }
+        set("edit_checkpoints", editCheckpoints.map(JSONValue.bool))
         return try specJSON(.object(config))
     }
 
@@ -375,6 +379,34 @@ public final class InteractiveSession: Sendable {
     /// `executeCommand("mcp__<server>__<prompt>", args:)`.
     public func listMcpServers() throws -> [McpServerInfo] {
         try decodeJSON([McpServerInfo].self, callNative { try native.listMcpServers() })
+    }
+
+    /// The edit checkpoints, oldest first. Files that Write, Edit, MultiEdit, NotebookEdit and
+    /// tools declaring `mutatedFileFields` change are saved before each prompt first changes
+    /// them; changes made by Bash are not tracked.
+    public func listEditCheckpoints() throws -> [EditCheckpoint] {
+        try decodeJSON([EditCheckpoint].self, callNative { try native.listEditCheckpoints() })
+    }
+
+    /// One checkpoint: its files and which checkpoints restoring or rolling back undoes.
+    public func inspectEditCheckpoint(_ id: String) throws -> EditCheckpointInspection {
+        try decodeJSON(
+            EditCheckpointInspection.self, callNative { try native.inspectEditCheckpoint(id: id) })
+    }
+
+    /// Puts files back as checkpoint `id`'s prompt left them: later prompts' changes are undone
+    /// newest first. Throws `busy` while a prompt runs.
+    public func restoreEditCheckpoint(_ id: String) throws -> EditCheckpointRestore {
+        try decodeJSON(
+            EditCheckpointRestore.self,
+            callNative { try native.restoreEditCheckpoint(id: id, rollback: false) })
+    }
+
+    /// Like `restoreEditCheckpoint`, and also undoes checkpoint `id`'s own prompt.
+    public func rollbackEditCheckpoint(_ id: String) throws -> EditCheckpointRestore {
+        try decodeJSON(
+            EditCheckpointRestore.self,
+            callNative { try native.restoreEditCheckpoint(id: id, rollback: true) })
     }
 
     /// Shuts the session down: aborts any run, fires SessionEnd hooks once, ends every event

@@ -53,6 +53,9 @@ public protocol Tool: Sendable {
     var inputSchema: JSONValue { get }
     /// Changes nothing (needs no approval, may run beside other read-only tools).
     var isReadOnly: Bool { get }
+    /// Input fields holding paths of files a call creates, changes or deletes: the session
+    /// saves them first, so edit checkpoints can rewind the change.
+    var mutatedFileFields: [String] { get }
     /// Runs one call.
     func call(input: JSONValue, context: ToolContext) async throws -> ToolResult
 }
@@ -60,6 +63,9 @@ public protocol Tool: Sendable {
 extension Tool {
     /// By default a tool may change things.
     public var isReadOnly: Bool { false }
+
+    /// By default a tool declares no files it changes.
+    public var mutatedFileFields: [String] { [] }
 
     /// Decodes the input into a `Decodable` type (name JSON keys with `CodingKeys` as usual).
     public func decodeInput<T: Decodable>(_ type: T.Type, from input: JSONValue) throws -> T {
@@ -72,6 +78,7 @@ extension Tool {
         let spec: JSONValue = [
             "name": .string(name), "description": .string(description),
             "input_schema": inputSchema, "read_only": .bool(isReadOnly),
+            "mutates_files": .array(mutatedFileFields.map(JSONValue.string)),
         ]
         let tool = self
         return NativeTool(
@@ -95,18 +102,21 @@ public struct FunctionTool: Tool {
     public let inputSchema: JSONValue
     /// Changes nothing (needs no approval).
     public let isReadOnly: Bool
+    /// Input fields holding paths of files a call changes (see `Tool.mutatedFileFields`).
+    public let mutatedFileFields: [String]
     private let body: @Sendable (JSONValue, ToolContext) async throws -> ToolResult
 
     /// A tool named `name` running `body`.
     public init(
         name: String, description: String, inputSchema: JSONValue = ["type": "object"],
-        isReadOnly: Bool = false,
+        isReadOnly: Bool = false, mutatedFileFields: [String] = [],
         _ body: @escaping @Sendable (JSONValue, ToolContext) async throws -> ToolResult
     ) {
         self.name = name
         self.description = description
         self.inputSchema = inputSchema
         self.isReadOnly = isReadOnly
+        self.mutatedFileFields = mutatedFileFields
         self.body = body
     }
 

@@ -1421,6 +1421,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func getStreamingText() throws  -> String
     
     /**
+     * One edit checkpoint with its files and restore/rollback ranges, as JSON.
+     */
+    func inspectEditCheckpoint(id: String) throws  -> String
+    
+    /**
      * True while a prompt runs (or one is queued to run next).
      */
     func isExecuting() throws  -> Bool
@@ -1429,6 +1434,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * The commands users can run, as a JSON array.
      */
     func listCommands() throws  -> String
+    
+    /**
+     * The edit checkpoints (one per prompt that changed files, oldest first) as a JSON array.
+     */
+    func listEditCheckpoints() throws  -> String
     
     /**
      * The MCP servers of the session (status, tools, prompts) as a JSON array.
@@ -1445,6 +1455,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * The skills of the session (with where each came from) as a JSON array.
      */
     func listSkills() throws  -> String
+    
+    /**
+     * Restores files to checkpoint `id` (`rollback`: through it); the report as JSON.
+     */
+    func restoreEditCheckpoint(id: String, rollback: Bool) throws  -> String
     
     /**
      * Names the session (`None` clears the name); refused once shut down.
@@ -1719,6 +1734,19 @@ open func getStreamingText()throws  -> String  {
 }
     
     /**
+     * One edit checkpoint with its files and restore/rollback ranges, as JSON.
+     */
+open func inspectEditCheckpoint(id: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_inspect_edit_checkpoint(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * True while a prompt runs (or one is queued to run next).
      */
 open func isExecuting()throws  -> Bool  {
@@ -1737,6 +1765,18 @@ open func listCommands()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_commands(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The edit checkpoints (one per prompt that changed files, oldest first) as a JSON array.
+     */
+open func listEditCheckpoints()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_edit_checkpoints(
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
@@ -1775,6 +1815,20 @@ open func listSkills()throws  -> String  {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_list_skills(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Restores files to checkpoint `id` (`rollback`: through it); the report as JSON.
+     */
+open func restoreEditCheckpoint(id: String, rollback: Bool)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_restore_edit_checkpoint(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),
+        FfiConverterBool.lower(rollback),uniffiCallStatus
     )
 })
 }
@@ -3626,10 +3680,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_get_streaming_text() != 14591) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativesession_inspect_edit_checkpoint() != 26723) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativesession_is_executing() != 53849) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_edit_checkpoints() != 20732) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_mcp_servers() != 23389) {
@@ -3639,6 +3699,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_list_skills() != 30654) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_restore_edit_checkpoint() != 6650) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_set_name() != 65084) {

@@ -453,7 +453,7 @@ impl EditCheckpointStore {
             let dir = self.root.join(&manifest.id);
             // Within a turn too, the last change is undone first.
             for file in manifest.files.iter().rev() {
-                match put_back(&dir, file) {
+                match put_back(&self.project_dir, &dir, file) {
                     Ok(Action::Restored) => push_once(&mut report.restored, &file.display_path),
                     Ok(Action::Deleted) => push_once(&mut report.deleted, &file.display_path),
                     Ok(Action::Nothing) => {}
@@ -566,7 +566,14 @@ fn push_once(list: &mut Vec<String>, item: &str) {
 }
 
 /// Puts one file back as the turn found it.
-fn put_back(dir: &Path, file: &CheckpointFile) -> Result<Action, String> {
+fn put_back(project: &Path, dir: &Path, file: &CheckpointFile) -> Result<Action, String> {
+    // A folder on the way may have become a symbolic link since (Bash is not tracked): never
+    // write or delete through one to outside the project.
+    if !normalize(&file.path).starts_with(project) {
+        return Err(
+            "its folder now leads outside the project (a symbolic link?); left as it is".into(),
+        );
+    }
     let current = fs::symlink_metadata(&file.path);
     if current.as_ref().is_ok_and(|m| m.is_dir()) {
         return Err("it is a directory now; left as it is".into());

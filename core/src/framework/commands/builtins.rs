@@ -31,7 +31,8 @@ const HELP_NAME_WIDTH: usize = 32;
 /// `plugin`/`reload-plugins` module
 /// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), the `mcp`
 /// command's module ([`mcp_command_module`](super::mcp::mcp_command_module)), plus `rewind`
-/// (edit checkpoints) and `memory` (project memory).
+/// (edit checkpoints), `memory` (project memory) and `reset`/`language`/`statusline` (settings
+/// effects for the host).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
@@ -40,6 +41,7 @@ pub fn default_command_modules() -> Vec<CommandModule> {
     modules.push(crate::framework::checkpoints::rewind_command_module());
     modules.push(crate::framework::memory::memory_command_module());
     modules.push(super::mcp::mcp_command_module());
+    modules.push(super::settings_commands::settings_command_module());
     modules
 }
 
@@ -409,6 +411,8 @@ impl PermissionsCommand {
                 "Show the permission mode and session-approved tools, or change the mode",
             )
             .with_argument_hint("[plan | default | acceptEdits | bypassPermissions]")
+            // `mode` is the legacy name of this command.
+            .with_alias("mode")
             .with_subcommands(subcommands),
         }
     }

@@ -20,6 +20,7 @@ pub mod custom;
 mod host;
 pub mod mcp;
 mod registry;
+pub mod settings_commands;
 mod tool;
 mod types;
 
