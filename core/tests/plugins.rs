@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
-use robota::framework::plugins::{PluginManager, PluginScope, MCP_NOT_LOADED};
+use robota::framework::plugins::{PluginManager, PluginScope};
 use serde_json::{json, Value};
 use session_common::*;
 
@@ -100,10 +100,20 @@ fn marketplace(root: &Path, record: &Path, version: &str) {
         })
         .to_string(),
     );
+    // A real MCP server (the Python test server of tests/mcp-servers), told its plugin's folder.
+    let servers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp-servers");
+    assert!(
+        servers.join(".venv/bin/python").is_file(),
+        "the MCP test servers are not installed: run tests/mcp-servers/setup.sh"
+    );
     write(
         &plugin.join(".mcp.json"),
-        &json!({"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/server", "args": []}}})
-            .to_string(),
+        &json!({"mcpServers": {"db": {
+            "command": servers.join(".venv/bin/python"),
+            "args": [servers.join("python_server.py")],
+            "env": {"PLUGIN_DIR": "${CLAUDE_PLUGIN_ROOT}"}
+        }}})
+        .to_string(),
     );
 }
 
@@ -229,7 +239,8 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
         reload.message
     );
 
-    // A new session loads it: skills, agents, hooks, MCP servers listed as not loaded.
+    // A new session loads it: skills, agents, hooks, and its MCP server runs in the session as
+    // `plugin_formatter_db`.
     let session = interactive(&project, &mock);
     assert!(warnings(&session).is_empty(), "{:#?}", warnings(&session));
     let listing = session.list_plugins();
@@ -242,10 +253,29 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
     assert_eq!(plugin.agents, ["formatter:linter"]);
     assert_eq!(plugin.commands, ["formatter:fmt"]);
     assert_eq!(plugin.mcp_servers.len(), 1);
-    assert_eq!(plugin.mcp_servers[0].status, MCP_NOT_LOADED);
     assert_eq!(
-        plugin.mcp_servers[0].config["command"],
-        format!("{}/server", install_path.display())
+        plugin.mcp_servers[0].status,
+        "plugin_formatter_db: connected"
+    );
+    assert_eq!(
+        plugin.mcp_servers[0].config["env"]["PLUGIN_DIR"],
+        install_path.display().to_string()
+    );
+    let servers = session.list_mcp_servers();
+    let db = servers
+        .iter()
+        .find(|s| s.name == "plugin_formatter_db")
+        .expect("the plugin's MCP server runs in the session");
+    assert!(
+        db.tools
+            .iter()
+            .any(|t| t == "mcp__plugin_formatter_db__add"),
+        "{:?}",
+        db.tools
+    );
+    assert_eq!(
+        serde_json::to_value(&db.origin).unwrap(),
+        json!({"kind": "plugin", "plugin": "formatter"})
     );
     let skills = session.list_skills();
     let tidy = skills
@@ -275,7 +305,10 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
         list_text.contains("formatter@tools 1.0.0 [enabled, loaded]"),
         "{list_text}"
     );
-    assert!(list_text.contains(MCP_NOT_LOADED), "{list_text}");
+    assert!(
+        list_text.contains("plugin_formatter_db: connected"),
+        "{list_text}"
+    );
 
     // The user activates the plugin's skill by its qualified name; the hook fires on the prompt.
     let started = session

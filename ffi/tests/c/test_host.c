@@ -505,6 +505,8 @@ static void test_mcp_servers(robota_runtime *rt) {
   robota_string_free(json);
   json = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_list_mcp_servers(NULL, &json, &e_));
+  robota_session_free(s);
+}
 
 /* Custom slash commands registered through the options: listed by robota_session_list_commands
  * with their source (`host`) and description; one with an unusable name is skipped (a session
@@ -1487,7 +1489,7 @@ static char *read_text(const char *dir, const char *name) {
   return buf;
 }
 
-static void write_text(const char *dir, const char *name, const char *text) {
+static void write_file_in(const char *dir, const char *name, const char *text) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
@@ -1500,8 +1502,8 @@ static void write_text(const char *dir, const char *name, const char *text) {
 static void test_edit_checkpoints_and_memory(robota_runtime *rt) {
   char dir[] = "/tmp/robota-c-checkpoints-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  write_text(dir, "a.txt", "one\n");
-  write_text(dir, "gone.txt", "doomed\n");
+  write_file_in(dir, "a.txt", "one\n");
+  write_file_in(dir, "gone.txt", "doomed\n");
   snprintf(remove_target, sizeof remove_target, "%s/gone.txt", dir);
   char provider[2048];
   snprintf(provider, sizeof provider,

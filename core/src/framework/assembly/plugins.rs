@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 use crate::framework::commands::custom::CommandRoot;
 use crate::framework::commands::CommandSource;
 use crate::framework::config::LoadedSettings;
-use crate::framework::plugins::{LoadedPlugin, PluginManager, PluginSettings, PluginWarning};
+use crate::framework::plugins::{
+    plugin_mcp_server_name, LoadedPlugin, PluginManager, PluginSettings, PluginWarning,
+};
+use crate::mcp::{parse_mcp_servers, McpServerEntry, McpServerOrigin};
 use crate::session::{SessionSettings, SessionWarning};
+use serde_json::Value;
 
 /// What the enabled plugins bring to a session.
 #[derive(Debug, Default)]
@@ -54,6 +58,41 @@ impl SessionPlugins {
                 ))
             })
             .collect()
+    }
+
+    /// The MCP servers of the plugins (named `plugin_<plugin>_<server>`, origin
+    /// [`McpServerOrigin::Plugin`]); a definition that cannot be used is a warning of kind
+    /// `plugin` naming the plugin's folder. `${VAR}` expands from the process environment.
+    pub(crate) fn mcp_servers(&self, warnings: &mut Vec<SessionWarning>) -> Vec<McpServerEntry> {
+        let env = |name: &str| std::env::var(name).ok();
+        let mut entries = Vec::new();
+        for plugin in &self.plugins {
+            let servers: serde_json::Map<String, Value> = plugin
+                .mcp_servers
+                .iter()
+                .map(|s| {
+                    (
+                        plugin_mcp_server_name(&plugin.name, &s.name),
+                        s.config.clone(),
+                    )
+                })
+                .collect();
+            if servers.is_empty() {
+                continue;
+            }
+            let origin = McpServerOrigin::Plugin {
+                plugin: plugin.name.clone(),
+            };
+            let (found, problems) = parse_mcp_servers(&Value::Object(servers), &origin, &env);
+            warnings.extend(problems.into_iter().map(|problem| SessionWarning {
+                file: Some(plugin.root.clone()),
+                json_path: format!("mcpServers.{}", problem.server),
+                kind: "plugin".into(),
+                message: format!("plugin `{}`: {}", plugin.name, problem.message),
+            }));
+            entries.extend(found);
+        }
+        entries
     }
 
     /// The ids of the plugins loaded.

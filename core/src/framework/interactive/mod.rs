@@ -465,6 +465,10 @@ impl InteractiveSession {
         for plugin in &plugins.plugins {
             session.extra_hooks.merge(plugin.hooks.clone());
         }
+        // Their MCP servers start with the session's own (their names carry the plugin's, so
+        // they never replace a server of the user's).
+        let plugin_servers = plugins.mcp_servers(&mut session.warnings);
+        session.mcp_servers.extend(plugin_servers);
         let plugin_agents = plugins.agent_dirs();
         // A plugin's `commands/` come after the host's, the project's and the user's commands;
         // their names are qualified (`plugin:command`).
@@ -877,10 +881,7 @@ impl InteractiveSession {
             return Default::default();
         };
         let mut listing = manager.list();
-        let loaded = self.inner.plugins.ids();
-        for plugin in &mut listing.plugins {
-            plugin.loaded = loaded.contains(&plugin.id);
-        }
+        listing.mark_session(&self.inner.plugins.ids(), &self.inner.session.mcp_servers());
         listing
     }
 

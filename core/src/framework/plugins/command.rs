@@ -182,6 +182,7 @@ fn changed(message: String, data: Value) -> CommandResult {
 fn run(
     manager: &PluginManager,
     loaded: &[String],
+    servers: &[crate::mcp::McpServerInfo],
     args: &str,
 ) -> Result<CommandResult, PluginError> {
     let (words, scope) = parse_args(args).map_err(|e| PluginError { message: e })?;
@@ -192,9 +193,7 @@ fn run(
     Ok(match words.as_slice() {
         [] | ["list"] => {
             let mut listing = manager.list();
-            for plugin in &mut listing.plugins {
-                plugin.loaded = loaded.contains(&plugin.id);
-            }
+            listing.mark_session(loaded, servers);
             CommandResult::ok(listing_text(&listing))
                 .with_data(serde_json::to_value(&listing).unwrap_or(Value::Null))
         }
@@ -321,9 +320,10 @@ impl SystemCommand for PluginCommand {
             Err(error) => return CommandResult::error(error.message),
         };
         let loaded = ctx.loaded_plugins();
+        let servers = ctx.mcp_servers();
         let args = args.to_string();
         // Installing runs git and copies files: off the async threads.
-        match tokio::task::spawn_blocking(move || run(&manager, &loaded, &args)).await {
+        match tokio::task::spawn_blocking(move || run(&manager, &loaded, &servers, &args)).await {
             Ok(Ok(result)) => result,
             Ok(Err(error)) => CommandResult::error(error.message),
             Err(error) => CommandResult::error(format!("the plugin command failed: {error}")),

@@ -1,6 +1,7 @@
 //! Loading one installed plugin: its manifest and the parts it brings — `skills/`, `agents/`,
 //! `commands/`, `hooks/hooks.json` (with `${CLAUDE_PLUGIN_ROOT}` expanded and set for the hook
-//! processes) and `.mcp.json` (listed; not started until robota has an MCP client).
+//! processes) and `.mcp.json` (its servers start with the sessions that load the plugin, named
+//! `plugin_<plugin>_<server>`).
 //!
 //! A plugin without `.claude-plugin/plugin.json` is still a plugin (Claude Code's manifest is
 //! optional): its name comes from the marketplace. Every bad file is a [`PluginWarning`]; only a
@@ -20,8 +21,16 @@ use crate::hooks::{HookOrigin, HooksConfig, Severity};
 /// The variable hook commands use for their plugin's folder.
 pub const PLUGIN_ROOT_VARIABLE: &str = "CLAUDE_PLUGIN_ROOT";
 
-/// What robota says about a plugin's MCP servers until it has an MCP client.
-pub const MCP_NOT_LOADED: &str = "not loaded: MCP client not available";
+/// The status of a plugin's MCP server outside a session that loaded the plugin: servers start
+/// with the sessions created after the plugin is enabled.
+pub const MCP_NOT_LOADED: &str = "not started: starts with sessions that load the plugin";
+
+/// The session name of MCP server `server` of plugin `plugin`: `plugin_<plugin>_<server>`, so
+/// its tools are `mcp__plugin_<plugin>_<server>__<tool>` (Claude Code's naming) and never clash
+/// with the user's own servers.
+pub fn plugin_mcp_server_name(plugin: &str, server: &str) -> String {
+    format!("plugin_{plugin}_{server}")
+}
 
 /// One MCP server a plugin declares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,8 +236,7 @@ fn load_hooks(plugin: &mut LoadedPlugin, manifest_file: &Path, warnings: &mut Ve
     }
 }
 
-/// `.mcp.json` and the manifest's `mcpServers` (a path or the servers inline), listed as not
-/// loaded.
+/// `.mcp.json` and the manifest's `mcpServers` (a path or the servers inline).
 fn load_mcp_servers(
     plugin: &mut LoadedPlugin,
     manifest_file: &Path,

@@ -236,6 +236,34 @@ pub struct PluginListing {
     pub warnings: Vec<PluginWarning>,
 }
 
+impl PluginListing {
+    /// Marks what a session has: the plugins it `loaded` (ids) and, for their MCP servers, how
+    /// each is doing among the session's `servers`.
+    pub fn mark_session(&mut self, loaded: &[String], servers: &[crate::mcp::McpServerInfo]) {
+        use crate::mcp::McpServerStatus;
+        for plugin in &mut self.plugins {
+            plugin.loaded = loaded.contains(&plugin.id);
+            if !plugin.loaded {
+                continue;
+            }
+            for server in &mut plugin.mcp_servers {
+                let name = super::plugin_mcp_server_name(&plugin.name, &server.name);
+                let Some(info) = servers.iter().find(|info| info.name == name) else {
+                    continue;
+                };
+                server.status = match &info.status {
+                    McpServerStatus::Pending => format!("{name}: starting"),
+                    McpServerStatus::Connected => format!("{name}: connected"),
+                    McpServerStatus::Failed { reason } => format!("{name}: failed: {reason}"),
+                    McpServerStatus::Disabled { reason } => {
+                        format!("{name}: not started: {reason}")
+                    }
+                };
+            }
+        }
+    }
+}
+
 /// Plugin operations for one user (`home`) and project (`cwd`).
 #[derive(Debug, Clone)]
 pub struct PluginManager {

@@ -24,7 +24,9 @@ pub use command::{
     plugin_command_module, PluginCommand, ReloadPluginsCommand, PLUGIN_COMMAND,
     RELOAD_PLUGINS_COMMAND,
 };
-pub use loader::{load_plugin, LoadedPlugin, PluginMcpServer, MCP_NOT_LOADED};
+pub use loader::{
+    load_plugin, plugin_mcp_server_name, LoadedPlugin, PluginMcpServer, MCP_NOT_LOADED,
+};
 pub use manager::{
     MarketplaceInfo, PluginError, PluginInfo, PluginListing, PluginManager, PluginScope,
     PluginSettings,
