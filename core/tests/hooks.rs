@@ -2125,7 +2125,7 @@ fn config_warnings_keep_the_config_usable() {
     let hooks = json!({
         "PreToolUse": [{"matcher": "Bash", "env": {"A": "1"}, "hooks": [
             {"type": "command", "command": "x", "statusMessage": "Checking…", "retries": 3, "once": true},
-            {"type": "mcp_tool", "server": "s", "tool": "t"},
+            {"type": "mcp_tool", "server": "s", "tool": "t", "args": {}},
         ]}],
         "Stop": [{"hooks": [{"type": "command", "command": "y", "if": "Bash(git *)"}]}],
         "TeammateIdle": [{"hooks": [{"type": "command", "command": "z"}]}],
@@ -2156,10 +2156,13 @@ fn config_warnings_keep_the_config_usable() {
         warning("hooks.PreToolUse[0].hooks[0].once"),
         HookProblem::Ignored { .. }
     ));
-    assert!(matches!(
-        warning("hooks.PreToolUse[0].hooks[1].type"),
-        HookProblem::UnsupportedHandlerType { found, .. } if found == "mcp_tool"
-    ));
+    let args = warning("hooks.PreToolUse[0].hooks[1].args");
+    assert!(
+        args.to_string()
+            .contains("`mcp_tool` hooks take: type, if, timeout"),
+        "{args}"
+    );
+    assert!(args.to_string().contains("server, tool, input"), "{args}");
     assert!(warning("hooks.Stop[0].hooks[0].if")
         .to_string()
         .contains("only on tool events"));
@@ -2177,7 +2180,14 @@ fn config_warnings_keep_the_config_usable() {
     assert_eq!(warnings.len(), 6);
     let handler = &config.groups(HookEvent::PreToolUse)[0].hooks[0].handler;
     assert_eq!(handler.status_message.as_deref(), Some("Checking…"));
-    assert_eq!(config.groups(HookEvent::PreToolUse)[0].hooks.len(), 1);
+    // The `mcp_tool` handler is kept, with its server and tool.
+    let hooks = &config.groups(HookEvent::PreToolUse)[0].hooks;
+    assert_eq!(hooks.len(), 2);
+    assert!(
+        matches!(&hooks[1].handler.kind, robota::hooks::HandlerKind::McpTool(m) if m.server == "s" && m.tool == "t"),
+        "{:?}",
+        hooks[1].handler.kind
+    );
     // `if` on a non-tool event is dropped (it would never be evaluated).
     assert_eq!(
         config.groups(HookEvent::Stop)[0].hooks[0].handler.condition,

@@ -392,3 +392,262 @@ async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
         .shutdown(robota::hooks::SessionEndReason::Other)
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_tool_hooks_call_a_server_tool_with_the_event_fields() {
+    let project = Project::new();
+    let guard_log = project.path("guard.jsonl");
+    let guard = json!({
+        "type": "mcp_tool", "server": "py", "tool": "guard",
+        "input": {
+            "path": "${tool_input.file_path}",
+            "session": "${session_id}",
+            "log": guard_log.display().to_string()
+        }
+    });
+    // A hook naming a server that does not exist fails without blocking anything.
+    let missing = json!({"type": "mcp_tool", "server": "nope", "tool": "guard"});
+    project.settings(
+        ".claude/settings.json",
+        json!({
+            "permissions": {"allow": ["Write"]},
+            "hooks": {"PreToolUse": [group(Some("Write"), vec![guard, missing])]}
+        }),
+    );
+    let secret = project.path("secret.txt");
+    let fine = project.path("fine.txt");
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "Write", json!({"file_path": secret.display().to_string(), "content": "s"})),
+        tool_turn("toolu_2", "Write", json!({"file_path": fine.display().to_string(), "content": "f"})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({ "py": python_server() }));
+    let session = session(options);
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
+
+    let outcome = session.run("write both").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    // The tool's JSON answer is the hook's decision: the secret stays unwritten.
+    let denied = mock.result_for("toolu_1");
+    assert!(
+        denied.contains("the guard keeps secret.txt closed"),
+        "{denied}"
+    );
+    assert!(!secret.exists(), "a denied Write ran");
+    // Plain text is a non-blocking answer, and the failing hook blocks nothing.
+    assert!(fine.exists(), "{}", mock.result_for("toolu_2"));
+    // The tool received the event's fields in place of the placeholders.
+    let calls = records(&guard_log);
+    let paths: Vec<&str> = calls.iter().filter_map(|c| c["path"].as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            secret.display().to_string().as_str(),
+            fine.display().to_string().as_str()
+        ]
+    );
+    assert!(
+        calls.iter().all(|c| c["session"] == session.session_id()),
+        "{calls:?}"
+    );
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}
+
+/// Waits until `check` holds (the server's notification is handled on the MCP runtime).
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_list_changed_refreshes_what_the_model_is_offered() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"allow": ["mcp__py"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "mcp__py__grow", json!({})),
+        text_turn("grown"),
+        tool_turn("toolu_2", "mcp__py__multiply", json!({"a": 6, "b": 7})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({ "py": python_server() }));
+    let session = session(options);
+    assert!(session.tool("mcp__py__huge").is_some());
+    assert!(session.tool("mcp__py__multiply").is_none());
+
+    session.run("grow").await.expect("run");
+    let first = offered(&mock.bodies()[0]);
+    assert!(first.contains(&"mcp__py__huge".to_string()), "{first:?}");
+    assert!(
+        !first.contains(&"mcp__py__multiply".to_string()),
+        "{first:?}"
+    );
+    eventually("the new tool list is in the session", || {
+        session.tool("mcp__py__multiply").is_some() && session.tool("mcp__py__huge").is_none()
+    })
+    .await;
+    let info = &session.mcp_servers()[0];
+    assert!(
+        info.tools.contains(&"mcp__py__multiply".to_string()),
+        "{info:?}"
+    );
+
+    let outcome = session.run("multiply").await.expect("run");
+    assert_eq!(outcome.response, "done");
+    let later = offered(&mock.bodies()[2]);
+    assert!(
+        later.contains(&"mcp__py__multiply".to_string()),
+        "{later:?}"
+    );
+    assert!(!later.contains(&"mcp__py__huge".to_string()), "{later:?}");
+    assert_eq!(mock.result_for("toolu_2"), "42");
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events() {
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("ok")]})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({
+        "py": python_server(),
+        "gone": {"command": "/nonexistent/mcp-server"}
+    }));
+    let session =
+        InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
+    let statuses = |server: &str| -> Vec<String> {
+        events
+            .of("mcp_server_status")
+            .iter()
+            .filter(|e| e["server"] == server)
+            .map(|e| e["status"]["state"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    // Start-up reports every server's status.
+    assert_eq!(statuses("py"), ["connected"]);
+    assert_eq!(statuses("gone"), ["failed"]);
+    let server_pid = |session: &InteractiveSession| {
+        session
+            .session()
+            .processes()
+            .list()
+            .iter()
+            .find(|g| g.label.contains("python_server.py"))
+            .map(|g| g.pgid)
+    };
+    let first_pid = server_pid(&session).expect("the server runs");
+
+    let disabled = session
+        .execute_command("mcp", "disable py")
+        .await
+        .expect("mcp runs");
+    assert!(disabled.success, "{}", disabled.message);
+    assert!(
+        disabled.message.contains("disabled"),
+        "{}",
+        disabled.message
+    );
+    assert_eq!(
+        disabled.data.as_ref().unwrap()["server"]["status"]["state"],
+        "disabled"
+    );
+    assert!(session.session().tool("mcp__py__add").is_none());
+    eventually("the disabled server's process is gone", || {
+        !pid_alive(first_pid)
+    })
+    .await;
+
+    let enabled = session
+        .execute_command("mcp", "enable py")
+        .await
+        .expect("mcp runs");
+    assert!(enabled.success, "{}", enabled.message);
+    assert!(enabled.message.contains("connected"), "{}", enabled.message);
+    assert!(session.session().tool("mcp__py__add").is_some());
+    let second_pid = server_pid(&session).expect("the server runs again");
+    assert_ne!(second_pid, first_pid);
+
+    let reconnected = session
+        .execute_command("mcp", "reconnect py")
+        .await
+        .expect("mcp runs");
+    assert!(reconnected.success, "{}", reconnected.message);
+    eventually("the old process is gone", || !pid_alive(second_pid)).await;
+    assert!(server_pid(&session).is_some_and(|pid| pid != second_pid));
+    assert_eq!(
+        statuses("py"),
+        [
+            "connected",
+            "disabled",
+            "pending",
+            "connected",
+            "pending",
+            "connected"
+        ]
+    );
+
+    let failed = session
+        .execute_command("mcp", "reconnect gone")
+        .await
+        .expect("mcp runs");
+    assert!(!failed.success);
+    assert!(
+        failed.message.contains("/nonexistent/mcp-server"),
+        "{}",
+        failed.message
+    );
+    assert_eq!(
+        failed.data.as_ref().unwrap()["error"]["kind"],
+        "connect_failed"
+    );
+    assert_eq!(statuses("gone"), ["failed", "pending", "failed"]);
+
+    let unknown = session
+        .execute_command("mcp", "reconnect nope")
+        .await
+        .expect("mcp runs");
+    assert!(!unknown.success);
+    assert_eq!(
+        unknown.data.as_ref().unwrap()["error"]["kind"],
+        "unknown_server"
+    );
+    let usage = session
+        .execute_command("mcp", "disable")
+        .await
+        .expect("mcp runs");
+    assert!(!usage.success);
+    assert!(
+        usage.message.contains("Usage: /mcp disable <server>"),
+        "{}",
+        usage.message
+    );
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}

@@ -1,13 +1,14 @@
 """A small MCP server written with the `mcp` Python package (its high-level `MCPServer`, called
 FastMCP before mcp 2), run over stdio by the
 MCP client tests: a read-only tool, one that writes a file, one that is slow, one that crashes
-the server, one with a 10 MB result, a resource and a prompt."""
+the server, one with a 10 MB result, one that changes the tool list, a guard for `mcp_tool` hooks, a resource and a prompt."""
 
+import json
 import os
 import sys
 import time
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 server = MCPServer("pytools")
@@ -45,6 +46,38 @@ def crash() -> str:
 def huge() -> str:
     """Returns 10 MB of text."""
     return "".join(f"line {i:07d} " + "x" * 89 + "\n" for i in range(100_000))
+
+
+@server.tool(structured_output=False)
+def guard(path: str, session: str, log: str) -> str:
+    """A PreToolUse hook's check: records the call in `log`, denies paths naming a secret."""
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"path": path, "session": session}) + "\n")
+    if "secret" in path:
+        return json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": f"the guard keeps {os.path.basename(path)} closed",
+                }
+            }
+        )
+    return "looks fine"
+
+
+def multiply(a: int, b: int) -> int:
+    """Multiplies two integers (offered once `grow` ran)."""
+    return a * b
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Offers `multiply` instead of `huge`, and tells the client its tools changed."""
+    server.add_tool(multiply)
+    server.remove_tool("huge")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.resource("notes://today")

@@ -73,11 +73,13 @@ use crate::tools::ToolRegistry;
 /// The execution loop bound to one provider, one set of tools and one configuration.
 ///
 /// An `Engine` holds no per-conversation state, so one engine can serve many conversations, also
-/// concurrently (each [`Engine::run`] borrows its own [`Conversation`]).
+/// concurrently (each [`Engine::run`] borrows its own [`Conversation`]). Its tools can change
+/// while it runs ([`Engine::update_tools`]; an MCP server's `tools/list_changed`): each model
+/// request offers the tools of that moment. Clones share the tools.
 #[derive(Clone)]
 pub struct Engine {
     provider: Arc<dyn Provider>,
-    tools: ToolRegistry,
+    tools: Arc<std::sync::RwLock<ToolRegistry>>,
     config: EngineConfig,
     gate: Option<Arc<dyn ToolCallGate>>,
 }
@@ -87,7 +89,7 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("provider", &self.provider.name())
             .field("model", &self.provider.model())
-            .field("tools", &self.tools)
+            .field("tools", &self.tools())
             .field("config", &self.config)
             .field("tool_gate", &self.gate.is_some())
             .finish()
@@ -99,7 +101,7 @@ impl Engine {
     pub fn new(provider: Arc<dyn Provider>, tools: ToolRegistry, config: EngineConfig) -> Self {
         Engine {
             provider,
-            tools,
+            tools: Arc::new(std::sync::RwLock::new(tools)),
             config,
             gate: None,
         }
@@ -121,9 +123,27 @@ impl Engine {
         &self.provider
     }
 
-    /// The tools.
-    pub fn tools(&self) -> &ToolRegistry {
-        &self.tools
+    /// The tools now (a snapshot; cheap: the tools are shared).
+    pub fn tools(&self) -> ToolRegistry {
+        self.tools
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The engine's tools, held weakly, for a listener that changes them from outside.
+    pub(crate) fn shared_tools(&self) -> std::sync::Weak<std::sync::RwLock<ToolRegistry>> {
+        Arc::downgrade(&self.tools)
+    }
+
+    /// Changes the tools; the next model request of every run offers the new set.
+    pub fn update_tools(&self, change: impl FnOnce(&mut ToolRegistry)) {
+        change(
+            &mut self
+                .tools
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
     }
 
     /// The configuration.

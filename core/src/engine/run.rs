@@ -25,7 +25,7 @@ use crate::message::{
     new_id, ContentBlock, Conversation, Message, MessageState, ProviderError, Role, Usage,
     PROVIDER_ERROR_METADATA,
 };
-use crate::provider::{Provider, ProviderRequest, Refusal, StopReason, ToolChoice, ToolDefinition};
+use crate::provider::{Provider, ProviderRequest, Refusal, StopReason, ToolChoice};
 
 /// What a tool call of a refused or cut-off response is answered with (it is not run).
 fn unrun_call_notice(stop: StopReason) -> &'static str {
@@ -79,7 +79,6 @@ pub(crate) struct Run<'a> {
     tools_executed: Vec<String>,
     max_turns: u32,
     system: Option<String>,
-    tool_definitions: Vec<ToolDefinition>,
     /// Serialized size of what every request carries besides messages (system prompt, tools).
     fixed_chars: u64,
     context_window: u64,
@@ -107,7 +106,7 @@ impl<'a> Run<'a> {
                 .collect();
             (!parts.is_empty()).then(|| parts.join("\n\n"))
         });
-        let tool_definitions = engine.tools.definitions();
+        let tool_definitions = engine.tools().definitions();
         let fixed_chars = system.as_deref().map_or(0, budget::serialized_chars)
             + if tool_definitions.is_empty() {
                 0
@@ -130,7 +129,6 @@ impl<'a> Run<'a> {
             tools_executed: Vec::new(),
             max_turns: options.max_turns.unwrap_or(config.max_turns),
             system,
-            tool_definitions,
             fixed_chars,
             context_window,
             message_count,
@@ -361,13 +359,15 @@ impl<'a> Run<'a> {
     /// The request for a model call; `with_tools: false` for the forced summary.
     pub(crate) fn request(&self, messages: Vec<Message>, with_tools: bool) -> ProviderRequest {
         let config = &self.engine.config;
+        // The tools of this moment: they may have changed since the run began.
+        let tool_definitions = self.engine.tools().definitions();
         ProviderRequest {
             system: self.system.clone(),
             messages,
             // A tool-less call still sends the definitions when the history may hold tool
             // calls (providers reject tool_use blocks without them), forbidding their use instead.
-            tools: self.tool_definitions.clone(),
-            tool_choice: if with_tools || self.tool_definitions.is_empty() {
+            tools: tool_definitions.clone(),
+            tool_choice: if with_tools || tool_definitions.is_empty() {
                 None
             } else {
                 Some(ToolChoice::None)

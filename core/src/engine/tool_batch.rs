@@ -181,10 +181,8 @@ impl Run<'_> {
         calls: &[ParsedCall],
         interrupted: bool,
     ) -> Vec<CallResult> {
-        let plans: Vec<Plan> = calls
-            .iter()
-            .map(|call| plan(&self.engine.tools, call))
-            .collect();
+        let tools = self.engine.tools();
+        let plans: Vec<Plan> = calls.iter().map(|call| plan(&tools, call)).collect();
         let limit = self.engine.config.max_tool_concurrency.max(1);
         let execution_id = self.execution_id.as_str();
         self.emitter.execution(|| ExecutionEvent::ToolBatchStarted {

@@ -10,7 +10,7 @@
 //!   newer Claude Code versions have events robota does not fire yet; their groups are counted in
 //!   [`HooksConfig::unknown_events`] but never run), unknown keys, a matcher on an event that has no matcher support (it is ignored and the
 //!   hooks always run, as in Claude Code), `if` on a non-tool event (ignored), `once` outside skill
-//!   frontmatter (ignored), `mcp_tool` handlers (not run yet; left out).
+//!   frontmatter (ignored).
 //!
 //! Callers decide what an error means: [`ParsedHooks::into_result`] turns any error into a
 //! [`HookConfigError`]; a lenient caller can keep `config` (the valid part) and show diagnostics.
@@ -141,6 +141,20 @@ pub struct PromptHook {
     pub model: Option<String>,
 }
 
+/// An `mcp_tool` handler: Claude Code's hook that calls a tool of a connected MCP server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpToolHook {
+    /// The server's name, as configured (`.mcp.json`, settings, the host's list).
+    pub server: String,
+    /// The tool's name on the server (without the `mcp__<server>__` prefix).
+    pub tool: String,
+    /// The tool's arguments. In every string, `${path}` is replaced with the field of the
+    /// event JSON at that dotted path (`${tool_input.file_path}`, `${session_id}`); a missing
+    /// field becomes empty text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Map<String, Value>>,
+}
+
 /// What a handler runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -153,6 +167,8 @@ pub enum HandlerKind {
     Prompt(PromptHook),
     /// Claude Code's agent hook; here one model call without tools (see [`super::prompt`]).
     Agent(PromptHook),
+    /// A tool of a connected MCP server, called with the event's fields.
+    McpTool(McpToolHook),
 }
 
 impl HandlerKind {
@@ -163,6 +179,7 @@ impl HandlerKind {
             HandlerKind::Http(_) => "http",
             HandlerKind::Prompt(_) => "prompt",
             HandlerKind::Agent(_) => "agent",
+            HandlerKind::McpTool(_) => "mcp_tool",
         }
     }
 }
@@ -559,6 +576,7 @@ const COMMAND_KEYS: &[&str] = &[
 ];
 const HTTP_KEYS: &[&str] = &["url", "headers", "allowedEnvVars"];
 const PROMPT_KEYS: &[&str] = &["prompt", "model"];
+const MCP_TOOL_KEYS: &[&str] = &["server", "tool", "input"];
 
 struct Parser {
     file: PathBuf,
@@ -753,7 +771,7 @@ impl Parser {
                     path,
                     HookProblem::MissingField {
                         field: "type".into(),
-                        hint: " (one of command, http, prompt, agent)".into(),
+                        hint: " (one of command, http, prompt, agent, mcp_tool)".into(),
                     },
                 );
                 return None;
@@ -763,16 +781,7 @@ impl Parser {
             "command" => COMMAND_KEYS,
             "http" => HTTP_KEYS,
             "prompt" | "agent" => PROMPT_KEYS,
-            "mcp_tool" => {
-                self.warn(
-                    &format!("{path}.type"),
-                    HookProblem::UnsupportedHandlerType {
-                        found: type_name.into(),
-                        why: "robota does not run hook handlers through MCP servers yet".into(),
-                    },
-                );
-                return None;
-            }
+            "mcp_tool" => MCP_TOOL_KEYS,
             other => {
                 self.error(
                     &format!("{path}.type"),
@@ -808,6 +817,7 @@ impl Parser {
             "command" => self.command(object, path).map(HandlerKind::Command),
             "http" => self.http(object, path).map(HandlerKind::Http),
             "prompt" => self.prompt(object, path).map(HandlerKind::Prompt),
+            "mcp_tool" => self.mcp_tool(object, path).map(HandlerKind::McpTool),
             _ => self.prompt(object, path).map(HandlerKind::Agent),
         };
         let condition = self.condition(event, object.get("if"), path);
@@ -977,6 +987,38 @@ impl Parser {
             rewake_summary: rewake_summary?,
             shell: shell?,
             plugin_root: None,
+        })
+    }
+
+    fn mcp_tool(&mut self, object: &Map<String, Value>, path: &str) -> Option<McpToolHook> {
+        let server = self.required_string(
+            object,
+            "server",
+            path,
+            " (the name of a configured MCP server)",
+        );
+        let tool = self.required_string(
+            object,
+            "tool",
+            path,
+            " (the tool's name on the server, without the mcp__ prefix)",
+        );
+        let input = match object.get("input") {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::Object(map)) => Some(Some(map.clone())),
+            Some(other) => {
+                self.wrong_type(
+                    &format!("{path}.input"),
+                    "an object of tool arguments",
+                    other,
+                );
+                None
+            }
+        };
+        Some(McpToolHook {
+            server: server?,
+            tool: tool?,
+            input: input?,
         })
     }
 

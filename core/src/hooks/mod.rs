@@ -33,7 +33,8 @@
 //! What is not done here (yet), by design or for later:
 //! - `agent` hooks get read-only tools (Read, Glob, Grep) only inside a session, which supplies
 //!   the [`prompt::AgentHookExecutor`]; a bare [`HookRunner`] runs them as one model call.
-//! - `mcp_tool` handlers are reported as unsupported (not run through MCP servers yet).
+//! - `mcp_tool` handlers call a tool of the session's MCP servers through the
+//!   [`McpToolHookCaller`] the session supplies; a bare [`HookRunner`] reports them as failed.
 //! - Strings over 10,000 characters are truncated in place rather than spilled to a file.
 //! - `disableAllHooks` / `allowManagedHooksOnly` are settings-level switches: the framework
 //!   applies them by not passing (some) layers to [`HooksConfig::merged`].
@@ -51,6 +52,7 @@ pub mod config;
 pub mod event;
 mod http;
 pub mod matcher;
+pub mod mcp_tool;
 pub mod outcome;
 pub mod output;
 pub mod prompt;
@@ -60,7 +62,7 @@ pub use callback::{FnHookCallback, HookCallback, HookCallbackResult, OnHookFailu
 pub use config::{
     CommandHook, ConfiguredHook, HandlerKind, HookConfigError, HookDiagnostic, HookHandlerConfig,
     HookOrigin, HookProblem, HookShell, HookSource, HooksConfig, HttpHook, MatcherGroup,
-    ParsedHooks, PromptHook, Severity,
+    McpToolHook, ParsedHooks, PromptHook, Severity,
 };
 pub use event::{
     BlockEffect, CompactTrigger, HookCommon, HookEvent, HookEventInput, HookInput,
@@ -71,6 +73,7 @@ pub use event::{
     WorktreeCreateInput, WorktreeRemoveInput,
 };
 pub use matcher::{Matcher, MatcherError};
+pub use mcp_tool::McpToolHookCaller;
 pub use outcome::{
     HandlerReport, HandlerStatus, HandlerSummary, HandlerType, HookBlock, HookError, HookFailure,
     HookOutcome, HookStop, MAX_CONSECUTIVE_STOP_BLOCKS, OUTPUT_STRING_LIMIT,

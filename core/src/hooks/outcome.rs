@@ -33,18 +33,21 @@ pub enum HandlerType {
     /// Claude Code's agent hook: the model investigates with read-only tools (see
     /// [`super::prompt`]).
     Agent,
+    /// A tool of a connected MCP server (`mcp_tool`).
+    McpTool,
     /// An in-process [`super::HookCallback`].
     Callback,
 }
 
 impl HandlerType {
-    /// The name (`command`, `http`, `prompt`, `agent`, `callback`).
+    /// The name (`command`, `http`, `prompt`, `agent`, `mcp_tool`, `callback`).
     pub fn as_str(self) -> &'static str {
         match self {
             HandlerType::Command => "command",
             HandlerType::Http => "http",
             HandlerType::Prompt => "prompt",
             HandlerType::Agent => "agent",
+            HandlerType::McpTool => "mcp_tool",
             HandlerType::Callback => "callback",
         }
     }
@@ -162,6 +165,13 @@ pub enum HookFailure {
     #[error("panicked: {message}")]
     Panicked {
         /// The panic message.
+        message: String,
+    },
+    /// An `mcp_tool` hook's call failed: no such server, not connected, or the tool reported
+    /// an error.
+    #[error("MCP tool call failed: {message}")]
+    McpTool {
+        /// Why.
         message: String,
     },
     /// A host callback reported an error.

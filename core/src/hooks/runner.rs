@@ -35,6 +35,7 @@ use super::config::{split_rule, ConfiguredHook, HandlerKind, HookOrigin, HooksCo
 use super::event::{BlockEffect, HookEvent, HookInput};
 use super::http;
 use super::matcher::{Matcher, MatcherError};
+use super::mcp_tool::{self, McpToolHookCaller};
 use super::outcome::{
     cap_chars, Aggregator, HandlerReport, HandlerStatus, HandlerSummary, HandlerType, HookFailure,
     HookOutcome,
@@ -62,7 +63,7 @@ pub fn default_timeout(event: HookEvent, kind: HandlerType) -> Duration {
     match kind {
         HandlerType::Prompt => PROMPT_TIMEOUT,
         HandlerType::Agent => AGENT_TIMEOUT,
-        HandlerType::Command | HandlerType::Http | HandlerType::Callback => {
+        HandlerType::Command | HandlerType::Http | HandlerType::McpTool | HandlerType::Callback => {
             if event == HookEvent::UserPromptSubmit {
                 USER_PROMPT_SUBMIT_TIMEOUT
             } else {
@@ -118,6 +119,9 @@ pub struct HookRunnerOptions {
     /// Runs `agent` hooks with tools; without it they are a single model call like `prompt`
     /// hooks.
     pub agent_executor: Option<Arc<dyn AgentHookExecutor>>,
+    /// Calls MCP tools for `mcp_tool` hooks (the session's MCP connections); without it those
+    /// hooks fail (non-blocking) saying so.
+    pub mcp_tool_caller: Option<Arc<dyn McpToolHookCaller>>,
     /// HTTP client for http hooks; one is built on first use when `None`.
     pub http_client: Option<reqwest::Client>,
     /// POSIX shell for command hooks; resolved from `$ROBOTA_SHELL`/`$SHELL` when `None`.
@@ -150,6 +154,7 @@ impl std::fmt::Debug for HookRunnerOptions {
             .field("provider_for_model", &self.provider_for_model.is_some())
             .field("condition_evaluator", &self.condition_evaluator.is_some())
             .field("agent_executor", &self.agent_executor.is_some())
+            .field("mcp_tool_caller", &self.mcp_tool_caller.is_some())
             .field("shell", &self.shell)
             .field("kill_grace", &self.kill_grace)
             .field("output_limit", &self.output_limit)
@@ -174,6 +179,7 @@ impl HookRunnerOptions {
             provider_for_model: None,
             condition_evaluator: None,
             agent_executor: None,
+            mcp_tool_caller: None,
             http_client: None,
             shell: None,
             kill_grace: Duration::from_secs(2),
@@ -694,6 +700,10 @@ impl HookRunner {
                     let agent = self.options.agent_executor.as_ref();
                     prompt::run(hook, provider, agent, input_json, timeout, cancel).await
                 }
+                HandlerKind::McpTool(hook) => {
+                    let caller = self.options.mcp_tool_caller.as_ref();
+                    mcp_tool::run(hook, caller, input_json, timeout, cancel).await
+                }
             },
             Planned::Callback(registration) => {
                 run_callback(registration, input, timeout, cancel).await
@@ -861,6 +871,7 @@ fn handler_type(planned: &Planned) -> HandlerType {
             HandlerKind::Http(_) => HandlerType::Http,
             HandlerKind::Prompt(_) => HandlerType::Prompt,
             HandlerKind::Agent(_) => HandlerType::Agent,
+            HandlerKind::McpTool(_) => HandlerType::McpTool,
         },
         Planned::Callback(_) => HandlerType::Callback,
     }
@@ -877,6 +888,7 @@ fn summarize(planned: &Planned, timeout: Duration) -> HandlerSummary {
                 },
                 HandlerKind::Http(h) => h.url.clone(),
                 HandlerKind::Prompt(p) | HandlerKind::Agent(p) => cap_chars(p.prompt.trim(), 80),
+                HandlerKind::McpTool(m) => format!("mcp__{}__{}", m.server, m.tool),
             };
             HandlerSummary {
                 kind: handler_type(planned),

@@ -17,20 +17,29 @@
 //!   session's [`ProcessGroups`] as [`ProcessKind::McpServer`]: shutting the session down (or
 //!   dropping it) stops the whole tree (`npx` and the `node` it starts), so nothing is orphaned.
 //!
+//! - **Changes**: every status change reaches the listener of [`McpHub::on_status_change`] (the
+//!   session turns it into `mcp_server_status` events); a server's `tools/list_changed`
+//!   notification re-lists its tools and tells the listener of [`McpHub::on_tools_change`] (the
+//!   session then refreshes the tools the model sees). [`McpHub::reconnect`],
+//!   [`McpHub::enable`] and [`McpHub::disable`] restart, start or stop one server for this
+//!   session.
+//!
 //! The hub runs its connections on a small runtime of its own, so a session can be created (and
 //! its servers connected) from any thread, inside or outside the host's async runtime.
 
 pub mod config;
+mod hook;
 mod resources;
 mod tool;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use rmcp::model::{Prompt, Resource};
-use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
@@ -158,9 +167,97 @@ pub struct McpConnectContext {
     pub processes: ProcessGroups,
 }
 
+/// Called with a server's name and new status whenever the status changes.
+pub type McpStatusListener = Arc<dyn Fn(&str, &McpServerStatus) + Send + Sync>;
+
+/// Called when the tools the hub offers changed (a server's `tools/list_changed`, a reconnect,
+/// enable or disable).
+pub type McpToolsListener = Arc<dyn Fn() + Send + Sync>;
+
+/// What `/mcp` can do to one server for this session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpServerAction {
+    /// [`McpHub::reconnect`].
+    Reconnect,
+    /// [`McpHub::enable`].
+    Enable,
+    /// [`McpHub::disable`].
+    Disable,
+}
+
+impl McpServerAction {
+    /// The `/mcp` subcommand's name (`reconnect`, `enable`, `disable`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpServerAction::Reconnect => "reconnect",
+            McpServerAction::Enable => "enable",
+            McpServerAction::Disable => "disable",
+        }
+    }
+
+    /// The action named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "reconnect" => Some(McpServerAction::Reconnect),
+            "enable" => Some(McpServerAction::Enable),
+            "disable" => Some(McpServerAction::Disable),
+            _ => None,
+        }
+    }
+}
+
+/// Why [`McpHub::reconnect`], [`McpHub::enable`] or [`McpHub::disable`] did not do it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum McpControlError {
+    /// No server has this name.
+    #[error("no MCP server is named `{name}`")]
+    UnknownServer {
+        /// The name asked for.
+        name: String,
+    },
+    /// The server is disabled (by settings, awaiting approval, or for this session); enable it
+    /// instead of reconnecting.
+    #[error("MCP server `{name}` is disabled ({reason}); enable it first")]
+    Disabled {
+        /// The server.
+        name: String,
+        /// Why it is disabled.
+        reason: String,
+    },
+    /// Starting or reaching the server failed.
+    #[error("MCP server `{name}` failed to connect: {reason}")]
+    ConnectFailed {
+        /// The server.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The session's MCP connections are closed (the session shut down).
+    #[error("the session's MCP connections are closed")]
+    Closed,
+}
+
+/// The client side of a connection: tells the hub when the server's tools changed.
+#[derive(Clone, Default)]
+struct ClientEvents {
+    tools_changed: Arc<tokio::sync::Notify>,
+}
+
+impl rmcp::ClientHandler for ClientEvents {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl std::future::Future<Output = ()> + Send + '_ {
+        self.tools_changed.notify_one();
+        std::future::ready(())
+    }
+}
+
 /// A server's live connection.
 struct Connection {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, ClientEvents>,
     /// The stdio server's process group (dropping it kills the group).
     group: Option<ProcessGroup>,
 }
@@ -170,15 +267,20 @@ pub(crate) struct ServerState {
     pub(crate) entry: McpServerEntry,
     status: Mutex<McpServerStatus>,
     /// True once the server connected: only such a server is restarted after it went away.
-    pub(crate) ever_connected: bool,
+    pub(crate) ever_connected: AtomicBool,
     peer: Mutex<Option<Peer<RoleClient>>>,
     connection: Mutex<Option<Connection>>,
     /// Restarts after a crash: how many failed in a row, and when the next may be tried.
     restart: Mutex<RestartState>,
-    tools: Vec<rmcp::model::Tool>,
+    /// Its tools as last listed (at start-up, after `tools/list_changed` or a reconnect).
+    tools: Mutex<Vec<rmcp::model::Tool>>,
     pub(crate) prompts: Vec<Prompt>,
     pub(crate) has_resources: bool,
     stderr_tail: Arc<Mutex<String>>,
+    /// Woken by the connection when the server sends `tools/list_changed`.
+    events: ClientEvents,
+    /// The hub's status listener (shared by every server of the hub).
+    listener: Arc<Mutex<Option<McpStatusListener>>>,
 }
 
 /// When a crashed server may be started again.
@@ -199,22 +301,56 @@ impl ServerState {
         ServerState {
             entry,
             status: Mutex::new(status),
-            ever_connected: false,
+            ever_connected: AtomicBool::new(false),
             peer: Mutex::new(None),
             connection: Mutex::new(None),
             restart: Mutex::default(),
-            tools: Vec::new(),
+            tools: Mutex::default(),
             prompts: Vec::new(),
             has_resources: false,
             stderr_tail: Arc::default(),
+            events: ClientEvents::default(),
+            listener: Arc::default(),
+        }
+    }
+
+    /// True once the server connected (in this session).
+    pub(crate) fn ever_connected(&self) -> bool {
+        self.ever_connected.load(Ordering::SeqCst)
+    }
+
+    /// The server's tools as last listed.
+    pub(crate) fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets the status and tells the hub's listener when it changed.
+    pub(crate) fn set_status(&self, status: McpServerStatus) {
+        let changed = {
+            let mut current = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+            let changed = *current != status;
+            *current = status.clone();
+            changed
+        };
+        if changed {
+            let listener = self
+                .listener
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(listener) = listener {
+                listener(&self.entry.name, &status);
+            }
         }
     }
 
     /// Marks the server failed (its process or connection went away) and drops the connection,
     /// which stops a stdio server's process group.
     pub(crate) fn fail(&self, reason: String) {
-        *self.status.lock().unwrap_or_else(PoisonError::into_inner) =
-            McpServerStatus::Failed { reason };
+        self.set_status(McpServerStatus::Failed { reason });
         *self.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
         if let Some(connection) = self.take_connection() {
             drop(connection.group);
@@ -265,6 +401,9 @@ pub struct McpHub {
     /// The session's built-in tools, for the shared spill directory of long outputs.
     pub(crate) builtins: OnceLock<Builtins>,
     warnings: Vec<String>,
+    /// Shared with every server (see [`ServerState::set_status`]).
+    status_listener: Arc<Mutex<Option<McpStatusListener>>>,
+    tools_listener: Mutex<Option<McpToolsListener>>,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -306,15 +445,23 @@ impl McpHub {
                 .join()
                 .map_err(|_| "the MCP start-up thread panicked".to_string())
         })?;
-        let mut servers: Vec<Arc<ServerState>> = connected.into_iter().map(Arc::new).collect();
+        let status_listener: Arc<Mutex<Option<McpStatusListener>>> = Arc::default();
+        let mut states: Vec<ServerState> = connected;
         for skipped in skipped {
-            servers.push(Arc::new(ServerState::new(
+            states.push(ServerState::new(
                 skipped.entry,
                 McpServerStatus::Disabled {
                     reason: skipped.reason,
                 },
-            )));
+            ));
         }
+        let mut servers: Vec<Arc<ServerState>> = states
+            .into_iter()
+            .map(|mut state| {
+                state.listener = Arc::clone(&status_listener);
+                Arc::new(state)
+            })
+            .collect();
         servers.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
         let warnings = servers
             .iter()
@@ -327,47 +474,259 @@ impl McpHub {
                 _ => None,
             })
             .collect();
-        Ok(Arc::new(McpHub {
+        let hub = Arc::new(McpHub {
             runtime: Some(runtime),
             context: hub_context,
             servers,
             options,
             builtins: OnceLock::new(),
             warnings,
-        }))
+            status_listener,
+            tools_listener: Mutex::new(None),
+        });
+        hub.watch_tool_lists();
+        Ok(hub)
+    }
+
+    /// One task per server that re-lists its tools whenever it sends `tools/list_changed`.
+    fn watch_tool_lists(self: &Arc<Self>) {
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        for server in &self.servers {
+            let hub: Weak<McpHub> = Arc::downgrade(self);
+            let server = Arc::clone(server);
+            runtime.spawn(async move {
+                loop {
+                    server.events.tools_changed.notified().await;
+                    let Some(hub) = hub.upgrade() else {
+                        return;
+                    };
+                    hub.refresh_tools(&server).await;
+                }
+            });
+        }
+    }
+
+    /// Lists `server`'s tools again and tells the tools listener.
+    async fn refresh_tools(&self, server: &Arc<ServerState>) {
+        let Some(peer) = server.current_peer() else {
+            return;
+        };
+        let listed =
+            tokio::time::timeout(self.options.startup_timeout, peer.list_all_tools()).await;
+        if let Ok(Ok(tools)) = listed {
+            *server.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
+            self.tools_changed();
+        }
+    }
+
+    /// Tells the tools listener that the hub's tools changed.
+    fn tools_changed(&self) {
+        let listener = self
+            .tools_listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(listener) = listener {
+            listener();
+        }
+    }
+
+    /// Calls `listener` with each server's status now, then on every change.
+    pub fn on_status_change(&self, listener: McpStatusListener) {
+        *self
+            .status_listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&listener));
+        for server in &self.servers {
+            listener(&server.entry.name, &server.status());
+        }
+    }
+
+    /// Calls `listener` whenever the tools the hub offers ([`McpHub::tools`]) changed.
+    pub fn on_tools_change(&self, listener: McpToolsListener) {
+        *self
+            .tools_listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(listener);
+    }
+
+    /// Does `action` to server `name`.
+    pub async fn control(
+        &self,
+        action: McpServerAction,
+        name: &str,
+    ) -> Result<McpServerInfo, McpControlError> {
+        match action {
+            McpServerAction::Reconnect => self.reconnect(name).await,
+            McpServerAction::Enable => self.enable(name).await,
+            McpServerAction::Disable => self.disable(name).await,
+        }
+    }
+
+    /// Stops server `name` and starts it again (re-listing its tools). A disabled server is
+    /// refused: [`enable`](Self::enable) it.
+    pub async fn reconnect(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
+        let server = self.control_target(name)?;
+        if let McpServerStatus::Disabled { reason } = server.status() {
+            return Err(McpControlError::Disabled {
+                name: name.to_string(),
+                reason,
+            });
+        }
+        self.restart(&server).await
+    }
+
+    /// Starts server `name` for this session when it is disabled (by settings, awaiting
+    /// approval, or by [`disable`](Self::disable)); a server that is not disabled is left as
+    /// it is.
+    pub async fn enable(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
+        let server = self.control_target(name)?;
+        if !matches!(server.status(), McpServerStatus::Disabled { .. }) {
+            return Ok(self.info(&server));
+        }
+        self.restart(&server).await
+    }
+
+    /// Stops server `name` for this session: its tools leave the session and calls to it fail
+    /// saying it is disabled, until it is enabled again.
+    pub async fn disable(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
+        let server = self.control_target(name)?;
+        let connection = server.take_connection();
+        *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        server.set_status(McpServerStatus::Disabled {
+            reason: "disabled for this session (/mcp disable)".into(),
+        });
+        if let (Some(connection), Some(runtime)) = (connection, &self.runtime) {
+            let _ = runtime.spawn(close(connection)).await;
+        }
+        self.tools_changed();
+        Ok(self.info(&server))
+    }
+
+    fn control_target(&self, name: &str) -> Result<Arc<ServerState>, McpControlError> {
+        if self.runtime.is_none() {
+            return Err(McpControlError::Closed);
+        }
+        self.server(name)
+            .cloned()
+            .ok_or_else(|| McpControlError::UnknownServer {
+                name: name.to_string(),
+            })
+    }
+
+    /// Closes `server`'s connection (if any) and connects it again, with the start-up timeout.
+    async fn restart(&self, server: &Arc<ServerState>) -> Result<McpServerInfo, McpControlError> {
+        let Some(runtime) = &self.runtime else {
+            return Err(McpControlError::Closed);
+        };
+        let old = server.take_connection();
+        *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        server.set_status(McpServerStatus::Pending);
+        let entry = server.entry.clone();
+        let context = self.context.clone();
+        let tail = Arc::clone(&server.stderr_tail);
+        let events = server.events.clone();
+        let timeout = self.options.startup_timeout;
+        let started = runtime
+            .spawn(async move {
+                if let Some(old) = old {
+                    close(old).await;
+                }
+                let connection =
+                    tokio::time::timeout(timeout, start(&entry, &context, tail, events))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(format!(
+                                "it did not complete the MCP handshake within {} ms (MCP_TIMEOUT)",
+                                timeout.as_millis()
+                            ))
+                        })?;
+                let tools = tokio::time::timeout(timeout, list_tools(&connection))
+                    .await
+                    .unwrap_or_else(|_| Err("it did not list its tools in time".into()));
+                match tools {
+                    Ok(tools) => Ok((connection, tools)),
+                    Err(reason) => {
+                        close(connection).await;
+                        Err(format!("listing its tools failed: {reason}"))
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the restart failed: {e}")));
+        match started {
+            Ok((connection, tools)) => {
+                *server.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
+                *server.peer.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Some(connection.service.peer().clone());
+                *server
+                    .connection
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(connection);
+                *server
+                    .restart
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = RestartState::default();
+                server.ever_connected.store(true, Ordering::SeqCst);
+                server.set_status(McpServerStatus::Connected);
+                self.tools_changed();
+                Ok(self.info(server))
+            }
+            Err(reason) => {
+                let tail = server.stderr_tail();
+                let reason = if tail.is_empty() {
+                    reason
+                } else {
+                    format!("{reason}; its stderr ends with: {tail}")
+                };
+                server.set_status(McpServerStatus::Failed {
+                    reason: reason.clone(),
+                });
+                self.tools_changed();
+                Err(McpControlError::ConnectFailed {
+                    name: server.entry.name.clone(),
+                    reason,
+                })
+            }
+        }
     }
 
     /// Every server with its status, tools and prompts, sorted by name.
     pub fn servers(&self) -> Vec<McpServerInfo> {
         self.servers
             .iter()
-            .map(|server| {
-                let status = server.status();
-                let connected = status == McpServerStatus::Connected;
-                McpServerInfo {
-                    name: server.entry.name.clone(),
-                    origin: server.entry.origin.clone(),
-                    transport: match server.entry.transport {
-                        McpTransport::Stdio { .. } => "stdio".into(),
-                        McpTransport::Http { .. } => "http".into(),
-                    },
-                    tools: if connected {
-                        tool::session_tool_names(&server.entry.name, &server.tools)
-                            .into_iter()
-                            .map(|(name, _)| name)
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    prompts: if connected {
-                        server.prompts.iter().map(|p| p.name.to_string()).collect()
-                    } else {
-                        Vec::new()
-                    },
-                    status,
-                }
-            })
+            .map(|server| self.info(server))
             .collect()
+    }
+
+    /// One server as hosts see it.
+    fn info(&self, server: &ServerState) -> McpServerInfo {
+        let status = server.status();
+        let connected = status == McpServerStatus::Connected;
+        McpServerInfo {
+            name: server.entry.name.clone(),
+            origin: server.entry.origin.clone(),
+            transport: match server.entry.transport {
+                McpTransport::Stdio { .. } => "stdio".into(),
+                McpTransport::Http { .. } => "http".into(),
+            },
+            tools: if connected {
+                tool::session_tool_names(&server.entry.name, &server.tools())
+                    .into_iter()
+                    .map(|(name, _)| name)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            prompts: if connected {
+                server.prompts.iter().map(|p| p.name.to_string()).collect()
+            } else {
+                Vec::new()
+            },
+            status,
+        }
     }
 
     /// Start-up problems (a server that failed), one sentence each.
@@ -381,12 +740,17 @@ impl McpHub {
     pub fn tools(self: &Arc<Self>, warnings: &mut Vec<String>) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         for server in &self.servers {
-            if !server.ever_connected {
+            // A crashed server keeps its tools (it is restarted on next use); a disabled one
+            // does not.
+            if !server.ever_connected()
+                || matches!(server.status(), McpServerStatus::Disabled { .. })
+            {
                 continue;
             }
+            let server_tools = server.tools();
             let mut seen = std::collections::BTreeSet::new();
-            for (name, index) in tool::session_tool_names(&server.entry.name, &server.tools) {
-                let original = &server.tools[index].name;
+            for (name, index) in tool::session_tool_names(&server.entry.name, &server_tools) {
+                let original = &server_tools[index].name;
                 if !seen.insert(name.clone()) {
                     warnings.push(format!(
                         "MCP server `{}`: tool `{original}` is left out: its name `{name}` \
@@ -408,7 +772,7 @@ impl McpHub {
                     Arc::clone(self),
                     Arc::clone(server),
                     name,
-                    server.tools[index].clone(),
+                    server_tools[index].clone(),
                 )));
             }
         }
@@ -446,7 +810,7 @@ impl McpHub {
             }
             _ => return Err(format!("MCP server `{name}` is not connected")),
         };
-        if !server.ever_connected {
+        if !server.ever_connected() {
             return Err(format!("MCP server `{name}` is not available: {reason}"));
         }
         {
@@ -471,10 +835,11 @@ impl McpHub {
         let entry = server.entry.clone();
         let context = self.context.clone();
         let tail = Arc::clone(&server.stderr_tail);
+        let events = server.events.clone();
         let timeout = self.options.startup_timeout;
         let started = runtime
             .spawn(async move {
-                tokio::time::timeout(timeout, start(&entry, &context, tail))
+                tokio::time::timeout(timeout, start(&entry, &context, tail, events))
                     .await
                     .unwrap_or_else(|_| Err("the restart timed out (MCP_TIMEOUT)".into()))
             })
@@ -492,9 +857,9 @@ impl McpHub {
                     .connection
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = Some(connection);
-                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
-                    McpServerStatus::Connected;
                 *restart = RestartState::default();
+                drop(restart);
+                server.set_status(McpServerStatus::Connected);
                 Ok(peer)
             }
             Err(error) => {
@@ -504,10 +869,10 @@ impl McpHub {
                     .min(MAX_RESTART_BACKOFF);
                 restart.next_attempt = Some(std::time::Instant::now() + backoff);
                 let message = format!("{reason}; restarting it failed: {error}");
-                *server.status.lock().unwrap_or_else(PoisonError::into_inner) =
-                    McpServerStatus::Failed {
-                        reason: message.clone(),
-                    };
+                drop(restart);
+                server.set_status(McpServerStatus::Failed {
+                    reason: message.clone(),
+                });
                 Err(format!("MCP server `{name}` is not available: {message}"))
             }
         }
@@ -546,7 +911,7 @@ impl McpHub {
     /// The argument names of prompt `prompt` of connected server `server`, in the server's
     /// order; `None` when the server has no such prompt.
     pub fn prompt_arguments(&self, server: &str, prompt: &str) -> Option<Vec<String>> {
-        let state = self.server(server).filter(|s| s.ever_connected)?;
+        let state = self.server(server).filter(|s| s.ever_connected())?;
         let found = state.prompts.iter().find(|p| p.name == prompt)?;
         Some(
             found
@@ -607,13 +972,9 @@ impl McpHub {
         };
         // All at once: each server gets up to 2 s to exit after its stdin closes; then its group
         // is killed (dropping the handle).
-        let closing = runtime.spawn(futures::future::join_all(connections.into_iter().map(
-            |connection| async move {
-                let _ =
-                    tokio::time::timeout(Duration::from_secs(2), connection.service.cancel()).await;
-                drop(connection.group);
-            },
-        )));
+        let closing = runtime.spawn(futures::future::join_all(
+            connections.into_iter().map(close),
+        ));
         let _ = closing.await;
     }
 }
@@ -638,6 +999,30 @@ impl Drop for McpHub {
     }
 }
 
+/// Closes a connection: the server gets up to 2 s to exit after its stdin closes; then its group
+/// is killed (dropping the handle).
+async fn close(connection: Connection) {
+    let _ = tokio::time::timeout(Duration::from_secs(2), connection.service.cancel()).await;
+    drop(connection.group);
+}
+
+/// The tools of a just-started connection (none when it offers no tools).
+async fn list_tools(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
+    let offers_tools = connection
+        .service
+        .peer_info()
+        .is_some_and(|info| info.capabilities.tools.is_some());
+    if !offers_tools {
+        return Ok(Vec::new());
+    }
+    connection
+        .service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// Connects one server; the result's status says how it went.
 async fn connect_one(
     entry: McpServerEntry,
@@ -645,9 +1030,10 @@ async fn connect_one(
     options: McpOptions,
 ) -> ServerState {
     let stderr_tail: Arc<Mutex<String>> = Arc::default();
+    let events = ClientEvents::default();
     let attempt = tokio::time::timeout(
         options.startup_timeout,
-        start(&entry, context, Arc::clone(&stderr_tail)),
+        start(&entry, context, Arc::clone(&stderr_tail), events.clone()),
     )
     .await;
     let failed = |reason: String, stderr_tail: Arc<Mutex<String>>| {
@@ -663,6 +1049,7 @@ async fn connect_one(
         };
         let mut state = ServerState::new(entry.clone(), McpServerStatus::Failed { reason });
         state.stderr_tail = Arc::clone(&stderr_tail);
+        state.events = events.clone();
         state
     };
     let connection = match attempt {
@@ -712,10 +1099,11 @@ async fn connect_one(
         }
     };
     let mut state = ServerState::new(entry, McpServerStatus::Connected);
-    state.ever_connected = true;
+    state.ever_connected = AtomicBool::new(true);
     state.peer = Mutex::new(Some(peer));
     state.connection = Mutex::new(Some(connection));
-    state.tools = tools;
+    state.tools = Mutex::new(tools);
+    state.events = events;
     state.prompts = prompts;
     state.has_resources = capabilities.get("resources").is_some();
     state.stderr_tail = stderr_tail;
@@ -727,6 +1115,7 @@ async fn start(
     entry: &McpServerEntry,
     context: &McpConnectContext,
     stderr_tail: Arc<Mutex<String>>,
+    events: ClientEvents,
 ) -> Result<Connection, String> {
     match &entry.transport {
         McpTransport::Stdio {
@@ -762,10 +1151,10 @@ async fn start(
             if let Some(stderr) = stderr {
                 tokio::spawn(keep_stderr_tail(stderr, stderr_tail));
             }
-            let service =
-                ().serve(process)
-                    .await
-                    .map_err(|e| format!("the MCP handshake failed ({e})"))?;
+            let service = events
+                .serve(process)
+                .await
+                .map_err(|e| format!("the MCP handshake failed ({e})"))?;
             Ok(Connection { service, group })
         }
         McpTransport::Http { url, headers } => {
@@ -786,7 +1175,7 @@ async fn start(
             }
             config = config.custom_headers(custom);
             let transport = StreamableHttpClientTransport::from_config(config);
-            let service = ()
+            let service = events
                 .serve(transport)
                 .await
                 .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
@@ -843,7 +1232,7 @@ pub(crate) async fn list_resources(
         if only.is_some_and(|name| name != server.entry.name) || !server.has_resources {
             continue;
         }
-        if !server.ever_connected {
+        if !server.ever_connected() {
             continue;
         }
         let peer = hub.peer(server).await?;

@@ -153,6 +153,15 @@ pub enum SessionEvent {
         /// The message.
         message: String,
     },
+    /// An MCP server's status changed: reported for every server when the session starts
+    /// (connected, failed with the reason, disabled), and again whenever it fails, reconnects,
+    /// is enabled or disabled.
+    McpServerStatus {
+        /// The server's name.
+        server: String,
+        /// Its new status.
+        status: crate::mcp::McpServerStatus,
+    },
     /// Writing the session to disk failed (snapshot or log). The turn went on; what failed to
     /// be written may be missing on resume.
     PersistenceError {

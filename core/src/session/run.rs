@@ -57,6 +57,7 @@
 //! outcome with `interrupted: true`. `Err` means the session did not run the prompt at all
 //! (busy, shut down, prompt rejected).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -196,7 +197,7 @@ impl std::fmt::Debug for Session {
             .field("cwd", &self.cwd)
             .field("model", &self.model)
             .field("enforcer", &self.enforcer)
-            .field("tools", self.engine.tools())
+            .field("tools", &self.engine.tools())
             .finish()
     }
 }
@@ -361,6 +362,8 @@ impl Session {
             &mut warnings,
         );
         let mut extra_tools = options.extra_tools;
+        // The names the MCP hub contributed, replaced when its tools change.
+        let mcp_tool_names: Arc<Mutex<BTreeSet<String>>> = Arc::default();
         if let Some(hub) = &mcp {
             if let Some(builtins) = &builtins {
                 hub.set_builtins(builtins.clone());
@@ -376,6 +379,7 @@ impl Session {
                     ));
                     continue;
                 }
+                lock_names(&mcp_tool_names).insert(tool.name().to_string());
                 extra_tools.push(tool);
             }
             warnings.extend(problems.into_iter().map(mcp_warning));
@@ -411,6 +415,7 @@ impl Session {
                 tools.register(crate::tools::RecordedTool::wrap(tool, Arc::clone(recorder)));
             }
         }
+        let hiding_rules = rules.clone();
         let hidden = rules.hidden_tools(tools.names());
         for name in &hidden {
             tools.unregister(name);
@@ -457,6 +462,10 @@ impl Session {
             context.clone(),
             cwd.clone(),
         )));
+        if let Some(hub) = &mcp {
+            runner_options.mcp_tool_caller =
+                Some(Arc::clone(hub) as Arc<dyn crate::hooks::McpToolHookCaller>);
+        }
         let hooks = Arc::new(HookRunner::new(hooks_config, runner_options));
         let async_hook_results = hooks.take_async_results();
         for registration in options.hook_callbacks {
@@ -534,6 +543,23 @@ impl Session {
         };
         let engine =
             Engine::new(options.provider, tools, config).with_tool_gate(Arc::new(enforcer.clone()));
+        if let Some(hub) = &mcp {
+            let status_events = events.clone();
+            hub.on_status_change(Arc::new(move |server, status| {
+                status_events.emit(SessionEvent::McpServerStatus {
+                    server: server.to_string(),
+                    status: status.clone(),
+                });
+            }));
+            hub.on_tools_change(mcp_tools_refresher(McpToolsRefresh {
+                hub: Arc::downgrade(hub),
+                tools: engine.shared_tools(),
+                names: mcp_tool_names,
+                hiding_rules,
+                recorder: options.file_mutation_recorder.clone(),
+                events: events.clone(),
+            }));
+        }
 
         for warning in &warnings {
             events.emit(SessionEvent::SettingsWarning {
@@ -640,6 +666,21 @@ impl Session {
             .as_ref()
             .map(|hub| hub.servers())
             .unwrap_or_default()
+    }
+
+    /// Reconnects, enables or disables MCP server `server` for this session; the tools the model
+    /// sees follow at its next request.
+    pub async fn control_mcp_server(
+        &self,
+        action: crate::mcp::McpServerAction,
+        server: &str,
+    ) -> Result<crate::mcp::McpServerInfo, crate::mcp::McpControlError> {
+        match &self.mcp {
+            Some(hub) => hub.control(action, server).await,
+            None => Err(crate::mcp::McpControlError::UnknownServer {
+                name: server.to_string(),
+            }),
+        }
     }
 
     /// The session's MCP connections, when any server is configured.
@@ -1829,6 +1870,72 @@ fn todo_update(
 }
 
 /// The serde name of a unit enum value (`completed`, `interrupted`, …).
+/// What putting the MCP hub's current tools into a running session needs. Holds the hub and the
+/// tools weakly: the hub's listener must not keep the session's tools (which hold the hub) alive.
+struct McpToolsRefresh {
+    hub: std::sync::Weak<crate::mcp::McpHub>,
+    tools: std::sync::Weak<std::sync::RwLock<ToolRegistry>>,
+    names: Arc<Mutex<BTreeSet<String>>>,
+    hiding_rules: RuleSet,
+    recorder: Option<Arc<dyn crate::tools::FileMutationRecorder>>,
+    events: EventSink,
+}
+
+/// The listener that replaces the session's MCP tools with the hub's current ones (after a
+/// server's `tools/list_changed`, a reconnect, enable or disable), with the checks of start-up:
+/// a name another session tool has, or one a deny rule hides, stays out.
+fn mcp_tools_refresher(refresh: McpToolsRefresh) -> crate::mcp::McpToolsListener {
+    Arc::new(move || {
+        let (Some(hub), Some(tools)) = (refresh.hub.upgrade(), refresh.tools.upgrade()) else {
+            return;
+        };
+        let mut problems = Vec::new();
+        let fresh = hub.tools(&mut problems);
+        {
+            let mut registry = tools.write().unwrap_or_else(PoisonError::into_inner);
+            let mut names = lock_names(&refresh.names);
+            for name in names.iter() {
+                registry.unregister(name);
+            }
+            names.clear();
+            for tool in fresh {
+                let name = tool.name().to_string();
+                if registry.get(&name).is_some() {
+                    problems.push(format!(
+                        "MCP tool `{name}` is left out: another tool of the session has its name"
+                    ));
+                    continue;
+                }
+                if !refresh
+                    .hiding_rules
+                    .hidden_tools([name.as_str()])
+                    .is_empty()
+                {
+                    continue;
+                }
+                let tool = match &refresh.recorder {
+                    Some(recorder) if !tool.is_read_only() => {
+                        crate::tools::RecordedTool::wrap(tool, Arc::clone(recorder))
+                    }
+                    _ => tool,
+                };
+                registry.register(tool);
+                names.insert(name);
+            }
+        }
+        for message in problems {
+            refresh.events.emit(SessionEvent::Warning {
+                source: "mcp".into(),
+                message,
+            });
+        }
+    })
+}
+
+fn lock_names(names: &Mutex<BTreeSet<String>>) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+    names.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Concrete paths of the `tool(...)` rules in `list`: `//abs`, `~/…`, `/…` (from the settings
 /// file's directory) and `./…` (from the cwd), with a trailing `/**` meaning the directory;
 /// patterns with other wildcards, and relative ones (which match at any depth), are left to the

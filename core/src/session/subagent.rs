@@ -171,7 +171,7 @@ impl Session {
             .clone()
             .unwrap_or_else(|| self.cwd().to_path_buf());
         let common = gate.hook_common(&cwd);
-        let (tools, mut notes) = select_tools(engine.tools(), &run);
+        let (tools, mut notes) = select_tools(&engine.tools(), &run);
         let tool_names: Vec<String> = tools.names().into_iter().map(str::to_string).collect();
         let transcript_path = common.transcript_path.as_deref().and_then(|log| {
             let logs = std::path::Path::new(log).parent()?;

@@ -145,6 +145,18 @@ pub trait CommandHostContext: Send + Sync {
     fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
         Vec::new()
     }
+    /// Reconnects, enables or disables one MCP server of the session (`/mcp reconnect <server>`).
+    /// Hosts without MCP servers keep this default: no server has that name.
+    async fn control_mcp_server(
+        &self,
+        action: crate::mcp::McpServerAction,
+        server: &str,
+    ) -> Result<crate::mcp::McpServerInfo, crate::mcp::McpControlError> {
+        let _ = action;
+        Err(crate::mcp::McpControlError::UnknownServer {
+            name: server.to_string(),
+        })
+    }
     /// The skills of this session. Hosts without skills keep this default, which says so.
     fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
         Err(CommandHostError::new(

@@ -1,5 +1,6 @@
 //! The `mcp` command: the session's MCP servers with their status (connected, failed with the
-//! reason, disabled or waiting for approval), where each was defined, and its tools and prompts.
+//! reason, disabled or waiting for approval), where each was defined, and its tools and prompts;
+//! `reconnect <server>`, `enable <server>` and `disable <server>` for this session.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use serde_json::json;
 
 use super::host::{CommandHostContext, CommandModule, SystemCommand};
 use super::types::{CommandDescriptor, CommandResult, CommandSource};
-use crate::mcp::McpServerStatus;
+use crate::mcp::{McpServerAction, McpServerInfo, McpServerStatus};
 
 /// The command's name.
 pub const MCP_COMMAND: &str = "mcp";
@@ -30,7 +31,8 @@ impl McpCommand {
         McpCommand {
             descriptor: CommandDescriptor::new(
                 MCP_COMMAND,
-                "List MCP servers with their status, tools and prompts",
+                "List MCP servers with their status, tools and prompts; reconnect, enable or \
+                 disable one",
             ),
         }
     }
@@ -49,11 +51,16 @@ impl SystemCommand for McpCommand {
     }
 
     async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
-        if !matches!(args.trim(), "" | "list") {
-            return CommandResult::error(format!(
-                "Unknown argument: {}. Usage: /mcp [list]",
-                args.trim()
-            ));
+        let mut words = args.split_whitespace();
+        let first = words.next().unwrap_or("");
+        if let Some(action) = McpServerAction::parse(first) {
+            let (Some(server), None) = (words.next(), words.next()) else {
+                return CommandResult::error(format!("Usage: /mcp {first} <server>"));
+            };
+            return control(ctx, action, server).await;
+        }
+        if !matches!(first, "" | "list") || words.next().is_some() {
+            return CommandResult::error(format!("Unknown argument: {}. {USAGE}", args.trim()));
         }
         let servers = ctx.mcp_servers();
         if servers.is_empty() {
@@ -65,22 +72,7 @@ impl SystemCommand for McpCommand {
         }
         let mut lines = vec![format!("MCP servers ({}):", servers.len())];
         for server in &servers {
-            let state = match &server.status {
-                McpServerStatus::Pending => "pending".to_string(),
-                McpServerStatus::Connected => format!(
-                    "connected, {} tool{}",
-                    server.tools.len(),
-                    if server.tools.len() == 1 { "" } else { "s" }
-                ),
-                McpServerStatus::Failed { reason } => format!("failed: {reason}"),
-                McpServerStatus::Disabled { reason } => format!("disabled: {reason}"),
-            };
-            lines.push(format!(
-                "  {} ({}, {}) — {state}",
-                server.name,
-                server.transport,
-                server.origin.describe()
-            ));
+            lines.push(format!("  {}", describe(server)));
             for tool in &server.tools {
                 lines.push(format!("    {tool}"));
             }
@@ -89,5 +81,42 @@ impl SystemCommand for McpCommand {
             }
         }
         CommandResult::ok(lines.join("\n")).with_data(json!({ "servers": servers }))
+    }
+}
+
+const USAGE: &str = "Usage: /mcp [list] | /mcp reconnect|enable|disable <server>";
+
+/// `name (transport, origin) — state`.
+fn describe(server: &McpServerInfo) -> String {
+    let state = match &server.status {
+        McpServerStatus::Pending => "pending".to_string(),
+        McpServerStatus::Connected => format!(
+            "connected, {} tool{}",
+            server.tools.len(),
+            if server.tools.len() == 1 { "" } else { "s" }
+        ),
+        McpServerStatus::Failed { reason } => format!("failed: {reason}"),
+        McpServerStatus::Disabled { reason } => format!("disabled: {reason}"),
+    };
+    format!(
+        "{} ({}, {}) — {state}",
+        server.name,
+        server.transport,
+        server.origin.describe()
+    )
+}
+
+/// `/mcp reconnect|enable|disable <server>`: the server's new state, or the typed error in
+/// `data.error`.
+async fn control(
+    ctx: &dyn CommandHostContext,
+    action: McpServerAction,
+    server: &str,
+) -> CommandResult {
+    match ctx.control_mcp_server(action, server).await {
+        Ok(info) => CommandResult::ok(describe(&info))
+            .with_data(json!({ "action": action, "server": info })),
+        Err(error) => CommandResult::error(error.to_string())
+            .with_data(json!({ "action": action, "error": error })),
     }
 }

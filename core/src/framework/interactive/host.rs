@@ -218,6 +218,17 @@ impl CommandHostContext for SessionHost {
             .unwrap_or_default()
     }
 
+    async fn control_mcp_server(
+        &self,
+        action: crate::mcp::McpServerAction,
+        server: &str,
+    ) -> Result<crate::mcp::McpServerInfo, crate::mcp::McpControlError> {
+        let Ok(inner) = self.get() else {
+            return Err(crate::mcp::McpControlError::Closed);
+        };
+        inner.session().control_mcp_server(action, server).await
+    }
+
     fn skill_catalog(&self) -> Result<SkillCatalog, CommandHostError> {
         match self.get()?.skill_catalog() {
             Some(catalog) => Ok(catalog.clone()),
