@@ -1137,6 +1137,8 @@ async fn start(
             // A group of its own: stopping the server stops what it started (`npx` → `node`).
             #[cfg(unix)]
             cmd.process_group(0);
+            // A server that dies at once must not take a C or Swift host down with SIGPIPE.
+            crate::process::ignore_sigpipe_if_default();
             let (process, stderr) = TokioChildProcess::builder(cmd)
                 .stderr(std::process::Stdio::piped())
                 .spawn()

@@ -65,7 +65,7 @@ use serde::Serialize;
 use tokio::process::Child;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-pub(crate) use signal::{kill_group, terminate_group};
+pub(crate) use signal::{ignore_sigpipe_if_default, kill_group, terminate_group};
 
 /// How much of a command line a group's label keeps.
 const MAX_LABEL_CHARS: usize = 200;
@@ -168,6 +168,8 @@ impl ProcessGroups {
     /// After [`stop_all`](Self::stop_all) (the registry is closed), the handle's stop request has
     /// already fired.
     pub fn adopt(&self, pgid: u32, kind: ProcessKind, label: &str) -> ProcessGroup {
+        // Its pipes must not be able to kill a host that left SIGPIPE at its default.
+        signal::ignore_sigpipe_if_default();
         let id = {
             let mut state = self.lock();
             state.next_id += 1;

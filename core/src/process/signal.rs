@@ -76,6 +76,31 @@ fn linux_group_has_running_member(pgid: u32) -> Option<bool> {
     Some(false)
 }
 
+/// Makes a write to a pipe whose reader is gone (a hook that exited without reading its input, an
+/// MCP server that died) fail with `EPIPE` instead of raising SIGPIPE, whose default action ends
+/// the whole process. Rust, Python and Node programs already ignore SIGPIPE; a C or Swift host
+/// usually does not, and one dead child would kill it. Only a default disposition is changed: a
+/// handler the host installed is kept. Runs once per process.
+pub(crate) fn ignore_sigpipe_if_default() {
+    #[cfg(unix)]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: sigaction(2) with a null new action only reads the current disposition into
+            // `current`, a zeroed (valid) struct; signal(2) installs SIG_IGN, which has no
+            // memory-safety preconditions.
+            unsafe {
+                let mut current: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) == 0
+                    && current.sa_sigaction == libc::SIG_DFL
+                {
+                    libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+                }
+            }
+        });
+    }
+}
+
 /// SIGKILL to group `pgid`, at once.
 pub(crate) fn kill_group(pgid: u32) {
     #[cfg(unix)]
