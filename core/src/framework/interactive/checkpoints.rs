@@ -95,8 +95,13 @@ impl Inner {
         id: &str,
         including: bool,
     ) -> Result<RestoreReport, InteractiveError> {
-        if self.lock().executing {
-            return Err(CheckpointError::Busy.into());
+        // Busy while a prompt runs or waits; not in the moments after a prompt ended (its result
+        // already reached the host) while the session tidies up.
+        {
+            let state = self.lock();
+            if state.running_prompt.is_some() || state.pending.is_some() {
+                return Err(CheckpointError::Busy.into());
+            }
         }
         let store = self.checkpoint_store()?;
         let report = if including {

@@ -1440,6 +1440,9 @@ impl Inner {
             }
             self.finish_run_skills(skill_error);
             self.flush_history();
+            // The prompt is over before anyone hears that it ended: a host that acts on the
+            // result at once (restores a checkpoint) must not find it still running.
+            self.lock().running_prompt = None;
             let event_seq = self.hub.emit(ended.event());
             if let Some(done) = prompt.done.take() {
                 // The host may have dropped its ticket; nothing then waits for the result.
