@@ -177,7 +177,9 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     var prompts: [Prompt] = []
     var commands: [JSONValue] = []
     // A skill run as a command submits its instructions as a prompt: one more terminal event.
+    // Skills and custom commands run a prompt: each one started ends with a terminal event.
     let skillNames = Set(try session.listSkills().map(\.name))
+        .union((scenario["commands"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue })
     var skillRuns = 0
     for action in scenario["actions"]?.arrayValue ?? [] {
         if let prompt = action["submit"]?.stringValue {
