@@ -75,8 +75,12 @@ export declare class NativeSession {
    * prompt runs on a background task).
    */
   submit(input: string, displayInput?: string | undefined | null): NativePromptTicket
-  /** Resolves when no prompt is running or queued. */
-  waitIdle(): Promise<void>
+  /**
+   * Resolves when no prompt is running or queued, with the `seq` of the last event emitted by
+   * then (0 when event delivery has stopped): the facade waits for that event to reach the
+   * listeners, so idle also means every event of the finished work was heard.
+   */
+  waitIdle(): Promise<number>
   /** Aborts the running prompt and drops the queued one. */
   abort(): void
   /** Drops the queued prompt; returns it (as displayed) when there was one. */

@@ -232,11 +232,22 @@ impl NativeSession {
         })
     }
 
-    /// Resolves when no prompt is running or queued.
+    /// Resolves when no prompt is running or queued, with the `seq` of the last event emitted by
+    /// then (0 when event delivery has stopped): the facade waits for that event to reach the
+    /// listeners, so idle also means every event of the finished work was heard.
     #[napi]
-    pub async fn wait_idle(&self) -> napi::Result<()> {
+    pub async fn wait_idle(&self) -> napi::Result<f64> {
         self.session.wait_idle().await;
-        Ok(())
+        if self.delivery_ended.load(Ordering::Acquire) {
+            return Ok(0.0);
+        }
+        let last = self.session.last_event_seq();
+        if last <= self.subscription.subscribed_after() {
+            // Nothing emitted since the listeners subscribed: nothing to wait for.
+            return Ok(0.0);
+        }
+        // Event seqs count events of one session; they stay far below 2^53.
+        Ok(last as f64)
     }
 
     /// Aborts the running prompt and drops the queued one.

@@ -217,7 +217,8 @@ impl NativeSession {
         let session = Arc::clone(&self.session);
         crate::aio::awaitable(py, async move {
             session.wait_idle().await;
-            Ok(())
+            // The `seq` of the last event by then: the facade waits for it to be delivered.
+            Ok(session.last_event_seq())
         })
     }
 
@@ -435,6 +436,12 @@ pub struct NativeEvents {
 
 #[pymethods]
 impl NativeEvents {
+    /// The `seq` of the last event emitted before this subscription began.
+    #[getter]
+    fn subscribed_after(&self) -> u64 {
+        self.subscription.subscribed_after()
+    }
+
     /// Waits up to `timeout` seconds for at least one event, then returns up to `max` queued
     /// events as dicts (an empty list on timeout). Returns `None` once closed.
     #[pyo3(signature = (max=1024, timeout=3600.0))]

@@ -4,7 +4,6 @@ given as data registered by the host, listing with sources, running one as the u
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -36,12 +35,9 @@ async def test_skills_are_listed_with_their_source_and_run_by_name(opts: Dict[st
         session.on("skill_activation", seen.append)
         result = await session.execute_command("review", "lib.py")
         assert result.success, result.message
+        # wait_idle() returns after the listeners have had every event of the skill's run.
         await session.wait_idle()
-        # Listeners get events asynchronously: wait for the `completed` one.
-        for _ in range(200):
-            if len(seen) >= 2:
-                break
-            await asyncio.sleep(0.01)
+        assert len(seen) == 2, "both skill_activation events were delivered by wait_idle()"
         messages = session.get_messages()
         assert "Review lib.py now." in str(messages[0])
         assert [(e.skill_name, e.invocation, e.mode, e.status) for e in seen] == [

@@ -269,9 +269,11 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     return this.#native.cancelQueue() ?? null;
   }
 
-  /** Resolves when no prompt is running or queued. */
+  /** Resolves when no prompt is running or queued, after the events of the finished work
+   * (a command's skill run included) have reached the listeners. */
   async waitIdle(): Promise<void> {
-    await this.#native.waitIdle();
+    const seq = await this.#native.waitIdle();
+    await this.#eventsEmitted(seq);
   }
 
   /** Runs a slash command (name without `/`) on the user's behalf. Unknown or failing commands

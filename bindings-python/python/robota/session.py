@@ -258,7 +258,8 @@ class _Pump:
         self.session = session
         self.native = session._native.subscribe()
         self.task: Optional[asyncio.Task[None]] = None
-        self.delivered_seq = 0
+        # Events emitted before the subscription never arrive: count them as delivered.
+        self.delivered_seq = self.native.subscribed_after
         self.waiters: List[tuple[int, asyncio.Future[None]]] = []
 
     def ensure_started(self) -> None:
@@ -528,8 +529,11 @@ class InteractiveSession:
         return self._native.cancel_queue()
 
     async def wait_idle(self) -> None:
-        """Waits until no prompt is running or queued."""
-        await self._native.wait_idle()
+        """Waits until no prompt is running or queued and the events of the finished work (a
+        command's skill run included) have reached the listeners."""
+        seq = await self._native.wait_idle()
+        if self._pump is not None:
+            await self._pump.wait_delivered(seq)
 
     # -- commands --------------------------------------------------------------------------
 

@@ -263,10 +263,14 @@ impl Channel {
                 if let InteractiveEventKind::TextDelta { text } = &event.kind {
                     if let Some(InteractiveEvent {
                         kind: InteractiveEventKind::TextDelta { text: queued },
+                        seq,
                         ..
                     }) = queue.back_mut()
                     {
                         queued.push_str(text);
+                        // The merged chunk holds the text up to this event: a host waiting
+                        // until this `seq` is delivered must not wait for a seq that is gone.
+                        *seq = event.seq;
                         return;
                     }
                 }
@@ -351,6 +355,11 @@ impl EventHub {
         seq
     }
 
+    /// The `seq` of the last event emitted (0 before the first).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.lock().next_seq - 1
+    }
+
     pub(crate) fn subscribe(self: &Arc<Self>) -> Subscription {
         let channel = Arc::new(Channel {
             queue: Mutex::new(VecDeque::new()),
@@ -358,10 +367,12 @@ impl EventHub {
             closed: AtomicBool::new(false),
             capacity: self.capacity,
         });
-        self.lock().subscribers.push(Arc::clone(&channel));
+        let mut state = self.lock();
+        state.subscribers.push(Arc::clone(&channel));
         Subscription {
             channel,
             hub: Arc::downgrade(self),
+            subscribed_after: state.next_seq - 1,
         }
     }
 }
@@ -371,6 +382,8 @@ impl EventHub {
 pub struct Subscription {
     channel: Arc<Channel>,
     hub: Weak<EventHub>,
+    /// The `seq` of the last event emitted before this subscription began.
+    subscribed_after: u64,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -382,6 +395,12 @@ impl std::fmt::Debug for Subscription {
 }
 
 impl Subscription {
+    /// The `seq` of the last event emitted before this subscription began: every event it
+    /// receives has a larger one. A host waiting for "delivered up to seq N" starts from here.
+    pub fn subscribed_after(&self) -> u64 {
+        self.subscribed_after
+    }
+
     /// The next event, waiting at most `timeout`; `None` on timeout or after unsubscribing.
     pub async fn next_event(&self, timeout: Duration) -> Option<InteractiveEvent> {
         tokio::time::timeout(timeout, self.channel.next())

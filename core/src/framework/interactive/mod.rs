@@ -985,6 +985,13 @@ impl InteractiveSession {
         self.inner.session.shutdown(reason).await;
     }
 
+    /// The `seq` of the last event this session has emitted (0 before the first). A host whose
+    /// listeners receive events through a queue of its own waits for this `seq` to arrive after
+    /// [`wait_idle`](Self::wait_idle), so "idle" also means "every event delivered".
+    pub fn last_event_seq(&self) -> u64 {
+        self.inner.hub.last_seq()
+    }
+
     /// True while a prompt runs (or one is queued to run next).
     pub fn is_executing(&self) -> bool {
         self.inner.lock().executing
