@@ -111,6 +111,12 @@ async fn abort_stops_the_running_calls_whole_tree() {
     let session = project.session(bash_then_done(json!({"command": TREE})));
     let run = start_run(&session);
     let pids = project.pids(&TREE_PIDS);
+    // The call's group is registered right after the spawn returns; the child may have written
+    // its pids before that.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while session.processes().list().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(session.processes().list().len(), 1);
     assert_eq!(session.processes().list()[0].kind, ProcessKind::ToolCall);
     session.abort();
