@@ -5,7 +5,7 @@
  */
 
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -41,6 +41,7 @@ interface Scenario {
   settings?: { permission_mode?: string; allow?: string[]; deny?: string[] };
   skills?: Array<{ name: string; content: string }>;
   commands?: Array<{ name: string; content: string }>;
+  mcp_servers?: string[];
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
@@ -63,6 +64,20 @@ const KEPT = new Set([
   'skill_activation',
 ]);
 const scenarioDir = path.join(repoDir, 'tests', 'conformance', 'scenarios');
+
+const mcpServersDir = path.join(repoDir, 'tests', 'mcp-servers');
+
+/** The scenario's MCP servers from the catalog in tests/conformance/README.md. */
+function mcpServers(scenario: Scenario): Record<string, { command: string; args: string[] }> {
+  const servers: Record<string, { command: string; args: string[] }> = {};
+  for (const name of scenario.mcp_servers ?? []) {
+    assert.equal(name, 'pytools', `${scenario.name}: unknown MCP server ${name}`);
+    const python = path.join(mcpServersDir, '.venv', 'bin', 'python');
+    assert.ok(existsSync(python), 'the MCP test servers are not installed: run tests/mcp-servers/setup.sh');
+    servers[name] = { command: python, args: [path.join(mcpServersDir, 'python_server.py')] };
+  }
+  return servers;
+}
 
 function hostTool(spec: HostToolSpec) {
   return tool({
@@ -187,6 +202,7 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     ...(settings !== undefined ? { settings } : {}),
     ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
     ...(scenario.commands !== undefined ? { customCommands: scenario.commands } : {}),
+    ...(scenario.mcp_servers !== undefined ? { mcpServers: mcpServers(scenario) } : {}),
     provider: new ScriptedProvider(scenario.provider.turns),
     tools: (scenario.host_tools ?? []).map(hostTool),
     permissionHandler: (request): PermissionAnswer => {

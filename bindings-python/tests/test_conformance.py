@@ -17,6 +17,21 @@ from robota import InteractiveSession, PermissionRequest, ScriptedProvider, Tool
 
 from conftest import REPO
 
+MCP_SERVERS_DIR = REPO / "tests" / "mcp-servers"
+
+
+def mcp_servers(scenario: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The scenario's MCP servers from the catalog in tests/conformance/README.md."""
+    servers: Dict[str, Dict[str, Any]] = {}
+    for name in scenario.get("mcp_servers", []):
+        if name != "pytools":
+            raise AssertionError(f"{scenario['name']}: unknown MCP server {name!r}")
+        python = MCP_SERVERS_DIR / ".venv" / "bin" / "python"
+        assert python.is_file(), "the MCP test servers are not installed: run tests/mcp-servers/setup.sh"
+        servers[name] = {"command": str(python), "args": [str(MCP_SERVERS_DIR / "python_server.py")]}
+    return servers
+
+
 SCENARIOS = sorted((REPO / "tests" / "conformance" / "scenarios").glob("*.json"))
 KEPT = [
     "text_delta",
@@ -30,7 +45,7 @@ KEPT = [
     "skill_activation",
 ]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -153,6 +168,7 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         permission_handler=handler,
         skills=scenario.get("skills", []),
         custom_commands=scenario.get("commands", []),
+        mcp_servers=mcp_servers(scenario),
     )
     stream = session.events()
     events: List[Dict[str, Any]] = []

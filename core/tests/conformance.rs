@@ -62,6 +62,9 @@ struct Scenario {
     /// Custom slash commands the host registers as data (`{name, content}`).
     #[serde(default)]
     commands: Vec<CommandRegistration>,
+    /// Real MCP servers the host gives the session, by catalog name (tests/conformance/README.md).
+    #[serde(default)]
+    mcp_servers: Vec<String>,
     actions: Vec<Action>,
     expected: Value,
 }
@@ -263,6 +266,37 @@ fn event_json(event: &InteractiveEvent) -> Value {
     serde_json::to_value(event).expect("events serialize")
 }
 
+/// The scenario's MCP servers from the catalog in tests/conformance/README.md, given by the host.
+fn mcp_servers(scenario: &Scenario) -> Vec<robota::mcp::McpServerEntry> {
+    let servers_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp-servers");
+    let mut config = serde_json::Map::new();
+    for name in &scenario.mcp_servers {
+        let server = match name.as_str() {
+            "pytools" => {
+                let python = servers_dir.join(".venv/bin/python");
+                assert!(
+                    python.is_file(),
+                    "{}: the MCP test servers are not installed: run tests/mcp-servers/setup.sh",
+                    scenario.name
+                );
+                json!({
+                    "command": python.display().to_string(),
+                    "args": [servers_dir.join("python_server.py").display().to_string()],
+                })
+            }
+            other => panic!("{}: unknown MCP server `{other}`", scenario.name),
+        };
+        config.insert(name.clone(), server);
+    }
+    let (entries, warnings) = robota::mcp::parse_mcp_servers(
+        &Value::Object(config),
+        &robota::mcp::McpServerOrigin::Host,
+        &|_| None,
+    );
+    assert!(warnings.is_empty(), "{}: {warnings:?}", scenario.name);
+    entries
+}
+
 /// Runs one scenario and returns the actual normalized result, in the shape of `expected`.
 async fn run(scenario: &Scenario) -> Value {
     let cwd = tempfile::tempdir().expect("tempdir");
@@ -284,6 +318,7 @@ async fn run(scenario: &Scenario) -> Value {
     let mut interactive_options = InteractiveSessionOptions::new(session_options);
     interactive_options.skills = scenario.skills.clone();
     interactive_options.commands = scenario.commands.clone();
+    interactive_options.session.mcp_servers = mcp_servers(scenario);
     let session = InteractiveSession::new(interactive_options)
         .unwrap_or_else(|e| panic!("{}: session: {e}", scenario.name));
     let sub = session.subscribe_pull();

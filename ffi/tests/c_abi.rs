@@ -348,7 +348,13 @@ fn c_conformance_scenarios_pass() {
     scenarios.sort();
     assert!(!scenarios.is_empty(), "no scenarios found");
     let args: Vec<&str> = scenarios.iter().map(String::as_str).collect();
-    let stdout = run_c(&exe, &args, &[]);
+    // The MCP server catalog of tests/conformance/README.md lives here.
+    let servers_dir = root.join("tests/mcp-servers").display().to_string();
+    let stdout = run_c(
+        &exe,
+        &args,
+        &[("ROBOTA_MCP_SERVERS_DIR", servers_dir.as_str())],
+    );
     let expected = format!("all {} scenarios passed", scenarios.len());
     assert!(stdout.contains(&expected), "{stdout}");
 }

@@ -93,4 +93,12 @@ def review(topic: str) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    # `--http PORT`: the same server over streamable HTTP on loopback (for clients that cannot
+    # start a Python process, such as the Swift tests in their chroot); `--sse PORT`: over the
+    # legacy HTTP+SSE transport (event stream at /sse); stdio otherwise.
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--sse":
+        server.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -14,7 +14,7 @@ let keptTypes: Set<String> = [
 ]
 let topKeys: Set<String> = [
     "name", "description", "provider", "host_tools", "permission_answers", "settings", "skills",
-    "commands", "actions", "expected",
+    "commands", "mcp_servers", "actions", "expected",
 ]
 /// The longest any wait of a scenario may take.
 let scenarioWait: TimeInterval = 20
@@ -162,6 +162,17 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     }
     options.customCommands = (scenario["commands"]?.arrayValue ?? []).map {
         .content(name: $0["name"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
+    }
+    for server in scenario["mcp_servers"]?.arrayValue ?? [] {
+        // The chroot has no Python: scripts/test.sh serves the catalog's `pytools` server over
+        // streamable HTTP on the host (tests/conformance/README.md).
+        guard server.stringValue == "pytools",
+            let url = ProcessInfo.processInfo.environment["ROBOTA_TEST_MCP_PYTOOLS_URL"]
+        else {
+            throw ScenarioFailure(
+                description: "\(name): MCP server \(server) unknown or ROBOTA_TEST_MCP_PYTOOLS_URL unset (run scripts/test.sh)")
+        }
+        options.mcpServers["pytools"] = .http(url: url)
     }
     if let settings = scenario["settings"], settings != .null {
         var permissions: [String: JSONValue] = [

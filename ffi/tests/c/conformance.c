@@ -367,6 +367,29 @@ static int pull_event(robota_session *s, uint64_t sub, long timeout_ms, cJSON *e
   return match;
 }
 
+/* The scenario's MCP servers from the catalog in tests/conformance/README.md; the servers'
+ * folder comes from ROBOTA_MCP_SERVERS_DIR (set by the test that runs this program). */
+static cJSON *mcp_servers(const cJSON *names) {
+  const char *dir = getenv("ROBOTA_MCP_SERVERS_DIR");
+  cJSON *servers = cJSON_CreateObject();
+  const cJSON *name;
+  cJSON_ArrayForEach(name, names) {
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, "pytools") != 0 || dir == NULL) {
+      fprintf(stderr, "unknown MCP server or ROBOTA_MCP_SERVERS_DIR unset\n");
+      exit(2);
+    }
+    char python[4096], script[4096];
+    snprintf(python, sizeof python, "%s/.venv/bin/python", dir);
+    snprintf(script, sizeof script, "%s/python_server.py", dir);
+    cJSON *server = cJSON_CreateObject();
+    cJSON_AddStringToObject(server, "command", python);
+    cJSON *args = cJSON_AddArrayToObject(server, "args");
+    cJSON_AddItemToArray(args, cJSON_CreateString(script));
+    cJSON_AddItemToObject(servers, name->valuestring, server);
+  }
+  return servers;
+}
+
 static cJSON *session_options(const cJSON *scenario, const char *cwd, const char *home) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "cwd", cwd);
@@ -376,6 +399,8 @@ static cJSON *session_options(const cJSON *scenario, const char *cwd, const char
   if (skills != NULL) cJSON_AddItemToObject(o, "skills", cJSON_Duplicate(skills, 1));
   const cJSON *commands = cJSON_GetObjectItemCaseSensitive(scenario, "commands");
   if (commands != NULL) cJSON_AddItemToObject(o, "commands", cJSON_Duplicate(commands, 1));
+  const cJSON *mcp_names = cJSON_GetObjectItemCaseSensitive(scenario, "mcp_servers");
+  if (mcp_names != NULL) cJSON_AddItemToObject(o, "mcp_servers", mcp_servers(mcp_names));
   const cJSON *settings = cJSON_GetObjectItemCaseSensitive(scenario, "settings");
   if (settings != NULL) {
     cJSON *permissions = cJSON_CreateObject();
@@ -645,8 +670,8 @@ int main(int argc, char **argv) {
   }
   static const char *const TOP_KEYS[] = {"name",    "description",        "provider",
                                          "host_tools", "permission_answers", "settings",
-                                         "skills",  "commands",           "actions",
-                                         "expected"};
+                                         "skills",  "commands",           "mcp_servers",
+                                         "actions", "expected"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;
