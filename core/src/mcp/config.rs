@@ -34,6 +34,14 @@ pub enum McpTransport {
         #[serde(default)]
         headers: BTreeMap<String, String>,
     },
+    /// A remote server over the legacy HTTP+SSE transport (protocol 2024-11-05).
+    Sse {
+        /// The event stream's URL (messages are posted to the endpoint the server names).
+        url: String,
+        /// Headers sent with every request.
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+    },
 }
 
 /// Where a server's definition came from.
@@ -220,12 +228,19 @@ fn parse_one(
                 headers: map("headers")?,
             })
         }
-        Some("sse") => Err(
-            "legacy SSE servers are not supported (the MCP SDK robota uses dropped that \
-             transport); use the server's streamable HTTP endpoint with `\"type\": \"http\"`"
-                .into(),
-        ),
-        Some(other) => Err(format!("unknown `type` `{other}`; use `stdio` or `http`")),
+        Some("sse") => {
+            let Some(url) = string("url")? else {
+                return Err("missing `url` for an sse server".into());
+            };
+            url::Url::parse(&url).map_err(|e| format!("`url` is not a valid URL ({e})"))?;
+            Ok(McpTransport::Sse {
+                url,
+                headers: map("headers")?,
+            })
+        }
+        Some(other) => Err(format!(
+            "unknown `type` `{other}`; use `stdio`, `http` or `sse`"
+        )),
     }
 }
 
@@ -292,7 +307,8 @@ mod tests {
             "unset": {"command": "${NOPE}"}
         }});
         let (entries, warnings) = parse_mcp_servers(&value, &McpServerOrigin::Host, &env);
-        assert_eq!(entries.len(), 2);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["fs", "old", "web"]);
         let McpTransport::Stdio {
             args, env: vars, ..
         } = &entries[0].transport
@@ -301,12 +317,15 @@ mod tests {
         };
         assert_eq!(args, &["-y", "s3cret"]);
         assert_eq!(vars["K"], "s3cret");
-        let McpTransport::Http { headers, .. } = &entries[1].transport else {
+        let McpTransport::Sse { url, .. } = &entries[1].transport else {
+            panic!("old is sse")
+        };
+        assert_eq!(url, "https://x.test/sse");
+        let McpTransport::Http { headers, .. } = &entries[2].transport else {
             panic!("web is http")
         };
         assert_eq!(headers["Authorization"], "Bearer s3cret");
         let names: Vec<&str> = warnings.iter().map(|w| w.server.as_str()).collect();
-        assert_eq!(names, ["bad name", "nocmd", "old", "unset"]);
-        assert!(warnings[2].message.contains("SSE"));
+        assert_eq!(names, ["bad name", "nocmd", "unset"]);
     }
 }

@@ -1,5 +1,6 @@
 //! The MCP client: connections to Model Context Protocol servers (stdio child processes and
-//! streamable HTTP endpoints, through the official `rmcp` SDK), their status, and the tools a
+//! streamable HTTP endpoints through the official `rmcp` SDK, and legacy HTTP+SSE endpoints
+//! through robota's own [`sse`] transport), their status, and the tools a
 //! session gets from them — `mcp__<server>__<tool>` for every server tool, and
 //! `ListMcpResourcesTool` / `ReadMcpResourceTool` for their resources.
 //!
@@ -29,7 +30,9 @@
 
 pub mod config;
 mod hook;
+mod http_client;
 mod resources;
+mod sse;
 mod tool;
 
 use std::collections::BTreeMap;
@@ -711,6 +714,7 @@ impl McpHub {
             transport: match server.entry.transport {
                 McpTransport::Stdio { .. } => "stdio".into(),
                 McpTransport::Http { .. } => "http".into(),
+                McpTransport::Sse { .. } => "sse".into(),
             },
             tools: if connected {
                 tool::session_tool_names(&server.entry.name, &server.tools())
@@ -1176,11 +1180,25 @@ async fn start(
                 custom.insert(name, value);
             }
             config = config.custom_headers(custom);
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = StreamableHttpClientTransport::with_client(
+                http_client::streamable_http_client()?,
+                config,
+            );
             let service = events
                 .serve(transport)
                 .await
                 .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
+            Ok(Connection {
+                service,
+                group: None,
+            })
+        }
+        McpTransport::Sse { url, headers } => {
+            let transport = sse::SseClientTransport::connect(url, headers).await?;
+            let service = events
+                .serve(transport)
+                .await
+                .map_err(|e| format!("the MCP handshake with {url} failed ({e})"))?;
             Ok(Connection {
                 service,
                 group: None,
