@@ -1724,6 +1724,12 @@ impl Session {
         &self.processes
     }
 
+    /// The session's background task manager (`None` when the session runs without the
+    /// built-in tools).
+    pub fn background_tasks(&self) -> Option<&crate::tools::builtins::BackgroundTasks> {
+        self.builtins.as_ref().map(Builtins::background_tasks)
+    }
+
     /// How long a stopped process group of the session gets between SIGTERM and SIGKILL.
     pub fn kill_grace(&self) -> std::time::Duration {
         self.kill_grace
