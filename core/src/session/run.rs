@@ -1713,6 +1713,13 @@ impl Session {
                 }
                 // Last: background tasks, background hooks and anything else still running.
                 self.processes.stop_all(self.kill_grace).await;
+                // Each stopped background task records how it ended before shutdown returns.
+                if let Some(builtins) = &self.builtins {
+                    builtins
+                        .background_tasks()
+                        .settle(std::time::Duration::from_secs(5))
+                        .await;
+                }
             })
             .await;
     }

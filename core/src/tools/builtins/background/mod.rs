@@ -568,6 +568,23 @@ impl BackgroundTasks {
         }
     }
 
+    /// Waits until no task is queued or running, at most `timeout` (after the session stopped
+    /// its processes, so every task's final state is recorded before shutdown returns).
+    pub async fn settle(&self, timeout: Duration) {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.inner.changed.notified();
+            let active = self
+                .lock()
+                .tasks
+                .values()
+                .any(|t| t.info.status.is_active() && t.stop.is_some());
+            if !active || tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Stops the task's whole process tree (TERM, grace, KILL) and returns it once stopped.
     /// A task that already ended is refused with its status.
     pub async fn cancel(&self, id: &str) -> Result<BackgroundTaskInfo, String> {

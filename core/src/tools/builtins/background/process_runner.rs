@@ -153,6 +153,17 @@ pub(crate) fn start(
                 }
             }
         };
+        // The session's shutdown signals every group itself: a shell that died of that signal
+        // was stopped by the session, not failed.
+        let ending = match ending {
+            Ending::Exited(Ok(status))
+                if group.as_ref().is_some_and(|g| g.is_stop_requested())
+                    && process::exit_parts(&status).0 != Some(0) =>
+            {
+                Ending::SessionEnded
+            }
+            other => other,
+        };
         let stopped = match &ending {
             Ending::Exited(_) => None,
             _ => match &group {
