@@ -99,6 +99,18 @@ export declare class NativeSession {
   inspectEditCheckpoint(id: string): string
   /** Restores files to a checkpoint (`rollback`: through it); the report as JSON. */
   restoreEditCheckpoint(id: string, rollback: boolean): string
+  /** The background tasks as JSON (see the facade's `listBackgroundTasks`). */
+  listBackgroundTasks(): string
+  /** One background task as JSON (`null` for an unknown id). */
+  getBackgroundTask(id: string): string
+  /** Stops a running task with its process tree; resolves to the task as JSON. */
+  cancelBackgroundTask(id: string): Promise<string>
+  /** Waits until a task has ended (at most `timeout_ms`); resolves to the task as JSON. */
+  waitBackgroundTask(id: string, timeoutMs: number): Promise<string>
+  /** Removes an ended task from the list; the task as JSON. */
+  closeBackgroundTask(id: string): string
+  /** A page of a task's output file as JSON (`stream`: `stdout` or `stderr`). */
+  readBackgroundTaskLog(id: string, stream: string, offset: number, maxBytes: number): string
   /** The MCP servers of the session as JSON (see the facade's `listMcpServers`). */
   listMcpServers(): string
   /**

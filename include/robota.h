@@ -195,6 +195,91 @@ uint32_t robota_abi_version(void);
 // Ownership: borrowed, static; never free it. Callable from any thread.
 const char *robota_version(void);
 
+// The session's background tasks, oldest first, as a JSON array of task objects (see the
+// module documentation). Tasks of an earlier run of a resumed session are included; those
+// that were running when that run's process ended are `"lost"`.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `out_json` is valid for writes; `out_err` is NULL or valid.
+robota_status robota_session_list_background_tasks(const struct robota_session *s,
+                                                   char **out_json,
+                                                   struct robota_error **out_err);
+
+// One background task (`id`, `id_len` bytes of UTF-8) as a JSON task object. An unknown id is
+// `ROBOTA_STATUS_INVALID_ARGUMENT`, with the known ids in the message.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// `s` is a live session; `id` is valid for `id_len` bytes; `out_json` is valid for writes;
+// `out_err` is NULL or valid.
+robota_status robota_session_get_background_task(const struct robota_session *s,
+                                                 const char *id,
+                                                 size_t id_len,
+                                                 char **out_json,
+                                                 struct robota_error **out_err);
+
+// Waits until the task has ended, at most `timeout_ms`, and writes the task as it is then
+// (check its `"status"`: still `"running"` when the time ran out). Blocks the calling thread:
+// refused (`ROBOTA_STATUS_INVALID_STATE`) inside callbacks.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`.
+//
+// # Safety
+// As `robota_session_get_background_task`.
+robota_status robota_session_wait_background_task(const struct robota_session *s,
+                                                  const char *id,
+                                                  size_t id_len,
+                                                  uint64_t timeout_ms,
+                                                  char **out_json,
+                                                  struct robota_error **out_err);
+
+// Stops a running task with its whole process tree (SIGTERM, grace, SIGKILL) and writes it
+// once stopped (`"status": "cancelled"`). A task that already ended, or an unknown id, is
+// `ROBOTA_STATUS_INVALID_ARGUMENT`. Blocks the calling thread: refused inside callbacks.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`.
+//
+// # Safety
+// As `robota_session_get_background_task`.
+robota_status robota_session_cancel_background_task(const struct robota_session *s,
+                                                    const char *id,
+                                                    size_t id_len,
+                                                    char **out_json,
+                                                    struct robota_error **out_err);
+
+// Removes an ended task from the list (its log files stay) and writes it. A running task, or
+// an unknown id, is `ROBOTA_STATUS_INVALID_ARGUMENT`.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// As `robota_session_get_background_task`.
+robota_status robota_session_close_background_task(const struct robota_session *s,
+                                                   const char *id,
+                                                   size_t id_len,
+                                                   char **out_json,
+                                                   struct robota_error **out_err);
+
+// A page of a task's output file: `stream` 0 is stdout, 1 stderr; up to `max_bytes` (at most
+// 1 MiB) from byte `offset`. Writes `{"task_id", "stream", "path", "offset", "next_offset",
+// "total_bytes", "text"}`; read on from `next_offset` until it equals `total_bytes`.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
+//
+// # Safety
+// As `robota_session_get_background_task`.
+robota_status robota_session_read_background_task_log(const struct robota_session *s,
+                                                      const char *id,
+                                                      size_t id_len,
+                                                      int32_t stream,
+                                                      uint64_t offset,
+                                                      size_t max_bytes,
+                                                      char **out_json,
+                                                      struct robota_error **out_err);
+
 // The error's status code; `ROBOTA_STATUS_NULL_ARGUMENT` when `err` is NULL.
 //
 // # Safety

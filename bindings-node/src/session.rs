@@ -327,6 +327,81 @@ impl NativeSession {
         to_json(&report)
     }
 
+    /// The background tasks as JSON (see the facade's `listBackgroundTasks`).
+    #[napi]
+    pub fn list_background_tasks(&self) -> napi::Result<String> {
+        to_json(&self.session.list_background_tasks())
+    }
+
+    /// One background task as JSON (`null` for an unknown id).
+    #[napi]
+    pub fn get_background_task(&self, id: String) -> napi::Result<String> {
+        to_json(&self.session.get_background_task(&id))
+    }
+
+    /// Stops a running task with its process tree; resolves to the task as JSON.
+    #[napi]
+    pub async fn cancel_background_task(&self, id: String) -> napi::Result<String> {
+        let task = self
+            .session
+            .cancel_background_task(&id)
+            .await
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&task)
+    }
+
+    /// Waits until a task has ended (at most `timeout_ms`); resolves to the task as JSON.
+    #[napi]
+    pub async fn wait_background_task(&self, id: String, timeout_ms: f64) -> napi::Result<String> {
+        let timeout = Duration::from_millis(timeout_ms.max(0.0) as u64);
+        let task = self
+            .session
+            .wait_background_task(&id, timeout)
+            .await
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&task)
+    }
+
+    /// Removes an ended task from the list; the task as JSON.
+    #[napi]
+    pub fn close_background_task(&self, id: String) -> napi::Result<String> {
+        let task = self
+            .session
+            .close_background_task(&id)
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&task)
+    }
+
+    /// A page of a task's output file as JSON (`stream`: `stdout` or `stderr`).
+    #[napi]
+    pub fn read_background_task_log(
+        &self,
+        id: String,
+        stream: String,
+        offset: f64,
+        max_bytes: f64,
+    ) -> napi::Result<String> {
+        let stream = match stream.as_str() {
+            "stdout" => robota::tools::builtins::LogStream::Stdout,
+            "stderr" => robota::tools::builtins::LogStream::Stderr,
+            other => {
+                return Err(api_error(ApiError::invalid_argument(format!(
+                    "stream must be 'stdout' or 'stderr', got '{other}'"
+                ))))
+            }
+        };
+        let page = self
+            .session
+            .read_background_task_log(
+                &id,
+                stream,
+                offset.max(0.0) as u64,
+                max_bytes.max(1.0) as usize,
+            )
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&page)
+    }
+
     /// The MCP servers of the session as JSON (see the facade's `listMcpServers`).
     #[napi]
     pub fn list_mcp_servers(&self) -> napi::Result<String> {

@@ -298,6 +298,97 @@ impl NativeSession {
         ser_to_py(py, &report)
     }
 
+    /// The background tasks (list of dicts, oldest first).
+    fn list_background_tasks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.list_background_tasks())
+    }
+
+    /// One background task (dict), or `None` for an unknown id.
+    fn get_background_task<'py>(
+        &self,
+        py: Python<'py>,
+        task_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        ser_to_py(py, &self.session.get_background_task(task_id))
+    }
+
+    /// Stops a running task with its process tree; resolves with the task (dict).
+    fn cancel_background_task<'py>(
+        &self,
+        py: Python<'py>,
+        task_id: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let session = Arc::clone(&self.session);
+        crate::aio::awaitable(py, async move {
+            let task = session
+                .cancel_background_task(&task_id)
+                .await
+                .map_err(interactive_error)?;
+            let value =
+                serde_json::to_value(&task).map_err(|e| crate::errors::internal(e.to_string()))?;
+            Ok(Json(value))
+        })
+    }
+
+    /// Waits until a task has ended (at most `timeout_ms`); resolves with the task (dict).
+    fn wait_background_task<'py>(
+        &self,
+        py: Python<'py>,
+        task_id: String,
+        timeout_ms: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let session = Arc::clone(&self.session);
+        crate::aio::awaitable(py, async move {
+            let task = session
+                .wait_background_task(&task_id, Duration::from_millis(timeout_ms))
+                .await
+                .map_err(interactive_error)?;
+            let value =
+                serde_json::to_value(&task).map_err(|e| crate::errors::internal(e.to_string()))?;
+            Ok(Json(value))
+        })
+    }
+
+    /// Removes an ended task from the list; the task (dict).
+    fn close_background_task<'py>(
+        &self,
+        py: Python<'py>,
+        task_id: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let task = self
+            .session
+            .close_background_task(task_id)
+            .map_err(interactive_error)?;
+        ser_to_py(py, &task)
+    }
+
+    /// A page of a task's output file (dict).
+    fn read_background_task_log<'py>(
+        &self,
+        py: Python<'py>,
+        task_id: &str,
+        stream: &str,
+        offset: u64,
+        max_bytes: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let stream = match stream {
+            "stdout" => robota::tools::builtins::LogStream::Stdout,
+            "stderr" => robota::tools::builtins::LogStream::Stderr,
+            other => {
+                return Err(invalid_argument(format!(
+                    "stream must be \"stdout\" or \"stderr\", got {other:?}"
+                )))
+            }
+        };
+        let page = self
+            .session
+            .read_background_task_log(task_id, stream, offset, max_bytes)
+            .map_err(interactive_error)?;
+        ser_to_py(py, &page)
+    }
+
     /// The MCP servers of the session (see `robota.InteractiveSession.list_mcp_servers`).
     fn list_mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.list_mcp_servers())

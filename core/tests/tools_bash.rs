@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 mod process_common;
 
 use process_common::{alive, read_pid};
-use robota::tools::builtins::{
-    BackgroundTaskStatus, BashTool, BuiltinToolsConfig, Builtins, ReadTool,
-};
+use robota::tools::builtins::{BashTool, BuiltinToolsConfig, Builtins, ReadTool, TaskStatus};
 use robota::tools::{Tool, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -280,8 +278,9 @@ async fn background_task_runs_and_its_output_can_be_read() {
         .to_string();
     assert!(out.content.contains(&id));
     let tasks = env.builtins.background_tasks();
-    let status = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
-    assert_eq!(status, BackgroundTaskStatus::Exited { code: 0 });
+    let task = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.exit_code, Some(0));
     let output = tasks.read_output(&id, 10_000).unwrap();
     assert_eq!(output.stdout, "hi\n");
     assert_eq!(output.stderr, "bye\n");
@@ -306,9 +305,9 @@ async fn background_task_can_be_killed_with_its_tree() {
     for file in ["child.pid", "gc1.pid", "gc2.pid"] {
         read_pid(&env.cwd.join(file));
     }
-    assert!(tasks.get(&id).unwrap().status.is_running());
-    let status = tasks.kill(&id).await.unwrap();
-    assert_eq!(status, BackgroundTaskStatus::Killed);
+    assert_eq!(tasks.get(&id).unwrap().status, TaskStatus::Running);
+    let task = tasks.kill(&id).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled);
     assert_tree_dead(&env.cwd);
     assert!(tasks
         .read_output("bash_99", 100)
@@ -406,8 +405,8 @@ async fn a_background_tasks_leftovers_end_with_the_task() {
     let id = out.response["background_task_id"].as_str().unwrap();
     let pid = read_pid(&env.cwd.join("gc1.pid"));
     let tasks = env.builtins.background_tasks();
-    let status = tasks.wait(id, Duration::from_secs(10)).await.unwrap();
-    assert_eq!(status, BackgroundTaskStatus::Exited { code: 0 });
+    let task = tasks.wait(id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
     assert!(!alive(pid), "the task's `&` child {pid} outlived the task");
     assert!(env.builtins.processes().list().is_empty());
 }
@@ -429,8 +428,8 @@ async fn stopping_the_sessions_processes_stops_background_tasks() {
         .await;
     assert_tree_dead(&env.cwd);
     let tasks = env.builtins.background_tasks();
-    let status = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
-    assert_eq!(status, BackgroundTaskStatus::Killed);
+    let task = tasks.wait(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Cancelled);
     // Once the session's processes are stopped, nothing new starts.
     for background in [true, false] {
         let input = json!({"command": "touch late", "run_in_background": background});

@@ -581,9 +581,11 @@ async fn default_set_has_the_claude_code_tools_with_their_names() {
         names,
         [
             "Bash",
+            "BashOutput",
             "Edit",
             "Glob",
             "Grep",
+            "KillShell",
             "MultiEdit",
             "NotebookEdit",
             "Read",
@@ -600,10 +602,10 @@ async fn default_set_has_the_claude_code_tools_with_their_names() {
         .filter(|t| t.is_read_only())
         .map(|t| t.name().to_string())
         .collect();
-    assert_eq!(read_only.len(), 5, "{read_only:?}");
+    assert_eq!(read_only.len(), 6, "{read_only:?}");
     let mut registry = robota::tools::ToolRegistry::new();
     env.builtins.register(&mut registry);
-    assert_eq!(registry.len(), 11);
+    assert_eq!(registry.len(), 13);
     for def in registry.definitions() {
         assert_eq!(def.input_schema["type"], "object", "{}", def.name);
         assert!(!def.description.is_empty());

@@ -7,6 +7,7 @@
 //! inside [`ffi_boundary!`]).
 #![allow(non_camel_case_types)]
 
+mod background;
 mod boundary;
 mod error;
 mod evaluate;
@@ -18,6 +19,7 @@ mod runtime;
 mod session;
 mod strings;
 
+pub use background::*;
 pub use error::*;
 pub use evaluate::*;
 pub use host::*;

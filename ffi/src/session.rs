@@ -200,9 +200,9 @@ enum Sub {
     Pull(Arc<Subscription>),
 }
 
-struct SessionShared {
-    session: Arc<InteractiveSession>,
-    runtime: Arc<RuntimeInner>,
+pub(crate) struct SessionShared {
+    pub(crate) session: Arc<InteractiveSession>,
+    pub(crate) runtime: Arc<RuntimeInner>,
     subs: Mutex<HashMap<u64, Sub>>,
     next_id: AtomicU64,
     /// The subscription id 0 refers to, when the options asked for `pull_events`.
@@ -222,13 +222,15 @@ pub struct robota_session {
     shared: Arc<SessionShared>,
 }
 
-fn session_error(e: InteractiveError) -> FfiError {
+pub(crate) fn session_error(e: InteractiveError) -> FfiError {
     FfiError::from(ApiError::from(e))
 }
 
 /// # Safety
 /// `s` is NULL or a live session.
-unsafe fn session_arg<'a>(s: *const robota_session) -> Result<&'a SessionShared, FfiError> {
+pub(crate) unsafe fn session_arg<'a>(
+    s: *const robota_session,
+) -> Result<&'a SessionShared, FfiError> {
     if s.is_null() {
         return Err(FfiError::null("session"));
     }
@@ -246,7 +248,7 @@ fn encode<T: serde::Serialize>(value: &T) -> Result<String, FfiError> {
 ///
 /// # Safety
 /// `out` is NULL or valid for writes.
-unsafe fn write_json<T: serde::Serialize>(
+pub(crate) unsafe fn write_json<T: serde::Serialize>(
     out: *mut *mut c_char,
     name: &str,
     value: &T,
@@ -258,7 +260,7 @@ unsafe fn write_json<T: serde::Serialize>(
     Ok(())
 }
 
-fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
+pub(crate) fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
     if on_engine_thread() {
         return Err(FfiError::new(
             ROBOTA_STATUS_INVALID_STATE,
@@ -1162,7 +1164,7 @@ pub unsafe extern "C" fn robota_session_rollback_edit_checkpoint(
 ///
 /// # Safety
 /// `id` is NULL or valid for `len` bytes.
-unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<String, FfiError> {
+pub(crate) unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<String, FfiError> {
     if id.is_null() {
         return Err(FfiError::null("id"));
     }

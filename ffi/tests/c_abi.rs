@@ -329,6 +329,43 @@ fn c_test_claude_tools_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// Background tasks from C: the model starts `sleep 300` with Bash `run_in_background`; the host
+/// lists, gets, waits for, cancels (its process gone) and closes it.
+#[test]
+fn c_test_background_passes() {
+    let root = workspace_root();
+    let exe = build_c(
+        &root.join("ffi/tests/c/test_background.c"),
+        "test_background",
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("background-project");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let dir = std::fs::canonicalize(&dir).expect("canonical");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"tool_calls": [{"id": "toolu_bg", "name": "Bash", "input": {
+                    "command": "sleep 300", "run_in_background": true}}]},
+                {"text": "started"}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let dir_text = dir.display().to_string();
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_TEST_DIR", dir_text.as_str()),
+        ],
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    runtime.block_on(mock.shutdown());
+}
+
 /// The conformance scenarios (tests/conformance/scenarios/*.json), played by the C runner.
 #[test]
 fn c_conformance_scenarios_pass() {

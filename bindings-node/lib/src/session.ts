@@ -16,6 +16,8 @@ import { nativeAddon } from './native.js';
 import { sessionConfig, type SessionOptions } from './options.js';
 import { EVENT_TYPES } from './types.js';
 import type {
+  BackgroundTask,
+  BackgroundTaskLogPage,
   CommandEntry,
   CommandResult,
   ConfigWarning,
@@ -294,6 +296,48 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
    * `executeCommand(name, args)`; each activation emits `skill_activation` events. */
   listSkills(): SkillInfo[] {
     return JSON.parse(native(() => this.#native.listSkills())) as SkillInfo[];
+  }
+  /** The background tasks (Bash with `run_in_background`), oldest first. A resumed session
+   * lists those of its earlier runs too; one that was running when that run's process ended is
+   * `lost`. Their lifecycle also arrives as `background_task_event` events. */
+  listBackgroundTasks(): BackgroundTask[] {
+    return JSON.parse(native(() => this.#native.listBackgroundTasks())) as BackgroundTask[];
+  }
+  /** One background task, or `null` for an unknown id. */
+  getBackgroundTask(id: string): BackgroundTask | null {
+    expectString(id, 'getBackgroundTask(id): `id`');
+    return JSON.parse(native(() => this.#native.getBackgroundTask(id))) as BackgroundTask | null;
+  }
+  /** Stops a running task with its whole process tree; resolves to it once stopped. An unknown
+   * or already ended task rejects with an `invalid_argument` {@link RobotaError}. */
+  async cancelBackgroundTask(id: string): Promise<BackgroundTask> {
+    expectString(id, 'cancelBackgroundTask(id): `id`');
+    return JSON.parse(await nativeAsync(() => this.#native.cancelBackgroundTask(id))) as BackgroundTask;
+  }
+  /** Waits until the task has ended, at most `timeoutMs`, and resolves to it as it is then
+   * (still running when the time ran out). */
+  async waitBackgroundTask(id: string, timeoutMs = 30_000): Promise<BackgroundTask> {
+    expectString(id, 'waitBackgroundTask(id, timeoutMs): `id`');
+    return JSON.parse(
+      await nativeAsync(() => this.#native.waitBackgroundTask(id, timeoutMs)),
+    ) as BackgroundTask;
+  }
+  /** Removes an ended task from the list (its log files stay). A running task throws an
+   * `invalid_argument` {@link RobotaError}: cancel it first. */
+  closeBackgroundTask(id: string): BackgroundTask {
+    expectString(id, 'closeBackgroundTask(id): `id`');
+    return JSON.parse(native(() => this.#native.closeBackgroundTask(id))) as BackgroundTask;
+  }
+  /** A page of the task's output file (at most 1 MiB) from byte `offset`. */
+  readBackgroundTaskLog(
+    id: string,
+    options: { stream?: 'stdout' | 'stderr'; offset?: number; maxBytes?: number } = {},
+  ): BackgroundTaskLogPage {
+    expectString(id, 'readBackgroundTaskLog(id): `id`');
+    const { stream = 'stdout', offset = 0, maxBytes = 65_536 } = options;
+    return JSON.parse(
+      native(() => this.#native.readBackgroundTaskLog(id, stream, offset, maxBytes)),
+    ) as BackgroundTaskLogPage;
   }
   /** The plugins of this session's user and project with their state, the known marketplaces
    * and the problems found. Install one with `executeCommand('plugin', 'marketplace add DIR')`

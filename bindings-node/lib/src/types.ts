@@ -322,6 +322,57 @@ export interface EditCheckpointRestore {
   problems?: string[];
 }
 
+/** Where a background task stands; `lost`: it was running when an earlier run of a resumed
+ * session ended. */
+export type BackgroundTaskStatus =
+  | 'queued'
+  | 'running'
+  | 'waiting_permission'
+  | 'completed'
+  | 'failed'
+  | 'cancelled'
+  | 'lost';
+
+/** A background task (Bash with `run_in_background`), as `session.listBackgroundTasks()`
+ * returns it. */
+export interface BackgroundTask {
+  /** `bash_1`, `bash_2`, … (unique within the session, also across resumes). */
+  id: string;
+  kind: 'process' | 'agent';
+  /** Who started it. */
+  origin: { kind: 'tool' | 'command' | 'host'; name?: string; tool_use_id?: string };
+  command: string;
+  description?: string;
+  cwd: string;
+  /** The shell's pid, also its process group id. */
+  pid: number | null;
+  status: BackgroundTaskStatus;
+  exit_code: number | null;
+  signal: number | null;
+  /** Why it failed, was cancelled or was lost. */
+  error: string | null;
+  /** Set when a watchdog ended it. */
+  timeout_reason: 'max_runtime' | 'idle' | null;
+  current_action: string | null;
+  stdout_path: string;
+  stderr_path: string;
+  output_bytes: number;
+  created_at_ms: number;
+  ended_at_ms: number | null;
+}
+
+/** A page of a background task's output file; read on from `next_offset` until it equals
+ * `total_bytes`. */
+export interface BackgroundTaskLogPage {
+  task_id: string;
+  stream: 'stdout' | 'stderr';
+  path: string;
+  offset: number;
+  next_offset: number;
+  total_bytes: number;
+  text: string;
+}
+
 /** A skill of the session (`session.listSkills()`). */
 export interface SkillInfo {
   name: string;

@@ -18,6 +18,7 @@ import atexit as _atexit
 
 from ._native import __version__
 from ._native import at_exit as _at_exit
+from .background import BackgroundTask, BackgroundTaskLogPage, BackgroundTaskStatus
 from .commands import CommandContext, CommandModule, CommandResult, SystemCommand, command
 from .errors import (
     BusyError,
@@ -94,6 +95,9 @@ __all__ = [
     "EventStream",
     "EventType",
     "ConfigWarning",
+    "BackgroundTask",
+    "BackgroundTaskLogPage",
+    "BackgroundTaskStatus",
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",

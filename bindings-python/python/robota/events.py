@@ -276,10 +276,27 @@ class SkillActivationEvent(Event):
 
 @dataclass(slots=True)
 class BackgroundTaskEvent(Event):
-    """Reserved for background tasks."""
+    """Work running beside the conversation changed: for a background task, ``data`` is
+    ``{"event": "state_changed", "task_kind": "process", "task_id", "origin", "from", "status",
+    "task"}`` (one event per lifecycle transition); for a subagent, its progress with
+    ``task_kind: "subagent"``."""
 
     type: ClassVar[str] = "background_task_event"
     data: Any
+
+    @property
+    def task_id(self) -> Optional[str]:
+        """The task the event is about (``None`` for subagent progress)."""
+        if isinstance(self.data, dict) and self.data.get("task_id") is not None:
+            return str(self.data["task_id"])
+        return None
+
+    @property
+    def status(self) -> Optional[str]:
+        """The task's status after the change (``None`` for subagent progress)."""
+        if isinstance(self.data, dict) and self.data.get("status") is not None:
+            return str(self.data["status"])
+        return None
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from typing import (
 
 from . import _native
 from ._util import fspath, report_callback_error
+from .background import BackgroundTask, BackgroundTaskLogPage
 from .commands import CommandModule, CommandResult
 from .events import (
     EVENT_TYPES,
@@ -592,6 +593,46 @@ class InteractiveSession:
         files are as they were before it."""
         self._check_open()
         return dict(self._native.restore_edit_checkpoint(checkpoint_id, True))
+
+    def list_background_tasks(self) -> List[BackgroundTask]:
+        """The background tasks (Bash with ``run_in_background``), oldest first. A resumed
+        session lists those of its earlier runs too; one that was running when that run's
+        process ended is ``lost``."""
+        return [BackgroundTask.from_dict(d) for d in self._native.list_background_tasks()]
+
+    def get_background_task(self, task_id: str) -> Optional[BackgroundTask]:
+        """One background task, or ``None`` for an unknown id."""
+        found = self._native.get_background_task(task_id)
+        return None if found is None else BackgroundTask.from_dict(found)
+
+    async def cancel_background_task(self, task_id: str) -> BackgroundTask:
+        """Stops a running task with its whole process tree and returns it once stopped. An
+        unknown or already ended task raises :class:`robota.InvalidArgumentError`."""
+        return BackgroundTask.from_dict(await self._native.cancel_background_task(task_id))
+
+    async def wait_background_task(self, task_id: str, timeout: float = 30.0) -> BackgroundTask:
+        """Waits until the task has ended, at most ``timeout`` seconds, and returns it as it is
+        then (still running when the time ran out)."""
+        return BackgroundTask.from_dict(
+            await self._native.wait_background_task(task_id, int(max(timeout, 0) * 1000))
+        )
+
+    def close_background_task(self, task_id: str) -> BackgroundTask:
+        """Removes an ended task from the list (its log files stay). A running task raises
+        :class:`robota.InvalidArgumentError`: cancel it first."""
+        return BackgroundTask.from_dict(self._native.close_background_task(task_id))
+
+    def read_background_task_log(
+        self,
+        task_id: str,
+        stream: Literal["stdout", "stderr"] = "stdout",
+        offset: int = 0,
+        max_bytes: int = 65536,
+    ) -> BackgroundTaskLogPage:
+        """A page of the task's output file (at most 1 MiB) from byte ``offset``."""
+        return BackgroundTaskLogPage.from_dict(
+            self._native.read_background_task_log(task_id, stream, offset, max_bytes)
+        )
 
     def list_mcp_servers(self) -> List[Dict[str, Any]]:
         """The MCP servers of this session (from ``mcp_servers`` in the options, ``.mcp.json``

@@ -99,6 +99,7 @@ impl From<InteractiveError> for ApiError {
                 SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
+            InteractiveError::BackgroundTask { .. } => ApiErrorKind::InvalidArgument,
             InteractiveError::Checkpoint(CheckpointError::Busy) => ApiErrorKind::Busy,
             InteractiveError::Checkpoint(CheckpointError::NotFound { .. }) => {
                 ApiErrorKind::InvalidArgument

@@ -18,6 +18,7 @@
 
 pub mod agents;
 pub mod assembly;
+pub mod background;
 pub mod checkpoints;
 pub mod commands;
 pub mod config;

@@ -1713,6 +1713,13 @@ impl Session {
                 }
                 // Last: background tasks, background hooks and anything else still running.
                 self.processes.stop_all(self.kill_grace).await;
+                // Each stopped background task records how it ended before shutdown returns.
+                if let Some(builtins) = &self.builtins {
+                    builtins
+                        .background_tasks()
+                        .settle(std::time::Duration::from_secs(5))
+                        .await;
+                }
             })
             .await;
     }
@@ -1722,6 +1729,12 @@ impl Session {
     /// ([`ProcessGroups::stop_all_blocking`], [`ProcessGroups::kill_all_now`]).
     pub fn processes(&self) -> &ProcessGroups {
         &self.processes
+    }
+
+    /// The session's background task manager (`None` when the session runs without the
+    /// built-in tools).
+    pub fn background_tasks(&self) -> Option<&crate::tools::builtins::BackgroundTasks> {
+        self.builtins.as_ref().map(Builtins::background_tasks)
     }
 
     /// How long a stopped process group of the session gets between SIGTERM and SIGKILL.

@@ -30,7 +30,8 @@ const HELP_NAME_WIDTH: usize = 32;
 /// requests skills (discovery, the `Skill` tool, the skills list in the system prompt), the
 /// `plugin`/`reload-plugins` module
 /// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), the `mcp`
-/// command's module ([`mcp_command_module`](super::mcp::mcp_command_module)), plus `rewind`
+/// command's module ([`mcp_command_module`](super::mcp::mcp_command_module)), the `background`
+/// command ([`background_command_module`](crate::framework::background::background_command_module)), plus `rewind`
 /// (edit checkpoints), `memory` (project memory) and `reset`/`language`/`statusline` (settings
 /// effects for the host).
 pub fn default_command_modules() -> Vec<CommandModule> {
@@ -42,6 +43,7 @@ pub fn default_command_modules() -> Vec<CommandModule> {
     modules.push(crate::framework::memory::memory_command_module());
     modules.push(super::mcp::mcp_command_module());
     modules.push(super::settings_commands::settings_command_module());
+    modules.push(crate::framework::background::background_command_module());
     modules
 }
 

@@ -141,6 +141,11 @@ pub trait CommandHostContext: Send + Sync {
     fn invoked_by_model(&self) -> bool {
         false
     }
+    /// The session's background task manager (`/background`); hosts without one keep this
+    /// default.
+    fn background_tasks(&self) -> Option<crate::tools::builtins::BackgroundTasks> {
+        None
+    }
     /// The session's MCP servers with their status, tools and prompts (none by default).
     fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
         Vec::new()

@@ -212,6 +212,12 @@ impl CommandHostContext for SessionHost {
         self.for_model
     }
 
+    fn background_tasks(&self) -> Option<crate::tools::builtins::BackgroundTasks> {
+        self.get()
+            .ok()
+            .and_then(|inner| inner.session().background_tasks().cloned())
+    }
+
     fn mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
         self.get()
             .map(|inner| inner.session().mcp_servers())

@@ -11,6 +11,7 @@
 //! end every accepted prompt that ran: see [`crate::framework::outcome`]), await a
 //! [`PromptTicket`], or wait with [`InteractiveSession::wait_idle`].
 
+mod background;
 mod checkpoints;
 mod custom_commands;
 pub mod events;
@@ -140,6 +141,15 @@ pub enum InteractiveError {
     /// An edit checkpoint could not be listed, inspected or restored.
     #[error(transparent)]
     Checkpoint(#[from] crate::framework::checkpoints::CheckpointError),
+    /// A background task request was refused: unknown id, a task not in a state that allows
+    /// it (cancel an ended task, close a running one), or no task manager in this session.
+    #[error("{message}")]
+    BackgroundTask {
+        /// The task asked for.
+        task_id: String,
+        /// What is wrong and what to do.
+        message: String,
+    },
 }
 
 /// What `submit` did with a prompt.
@@ -613,6 +623,7 @@ impl InteractiveSession {
         }
         let built = Session::new(session)?;
         hub.set_session_id(built.session_id());
+        background::forward_task_events(&built, &hub);
         if let Some(recorder) = &checkpoints {
             recorder.bind(&cwd, built.session_id());
         }

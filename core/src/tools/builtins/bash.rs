@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
+use super::background::process_runner::{self, ProcessRequest};
+use super::background::TaskOrigin;
 use super::budget;
 use super::process;
 use super::schema::{Field, Input, InputSchema, Kind};
@@ -89,9 +91,9 @@ tree is stopped and the output so far is returned.\n\
 - Output longer than {limit} bytes is shown as its head and tail; the full output is saved to a \
 file whose path is given, which you can Read or Grep.\n\
 - `run_in_background: true` starts long-running commands (servers, watchers, long builds) as a \
-background task and returns at once with its id and output files; Read those files to check on it. \
-A background task runs until it exits, is stopped, or the session ends; what it starts with `&` \
-ends with it.\n\
+background task and returns at once with its id; read its new output with BashOutput and stop it \
+with KillShell. A background task runs until it exits, is stopped, or the session ends (a \
+`timeout` given with it limits its whole run); what it starts with `&` ends with it.\n\
 - A call's processes end with the call: anything the command leaves running in the background \
 (`server &`, `nohup cmd &`) is stopped when it finishes. Start servers and watchers with \
 `run_in_background: true` instead; do not detach them with `setsid` or `disown`.\n\
@@ -152,7 +154,7 @@ impl Tool for BashTool {
             Err(message) => return ToolOutput::error(message),
         };
         if input.bool("run_in_background") == Some(true) {
-            return self.start_background(&command, &context, sandbox);
+            return self.start_background(&input, &context, sandbox);
         }
         let requested = input.int("timeout").map(|t| t as u64);
         let timeout_ms = requested.unwrap_or(DEFAULT_TIMEOUT_MS).min(MAX_TIMEOUT_MS);
@@ -194,35 +196,49 @@ impl BashTool {
 
     fn start_background(
         &self,
-        command: &str,
+        input: &Input,
         context: &ToolContext,
         sandbox: Option<&Sandbox>,
     ) -> ToolOutput {
         let shared = &self.shared;
-        match shared
-            .background
-            .start(shared, command, &context.cwd, sandbox)
-        {
-            Ok(info) => {
-                ToolOutput::with_response(
-                    format!(
-                    "Started background task {} (pid {}).\nstdout: {}\nstderr: {}\nThe task keeps \
-                     running after this call; Read those files to check its output.",
-                    info.id,
-                    info.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
-                    info.stdout_path.display(),
-                    info.stderr_path.display()
+        let command = input.string("command");
+        let description = input.str("description").map(str::to_string);
+        // An explicit `timeout` bounds a background task's whole run (its overall watchdog).
+        let max_runtime = input
+            .int("timeout")
+            .map(|ms| Duration::from_millis(ms as u64));
+        let request = ProcessRequest {
+            command: &command,
+            description: description.as_deref(),
+            cwd: &context.cwd,
+            origin: TaskOrigin::tool("Bash", &context.tool_use_id),
+            max_runtime,
+        };
+        match process_runner::start(&shared.background, shared, request, sandbox) {
+            Ok(info) => ToolOutput::with_response(
+                format!(
+                    "Command running in the background with ID: {id} (pid {pid}).\n\
+                     Read its new output with BashOutput (bash_id: {id}); stop it with KillShell \
+                     (shell_id: {id}). Full output: {stdout} and {stderr}.",
+                    id = info.id,
+                    pid = info
+                        .pid
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    stdout = info.stdout_path.display(),
+                    stderr = info.stderr_path.display()
                 ),
-                    json!({
-                        "background_task_id": info.id,
-                        "pid": info.pid,
-                        "stdout_file": info.stdout_path,
-                        "stderr_file": info.stderr_path,
-                        "interrupted": false,
-                        "sandboxed": sandbox.is_some(),
-                    }),
-                )
-            }
+                json!({
+                    "background_task_id": info.id,
+                    "backgroundTaskId": info.id,
+                    "pid": info.pid,
+                    "status": info.status,
+                    "stdout_file": info.stdout_path,
+                    "stderr_file": info.stderr_path,
+                    "interrupted": false,
+                    "sandboxed": sandbox.is_some(),
+                }),
+            ),
             Err(message) => {
                 ToolOutput::error(format!("Could not start the background task: {message}"))
             }
@@ -264,8 +280,11 @@ impl BashTool {
             command,
             &context.cwd,
             &shared.env(),
-            stdout_file,
-            stderr_file,
+            [
+                std::process::Stdio::null(),
+                stdout_file.into(),
+                stderr_file.into(),
+            ],
             sandbox,
         );
         let (mut child, pgid) = match spawned {

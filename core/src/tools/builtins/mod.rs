@@ -1,4 +1,4 @@
-//! The built-in tools — Bash, Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, WebFetch,
+//! The built-in tools — Bash (with BashOutput and KillShell for its background tasks), Read, Write, Edit, MultiEdit, NotebookEdit, Glob, Grep, WebFetch,
 //! WebSearch and TodoWrite — with Claude Code's names and input fields (TypeScript Robota
 //! camelCase names accepted as aliases). MultiEdit and NotebookEdit are editing tools like Edit
 //! (`Edit(...)` rules, acceptEdits, protected paths); TodoWrite changes no file and needs no
@@ -81,8 +81,9 @@ macro_rules! blocking_file_tool {
     };
 }
 
-mod background;
+pub mod background;
 mod bash;
+mod bash_output;
 mod budget;
 mod diff;
 mod edit;
@@ -105,8 +106,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-pub use background::{BackgroundOutput, BackgroundTaskInfo, BackgroundTaskStatus, BackgroundTasks};
+pub use background::{
+    BackgroundLimits, BackgroundOutput, BackgroundTaskEvent, BackgroundTaskInfo,
+    BackgroundTaskManager, BackgroundTasks, LogStream, TaskKind, TaskLogPage, TaskOrigin,
+    TaskStatus, TimeoutReason,
+};
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+pub use bash_output::{BashOutputTool, KillShellTool};
 pub use budget::OutputLimit;
 
 /// `text` cut to `max_bytes` (head and tail around an exact "omitted" marker) without a spill
@@ -139,6 +145,8 @@ pub(crate) fn mutated_path_field(tool: &str) -> Option<&'static str> {
 /// The names of the built-in tools, in the order [`Builtins::tools`] returns them.
 pub const BUILTIN_TOOL_NAMES: &[&str] = &[
     "Bash",
+    "BashOutput",
+    "KillShell",
     "Read",
     "Write",
     "Edit",
@@ -194,6 +202,9 @@ pub struct BuiltinToolsConfig {
     /// The registry the process groups of Bash calls and background tasks join (a session
     /// passes its own, so that its shutdown stops them); `None`: one of the tools' own.
     pub processes: Option<ProcessGroups>,
+    /// Limits and watchdogs of background tasks (how many at once, timeouts, output kept in
+    /// memory).
+    pub background: BackgroundLimits,
 }
 
 impl Default for BuiltinToolsConfig {
@@ -210,6 +221,7 @@ impl Default for BuiltinToolsConfig {
             env: BTreeMap::new(),
             sandbox: None,
             processes: None,
+            background: BackgroundLimits::default(),
         }
     }
 }
@@ -231,6 +243,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("sandbox", &self.sandbox.is_some())
             .field("processes", &self.processes)
+            .field("background", &self.background)
             .finish()
     }
 }
@@ -299,6 +312,9 @@ impl Builtins {
     /// Sets up the shared state. Nothing touches the disk until a tool runs.
     pub fn new(config: BuiltinToolsConfig) -> Self {
         let shell = process::resolve_shell(config.shell.as_deref());
+        // Task records are kept only with a configured (saved) session folder.
+        let background =
+            BackgroundTasks::with_limits(config.background, config.session_dir.clone());
         Builtins {
             shared: Arc::new(Shared {
                 workspace: Workspace::new(
@@ -308,7 +324,7 @@ impl Builtins {
                 limit: config.output_limit,
                 shell,
                 kill_grace: config.kill_grace,
-                background: BackgroundTasks::new(),
+                background,
                 web_fetch: config.web_fetch,
                 search: config.search_provider.or_else(|| {
                     BraveSearch::from_env().map(|p| Arc::new(p) as Arc<dyn SearchProvider>)
@@ -326,6 +342,8 @@ impl Builtins {
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         vec![
             Arc::new(BashTool::new(self)),
+            Arc::new(BashOutputTool::new(self)),
+            Arc::new(KillShellTool::new(self)),
             Arc::new(ReadTool::new(self)),
             Arc::new(WriteTool::new(self)),
             Arc::new(EditTool::new(self)),

@@ -8,7 +8,6 @@
 //! tree (see [`crate::process`] for when groups are stopped and what escapes them).
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 
@@ -56,8 +55,8 @@ pub(crate) fn resolve_shell(configured: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Starts `shell -c command` in `cwd`, in its own process group, with stdin closed and
-/// stdout/stderr going to the given files, and `env` (settings.json `env`) added to the
+/// Starts `shell -c command` in `cwd`, in its own process group, with `stdio` as its stdin,
+/// stdout and stderr (a Bash call: no input, output to files; a background task: pipes), and `env` (settings.json `env`) added to the
 /// inherited environment after the non-interactive defaults, so an explicit setting wins.
 ///
 /// With `sandbox`, the shell runs confined by the OS sandbox, which starts it in a new session
@@ -71,10 +70,10 @@ pub(crate) fn spawn_shell(
     command: &str,
     cwd: &Path,
     env: &BTreeMap<String, String>,
-    stdout: File,
-    stderr: File,
+    stdio: [Stdio; 3],
     sandbox: Option<&Sandbox>,
 ) -> Result<Child, SpawnError> {
+    let [stdin, stdout, stderr] = stdio;
     let mut cmd = match sandbox {
         Some(sandbox) => sandbox
             .command(shell, &["-c".into(), command.into()], cwd)
@@ -88,9 +87,9 @@ pub(crate) fn spawn_shell(
         }
     };
     cmd.current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(stdout))
-        .stderr(Stdio::from(stderr))
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(stderr)
         .kill_on_drop(true);
     for (key, value) in NON_INTERACTIVE_ENV {
         cmd.env(key, value);

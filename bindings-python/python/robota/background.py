@@ -1,0 +1,100 @@
+"""Background tasks of a session (Bash with ``run_in_background``): typed snapshots returned by
+:meth:`robota.InteractiveSession.list_background_tasks` and friends. Their lifecycle also arrives
+as ``background_task_event`` events (``data["event"] == "state_changed"``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Literal, Mapping, Optional
+
+__all__ = ["BackgroundTask", "BackgroundTaskLogPage", "BackgroundTaskStatus"]
+
+#: Where a task stands; ``lost`` is a task that was running when an earlier run of a resumed
+#: session ended.
+BackgroundTaskStatus = Literal[
+    "queued", "running", "waiting_permission", "completed", "failed", "cancelled", "lost"
+]
+
+
+@dataclass(frozen=True)
+class BackgroundTask:
+    """One background task as it was when read."""
+
+    #: ``bash_1``, ``bash_2``, … (unique within the session, also across resumes).
+    id: str
+    #: ``process`` (a shell command) or ``agent``.
+    kind: str
+    #: Who started it: ``{"kind": "tool" | "command" | "host", "name"?, "tool_use_id"?}``.
+    origin: Dict[str, Any]
+    command: str
+    description: Optional[str]
+    cwd: str
+    #: The shell's pid, also its process group id.
+    pid: Optional[int]
+    status: BackgroundTaskStatus
+    exit_code: Optional[int]
+    signal: Optional[int]
+    #: Why it failed, was cancelled or was lost.
+    error: Optional[str]
+    #: ``max_runtime`` or ``idle`` when a watchdog ended it.
+    timeout_reason: Optional[str]
+    stdout_path: str
+    stderr_path: str
+    output_bytes: int
+    created_at_ms: int
+    ended_at_ms: Optional[int]
+
+    @property
+    def is_running(self) -> bool:
+        """True while it is queued or running."""
+        return self.status in ("queued", "running", "waiting_permission")
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "BackgroundTask":
+        """Builds a task from the engine's dict form."""
+        return BackgroundTask(
+            id=str(d["id"]),
+            kind=str(d.get("kind", "process")),
+            origin=dict(d.get("origin") or {}),
+            command=str(d.get("command", "")),
+            description=d.get("description"),
+            cwd=str(d.get("cwd", "")),
+            pid=d.get("pid"),
+            status=d["status"],
+            exit_code=d.get("exit_code"),
+            signal=d.get("signal"),
+            error=d.get("error"),
+            timeout_reason=d.get("timeout_reason"),
+            stdout_path=str(d.get("stdout_path", "")),
+            stderr_path=str(d.get("stderr_path", "")),
+            output_bytes=int(d.get("output_bytes") or 0),
+            created_at_ms=int(d.get("created_at_ms") or 0),
+            ended_at_ms=d.get("ended_at_ms"),
+        )
+
+
+@dataclass(frozen=True)
+class BackgroundTaskLogPage:
+    """A page of a task's output file; read on from ``next_offset`` until it equals
+    ``total_bytes``."""
+
+    task_id: str
+    stream: Literal["stdout", "stderr"]
+    path: str
+    offset: int
+    next_offset: int
+    total_bytes: int
+    text: str
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "BackgroundTaskLogPage":
+        """Builds a page from the engine's dict form."""
+        return BackgroundTaskLogPage(
+            task_id=str(d["task_id"]),
+            stream=d["stream"],
+            path=str(d["path"]),
+            offset=int(d["offset"]),
+            next_offset=int(d["next_offset"]),
+            total_bytes=int(d["total_bytes"]),
+            text=str(d["text"]),
+        )
