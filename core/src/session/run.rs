@@ -1029,6 +1029,20 @@ impl Session {
         context: Vec<String>,
         model: Option<&str>,
     ) -> Result<RunOutcome, SessionError> {
+        self.run_as_typed(prompt, None, context, model).await
+    }
+
+    /// Like [`run_on_model`](Self::run_on_model), for a prompt the host built from what the
+    /// user typed (`typed`, e.g. `/audit` expanded into instructions): UserPromptSubmit hooks
+    /// see `typed` as their `prompt`, the model and the history see `prompt`. `None` is
+    /// `run_on_model`.
+    pub async fn run_as_typed(
+        &self,
+        prompt: impl Into<String>,
+        typed: Option<&str>,
+        context: Vec<String>,
+        model: Option<&str>,
+    ) -> Result<RunOutcome, SessionError> {
         let prompt = prompt.into();
         let provider = model
             .filter(|m| *m != self.model)
@@ -1060,7 +1074,7 @@ impl Session {
             .run_provider
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = provider;
-        self.run_turn(prompt, &cancel).await
+        self.run_turn(prompt, typed, &cancel).await
     }
 
     /// Registers a new cancellation token as the current run's (so [`abort`](Self::abort)
@@ -1078,6 +1092,7 @@ impl Session {
     async fn run_turn(
         &self,
         prompt: String,
+        typed: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, SessionError> {
         self.start().await;
@@ -1096,8 +1111,9 @@ impl Session {
         );
 
         if self.hooks.has_hooks(HookEvent::UserPromptSubmit) {
+            let hook_prompt = typed.map_or_else(|| prompt.clone(), str::to_string);
             let input =
-                HookInput::user_prompt_submit(self.enforcer.hook_common(&self.cwd), prompt.clone());
+                HookInput::user_prompt_submit(self.enforcer.hook_common(&self.cwd), hook_prompt);
             let outcome = self.hooks.run(&input, cancel).await;
             self.events.hook_outcome(&outcome);
             if cancel.is_cancelled() {
