@@ -743,8 +743,20 @@ impl InteractiveSession {
         input: &str,
         display_input: Option<&str>,
     ) -> Result<PromptTicket, InteractiveError> {
+        self.submit_tracked_as_typed(input, display_input, None)
+    }
+
+    /// [`submit_tracked_now`](Self::submit_tracked_now) with `raw_input`, what the user typed
+    /// when `input` was built from it: UserPromptSubmit hooks get it as `prompt` (see
+    /// [`submit`](Self::submit)).
+    pub fn submit_tracked_as_typed(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+        raw_input: Option<&str>,
+    ) -> Result<PromptTicket, InteractiveError> {
         let (tx, done) = tokio::sync::oneshot::channel();
-        let (status, id) = self.enqueue(input, display_input, None, Some(tx))?;
+        let (status, id) = self.enqueue(input, display_input, raw_input, Some(tx))?;
         Ok(PromptTicket { status, id, done })
     }
 
