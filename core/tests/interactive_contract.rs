@@ -311,3 +311,74 @@ async fn a_failed_model_call_leaves_a_readable_error_entry_in_the_history() {
     assert!(!last.contains("prompt is too long"), "{last}");
     mock.mock.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_model_command_switches_the_running_sessions_model() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        text_turn("first"),
+        text_turn("second"),
+        text_turn("third"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = interactive(options(&project, &mock, &events));
+    let listing = session.execute_command("model", "").await.expect("model");
+    assert!(listing.success);
+    assert!(listing.message.contains("Current model: claude-sonnet-4-5"));
+    assert!(
+        listing.message.contains("claude-opus-4-6 (1000000 tokens)"),
+        "{}",
+        listing.message
+    );
+    let known = listing.data.as_ref().expect("data")["known"].clone();
+    assert!(known
+        .as_array()
+        .is_some_and(|k| k.iter().any(|m| m["id"] == "claude-haiku-4-5")));
+
+    session.submit("one", None, None).await.expect("submit");
+    session.wait_idle().await;
+    let switched = session
+        .execute_command("model", "claude-opus-4-6")
+        .await
+        .expect("switch");
+    assert!(switched.success, "{}", switched.message);
+    assert!(
+        switched.message.contains("context window 1000000"),
+        "{}",
+        switched.message
+    );
+    assert_eq!(
+        switched.effects,
+        [
+            robota::framework::commands::CommandEffect::ModelChangeRequested {
+                model_id: "claude-opus-4-6".into()
+            }
+        ]
+    );
+    assert_eq!(session.session().current_model(), "claude-opus-4-6");
+    assert_eq!(session.get_context_state().max_tokens, 1_000_000);
+    session.submit("two", None, None).await.expect("submit");
+    session.wait_idle().await;
+
+    // An id robota does not list is used too, with a warning.
+    let unlisted = session
+        .execute_command("model", "claude-experimental-9")
+        .await
+        .expect("switch");
+    assert!(unlisted.success, "{}", unlisted.message);
+    assert!(unlisted.message.contains("Warning"), "{}", unlisted.message);
+    session.submit("three", None, None).await.expect("submit");
+    session.wait_idle().await;
+
+    let models: Vec<Value> = mock.bodies().iter().map(|b| b["model"].clone()).collect();
+    assert_eq!(
+        models,
+        [
+            json!("claude-sonnet-4-5"),
+            json!("claude-opus-4-6"),
+            json!("claude-experimental-9")
+        ]
+    );
+    mock.mock.shutdown().await;
+}
