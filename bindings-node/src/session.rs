@@ -212,12 +212,11 @@ impl NativeSession {
         &self,
         input: String,
         display_input: Option<String>,
+        raw_input: Option<String>,
     ) -> napi::Result<NativePromptTicket> {
         let session = Arc::clone(&self.session);
         let ticket = block_on(async move {
-            session
-                .submit_tracked(&input, display_input.as_deref())
-                .await
+            session.submit_tracked_as_typed(&input, display_input.as_deref(), raw_input.as_deref())
         })
         .map_err(|e| api_error(e.into()))?;
         Ok(NativePromptTicket {

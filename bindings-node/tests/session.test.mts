@@ -267,6 +267,48 @@ describe('JS extensions', () => {
     await session.shutdown();
   });
 
+  test('complete carries the prompt report; rawInput reaches UserPromptSubmit as prompt', async () => {
+    const seen: HookInput[] = [];
+    const session = new InteractiveSession({
+      ...hermetic(),
+      builtinTools: false,
+      provider: scripted([toolCall('probe', { path: 'a.txt' }), { text: 'probed' }]),
+      tools: [
+        tool({
+          name: 'probe',
+          description: 'Probes.',
+          inputSchema: { type: 'object' },
+          readOnly: true,
+          execute: () => 'probe ok',
+        }),
+      ],
+      hooks: [{ event: 'UserPromptSubmit', callback: (input) => void seen.push(input) }],
+    });
+    const completes: RobotaEvent[] = [];
+    session.on('complete', (event) => void completes.push(event));
+    const result = await within(
+      10_000,
+      session.submit('Probe the file a.txt carefully.', { displayInput: '/probe', rawInput: '/probe a.txt' }),
+      'submit',
+    );
+    assert.equal(seen[0]?.prompt, '/probe a.txt');
+    assert.equal(result.status, 'complete');
+    if (result.status !== 'complete') return;
+    assert.equal(result.response, 'probed');
+    assert.deepEqual(
+      result.history.filter((e) => e.category === 'event').map((e) => e.type),
+      ['tool-start', 'tool-end', 'tool-summary'],
+    );
+    assert.equal(result.history[0]?.type, 'user');
+    assert.equal(result.tool_summaries[0]?.name, 'probe');
+    assert.equal(result.tool_summaries[0]?.first_arg, 'a.txt');
+    assert.equal(result.tool_summaries[0]?.result, 'success');
+    assert.equal(typeof result.context_state.used_tokens, 'number');
+    const event = completes[0];
+    assert.equal(event?.type === 'complete' && event.tool_summaries.length, 1);
+    await session.shutdown();
+  });
+
   test('command module: listed, executed, may await the session; throw is a failed result', async () => {
     let session!: InteractiveSession;
     session = new InteractiveSession({

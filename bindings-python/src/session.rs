@@ -167,13 +167,15 @@ impl NativeSession {
         raw_input: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
-        // `raw_input` is accepted for compatibility; the engine does not use it.
-        let _ = raw_input;
         let session = Arc::clone(&self.session);
         let ticket = py
             .detach(|| {
                 let _guard = runtime().enter();
-                session.submit_tracked_now(&input, display_input.as_deref())
+                session.submit_tracked_as_typed(
+                    &input,
+                    display_input.as_deref(),
+                    raw_input.as_deref(),
+                )
             })
             .map_err(interactive_error)?;
         let status = match ticket.status() {

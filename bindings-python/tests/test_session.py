@@ -679,6 +679,38 @@ async def test_abort_cancels_the_queued_submit_and_listeners_saw_the_final_event
         assert [e.seq for e in seen[before:] if e.type == "complete"] == [done.event.seq]
 
 
+async def test_results_carry_the_prompt_report_and_raw_input_reaches_hooks(opts: Dict[str, Any]) -> None:
+    prompts: List[str] = []
+
+    def on_prompt(hook_input: Dict[str, Any]) -> None:
+        prompts.append(hook_input["prompt"])
+
+    @tool(description="Probes a path.")
+    def probe(path: str) -> str:
+        return f"probed {path}"
+
+    provider = ScriptedProvider([{"tool_calls": [tool_call("probe", {"path": "a.txt"})]}, {"text": "done"}])
+    async with InteractiveSession(
+        provider=provider,
+        tools=[probe],
+        permission_handler=lambda r: allow(),
+        hooks={"UserPromptSubmit": on_prompt},
+        **opts,
+    ) as session:
+        completes: List[robota.CompleteEvent] = []
+        session.on("complete", completes.append)
+        result = await session.submit("Probe a.txt thoroughly.", display_input="/probe", raw_input="/probe a.txt")
+        assert result.ok and result.response == "done"
+        assert prompts == ["/probe a.txt"]
+        events = [e["type"] for e in result.history if e["category"] == "event"]
+        assert events == ["tool-start", "tool-end", "tool-summary"]
+        assert result.history[0]["type"] == "user"
+        assert [(t.name, t.first_arg, t.result) for t in result.tool_summaries] == [("probe", "a.txt", "success")]
+        assert result.context_state is not None and result.context_state["used_tokens"] > 0
+        assert completes[0].tool_summaries[0].name == "probe"
+        assert completes[0].history == result.history
+
+
 async def test_hook_dict_output_rejects_a_prompt(opts: Dict[str, Any]) -> None:
     def gate(hook_input: Dict[str, Any]) -> Dict[str, Any]:
         return {"decision": "block", "reason": "prompts about X are not allowed"}

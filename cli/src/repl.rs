@@ -328,9 +328,8 @@ fn apply(result: &CommandResult) -> Next {
             }
             // `plugin install|enable|…` and `reload-plugins`: plugins load when a session opens.
             CommandEffect::PluginRegistryReloadRequested => next = Next::Reload,
-            CommandEffect::ModelChangeRequested { model_id } => {
-                eprintln!("(restart with `robota --model {model_id}` to switch the model)");
-            }
+            // The session switched the model itself; the command's message says so.
+            CommandEffect::ModelChangeRequested { .. } => {}
             // Applied by the session itself (clear, rename) or nothing to do in a line REPL.
             _ => {}
         }

@@ -376,11 +376,21 @@ async fn model_shows_picks_and_requests_switch() {
             model_id: "claude-haiku".into()
         }]
     );
+    // An unlisted id is accepted (providers add models), with a warning.
     let unknown = run(&registry, &host, "model", "gpt-9").await;
-    assert!(!unknown.success);
+    assert!(unknown.success, "{}", unknown.message);
+    assert!(
+        unknown
+            .message
+            .contains("`gpt-9` is not a model robota knows"),
+        "{}",
+        unknown.message
+    );
     assert_eq!(
-        unknown.message,
-        "Unknown model: gpt-9. Available: claude-sonnet, claude-haiku"
+        unknown.effects,
+        [CommandEffect::ModelChangeRequested {
+            model_id: "gpt-9".into()
+        }]
     );
     let same = run(&registry, &host, "model", "claude-sonnet").await;
     assert!(same.success && same.effects.is_empty());

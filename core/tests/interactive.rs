@@ -91,7 +91,7 @@ async fn events_are_ordered_with_session_id_and_increasing_seq() {
     assert!(first_text < types.len() - 1);
     assert_eq!(types.last().map(String::as_str), Some("complete"));
     match &events.last().expect("complete").kind {
-        InteractiveEventKind::Complete { outcome } => assert_eq!(outcome.response, "Hello"),
+        InteractiveEventKind::Complete { outcome, .. } => assert_eq!(outcome.response, "Hello"),
         other => panic!("{other:?}"),
     }
     session.wait_idle().await;
@@ -682,14 +682,14 @@ async fn tracked_prompts_resolve_to_their_own_result() {
         .await
         .expect("in time")
     {
-        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "one done"),
+        PromptResult::Complete { outcome, .. } => assert_eq!(outcome.response, "one done"),
         other => panic!("first: {other:?}"),
     }
     match tokio::time::timeout(WAIT, second.result())
         .await
         .expect("in time")
     {
-        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "two"),
+        PromptResult::Complete { outcome, .. } => assert_eq!(outcome.response, "two"),
         other => panic!("second: {other:?}"),
     }
 
@@ -717,7 +717,7 @@ async fn tracked_prompts_resolve_to_their_own_result() {
         .await
         .expect("in time")
     {
-        PromptResult::Interrupted { outcome } => {
+        PromptResult::Interrupted { outcome, .. } => {
             assert!(outcome.is_some_and(|o| o.interrupted && o.response.starts_with("c0")))
         }
         other => panic!("third: {other:?}"),
@@ -782,7 +782,7 @@ async fn cancel_prompt_cancels_only_that_prompt() {
         .await
         .expect("in time")
     {
-        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "abc"),
+        PromptResult::Complete { outcome, .. } => assert_eq!(outcome.response, "abc"),
         other => panic!("one: {other:?}"),
     }
     assert!(!session.cancel_prompt(running_id), "already ended");
@@ -805,7 +805,7 @@ async fn cancel_prompt_cancels_only_that_prompt() {
         .await
         .expect("in time")
     {
-        PromptResult::Complete { outcome } => assert_eq!(outcome.response, "after"),
+        PromptResult::Complete { outcome, .. } => assert_eq!(outcome.response, "after"),
         other => panic!("four: {other:?}"),
     }
     // The ending event's seq is the one subscribers saw.

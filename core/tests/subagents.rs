@@ -781,7 +781,7 @@ async fn aborting_during_a_subagent_stops_it_and_keeps_history_consistent() {
         .expect("submit");
     let next = until(&sub, "complete").await;
     let complete = next.last().expect("complete");
-    let InteractiveEventKind::Complete { outcome } = &complete.kind else {
+    let InteractiveEventKind::Complete { outcome, .. } = &complete.kind else {
         panic!("{complete:?}");
     };
     assert_eq!(outcome.response, "after the abort");

@@ -41,6 +41,9 @@ import type {
 export interface SubmitOptions {
   /** What `getPendingPrompt()` shows while the prompt waits (default: the prompt). */
   displayInput?: string;
+  /** What the user typed when `prompt` was built from it (a template, an expanded command):
+   * UserPromptSubmit hooks get it as their `prompt`; the model and the history get `prompt`. */
+  rawInput?: string;
   /** Aborting it aborts this prompt (or drops it from the queue); other prompts are left alone. */
   signal?: AbortSignal;
 }
@@ -213,14 +216,14 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     if (typeof prompt !== 'string') {
       throw new RobotaError('invalid_argument', 'submit(prompt): `prompt` must be a string');
     }
-    const { signal, displayInput } = options;
+    const { signal, displayInput, rawInput } = options;
     if (signal?.aborted === true) {
       return { status: 'cancelled' };
     }
     // Synchronous: accepted in call order.
     let ticket: InstanceType<typeof nativeAddon.NativePromptTicket>;
     try {
-      ticket = this.#native.submit(prompt, displayInput);
+      ticket = this.#native.submit(prompt, displayInput, rawInput);
     } catch (error) {
       throw toRobotaError(error);
     }

@@ -448,6 +448,44 @@ export type McpServerConfig =
   | { type?: 'stdio'; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
   | { type: 'http'; url: string; headers?: Record<string, string> };
 
+/** One history entry, as `getFullHistory()` returns them: a chat message (`category: 'chat'`,
+ * `type` the role) or an event entry (`category: 'event'`: `tool-start`, `tool-end`,
+ * `tool-summary`, `usage-summary`, `error`, `skill-activation`, …). */
+export interface HistoryEntry {
+  category: 'chat' | 'event';
+  id: string;
+  timestamp: string;
+  type: string;
+  data: unknown;
+}
+
+/** A prompt's usage (spec `IUsageSnapshot`), also the `usage-summary` history entry. */
+export interface UsageSnapshot {
+  kind: 'exact';
+  scope: 'turn';
+  total_tokens: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  context_used_tokens: number;
+  context_max_tokens: number;
+  context_used_percentage: number;
+  cost_status: string;
+}
+
+/** What a prompt did (spec `IExecutionResult`): carried by `complete` and `interrupted`. */
+export interface ExecutionReport {
+  /** The answer (for `interrupted`, what streamed until the abort). */
+  response: string;
+  /** The history entries this prompt added, tool-start / tool-end / summaries included. */
+  history: HistoryEntry[];
+  /** The prompt's tool calls as they ended. */
+  tool_summaries: ToolState[];
+  /** How full the context window is after the prompt. */
+  context_state: ContextState;
+  /** The prompt's usage, when the provider reported any. */
+  usage?: UsageSnapshot;
+}
+
 /** Every event an interactive session emits: a discriminated union on `type`. */
 export type RobotaEvent = EventEnvelope &
   (
@@ -467,14 +505,14 @@ export type RobotaEvent = EventEnvelope &
     | { type: 'context_update'; state: ContextState }
     | { type: 'compaction'; trigger: 'manual' | 'auto'; tokens_before: number; tokens_after: number }
     /** The model answered. */
-    | { type: 'complete'; outcome: RunOutcome }
+    | ({ type: 'complete'; outcome: RunOutcome } & ExecutionReport)
     /** The model refused (never re-asked): `outcome.refusal` says what the provider said. */
     | { type: 'refused'; outcome: RunOutcome }
     /** The answer was cut off at the output token limit; `outcome.response` is what was written. */
     | { type: 'truncated'; outcome: RunOutcome }
     /** A model call failed (auth, network, retries exhausted, …) or the prompt could not run. */
     | { type: 'error'; message: string; error: ErrorInfo; outcome?: RunOutcome }
-    | { type: 'interrupted'; outcome?: RunOutcome }
+    | ({ type: 'interrupted'; outcome?: RunOutcome } & ExecutionReport)
     | { type: 'skill_activation'; data: SkillActivation }
     | { type: 'background_task_event'; data: unknown }
     /** Resuming found damage it repaired, data it could not keep, or an unfinished prompt. */
@@ -609,12 +647,12 @@ export interface QueryResult {
 
 /** How a prompt ended, as `submit()` resolves. */
 export type PromptResult =
-  | { status: 'complete'; outcome: RunOutcome }
+  | ({ status: 'complete'; outcome: RunOutcome } & ExecutionReport)
   /** The model refused: `outcome.refusal` says what the provider said. */
   | { status: 'refused'; outcome: RunOutcome }
   /** The answer was cut off at the output token limit. */
   | { status: 'truncated'; outcome: RunOutcome }
-  | { status: 'interrupted'; outcome?: RunOutcome }
+  | ({ status: 'interrupted'; outcome?: RunOutcome } & ExecutionReport)
   /** A model call failed (401, unreachable host, retries exhausted, …) or the prompt could not run. */
   | { status: 'error'; message: string; error: ErrorInfo; outcome?: RunOutcome }
   /** Dropped from the queue (abort, cancelQueue, AbortSignal, shutdown) before it ran. */

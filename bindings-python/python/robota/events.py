@@ -8,7 +8,7 @@ serialized it). :func:`event_from_dict` builds the right class from such a dict.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Dict, Optional
+from typing import Any, Callable, ClassVar, Dict, List, Optional
 
 __all__ = [
     "Event",
@@ -152,9 +152,28 @@ class CompactionEvent(Event):
     tokens_after: int
 
 
+def _report_history(raw: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [dict(e) for e in raw.get("history") or []]
+
+
+def _report_tools(raw: Dict[str, Any]) -> List["ToolState"]:
+    return [ToolState.from_dict(t) for t in raw.get("tool_summaries") or []]
+
+
+def _report_context(raw: Dict[str, Any]) -> Dict[str, Any]:
+    return dict(raw.get("context_state") or {})
+
+
+def _report_usage(raw: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    usage = raw.get("usage")
+    return dict(usage) if isinstance(usage, dict) else None
+
+
 @dataclass(slots=True)
 class CompleteEvent(Event):
-    """A prompt finished. ``outcome`` holds ``response``, ``usage``, ``stop_reason``, …"""
+    """A prompt finished. ``outcome`` holds ``response``, ``usage``, ``stop_reason``, …; the
+    properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
+    prompt did (spec ``IExecutionResult``)."""
 
     type: ClassVar[str] = "complete"
     outcome: Dict[str, Any]
@@ -163,6 +182,31 @@ class CompleteEvent(Event):
     def response(self) -> str:
         """The final answer text."""
         return str(self.outcome.get("response", ""))
+
+    @property
+    def history(self) -> List[Dict[str, Any]]:
+        """The history entries this prompt added (its user message, the answers and tool
+        results, and event entries such as ``tool-start``, ``tool-end``, ``tool-summary``,
+        ``usage-summary``, ``error``), as :meth:`InteractiveSession.get_full_history` has them."""
+        return _report_history(self.raw)
+
+    @property
+    def tool_summaries(self) -> List["ToolState"]:
+        """The prompt's tool calls as they ended."""
+        return _report_tools(self.raw)
+
+    @property
+    def context_state(self) -> Dict[str, Any]:
+        """How full the context window is after the prompt (``used_tokens``, ``max_tokens``,
+        ``ratio``, ``estimated``)."""
+        return _report_context(self.raw)
+
+    @property
+    def usage(self) -> Optional[Dict[str, Any]]:
+        """The prompt's usage (``kind``, ``scope``, ``total_tokens``, ``prompt_tokens``,
+        ``completion_tokens``, ``context_used_tokens``, ``context_max_tokens``,
+        ``context_used_percentage``, ``cost_status``); ``None`` when none was reported."""
+        return _report_usage(self.raw)
 
 
 @dataclass(slots=True)
@@ -216,7 +260,9 @@ class ErrorEvent(Event):
 
 @dataclass(slots=True)
 class InterruptedEvent(Event):
-    """A prompt was aborted; ``outcome`` holds what streamed until then (or ``None``)."""
+    """A prompt was aborted; ``outcome`` holds what streamed until then (or ``None``); the
+    properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
+    prompt did until the abort."""
 
     type: ClassVar[str] = "interrupted"
     outcome: Optional[Dict[str, Any]]
@@ -224,7 +270,32 @@ class InterruptedEvent(Event):
     @property
     def response(self) -> str:
         """The answer text streamed before the abort."""
-        return str((self.outcome or {}).get("response", ""))
+        return str(self.raw.get("response") or (self.outcome or {}).get("response", ""))
+
+    @property
+    def history(self) -> List[Dict[str, Any]]:
+        """The history entries this prompt added (its user message, the answers and tool
+        results, and event entries such as ``tool-start``, ``tool-end``, ``tool-summary``,
+        ``usage-summary``, ``error``), as :meth:`InteractiveSession.get_full_history` has them."""
+        return _report_history(self.raw)
+
+    @property
+    def tool_summaries(self) -> List["ToolState"]:
+        """The prompt's tool calls as they ended."""
+        return _report_tools(self.raw)
+
+    @property
+    def context_state(self) -> Dict[str, Any]:
+        """How full the context window is after the prompt (``used_tokens``, ``max_tokens``,
+        ``ratio``, ``estimated``)."""
+        return _report_context(self.raw)
+
+    @property
+    def usage(self) -> Optional[Dict[str, Any]]:
+        """The prompt's usage (``kind``, ``scope``, ``total_tokens``, ``prompt_tokens``,
+        ``completion_tokens``, ``context_used_tokens``, ``context_max_tokens``,
+        ``context_used_percentage``, ``cost_status``); ``None`` when none was reported."""
+        return _report_usage(self.raw)
 
 
 @dataclass(slots=True)

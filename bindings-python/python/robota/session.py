@@ -45,6 +45,7 @@ from .events import (
     TodoUpdateEvent,
     ToolEndEvent,
     ToolStartEvent,
+    ToolState,
     TruncatedEvent,
     event_from_dict,
 )
@@ -123,6 +124,34 @@ class TurnResult:
         them."""
         refusal = (self.outcome or {}).get("refusal")
         return dict(refusal) if isinstance(refusal, dict) else None
+
+    @property
+    def history(self) -> List[Dict[str, Any]]:
+        """The history entries this prompt added (its user message, answers, tool results and
+        event entries such as ``tool-start``, ``tool-end``, ``tool-summary``, ``usage-summary``,
+        ``error``); empty for ``cancelled``."""
+        return [dict(e) for e in self._report("history") or []]
+
+    @property
+    def tool_summaries(self) -> List[ToolState]:
+        """The prompt's tool calls as they ended (``complete`` and ``interrupted``)."""
+        return [ToolState.from_dict(t) for t in self._report("tool_summaries") or []]
+
+    @property
+    def context_state(self) -> Optional[Dict[str, Any]]:
+        """How full the context window is after the prompt (``complete`` and ``interrupted``)."""
+        state = self._report("context_state")
+        return dict(state) if isinstance(state, dict) else None
+
+    @property
+    def usage(self) -> Optional[Dict[str, Any]]:
+        """The prompt's usage snapshot (``total_tokens``, ``prompt_tokens``, ``completion_tokens``,
+        ``context_used_percentage``, ``cost_status``, …) when the provider reported any."""
+        usage = self._report("usage")
+        return dict(usage) if isinstance(usage, dict) else None
+
+    def _report(self, key: str) -> Any:
+        return None if self.event is None else self.event.to_dict().get(key)
 
     @property
     def retryable(self) -> bool:

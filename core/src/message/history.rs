@@ -81,6 +81,13 @@ impl HistoryEntry {
         }
     }
 
+    /// The entry's id.
+    pub fn id(&self) -> &str {
+        match self {
+            HistoryEntry::Chat { id, .. } | HistoryEntry::Event { id, .. } => id,
+        }
+    }
+
     /// The message, for chat entries.
     pub fn message(&self) -> Option<&Message> {
         match self {

@@ -20,7 +20,7 @@ use crate::message::{Message, Usage};
 use crate::provider::ToolDefinition;
 
 /// How full the context window is.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextState {
     /// Tokens the conversation occupies.
     pub used_tokens: u64,

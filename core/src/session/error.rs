@@ -157,6 +157,17 @@ pub enum SessionError {
     /// The session was shut down.
     #[error("this session has been shut down; create a new session")]
     ShutDown,
+    /// The provider cannot call another model (`switch_model`).
+    #[error(
+        "the {provider} provider cannot switch to model `{model}`; create the session with that \
+         model instead"
+    )]
+    ModelSwitch {
+        /// The model asked for.
+        model: String,
+        /// The provider's name.
+        provider: String,
+    },
     /// A UserPromptSubmit hook rejected the prompt; nothing was sent to the model.
     #[error("the prompt was rejected by a UserPromptSubmit hook: {reason}")]
     PromptRejected {

@@ -146,6 +146,9 @@ pub struct Session {
     /// The provider of the current run when it asked for another model
     /// ([`run_on_model`](Session::run_on_model)); `None`: the session's.
     run_provider: Mutex<Option<Arc<dyn Provider>>>,
+    /// The session's provider on the model the user switched to ([`switch_model`]
+    /// (Session::switch_model)); `None`: the model the session was created with.
+    switched: Mutex<Option<Arc<dyn Provider>>>,
     started: OnceCell<()>,
     /// SessionStart context waiting for the first prompt.
     start_context: Mutex<Vec<String>>,
@@ -636,6 +639,7 @@ impl Session {
             run_lock: tokio::sync::Mutex::new(()),
             current_run: Mutex::new(None),
             run_provider: Mutex::new(None),
+            switched: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
             async_hook_results: Mutex::new(async_hook_results),
@@ -771,6 +775,69 @@ impl Session {
     /// The model this session's provider calls.
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// The model the next prompt goes to: the one [`switch_model`](Self::switch_model) chose,
+    /// else [`model`](Self::model).
+    pub fn current_model(&self) -> String {
+        self.switched_provider()
+            .map_or_else(|| self.model.clone(), |p| p.model().to_string())
+    }
+
+    /// Sends every later prompt (and compaction) to `model` on the session's provider
+    /// (endpoint, credentials and settings unchanged); the context window follows the model.
+    /// Back to the session's own model when `model` is it. Returns the new context window.
+    /// Refused with [`SessionError::ModelSwitch`] when
+    /// the provider cannot call another model; a run in progress keeps its model.
+    pub fn switch_model(&self, model: &str) -> Result<u64, SessionError> {
+        let model = model.trim();
+        let provider = if model == self.model {
+            None
+        } else {
+            Some(
+                self.provider
+                    .with_model(model)
+                    .ok_or_else(|| SessionError::ModelSwitch {
+                        model: model.to_string(),
+                        provider: self.provider.name().to_string(),
+                    })?,
+            )
+        };
+        *self.switched.lock().unwrap_or_else(PoisonError::into_inner) = provider;
+        let state = self.estimate(self.lock_conversation().messages());
+        self.update_context(state);
+        Ok(self.active_context_window())
+    }
+
+    /// The name of the session's provider (`anthropic`, `openai`, …).
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// The context window `model` has on the session's provider (`None` when the provider
+    /// cannot call it).
+    pub fn model_context_window(&self, model: &str) -> Option<u64> {
+        if model == self.model {
+            return Some(self.context_window);
+        }
+        self.provider
+            .with_model(model)
+            .map(|p| p.capabilities().context_window)
+    }
+
+    fn switched_provider(&self) -> Option<Arc<dyn Provider>> {
+        self.switched
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The context window of the model prompts go to now.
+    fn active_context_window(&self) -> u64 {
+        match self.switched_provider() {
+            Some(provider) => provider.capabilities().context_window,
+            None => self.context_window,
+        }
     }
 
     /// True when a run can go to `model` ([`run_on_model`](Self::run_on_model)): it is the
@@ -1029,10 +1096,26 @@ impl Session {
         context: Vec<String>,
         model: Option<&str>,
     ) -> Result<RunOutcome, SessionError> {
+        self.run_as_typed(prompt, None, context, model).await
+    }
+
+    /// Like [`run_on_model`](Self::run_on_model), for a prompt the host built from what the
+    /// user typed (`typed`, e.g. `/audit` expanded into instructions): UserPromptSubmit hooks
+    /// see `typed` as their `prompt`, the model and the history see `prompt`. `None` is
+    /// `run_on_model`.
+    pub async fn run_as_typed(
+        &self,
+        prompt: impl Into<String>,
+        typed: Option<&str>,
+        context: Vec<String>,
+        model: Option<&str>,
+    ) -> Result<RunOutcome, SessionError> {
         let prompt = prompt.into();
-        let provider = model
-            .filter(|m| *m != self.model)
-            .and_then(|m| self.provider.with_model(m));
+        let current = self.current_model();
+        let provider = match model.filter(|m| *m != current) {
+            Some(m) => self.provider.with_model(m),
+            None => self.switched_provider(),
+        };
         if self.shut_down.load(Ordering::SeqCst) {
             return Err(SessionError::ShutDown);
         }
@@ -1060,7 +1143,7 @@ impl Session {
             .run_provider
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = provider;
-        self.run_turn(prompt, &cancel).await
+        self.run_turn(prompt, typed, &cancel).await
     }
 
     /// Registers a new cancellation token as the current run's (so [`abort`](Self::abort)
@@ -1078,6 +1161,7 @@ impl Session {
     async fn run_turn(
         &self,
         prompt: String,
+        typed: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, SessionError> {
         self.start().await;
@@ -1096,8 +1180,9 @@ impl Session {
         );
 
         if self.hooks.has_hooks(HookEvent::UserPromptSubmit) {
+            let hook_prompt = typed.map_or_else(|| prompt.clone(), str::to_string);
             let input =
-                HookInput::user_prompt_submit(self.enforcer.hook_common(&self.cwd), prompt.clone());
+                HookInput::user_prompt_submit(self.enforcer.hook_common(&self.cwd), hook_prompt);
             let outcome = self.hooks.run(&input, cancel).await;
             self.events.hook_outcome(&outcome);
             if cancel.is_cancelled() {
@@ -1211,7 +1296,7 @@ impl Session {
         self.lock_usage().add_turn(&totals);
         // Post-response reconciliation: the provider's count when it gave one.
         let state = match last_call.as_ref().and_then(exact_tokens) {
-            Some(tokens) => ContextState::new(tokens, self.context_window, false),
+            Some(tokens) => ContextState::new(tokens, self.active_context_window(), false),
             None => self.estimate(conversation.messages()),
         };
         if let Some(persistence) = &self.persistence {
@@ -1320,7 +1405,7 @@ impl Session {
             &self.engine.tools().definitions(),
             messages,
         );
-        ContextState::new(tokens, self.context_window, true)
+        ContextState::new(tokens, self.active_context_window(), true)
     }
 
     fn update_context(&self, state: ContextState) {
@@ -1480,7 +1565,10 @@ impl Session {
         let mut last_problem = String::new();
         let mut summary = None;
         for _attempt in 0..MAX_COMPACTION_ATTEMPTS {
-            let result = self.provider.stream(&request, &|_| {}, cancel).await;
+            let provider = self
+                .switched_provider()
+                .unwrap_or_else(|| Arc::clone(&self.provider));
+            let result = provider.stream(&request, &|_| {}, cancel).await;
             if cancel.is_cancelled() {
                 return Err(SessionError::CompactionAborted);
             }

@@ -490,43 +490,75 @@ impl SystemCommand for ModelCommand {
     async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
         let requested = args.trim();
         let available = ctx.available_models();
+        let known = ctx.known_models();
         let current = ctx.model();
+        let shown = current.clone().unwrap_or_else(|| "unknown".to_string());
         if requested.is_empty() {
-            let shown = current.clone().unwrap_or_else(|| "unknown".to_string());
-            let result = CommandResult::ok(format!("Current model: {shown}"))
-                .with_data(json!({ "model": current, "available": available }));
-            if available.is_empty() {
+            let mut message = format!("Current model: {shown}");
+            if !known.is_empty() {
+                message.push_str("\nKnown models (context window):");
+                for model in &known {
+                    let marker = if Some(&model.id) == current.as_ref() {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    message.push_str(&format!(
+                        "\n {marker} {} ({} tokens)",
+                        model.id, model.context_window
+                    ));
+                }
+                message.push_str("\nOther model ids are accepted too: `model <id>`.");
+            }
+            let result = CommandResult::ok(message)
+                .with_data(json!({ "model": current, "available": available, "known": known }));
+            let choices: Vec<String> = if available.is_empty() {
+                known.iter().map(|m| m.id.clone()).collect()
+            } else {
+                available.clone()
+            };
+            if choices.is_empty() {
                 return result;
             }
             return result.with_interaction(CommandInteraction {
                 prompt: InteractionPrompt::Choice {
                     prompt: "Select a model".into(),
-                    options: available
-                        .iter()
-                        .cloned()
-                        .map(InteractionOption::new)
-                        .collect(),
+                    options: choices.into_iter().map(InteractionOption::new).collect(),
                     description: Some(format!("Current model: {shown}")),
                 },
                 command: "model".into(),
                 args_prefix: String::new(),
             });
         }
-        if !available.is_empty() && !available.iter().any(|m| m == requested) {
-            return CommandResult::error(format!(
-                "Unknown model: {requested}. Available: {}",
-                available.join(", ")
-            ));
-        }
         if current.as_deref() == Some(requested) {
             return CommandResult::ok(format!("Already using {requested}."));
         }
-        // The host owns provider construction, so the switch is an effect, not a facade call.
-        CommandResult::ok(format!("Model change requested: {requested}")).with_effect(
-            CommandEffect::ModelChangeRequested {
-                model_id: requested.to_string(),
-            },
-        )
+        // Providers add models faster than any list: an unlisted id is used, with a warning.
+        let listed =
+            available.iter().any(|m| m == requested) || known.iter().any(|m| m.id == requested);
+        let has_list = !available.is_empty() || !known.is_empty();
+        let warning = (has_list && !listed).then(|| {
+            format!(
+                "Warning: `{requested}` is not a model robota knows for this provider; using it \
+                 anyway (a wrong id fails at the next prompt)."
+            )
+        });
+        let effect = CommandEffect::ModelChangeRequested {
+            model_id: requested.to_string(),
+        };
+        let mut message = match ctx.switch_model(requested).await {
+            Ok(Some(window)) => {
+                format!("Switched to {requested} (context window {window} tokens).")
+            }
+            Ok(None) => format!("Model change requested: {requested}"),
+            Err(error) => return CommandResult::error(error.to_string()),
+        };
+        if let Some(warning) = &warning {
+            message = format!("{message}\n{warning}");
+        }
+        CommandResult::ok(message)
+            .with_data(json!({ "model": requested, "previous": current, "warning": warning }))
+            .with_effect(effect)
     }
 }
 

@@ -111,6 +111,18 @@ pub trait CommandHostContext: Send + Sync {
     fn available_models(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Models known to work with the session's provider, with their context windows (the
+    /// `model` command lists them). Empty by default.
+    fn known_models(&self) -> Vec<super::models::KnownModel> {
+        Vec::new()
+    }
+    /// Sends the next prompts to `model` and returns its context window (`Some`). Hosts that
+    /// do not switch models themselves keep this default, `None`: the `model` command's
+    /// `model-change-requested` effect is then theirs to apply.
+    async fn switch_model(&self, model: &str) -> Result<Option<u64>, CommandHostError> {
+        let _ = model;
+        Ok(None)
+    }
     /// Commands available in this session, for `help`.
     fn commands(&self) -> Vec<CommandDescriptor>;
     /// Clears the conversation history held by the session.

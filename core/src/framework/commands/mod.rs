@@ -19,6 +19,7 @@ pub mod builtins;
 pub mod custom;
 mod host;
 pub mod mcp;
+pub mod models;
 mod registry;
 pub mod settings_commands;
 mod tool;

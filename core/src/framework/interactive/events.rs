@@ -82,6 +82,54 @@ pub struct ToolState {
 /// Largest `tool_result_data` carried in a [`ToolState`], in bytes.
 pub const MAX_TOOL_RESULT_DATA: usize = 4096;
 
+/// The provider-neutral usage of one prompt (spec 000 `IUsageSnapshot`), also kept in the
+/// history as the `usage-summary` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSnapshot {
+    /// `exact`: the provider counted the tokens.
+    pub kind: String,
+    /// `turn`: the figures cover this prompt.
+    pub scope: String,
+    /// Prompt and completion tokens together.
+    pub total_tokens: u64,
+    /// Tokens sent.
+    pub prompt_tokens: u64,
+    /// Tokens written.
+    pub completion_tokens: u64,
+    /// Tokens the conversation occupies after the prompt.
+    pub context_used_tokens: u64,
+    /// The model's context window (0 when unknown).
+    pub context_max_tokens: u64,
+    /// `context_used_tokens` as a percentage of the window.
+    pub context_used_percentage: f64,
+    /// Whether the session's cost figure covers every token.
+    pub cost_status: crate::session::usage::CostStatus,
+}
+
+/// What a prompt did, as spec 000 `IExecutionResult` names it: carried (flattened) by the
+/// `complete` and `interrupted` events and the matching [`PromptResult`](super::PromptResult)s,
+/// next to the run's `outcome`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecutionReport {
+    /// The answer (for `interrupted`, the text streamed until the abort).
+    #[serde(default)]
+    pub response: String,
+    /// The history entries this prompt added: the user message, the answers and tool results,
+    /// and the event entries (`tool-start`, `tool-end`, `tool-summary`, `usage-summary`,
+    /// `error`, …).
+    #[serde(default)]
+    pub history: Vec<crate::message::HistoryEntry>,
+    /// The prompt's tool calls as they ended.
+    #[serde(default)]
+    pub tool_summaries: Vec<ToolState>,
+    /// How full the context window is after the prompt.
+    #[serde(default)]
+    pub context_state: ContextState,
+    /// The prompt's token usage, when the provider reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageSnapshot>,
+}
+
 /// Everything an interactive session reports. Serialized with `type` as the snake_case tag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -140,6 +188,10 @@ pub enum InteractiveEventKind {
     Complete {
         /// The run's outcome (response, usage, stop reason, …).
         outcome: RunOutcome,
+        /// What the prompt did: response, its history entries, tool summaries, context state,
+        /// usage (serialized as fields of the event).
+        #[serde(flatten)]
+        report: ExecutionReport,
     },
     /// A prompt ended with the model refusing (never re-asked): `outcome.refusal` has the
     /// refusal text and the provider's category and explanation.
@@ -170,6 +222,9 @@ pub enum InteractiveEventKind {
         /// The partial outcome (`None` when the abort came before the run started).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<RunOutcome>,
+        /// What the prompt did until the abort (serialized as fields of the event).
+        #[serde(flatten)]
+        report: ExecutionReport,
     },
     /// A skill was activated, or ended (spec 000 `skill_activation`): name, source, arguments,
     /// who ran it, inline or forked, `started` / `completed` / `failed`.

@@ -127,7 +127,26 @@ impl CommandHostContext for SessionHost {
     }
 
     fn model(&self) -> Option<String> {
-        self.get().ok().map(|i| i.session().model().to_string())
+        self.get().ok().map(|i| i.session().current_model())
+    }
+
+    fn known_models(&self) -> Vec<crate::framework::commands::models::KnownModel> {
+        let Ok(inner) = self.get() else {
+            return Vec::new();
+        };
+        let session = inner.session();
+        crate::framework::commands::models::known_models(session.provider_name(), |id| {
+            session.model_context_window(id)
+        })
+    }
+
+    async fn switch_model(&self, model: &str) -> Result<Option<u64>, CommandHostError> {
+        let window = self
+            .get()?
+            .session()
+            .switch_model(model)
+            .map_err(host_error)?;
+        Ok(Some(window))
     }
 
     fn commands(&self) -> Vec<CommandDescriptor> {

@@ -50,8 +50,8 @@ use crate::tools::Tool;
 use checkpoints::CheckpointRecorder;
 use events::{spawn_delivery, translate, EventHub};
 pub use events::{
-    InteractiveEvent, InteractiveEventKind, Subscription, SubscriptionHandle, ToolResultKind,
-    ToolState, DEFAULT_EVENT_BUFFER, MAX_TOOL_RESULT_DATA,
+    ExecutionReport, InteractiveEvent, InteractiveEventKind, Subscription, SubscriptionHandle,
+    ToolResultKind, ToolState, UsageSnapshot, DEFAULT_EVENT_BUFFER, MAX_TOOL_RESULT_DATA,
 };
 use host::SessionHost;
 use skills::{ActiveSkill, SkillSetup};
@@ -176,6 +176,9 @@ pub enum PromptResult {
     Complete {
         /// The run's outcome.
         outcome: RunOutcome,
+        /// What the prompt did (response, history entries, tool summaries, context, usage).
+        #[serde(flatten)]
+        report: ExecutionReport,
     },
     /// The model refused (the `refused` event): `outcome.refusal` has the refusal text and the
     /// provider's category and explanation. The prompt was not re-asked.
@@ -194,6 +197,9 @@ pub enum PromptResult {
         /// What streamed until then; `None` when the abort came before the run started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<RunOutcome>,
+        /// What the prompt did until the abort.
+        #[serde(flatten)]
+        report: ExecutionReport,
     },
     /// A model call failed (401, unreachable host, retries exhausted, …) or the prompt could not
     /// run (a hook rejected it, the budget is spent, …); the same as the `error` event.
@@ -227,10 +233,10 @@ impl PromptResult {
     /// The run's outcome, when the run started.
     pub fn outcome(&self) -> Option<&RunOutcome> {
         match self {
-            PromptResult::Complete { outcome }
+            PromptResult::Complete { outcome, .. }
             | PromptResult::Refused { outcome }
             | PromptResult::Truncated { outcome } => Some(outcome),
-            PromptResult::Interrupted { outcome } | PromptResult::Error { outcome, .. } => {
+            PromptResult::Interrupted { outcome, .. } | PromptResult::Error { outcome, .. } => {
                 outcome.as_ref()
             }
             PromptResult::Cancelled => None,
@@ -242,6 +248,7 @@ impl PromptResult {
         match OutcomeStatus::of(&outcome) {
             OutcomeStatus::Interrupted | OutcomeStatus::Cancelled => PromptResult::Interrupted {
                 outcome: Some(outcome),
+                report: ExecutionReport::default(),
             },
             OutcomeStatus::Refused => PromptResult::Refused { outcome },
             OutcomeStatus::Truncated => PromptResult::Truncated { outcome },
@@ -256,18 +263,45 @@ impl PromptResult {
                     outcome: Some(outcome),
                 }
             }
-            OutcomeStatus::Complete => PromptResult::Complete { outcome },
+            OutcomeStatus::Complete => PromptResult::Complete {
+                outcome,
+                report: ExecutionReport::default(),
+            },
         }
+    }
+
+    /// What the prompt did, for `complete` and `interrupted`.
+    pub fn report(&self) -> Option<&ExecutionReport> {
+        match self {
+            PromptResult::Complete { report, .. } | PromptResult::Interrupted { report, .. } => {
+                Some(report)
+            }
+            _ => None,
+        }
+    }
+
+    /// This result with `report` attached (kept only by `complete` and `interrupted`).
+    fn with_report(mut self, new: ExecutionReport) -> Self {
+        if let PromptResult::Complete { report, .. } | PromptResult::Interrupted { report, .. } =
+            &mut self
+        {
+            *report = new;
+        }
+        self
     }
 
     /// The result an event that ends a prompt reports (`None` for any other event); the inverse
     /// of [`event`](Self::event).
     pub fn from_event(event: &InteractiveEventKind) -> Option<Self> {
         Some(match event.clone() {
-            InteractiveEventKind::Complete { outcome } => PromptResult::Complete { outcome },
+            InteractiveEventKind::Complete { outcome, report } => {
+                PromptResult::Complete { outcome, report }
+            }
             InteractiveEventKind::Refused { outcome } => PromptResult::Refused { outcome },
             InteractiveEventKind::Truncated { outcome } => PromptResult::Truncated { outcome },
-            InteractiveEventKind::Interrupted { outcome } => PromptResult::Interrupted { outcome },
+            InteractiveEventKind::Interrupted { outcome, report } => {
+                PromptResult::Interrupted { outcome, report }
+            }
             InteractiveEventKind::Error {
                 message,
                 error,
@@ -285,10 +319,14 @@ impl PromptResult {
     /// reported as `interrupted` without an outcome when an event is needed).
     pub fn event(&self) -> InteractiveEventKind {
         match self.clone() {
-            PromptResult::Complete { outcome } => InteractiveEventKind::Complete { outcome },
+            PromptResult::Complete { outcome, report } => {
+                InteractiveEventKind::Complete { outcome, report }
+            }
             PromptResult::Refused { outcome } => InteractiveEventKind::Refused { outcome },
             PromptResult::Truncated { outcome } => InteractiveEventKind::Truncated { outcome },
-            PromptResult::Interrupted { outcome } => InteractiveEventKind::Interrupted { outcome },
+            PromptResult::Interrupted { outcome, report } => {
+                InteractiveEventKind::Interrupted { outcome, report }
+            }
             PromptResult::Error {
                 message,
                 error,
@@ -298,7 +336,10 @@ impl PromptResult {
                 error,
                 outcome,
             },
-            PromptResult::Cancelled => InteractiveEventKind::Interrupted { outcome: None },
+            PromptResult::Cancelled => InteractiveEventKind::Interrupted {
+                outcome: None,
+                report: ExecutionReport::default(),
+            },
         }
     }
 }
@@ -367,6 +408,9 @@ struct Prompt {
     id: u64,
     /// The skill this prompt runs, for a skill the user activated.
     skill: Option<ActiveSkill>,
+    /// What the user typed when `text` was built from it (`submit`'s `raw_input`): the
+    /// `prompt` UserPromptSubmit hooks see.
+    raw: Option<String>,
 }
 
 #[derive(Default)]
@@ -671,8 +715,9 @@ impl InteractiveSession {
     /// and [`InteractiveError::FileReferences`]. While a prompt runs, one prompt is queued and
     /// runs after it; a further one is refused with [`InteractiveError::QueueFull`] (spec 000:
     /// "only one prompt can be queued"). `display_input` is what [`get_pending_prompt`] shows;
-    /// `raw_input` is accepted for spec compatibility and unused (hooks and history see `input`
-    /// as typed).
+    /// `raw_input` is what the user typed when `input` was built from it (a template, an
+    /// expanded command): UserPromptSubmit hooks get it as their `prompt` (Claude Code's field
+    /// for the user's own text), while the model and the history get `input`.
     ///
     /// [`get_pending_prompt`]: Self::get_pending_prompt
     ///
@@ -683,8 +728,7 @@ impl InteractiveSession {
         display_input: Option<&str>,
         raw_input: Option<&str>,
     ) -> Result<SubmitStatus, InteractiveError> {
-        let _ = raw_input;
-        self.enqueue(input, display_input, None)
+        self.enqueue(input, display_input, raw_input, None)
             .map(|(status, _)| status)
     }
 
@@ -710,8 +754,20 @@ impl InteractiveSession {
         input: &str,
         display_input: Option<&str>,
     ) -> Result<PromptTicket, InteractiveError> {
+        self.submit_tracked_as_typed(input, display_input, None)
+    }
+
+    /// [`submit_tracked_now`](Self::submit_tracked_now) with `raw_input`, what the user typed
+    /// when `input` was built from it: UserPromptSubmit hooks get it as `prompt` (see
+    /// [`submit`](Self::submit)).
+    pub fn submit_tracked_as_typed(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+        raw_input: Option<&str>,
+    ) -> Result<PromptTicket, InteractiveError> {
         let (tx, done) = tokio::sync::oneshot::channel();
-        let (status, id) = self.enqueue(input, display_input, Some(tx))?;
+        let (status, id) = self.enqueue(input, display_input, raw_input, Some(tx))?;
         Ok(PromptTicket { status, id, done })
     }
 
@@ -744,14 +800,21 @@ impl InteractiveSession {
         &self,
         input: &str,
         display_input: Option<&str>,
+        raw_input: Option<&str>,
         done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
     ) -> Result<(SubmitStatus, u64), InteractiveError> {
         self.check_open()?;
         if input.trim().is_empty() {
             return Err(InteractiveError::EmptyPrompt);
         }
-        self.inner
-            .enqueue_prompt(input, display_input.unwrap_or(input), done, None)
+        let (text, context) = self.inner.resolve_references(input)?;
+        self.inner.enqueue_prompt_as_typed(
+            text,
+            context,
+            display_input.unwrap_or(input),
+            done,
+            raw_input.map(str::to_string),
+        )
     }
 
     /// Aborts the running prompt (a pending permission request is cancelled, running tools are
@@ -970,7 +1033,7 @@ impl InteractiveSession {
             }
         };
         let display = format!("/mcp__{server}__{prompt} {}", args.trim());
-        self.enqueue(&text, Some(display.trim_end()), None)?;
+        self.enqueue(&text, Some(display.trim_end()), None, None)?;
         Ok(CommandResult::ok(format!(
             "Running MCP prompt `{prompt}` of server `{server}`"
         ))
@@ -1360,14 +1423,42 @@ impl Inner {
         done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
         skill: Option<ActiveSkill>,
     ) -> Result<(SubmitStatus, u64), InteractiveError> {
-        let mut prompt = Prompt {
+        self.enqueue_prompt_parts(Prompt {
             text,
             context,
             display: display.to_string(),
             done,
             id: 0,
             skill,
-        };
+            raw: None,
+        })
+    }
+
+    /// Starts or queues a prompt the user typed (references resolved), with what the user
+    /// typed before the host built `text` from it (`raw`, for UserPromptSubmit hooks).
+    fn enqueue_prompt_as_typed(
+        self: &Arc<Self>,
+        text: String,
+        context: Option<String>,
+        display: &str,
+        done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+        raw: Option<String>,
+    ) -> Result<(SubmitStatus, u64), InteractiveError> {
+        self.enqueue_prompt_parts(Prompt {
+            text,
+            context,
+            display: display.to_string(),
+            done,
+            id: 0,
+            skill: None,
+            raw,
+        })
+    }
+
+    fn enqueue_prompt_parts(
+        self: &Arc<Self>,
+        mut prompt: Prompt,
+    ) -> Result<(SubmitStatus, u64), InteractiveError> {
         {
             let mut state = self.lock();
             if state.shut_down {
@@ -1414,23 +1505,36 @@ impl Inner {
                 state.tools.clear();
                 state.denied.clear();
             }
+            let history_mark = self.last_history_id();
             self.begin_checkpoint(&prompt.display);
             let result = self.run_one(&prompt, &cancel).await;
             self.finish_checkpoint();
+            // The per-tool entries recorded during the run go before the summaries.
+            self.flush_history();
             let compaction = self.lock().pending_compaction.take();
             let ended = match result {
                 Ok(outcome) if outcome.interrupted || cancel.is_cancelled() => {
                     PromptResult::Interrupted {
                         outcome: Some(outcome),
+                        report: ExecutionReport::default(),
                     }
                 }
                 Ok(outcome) => {
                     self.append_summaries(&outcome);
                     // Complete, refused, truncated, or error when a model call failed.
-                    PromptResult::from_outcome(outcome)
+                    let ended = PromptResult::from_outcome(outcome);
+                    if let PromptResult::Error { message, error, .. } = &ended {
+                        // Spec 001 "Provider Error Recovery": the user reads what failed in
+                        // the history too, not only in the event (never sent to the model).
+                        self.record_history("error", json!({ "message": message, "error": error }));
+                    }
+                    ended
                 }
                 // Aborted before the run started: there is no outcome to report.
-                Err(_) if cancel.is_cancelled() => PromptResult::Interrupted { outcome: None },
+                Err(_) if cancel.is_cancelled() => PromptResult::Interrupted {
+                    outcome: None,
+                    report: ExecutionReport::default(),
+                },
                 Err(error) => {
                     let error = ErrorInfo::from_session(&error);
                     PromptResult::Error {
@@ -1442,7 +1546,7 @@ impl Inner {
             };
             // The skill this prompt ran, and those the model activated in it, end with it.
             let skill_error = match &ended {
-                PromptResult::Complete { outcome } => {
+                PromptResult::Complete { outcome, .. } => {
                     outcome.error.as_ref().map(|e| e.message.clone())
                 }
                 PromptResult::Refused { .. } => Some("the model refused".into()),
@@ -1458,6 +1562,12 @@ impl Inner {
             }
             self.finish_run_skills(skill_error);
             self.flush_history();
+            let ended = match ended.report() {
+                Some(_) => ended
+                    .clone()
+                    .with_report(self.report(&ended, history_mark.as_deref())),
+                None => ended,
+            };
             // The prompt is over before anyone hears that it ended: a host that acts on the
             // result at once (restores a checkpoint) must not find it still running.
             self.lock().running_prompt = None;
@@ -1504,8 +1614,9 @@ impl Inner {
         }
         // A skill or custom command the user started runs on its `model`.
         let model = prompt.skill.as_ref().and_then(|s| s.model.as_deref());
-        let run = self.session.run_on_model(
+        let run = self.session.run_as_typed(
             prompt.text.clone(),
+            prompt.raw.as_deref(),
             prompt.context.iter().cloned().collect(),
             model,
         );
@@ -1523,6 +1634,64 @@ impl Inner {
         }
     }
 
+    /// The id of the newest history entry (where the next prompt's entries begin).
+    fn last_history_id(&self) -> Option<String> {
+        let conversation = self.session.conversation();
+        conversation.entries().last().map(|e| e.id().to_string())
+    }
+
+    /// What a prompt that ended as `ended` did: its answer, the history entries after `mark`
+    /// (from its user message when a compaction replaced the entries before), its tools, the
+    /// context state and its usage.
+    fn report(&self, ended: &PromptResult, mark: Option<&str>) -> ExecutionReport {
+        let conversation = self.session.conversation();
+        let entries = conversation.entries();
+        let start = match mark.and_then(|m| entries.iter().position(|e| e.id() == m)) {
+            Some(index) => index + 1,
+            None if mark.is_none() => 0,
+            None => entries
+                .iter()
+                .rposition(|e| {
+                    e.message()
+                        .is_some_and(|m| m.role == crate::message::Role::User)
+                })
+                .unwrap_or(0),
+        };
+        let outcome = ended.outcome();
+        // An abort can leave the outcome without the text that had streamed.
+        let response = match outcome {
+            Some(outcome) if !outcome.response.is_empty() => outcome.response.clone(),
+            _ => self.lock().streaming_text.clone(),
+        };
+        ExecutionReport {
+            response,
+            history: entries[start..].to_vec(),
+            tool_summaries: self.lock().tools.clone(),
+            context_state: self.session.context_state(),
+            usage: outcome.and_then(|o| self.usage_snapshot(o)),
+        }
+    }
+
+    /// The prompt's usage as spec 000 `IUsageSnapshot` (`None` when no tokens were counted).
+    fn usage_snapshot(&self, outcome: &RunOutcome) -> Option<UsageSnapshot> {
+        let usage = &outcome.usage;
+        if usage.input_tokens + usage.output_tokens == 0 {
+            return None;
+        }
+        let context = self.session.context_state();
+        Some(UsageSnapshot {
+            kind: "exact".into(),
+            scope: "turn".into(),
+            total_tokens: usage.input_tokens + usage.output_tokens,
+            prompt_tokens: usage.input_tokens,
+            completion_tokens: usage.output_tokens,
+            context_used_tokens: context.used_tokens,
+            context_max_tokens: context.max_tokens,
+            context_used_percentage: context.ratio * 100.0,
+            cost_status: self.session.usage().cost_status,
+        })
+    }
+
     /// Appends the `tool-summary` and `usage-summary` history entries of spec 000.
     fn append_summaries(&self, outcome: &RunOutcome) {
         let tools = self.lock().tools.clone();
@@ -1534,22 +1703,18 @@ impl Inner {
             });
             let _ = self.session.append_history_event("tool-summary", data);
         }
-        let usage = &outcome.usage;
-        if usage.input_tokens + usage.output_tokens > 0 {
-            let context = self.session.context_state();
-            let totals = self.session.usage();
-            let data = json!({
-                "kind": "exact",
-                "scope": "turn",
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-                "context_used_tokens": context.used_tokens,
-                "context_max_tokens": context.max_tokens,
-                "context_used_percentage": context.ratio * 100.0,
-                "cost_status": totals.cost_status,
-            });
+        if let Some(snapshot) = self.usage_snapshot(outcome) {
+            let data = serde_json::to_value(snapshot).unwrap_or_default();
             let _ = self.session.append_history_event("usage-summary", data);
+        }
+    }
+
+    /// Records a `tool-start` / `tool-end` history entry (spec 000 "Tool execution history"):
+    /// the tool's state as the event carries it. The run holds the session, so the entries are
+    /// appended, in the order the events came, when the prompt ends.
+    fn record_tool_entry(&self, entry_type: &str, tool: &ToolState) {
+        if let Ok(data) = serde_json::to_value(tool) {
+            self.record_history(entry_type, data);
         }
     }
 
@@ -1579,6 +1744,7 @@ impl Inner {
                     tool_result_data: None,
                 };
                 self.lock().tools.push(tool.clone());
+                self.record_tool_entry("tool-start", &tool);
                 InteractiveEventKind::ToolStart { tool }
             }
             SessionEvent::Engine(EngineEvent::ToolEnd {
@@ -1626,6 +1792,8 @@ impl Inner {
                     Some(i) => state.tools[i] = tool.clone(),
                     None => state.tools.push(tool.clone()),
                 }
+                drop(state);
+                self.record_tool_entry("tool-end", &tool);
                 InteractiveEventKind::ToolEnd { tool }
             }
             SessionEvent::PermissionResolved {
