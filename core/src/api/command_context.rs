@@ -129,6 +129,37 @@ impl HostCommandContext {
         self.call(op).await
     }
 
+    /// [`call_json`](Self::call_json) for a thread that may block (a C host's callback or
+    /// thread, not an async task): waits for the answer. Called from inside an async task of the
+    /// engine it cannot wait, and fails with [`ApiErrorKind::Command`] (the operation may still
+    /// be performed).
+    pub fn call_json_blocking(&self, op: Value) -> Result<Value, ApiError> {
+        let op: CommandContextOp = super::fields::from_value(op, "invalid command context op")?;
+        if tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+        {
+            return Err(ApiError::new(
+                ApiErrorKind::Command,
+                "the command context cannot be used from the engine's single-threaded runtime; \
+                 call it from the command's callback or a thread of your own",
+            ));
+        }
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(ContextCall { op, reply })
+            .map_err(|_| self.expired())?;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer.blocking_recv())) {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(self.expired()),
+            Err(_) => Err(ApiError::new(
+                ApiErrorKind::Command,
+                "the command context was called from inside an async task of the engine, where \
+                 it cannot wait for the answer (the operation may still run); call it from the \
+                 command's callback or a thread of your own",
+            )),
+        }
+    }
+
     /// Runs one operation.
     pub async fn call(&self, op: CommandContextOp) -> Result<Value, ApiError> {
         let (reply, answer) = oneshot::channel();
