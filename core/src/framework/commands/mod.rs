@@ -19,6 +19,7 @@ pub mod builtins;
 pub mod custom;
 mod host;
 pub mod mcp;
+pub mod provider;
 mod registry;
 pub mod settings_commands;
 mod tool;
@@ -31,6 +32,7 @@ pub use host::{
     SystemCommand, UsageSummary,
 };
 pub use mcp::{mcp_command_module, McpCommand, MCP_COMMAND};
+pub use provider::{provider_command_module, ProviderCommand, PROVIDER_COMMAND};
 pub use registry::{
     CommandEntry, CommandError, CommandRegistry, CommandRegistryError, RegisteredCommand,
 };
