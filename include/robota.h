@@ -46,6 +46,11 @@
 // Minor version of the ABI: bumped for additive changes within a major.
 #define ROBOTA_ABI_VERSION_MINOR 2
 
+// A command's live context, as C sees it. Opaque; never dereferenced: the pointer's value is
+// an id the engine looks up, so a context used after its command returned (or a wrong
+// pointer) is refused with an error instead of touching freed memory.
+typedef struct robota_command_context robota_command_context;
+
 // A call into the host, waiting for its answer. Opaque. Received by a `robota_host_callback`;
 // owned by the host from then on and consumed by exactly one call of
 // `robota_completion_resolve` or `robota_completion_reject` (from any thread, also from inside
@@ -403,6 +408,39 @@ robota_status robota_completion_emit(const struct robota_completion *completion,
                                      const char *json,
                                      size_t len,
                                      struct robota_error **out_err);
+
+// The live context of the command whose call gave `completion`, or NULL when the completion
+// is not a command's (or is NULL). Valid until the command answers (the completion is
+// resolved or rejected) or the engine stops waiting; later use is refused with
+// `ROBOTA_STATUS_COMMAND`. Threading: any thread.
+//
+// # Safety
+// `completion` is NULL or a completion not yet consumed.
+const struct robota_command_context *robota_completion_command_context(const struct robota_completion *completion);
+
+// Runs one operation on a command's live session, the same facade the built-in commands use,
+// and waits for it: `op_json` (`len` bytes of UTF-8) is `{"op": "state" | "history" |
+// "commands" | "clear" | "compact" (+ "instructions"?) | "set_permission_mode" (+ "mode") |
+// "set_session_name" (+ "name") | "run_subagent" (+ "prompt", "agent_type"?, "isolation"?) |
+// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch")}`, where `scope` is
+// `"localSettings"`, `"projectSettings"` or `"userSettings"` and `patch` a JSON merge patch.
+// `*out_json` receives the answer as JSON (`null` for actions).
+//
+// Errors: `ROBOTA_STATUS_COMMAND` when the context is no longer valid (its command answered)
+// or the operation failed; `ROBOTA_STATUS_INVALID_JSON` / `ROBOTA_STATUS_INVALID_ARGUMENT`
+// for a malformed operation, an unknown scope or mode.
+// Ownership: `*out_json` is owned by the caller; free it with `robota_string_free`.
+// Threading: blocks until done; call it from the command's callback or a thread of the host,
+// never from another callback that must return first.
+//
+// # Safety
+// `ctx` is a value from `robota_completion_command_context` (or NULL); `op_json` is valid for
+// `len` bytes; `out_json` is valid for writes; `out_err` is NULL or valid for writes.
+robota_status robota_command_context_call(const struct robota_command_context *ctx,
+                                          const char *op_json,
+                                          size_t len,
+                                          char **out_json,
+                                          struct robota_error **out_err);
 
 // Creates session options from JSON data (`json`, `len` bytes; may be empty for defaults):
 // the fields `robota_session_new_json` documents (`cwd`, `permission_mode`, `system_prompt`,

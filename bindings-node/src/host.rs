@@ -10,8 +10,11 @@
 //! request (see [`HostFunction`] and the adapters in [`robota::api`]) and the route (`index` of a hook, `module`
 //! of a command) tells the dispatcher which callback answers. Replies are `{"ok": answer}`,
 //! `{"error": message}` or, for provider calls, `{"events": [...]}`: provider events to stream,
-//! after which the bridge asks for more with `{"kind": "next", "call_id"}`. When the engine stops
-//! waiting for a call (abort, timeout, shutdown), the bridge sends `{"kind": "cancel", "call_id"}`
+//! after which the bridge asks for more with `{"kind": "next", "call_id"}`, or, for command calls,
+//! `{"context_op": {"op": …}}`: an operation on the command's live context, whose result the
+//! bridge sends as `{"kind": "context_result", "call_id", "ok" | "error": {kind, message}}`.
+//! When the engine stops waiting for a call (abort, timeout, shutdown), the bridge sends
+//! `{"kind": "cancel", "call_id"}`
 //! so the JavaScript side can fire that call's `AbortSignal`. Nothing here blocks the JavaScript
 //! thread: calls are queued non-blockingly and awaited on the tokio runtime, so a callback may
 //! itself await session methods without deadlocking.
@@ -24,7 +27,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use serde_json::{json, Value};
 
-use robota::api::{async_trait, HostCall, HostFunction, HostStream};
+use robota::api::{async_trait, ApiError, HostCall, HostFunction, HostStream};
 
 /// The JavaScript dispatcher: `(requestJson: string) => Promise<string>`, weak.
 pub(crate) type JsDispatcher =
@@ -64,6 +67,9 @@ enum Reply {
     Answer(Value),
     /// Provider events to stream before asking for more.
     Events(Vec<Value>),
+    /// An operation a running command asks of its context (`{"op": …}`); its result goes back
+    /// as `{"kind": "context_result", "call_id", "ok" | "error"}`.
+    ContextOp(Value),
 }
 
 impl HostBridge {
@@ -116,6 +122,7 @@ impl HostBridge {
             done: false,
         };
         let stream = call.stream;
+        let context = call.context;
         let exchange = async {
             let mut message = request.to_string();
             loop {
@@ -124,6 +131,24 @@ impl HostBridge {
                     Reply::Events(events) => {
                         send_events(stream.as_ref(), events)?;
                         message = json!({"call_id": call_id, "kind": "next"}).to_string();
+                    }
+                    Reply::ContextOp(op) => {
+                        let result = match &context {
+                            Some(context) => context.call_json(op).await,
+                            None => Err(ApiError::invalid_argument(
+                                "only a command's call has a command context",
+                            )),
+                        };
+                        let reply = match result {
+                            Ok(value) => json!({"ok": value}),
+                            Err(e) => {
+                                json!({"error": {"kind": e.kind.as_str(), "message": e.message}})
+                            }
+                        };
+                        let mut reply = reply;
+                        reply["call_id"] = json!(call_id);
+                        reply["kind"] = json!("context_result");
+                        message = reply.to_string();
                     }
                 }
             }
@@ -162,6 +187,9 @@ fn parse_reply(reply: &str) -> Result<Reply, String> {
             .as_str()
             .map(str::to_string)
             .unwrap_or_else(|| message.to_string()));
+    }
+    if let Some(op) = value.get("context_op") {
+        return Ok(Reply::ContextOp(op.clone()));
     }
     match value.get("events") {
         Some(Value::Array(events)) => Ok(Reply::Events(events.clone())),

@@ -13,7 +13,9 @@ import {
   InteractiveSession,
   ScriptedProvider,
   tool,
+  type Command,
   type CommandResult,
+  type PermissionMode,
   type Message,
   type PermissionAnswer,
   type PromptResult,
@@ -32,6 +34,30 @@ interface HostToolSpec {
   result: { content: string; is_error?: boolean };
 }
 
+interface HostCommandSpec {
+  name: string;
+  description: string;
+  operations: Array<{ op: string; mode?: string; instructions?: string }>;
+  result: { message: string; effects?: Array<{ type: string; [key: string]: unknown }> };
+}
+
+/** A scenario's host command: performs its operations on the live context, then answers. */
+function hostCommand(spec: HostCommandSpec): Command {
+  return {
+    name: spec.name,
+    description: spec.description,
+    async execute(_args, context) {
+      for (const op of spec.operations) {
+        if (op.op === 'set_permission_mode') await context.setPermissionMode(op.mode as PermissionMode);
+        else if (op.op === 'clear') await context.clear();
+        else if (op.op === 'compact') await context.compact(op.instructions);
+        else throw new Error(`unknown context operation ${JSON.stringify(op)}`);
+      }
+      return { success: true, ...spec.result };
+    },
+  };
+}
+
 interface Scenario {
   name: string;
   description: string;
@@ -42,6 +68,7 @@ interface Scenario {
   skills?: Array<{ name: string; content: string }>;
   commands?: Array<{ name: string; content: string }>;
   mcp_servers?: string[];
+  host_commands?: HostCommandSpec[];
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
@@ -203,6 +230,9 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
     ...(scenario.commands !== undefined ? { customCommands: scenario.commands } : {}),
     ...(scenario.mcp_servers !== undefined ? { mcpServers: mcpServers(scenario) } : {}),
+    ...(scenario.host_commands !== undefined
+      ? { commandModules: [{ name: 'scenario', commands: scenario.host_commands.map(hostCommand) }] }
+      : {}),
     provider: new ScriptedProvider(scenario.provider.turns),
     tools: (scenario.host_tools ?? []).map(hostTool),
     permissionHandler: (request): PermissionAnswer => {

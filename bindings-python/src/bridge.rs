@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyTuple;
-use robota::api::HostStream;
+use robota::api::{HostCommandContext, HostStream};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::convert::{from_py, to_py};
-use crate::host::NativeStream;
+use crate::host::{NativeCommandContext, NativeStream};
 
 /// The asyncio event loop host callbacks run on: the one the session was last used from.
 #[derive(Default)]
@@ -182,6 +182,8 @@ pub enum Arg {
     Json(Value),
     /// A provider call's event stream, passed as a [`NativeStream`].
     Stream(HostStream),
+    /// A command's live context, passed as a [`NativeCommandContext`].
+    Context(HostCommandContext),
 }
 
 /// Runs the `async def` `func(*args)` on the session's event loop and returns its result as
@@ -209,6 +211,8 @@ pub async fn call_async(
                 .map(|a| match a {
                     Arg::Json(v) => to_py(py, v),
                     Arg::Stream(s) => Py::new(py, NativeStream::new(s.clone()))
+                        .map(|o| o.into_bound(py).into_any()),
+                    Arg::Context(c) => Py::new(py, NativeCommandContext::new(c.clone()))
                         .map(|o| o.into_bound(py).into_any()),
                 })
                 .collect::<PyResult<Vec<_>>>()

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pyo3::prelude::*;
-use robota::api::{ApiErrorKind, HostCall, HostFunction, HostStream};
+use robota::api::{ApiErrorKind, HostCall, HostCommandContext, HostFunction, HostStream};
 use serde_json::Value;
 
 use crate::bridge::{call_async, Arg, LoopSlot};
-use crate::convert::from_py;
+use crate::convert::{from_py, Json};
 use crate::errors::api_error;
 
 /// An `async def adapter(request: dict)` (providers: `adapter(request, stream: NativeStream)`)
@@ -40,10 +40,14 @@ impl HostFunction for PyHostFunction {
             request,
             cancel,
             stream,
+            context,
         } = call;
         let mut args = vec![Arg::Json(request)];
         if let Some(stream) = stream {
             args.push(Arg::Stream(stream));
+        }
+        if let Some(context) = context {
+            args.push(Arg::Context(context));
         }
         let outcome = call_async(Arc::clone(&self.slot), Arc::clone(&self.func), args);
         tokio::select! {
@@ -80,5 +84,37 @@ impl NativeStream {
             // The call was answered, aborted or dropped: nobody listens any more.
             Err(_) => Ok(()),
         }
+    }
+}
+
+/// A Python command's live context (core's [`HostCommandContext`]): valid while the command
+/// runs; afterwards every call raises `CommandError`.
+#[pyclass(frozen, module = "robota._native")]
+pub struct NativeCommandContext {
+    context: HostCommandContext,
+}
+
+impl NativeCommandContext {
+    /// Wraps the context of one command run.
+    pub fn new(context: HostCommandContext) -> Self {
+        NativeCommandContext { context }
+    }
+}
+
+#[pymethods]
+impl NativeCommandContext {
+    /// Runs one operation (`{"op": "clear"}`, …); resolves with its JSON answer.
+    fn call<'py>(&self, py: Python<'py>, op: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let op = from_py(op)?;
+        let context = self.context.clone();
+        crate::aio::awaitable(py, async move {
+            context.call_json(op).await.map(Json).map_err(api_error)
+        })
+    }
+
+    /// True while the command runs.
+    #[getter]
+    fn valid(&self) -> bool {
+        self.context.is_valid()
     }
 }

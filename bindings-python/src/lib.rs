@@ -59,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::NativeEvents>()?;
     m.add_class::<query::NativeQuery>()?;
     m.add_class::<host::NativeStream>()?;
+    m.add_class::<host::NativeCommandContext>()?;
     m.add_function(wrap_pyfunction!(evaluate_permission, m)?)?;
     m.add_function(wrap_pyfunction!(aio::at_exit, m)?)?;
     errors::register(m)?;

@@ -45,7 +45,7 @@ KEPT = [
     "skill_activation",
 ]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "host_commands", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -65,6 +65,28 @@ def host_tool(spec: Dict[str, Any]) -> Tool:
         input_schema=spec.get("input_schema", {"type": "object"}),
         read_only=spec.get("read_only", False),
     )
+
+
+class ScenarioCommand(robota.SystemCommand):
+    """A scenario's host command: performs its operations on the live context, then answers."""
+
+    def __init__(self, spec: Dict[str, Any]) -> None:
+        self.name = spec["name"]
+        self.description = spec["description"]
+        self.operations: List[Dict[str, Any]] = spec["operations"]
+        self.result: Dict[str, Any] = spec["result"]
+
+    async def execute(self, args: str, context: robota.CommandContext) -> robota.CommandResult:
+        for op in self.operations:
+            if op["op"] == "set_permission_mode":
+                await context.set_permission_mode(op["mode"])
+            elif op["op"] == "clear":
+                await context.clear()
+            elif op["op"] == "compact":
+                await context.compact(op.get("instructions"))
+            else:
+                raise AssertionError(f"unknown context operation {op}")
+        return robota.CommandResult.from_dict({"success": True, **self.result})
 
 
 def normalize_events(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -169,6 +191,9 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         skills=scenario.get("skills", []),
         custom_commands=scenario.get("commands", []),
         mcp_servers=mcp_servers(scenario),
+        command_modules=[
+            robota.CommandModule("scenario", [ScenarioCommand(c) for c in scenario.get("host_commands", [])])
+        ],
     )
     stream = session.events()
     events: List[Dict[str, Any]] = []

@@ -37,10 +37,12 @@ impl SwiftHostFunction {
 #[async_trait]
 impl HostFunction for SwiftHostFunction {
     async fn call(&self, call: HostCall) -> Result<Value, String> {
+        // Swift commands do not take the live command context yet (`context`).
         let HostCall {
             request,
             cancel,
             stream,
+            context: _,
         } = call;
         let stream = stream.map(|stream| Arc::new(ProviderStream { stream }));
         let answer = self.0.call(request.to_string(), stream);
@@ -108,6 +110,7 @@ mod tests {
                 request: json!({"tool": "t"}),
                 cancel,
                 stream: None,
+                context: None,
             })
             .await
     }

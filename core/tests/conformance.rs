@@ -65,8 +65,38 @@ struct Scenario {
     /// Real MCP servers the host gives the session, by catalog name (tests/conformance/README.md).
     #[serde(default)]
     mcp_servers: Vec<String>,
+    /// Commands the host implements in its own language: each performs its `operations` on
+    /// the live command context, in order, then answers `result`.
+    #[serde(default)]
+    host_commands: Vec<HostCommandSpec>,
     actions: Vec<Action>,
     expected: Value,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostCommandSpec {
+    name: String,
+    description: String,
+    operations: Vec<Value>,
+    result: Value,
+}
+
+/// A host-implemented command: performs the scenario's context operations, then answers.
+struct HostCommandFunction(HostCommandSpec);
+
+#[async_trait]
+impl robota::api::HostFunction for HostCommandFunction {
+    async fn call(&self, call: robota::api::HostCall) -> Result<Value, String> {
+        let context = call.context.ok_or("the command call has no context")?;
+        for op in &self.0.operations {
+            context
+                .call_json(op.clone())
+                .await
+                .map_err(|e| format!("operation {op} failed: {e}"))?;
+        }
+        Ok(self.0.result.clone())
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -319,6 +349,23 @@ async fn run(scenario: &Scenario) -> Value {
     interactive_options.skills = scenario.skills.clone();
     interactive_options.commands = scenario.commands.clone();
     interactive_options.session.mcp_servers = mcp_servers(scenario);
+    if !scenario.host_commands.is_empty() {
+        let commands = scenario
+            .host_commands
+            .iter()
+            .map(|spec| {
+                let command = robota::api::HostCommand::from_json_value(
+                    json!({"name": spec.name, "description": spec.description}),
+                    Arc::new(HostCommandFunction(spec.clone())),
+                )
+                .unwrap_or_else(|e| panic!("{}: host command: {e}", scenario.name));
+                Arc::new(command) as Arc<dyn robota::framework::commands::SystemCommand>
+            })
+            .collect();
+        interactive_options
+            .command_modules
+            .push(robota::api::HostCommand::module(commands));
+    }
     let session = InteractiveSession::new(interactive_options)
         .unwrap_or_else(|e| panic!("{}: session: {e}", scenario.name));
     let sub = session.subscribe_pull();

@@ -31,7 +31,14 @@ use crate::strings::{json_arg, str_arg};
 /// the callback, also after the engine stopped waiting). Never free it any other way.
 pub struct robota_completion {
     state: Arc<CompletionState>,
+    /// The id of the command context (command calls only).
+    context: Option<u64>,
 }
+
+/// A completion pointer handed to the callback's thread.
+struct CompletionPtr(*mut robota_completion);
+// SAFETY: the completion is owned by the host from the call on and usable from any thread.
+unsafe impl Send for CompletionPtr {}
 
 struct CompletionState {
     id: u64,
@@ -116,7 +123,7 @@ static NEXT_COMPLETION_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A [`HostFunction`] that calls a C callback and waits for its completion.
 pub(crate) struct CHostFunction {
-    foreign: ForeignCallback,
+    foreign: Arc<ForeignCallback>,
 }
 
 impl CHostFunction {
@@ -130,11 +137,11 @@ impl CHostFunction {
             return Err(FfiError::null("callback"));
         };
         Ok(Arc::new(CHostFunction {
-            foreign: ForeignCallback {
+            foreign: Arc::new(ForeignCallback {
                 callback,
                 user_data: UserData(user_data),
                 finalizer,
-            },
+            }),
         }))
     }
 }
@@ -151,25 +158,37 @@ impl HostFunction for CHostFunction {
             stream: call.stream,
         });
         let _abandon = Abandon(Arc::clone(&state));
-        let called = {
-            let request = CString::new(call.request.to_string()).unwrap_or_default();
-            let completion = Box::into_raw(Box::new(robota_completion {
-                state: Arc::clone(&state),
-            }));
-            let callback = self.foreign.callback;
-            let user_data = self.foreign.user_data.0;
+        // A command's context is reachable from C by a registered id while the call runs.
+        let context = call.context.map(CommandContextEntry::register);
+        let request = CString::new(call.request.to_string()).unwrap_or_default();
+        let completion = CompletionPtr(Box::into_raw(Box::new(robota_completion {
+            state: Arc::clone(&state),
+            context: context.as_ref().map(|c| c.id),
+        })));
+        let foreign = Arc::clone(&self.foreign);
+        let invoke = move || {
+            let completion = completion;
             std::panic::catch_unwind(|| {
                 // SAFETY: the host's callback with its user_data, a NUL-terminated request
                 // that outlives the call and a completion it now owns.
                 unsafe {
-                    callback(
-                        user_data,
+                    (foreign.callback)(
+                        foreign.user_data.0,
                         request.as_ptr(),
                         request.as_bytes().len(),
-                        completion,
+                        completion.0,
                     )
                 }
             })
+        };
+        // A command's callback may wait on its context (`robota_command_context_call`), which
+        // this task serves, so it runs on a thread that may block; other callbacks run here.
+        let called = if context.is_some() {
+            tokio::task::spawn_blocking(invoke)
+                .await
+                .unwrap_or(Err(Box::new("the callback thread failed")))
+        } else {
+            invoke()
         };
         if called.is_err() {
             return Err("the host callback failed".into());
@@ -453,4 +472,125 @@ impl Drop for ResultCallback {
              away)",
         )));
     }
+}
+
+// ---- command contexts ----
+
+/// A command's live context, as C sees it. Opaque; never dereferenced: the pointer's value is
+/// an id the engine looks up, so a context used after its command returned (or a wrong
+/// pointer) is refused with an error instead of touching freed memory.
+pub struct robota_command_context {
+    _private: [u8; 0],
+}
+
+/// The contexts of the command calls running now, by id.
+static COMMAND_CONTEXTS: Mutex<Vec<(u64, engine::api::HostCommandContext)>> =
+    Mutex::new(Vec::new());
+static NEXT_CONTEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One registered context; unregistered when the call ends.
+struct CommandContextEntry {
+    id: u64,
+}
+
+impl CommandContextEntry {
+    fn register(context: engine::api::HostCommandContext) -> Self {
+        let id = NEXT_CONTEXT_ID.fetch_add(1, Ordering::SeqCst);
+        COMMAND_CONTEXTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((id, context));
+        CommandContextEntry { id }
+    }
+}
+
+impl Drop for CommandContextEntry {
+    fn drop(&mut self) {
+        COMMAND_CONTEXTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// The live context of the command whose call gave `completion`, or NULL when the completion
+/// is not a command's (or is NULL). Valid until the command answers (the completion is
+/// resolved or rejected) or the engine stops waiting; later use is refused with
+/// `ROBOTA_STATUS_COMMAND`. Threading: any thread.
+///
+/// # Safety
+/// `completion` is NULL or a completion not yet consumed.
+#[no_mangle]
+pub unsafe extern "C" fn robota_completion_command_context(
+    completion: *const robota_completion,
+) -> *const robota_command_context {
+    ffi_boundary!(value std::ptr::null(), {
+        if completion.is_null() {
+            return std::ptr::null();
+        }
+        let completion = &*completion;
+        match completion.context {
+            Some(id) => id as usize as *const robota_command_context,
+            None => std::ptr::null(),
+        }
+    })
+}
+
+/// Runs one operation on a command's live session, the same facade the built-in commands use,
+/// and waits for it: `op_json` (`len` bytes of UTF-8) is `{"op": "state" | "history" |
+/// "commands" | "clear" | "compact" (+ "instructions"?) | "set_permission_mode" (+ "mode") |
+/// "set_session_name" (+ "name") | "run_subagent" (+ "prompt", "agent_type"?, "isolation"?) |
+/// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch")}`, where `scope` is
+/// `"localSettings"`, `"projectSettings"` or `"userSettings"` and `patch` a JSON merge patch.
+/// `*out_json` receives the answer as JSON (`null` for actions).
+///
+/// Errors: `ROBOTA_STATUS_COMMAND` when the context is no longer valid (its command answered)
+/// or the operation failed; `ROBOTA_STATUS_INVALID_JSON` / `ROBOTA_STATUS_INVALID_ARGUMENT`
+/// for a malformed operation, an unknown scope or mode.
+/// Ownership: `*out_json` is owned by the caller; free it with `robota_string_free`.
+/// Threading: blocks until done; call it from the command's callback or a thread of the host,
+/// never from another callback that must return first.
+///
+/// # Safety
+/// `ctx` is a value from `robota_completion_command_context` (or NULL); `op_json` is valid for
+/// `len` bytes; `out_json` is valid for writes; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_command_context_call(
+    ctx: *const robota_command_context,
+    op_json: *const c_char,
+    len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        if ctx.is_null() {
+            return Err(FfiError::null("ctx"));
+        }
+        if out_json.is_null() {
+            return Err(FfiError::null("out_json"));
+        }
+        let Some(op) = json_arg(op_json, len, "op_json")? else {
+            return Err(FfiError::new(
+                ROBOTA_STATUS_INVALID_JSON,
+                "`op_json` is empty; pass an operation such as {\"op\": \"state\"}",
+            ));
+        };
+        let id = ctx as usize as u64;
+        let context = COMMAND_CONTEXTS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(known, _)| *known == id)
+            .map(|(_, context)| context.clone());
+        let Some(context) = context else {
+            return Err(FfiError::new(
+                crate::error::ROBOTA_STATUS_COMMAND,
+                "the command context is no longer valid: its command has answered (or it never \
+                 was a context); use it only until the command's completion is resolved",
+            ));
+        };
+        let answer = context.call_json_blocking(op)?;
+        crate::strings::write_string(out_json, answer.to_string());
+        Ok(())
+    })
 }

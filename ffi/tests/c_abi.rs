@@ -275,6 +275,49 @@ fn c_test_host_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// A command written in C acts on its session through the live command context over mock-llm
+/// (state, settings write, plan mode, compact, clear); a context kept past its command and bad
+/// operations are typed errors.
+#[test]
+fn c_command_context_passes() {
+    let root = workspace_root();
+    let exe = build_c(
+        &root.join("ffi/tests/c/test_command_context.c"),
+        "test_command_context",
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"text": ["first answer"]},
+                {"text": ["second answer"]},
+                {"text": ["SUMMARY: two answers"]}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let dir = TempDir::new("command-context");
+    std::fs::create_dir_all(dir.path().join("project")).expect("project");
+    std::fs::create_dir_all(dir.path().join("home")).expect("home");
+    let url = mock.base_url();
+    let test_dir = dir.path().display().to_string();
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_TEST_DIR", test_dir.as_str()),
+        ],
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "two prompts and the compaction summary");
+    assert!(requests[2].body.to_string().contains("keep names"));
+    let local = dir.path().join("project/.claude/settings.local.json");
+    let text = std::fs::read_to_string(&local).expect("settings written");
+    assert!(text.contains("\"language\": \"ko\""), "{text}");
+    runtime.block_on(mock.shutdown());
+}
+
 /// Claude Code's tools from C: a model call to TodoWrite over HTTP brings a `todo_update` event,
 /// MultiEdit edits a file in the session's directory, a settings PreToolUse command hook sees
 /// both, and an `Edit(...)` deny rule stops MultiEdit on the file it names.
@@ -412,4 +455,30 @@ fn header_compiles_as_cpp17() {
         .arg("-I")
         .arg(root.join("include"))
         .arg(root.join("ffi/tests/c/header_cpp.cpp")));
+}
+
+/// A fresh directory under the system's temp folder, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let path =
+            std::env::temp_dir().join(format!("robota-c-{label}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).expect("temp dir");
+        TempDir(path)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

@@ -7,7 +7,7 @@
  * a denial (permission handler), a failed hook, or a failed command — never a crash.
  */
 
-import { RobotaError, describeValue, messageOf } from './errors.js';
+import { RobotaError, describeValue, messageOf, toRobotaError } from './errors.js';
 import type { CommandResult, PermissionMode } from './types.js';
 import { CustomProvider, type ProviderLike, type ProviderRequest, type ScriptedTurn } from './providers.js';
 
@@ -278,9 +278,164 @@ function hookName(hook: HookRegistration, index: number): string {
 }
 
 /** What a command's `execute` gets. */
+/** The settings file a command reads or patches: `.claude/settings.local.json` of the project,
+ * `.claude/settings.json` of the project, or the user's `~/.claude/settings.json`. */
+export type SettingsScope = 'localSettings' | 'projectSettings' | 'userSettings';
+
+/** The session a command runs in: a snapshot taken when the command starts, and methods that
+ * act on the live session — the same facade the built-in commands use. The methods work only
+ * while the command runs; afterwards they reject with a `command` {@link RobotaError}. Host
+ * actions (switch the model, exit, open a picker) are returned as `effects` of the result. */
 export interface CommandContext {
   /** The session's id. */
   sessionId: string;
+  /** The session's name, if it has one. */
+  sessionName: string | null;
+  /** The permission mode when the command started. */
+  permissionMode: PermissionMode;
+  /** The model, if known. */
+  model: string | null;
+  /** The live state: `session_id`, `session_name`, `permission_mode`, `model`, `context_state`,
+   * `usage`, `invoked_by_model`, `project_dir`. */
+  state(): Promise<Record<string, unknown>>;
+  /** The session's full history (chat messages and event entries). */
+  history(): Promise<Record<string, unknown>[]>;
+  /** The descriptors of the user-invocable commands. */
+  commands(): Promise<Record<string, unknown>[]>;
+  /** Clears the conversation (return the `conversation_history_cleared` effect so the host
+   * clears what it shows too). */
+  clear(): Promise<void>;
+  /** Compacts the conversation now; resolves with the summary (`removed_messages`, …). */
+  compact(instructions?: string): Promise<Record<string, unknown>>;
+  /** Changes the permission mode; an unknown mode rejects with `invalid_argument`. */
+  setPermissionMode(mode: PermissionMode): Promise<void>;
+  /** Renames the session. */
+  setSessionName(name: string): Promise<void>;
+  /** Runs a subagent to its final answer (needs the agent command module). */
+  runSubagent(
+    prompt: string,
+    options?: { agentType?: string; isolation?: 'none' | 'worktree' },
+  ): Promise<Record<string, unknown>>;
+  /** One settings file (`{}` when it does not exist). */
+  readSettings(scope?: SettingsScope): Promise<Record<string, unknown>>;
+  /** Applies a JSON merge patch (`null` removes a key) to one settings file; resolves with the
+   * file's path. */
+  updateSettings(patch: Record<string, unknown>, scope?: SettingsScope): Promise<string>;
+}
+
+/** One run of a JavaScript command: the messages it sends the engine (context operations,
+ * then its answer), one per round trip, and the results of its operations, in order. */
+class CommandRun {
+  private readonly outbox: string[] = [];
+  private wake: (() => void) | undefined;
+  private readonly pending: { resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
+  private closed = false;
+
+  constructor(private readonly command: string) {}
+
+  /** Sends one context operation; resolves with its result. */
+  request(op: Record<string, unknown>): Promise<unknown> {
+    if (this.closed) {
+      return Promise.reject(
+        new RobotaError(
+          'command',
+          `the context of command \`${this.command}\` is no longer valid: the command has returned; ` +
+            'use the context only while the command runs',
+        ),
+      );
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.post(JSON.stringify({ context_op: op }));
+    });
+  }
+
+  /** The command's answer: the last message. */
+  finish(message: string): void {
+    this.closed = true;
+    this.post(message);
+  }
+
+  /** The call was cancelled: nothing more is sent; waiting operations fail. */
+  cancel(): void {
+    this.closed = true;
+    for (const waiter of this.pending.splice(0)) waiter.reject(new RobotaError('command', 'the command was cancelled'));
+  }
+
+  /** The engine's result of the oldest waiting operation. */
+  deliver(result: { ok?: unknown; error?: unknown }): void {
+    const waiter = this.pending.shift();
+    if (waiter === undefined) return;
+    const error = result.error as { kind?: string; message?: string } | string | undefined;
+    if (error === undefined) {
+      waiter.resolve(result.ok ?? null);
+    } else if (typeof error === 'string') {
+      waiter.reject(new RobotaError('command', error));
+    } else {
+      waiter.reject(toRobotaError(new Error(`[${String(error.kind)}] ${String(error.message)}`)));
+    }
+  }
+
+  /** True once the answer has been handed over. */
+  get over(): boolean {
+    return this.closed && this.outbox.length === 0;
+  }
+
+  /** The next message for the engine. */
+  async next(): Promise<string> {
+    while (this.outbox.length === 0) {
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    }
+    return this.outbox.shift() as string;
+  }
+
+  private post(message: string): void {
+    this.outbox.push(message);
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}
+
+/** The context object a command's `execute` gets. */
+function commandContext(args: Record<string, unknown>, run: CommandRun): CommandContext {
+  const op = (o: Record<string, unknown>): Promise<unknown> => run.request(o);
+  return {
+    sessionId: String(args.session_id),
+    sessionName: typeof args.session_name === 'string' ? args.session_name : null,
+    permissionMode: String(args.permission_mode) as PermissionMode,
+    model: typeof args.model === 'string' ? args.model : null,
+    state: async () => (await op({ op: 'state' })) as Record<string, unknown>,
+    history: async () => (await op({ op: 'history' })) as Record<string, unknown>[],
+    commands: async () => (await op({ op: 'commands' })) as Record<string, unknown>[],
+    clear: async () => {
+      await op({ op: 'clear' });
+    },
+    compact: async (instructions?: string) =>
+      (await op(instructions === undefined ? { op: 'compact' } : { op: 'compact', instructions })) as Record<
+        string,
+        unknown
+      >,
+    setPermissionMode: async (mode: PermissionMode) => {
+      await op({ op: 'set_permission_mode', mode });
+    },
+    setSessionName: async (name: string) => {
+      await op({ op: 'set_session_name', name });
+    },
+    runSubagent: async (prompt, options = {}) =>
+      (await op({
+        op: 'run_subagent',
+        prompt,
+        ...(options.agentType === undefined ? {} : { agent_type: options.agentType }),
+        ...(options.isolation === undefined ? {} : { isolation: options.isolation }),
+      })) as Record<string, unknown>,
+    readSettings: async (scope: SettingsScope = 'localSettings') =>
+      (await op({ op: 'read_settings', scope })) as Record<string, unknown>,
+    updateSettings: async (patch: Record<string, unknown>, scope: SettingsScope = 'localSettings') =>
+      String(((await op({ op: 'update_settings', scope, patch })) as { path: unknown }).path),
+  };
 }
 
 /** A command of a {@link CommandModule}. */
@@ -332,8 +487,10 @@ export interface DispatchOrdering {
  * `core/src/api/host.rs`); `index`/`module` route hook and command calls. */
 interface HostRequest {
   call_id: number;
-  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel' | 'warning';
+  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel' | 'warning' | 'context_result';
   request?: unknown;
+  ok?: unknown;
+  error?: unknown;
   index?: number;
   module?: string;
   message?: string;
@@ -485,6 +642,7 @@ export function createDispatcher(
   const hooks = hookRegistrations(extensions.hooks);
   const inFlight = new Map<number, AbortController>();
   const streams = new Map<number, TurnStream>();
+  const commandRuns = new Map<number, CommandRun>();
   const provider = extensions.provider instanceof CustomProvider ? extensions.provider : undefined;
 
   async function handle(request: HostRequest, signal: AbortSignal): Promise<unknown> {
@@ -534,7 +692,18 @@ export function createDispatcher(
       case 'command': {
         const command = commands.get(`${String(request.module)}\u0000${String(args.command)}`);
         if (command === undefined) throw new Error(`no JavaScript command ${String(args.command)}`);
-        return normalizeCommand(await command.execute(String(args.args), { sessionId: String(args.session_id) }));
+        // The command runs on its own; the dispatcher relays its context operations, then its
+        // answer, one message per round trip (see `CommandRun`).
+        const run = new CommandRun(command.name);
+        const context = commandContext(args, run);
+        void (async () => {
+          try {
+            run.finish(JSON.stringify({ ok: normalizeCommand(await command.execute(String(args.args), context)) }));
+          } catch (error) {
+            run.finish(JSON.stringify({ error: messageOf(error) }));
+          }
+        })();
+        return run;
       }
       case 'provider': {
         if (provider === undefined) throw new Error('this session has no JavaScript provider');
@@ -557,6 +726,14 @@ export function createDispatcher(
     return JSON.stringify({ events: next.value });
   }
 
+  /** The next message of a command run; the run is kept until its answer is handed over. */
+  async function relay(callId: number, run: CommandRun): Promise<string> {
+    const message = await run.next();
+    if (run.over) commandRuns.delete(callId);
+    else commandRuns.set(callId, run);
+    return message;
+  }
+
   return async (json: string): Promise<string> => {
     let request: HostRequest;
     try {
@@ -575,9 +752,17 @@ export function createDispatcher(
       const stream = streams.get(callId);
       streams.delete(callId);
       stream?.return({}).catch(() => undefined);
+      commandRuns.get(callId)?.cancel();
+      commandRuns.delete(callId);
       return 'null';
     }
     try {
+      if (request.kind === 'context_result') {
+        const run = commandRuns.get(callId);
+        if (run === undefined) throw new Error(`no command call ${callId} is running`);
+        run.deliver(request);
+        return await relay(callId, run);
+      }
       if (request.kind === 'next') {
         const stream = streams.get(callId);
         streams.delete(callId);
@@ -588,11 +773,12 @@ export function createDispatcher(
       inFlight.set(callId, controller);
       const ok = await handle(request, controller.signal);
       if (ok instanceof ProviderStream) return await advance(callId, ok.events);
+      if (ok instanceof CommandRun) return await relay(callId, ok);
       return JSON.stringify({ ok: ok ?? null });
     } catch (error) {
       return JSON.stringify({ error: messageOf(error) });
     } finally {
-      if (!streams.has(callId)) inFlight.delete(callId);
+      if (!streams.has(callId) && !commandRuns.has(callId)) inFlight.delete(callId);
     }
   };
 }

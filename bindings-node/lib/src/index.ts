@@ -37,6 +37,7 @@ export {
   type Command,
   type CommandContext,
   type CommandModule,
+  type SettingsScope,
 } from './extensions.js';
 export type {
   CommonOptions,

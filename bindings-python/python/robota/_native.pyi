@@ -47,6 +47,13 @@ class NativeStream:
     def send(self, event: Dict[str, Any]) -> None:
         """Sends one event (``{"type": "text_delta" | "thinking_delta" | "tool_call" | "usage", ...}``)."""
 
+class NativeCommandContext:
+    """A command's live context; valid while the command runs."""
+
+    def call(self, op: Dict[str, Any]) -> Awaitable[Any]: ...
+    @property
+    def valid(self) -> bool: ...
+
 class NativeEvents:
     """A pull subscription to a session's events."""
 

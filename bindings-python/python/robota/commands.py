@@ -13,18 +13,99 @@ from typing import Any, Awaitable, Callable, Dict, List, Literal, Mapping, Optio
 
 from ._util import maybe_await
 
-__all__ = ["CommandContext", "CommandResult", "SystemCommand", "CommandModule", "command"]
+__all__ = ["SettingsScope", "CommandContext", "CommandResult", "SystemCommand", "CommandModule", "command"]
+
+
+SettingsScope = Literal["localSettings", "projectSettings", "userSettings"]
 
 
 @dataclass(frozen=True)
 class CommandContext:
-    """What a command can see of its session (a snapshot taken when it runs). To act on the
-    session, keep a reference to it in the command object."""
+    """The session a command runs in: a snapshot of its state taken when the command starts,
+    and async methods that act on the live session — the same facade the built-in commands use.
+
+    The methods work only while the command runs; a context kept and used after the command
+    returned raises :class:`robota.CommandError`. Host actions (switch the model, exit, open a
+    picker) are not methods: return them as ``effects`` of the :class:`CommandResult`.
+    """
 
     session_id: str
     session_name: Optional[str]
     permission_mode: str
     model: Optional[str]
+    #: Context window use when the command started (``used_tokens``, ``max_tokens``, ...).
+    context_state: Dict[str, Any] = field(default_factory=dict)
+    _native: Any = field(default=None, repr=False, compare=False)
+
+    async def _call(self, op: Dict[str, Any]) -> Any:
+        if self._native is None:
+            raise RuntimeError("this CommandContext is a snapshot without a live session")
+        return await self._native.call(op)
+
+    async def state(self) -> Dict[str, Any]:
+        """The live state: ``session_id``, ``session_name``, ``permission_mode``, ``model``,
+        ``context_state``, ``usage``, ``invoked_by_model``, ``project_dir``."""
+        result: Dict[str, Any] = await self._call({"op": "state"})
+        return result
+
+    async def history(self) -> List[Dict[str, Any]]:
+        """The session's full history (chat messages and event entries)."""
+        result: List[Dict[str, Any]] = await self._call({"op": "history"})
+        return result
+
+    async def commands(self) -> List[Dict[str, Any]]:
+        """The descriptors of the user-invocable commands."""
+        result: List[Dict[str, Any]] = await self._call({"op": "commands"})
+        return result
+
+    async def clear(self) -> None:
+        """Clears the conversation (return the ``conversation_history_cleared`` effect so the
+        host clears what it shows too)."""
+        await self._call({"op": "clear"})
+
+    async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
+        """Compacts the conversation now; resolves with the summary (``removed_messages``, ...)."""
+        op: Dict[str, Any] = {"op": "compact"}
+        if instructions is not None:
+            op["instructions"] = instructions
+        result: Dict[str, Any] = await self._call(op)
+        return result
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """Changes the permission mode (``default``, ``plan``, ``acceptEdits``,
+        ``bypassPermissions``, ``dontAsk``); an unknown mode raises ``InvalidArgumentError``."""
+        await self._call({"op": "set_permission_mode", "mode": mode})
+
+    async def set_session_name(self, name: str) -> None:
+        """Renames the session."""
+        await self._call({"op": "set_session_name", "name": name})
+
+    async def run_subagent(
+        self, prompt: str, agent_type: Optional[str] = None, isolation: Optional[str] = None
+    ) -> Dict[str, Any]:
+        """Runs a subagent to its final answer (needs the agent command module)."""
+        op: Dict[str, Any] = {"op": "run_subagent", "prompt": prompt}
+        if agent_type is not None:
+            op["agent_type"] = agent_type
+        if isolation is not None:
+            op["isolation"] = isolation
+        result: Dict[str, Any] = await self._call(op)
+        return result
+
+    async def read_settings(self, scope: SettingsScope = "localSettings") -> Dict[str, Any]:
+        """One settings file as a dict (``{}`` when it does not exist)."""
+        result: Dict[str, Any] = await self._call({"op": "read_settings", "scope": scope})
+        return result
+
+    async def update_settings(
+        self, patch: Mapping[str, Any], scope: SettingsScope = "localSettings"
+    ) -> str:
+        """Applies a JSON merge patch (``None`` removes a key) to one settings file; returns
+        the file's path."""
+        result: Dict[str, Any] = await self._call(
+            {"op": "update_settings", "scope": scope, "patch": dict(patch)}
+        )
+        return str(result["path"])
 
 
 @dataclass
@@ -108,14 +189,16 @@ class SystemCommand:
             d["argument_hint"] = self.argument_hint
         return d
 
-    async def _robota_execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    async def _robota_execute(self, request: Dict[str, Any], native: Any = None) -> Dict[str, Any]:
         # request: {"command", "args", "session_id", "session_name", "permission_mode", "model",
-        # "context_state"} (robota::api::host::HostCommand)
+        # "context_state"}; native: the live context (robota::api::host::HostCommand)
         ctx = CommandContext(
             session_id=str(request.get("session_id", "")),
             session_name=request.get("session_name"),
             permission_mode=str(request.get("permission_mode", "default")),
             model=request.get("model"),
+            context_state=dict(request.get("context_state") or {}),
+            _native=native,
         )
         try:
             result = await maybe_await(self.execute(str(request.get("args", "")), ctx))

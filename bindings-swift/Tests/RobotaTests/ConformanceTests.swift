@@ -14,7 +14,7 @@ let keptTypes: Set<String> = [
 ]
 let topKeys: Set<String> = [
     "name", "description", "provider", "host_tools", "permission_answers", "settings", "skills",
-    "commands", "mcp_servers", "actions", "expected",
+    "commands", "mcp_servers", "host_commands", "actions", "expected",
 ]
 /// The longest any wait of a scenario may take.
 let scenarioWait: TimeInterval = 20
@@ -266,6 +266,13 @@ final class ConformanceTests: XCTestCase {
             let text = try String(contentsOf: scenariosDir.appendingPathComponent(file), encoding: .utf8)
             let scenario = try JSONValue(parsing: text)
             XCTAssertEqual(scenario["name"]?.stringValue, String(file.dropLast(5)))
+            // Swift's command modules do not take the live command context yet (the Swift
+            // binding passes commands a snapshot only), so scenarios with host commands that act
+            // on their session cannot be played here.
+            if !(scenario["host_commands"]?.arrayValue ?? []).isEmpty {
+                print("conformance: skipping \(file): Swift commands have no live command context yet")
+                continue
+            }
             let actual = try await runScenario(scenario)
             let expected = scenario["expected"] ?? [:]
             XCTAssertEqual(

@@ -7,7 +7,7 @@
 //! | [`HostTool`] | [`Tool`] | `{tool, input, tool_use_id, cwd}` | `{content, is_error?, response?}` or a string |
 //! | [`HostPermissionHandler`] | [`PermissionHandler`] | [`PermissionRequest`] | [`PermissionResponse`] (`{"type": "allow_once"}`, …) |
 //! | [`HostHookCallback`] | [`HookCallback`] | [`HookInput`] | [`HookCallbackResult`] (`{"type": "block", "reason"}`, …) |
-//! | [`HostCommand`] | [`SystemCommand`] | `{command, args, session_id, session_name, permission_mode, model, context_state}` | [`CommandResult`] (`success` defaults to true) or a string |
+//! | [`HostCommand`] | [`SystemCommand`] | `{command, args, session_id, session_name, permission_mode, model, context_state}` + the live [`HostCommandContext`](super::HostCommandContext) in [`HostCall::context`] | [`CommandResult`] (`success` defaults to true) or a string |
 //! | [`HostProvider`] | [`Provider`] | [`ProviderRequest`] | streamed [`HostProviderEvent`]s, then `{stop_reason?, usage?, model?, text?, tool_calls?, error?}` |
 //!
 //! A rejected call (`Err(message)`) is a failed tool result, a denial, a failed hook, a failed
@@ -53,6 +53,9 @@ pub struct HostCall {
     pub cancel: CancellationToken,
     /// For provider calls only: where the host streams [`HostProviderEvent`]s.
     pub stream: Option<HostStream>,
+    /// For command calls only: the command's live context (see [`HostCommandContext`]), valid
+    /// until the host answers.
+    pub context: Option<super::HostCommandContext>,
 }
 
 /// Something the host implements once per binding: answers a JSON request with a JSON value
@@ -425,6 +428,7 @@ impl Tool for HostTool {
             }),
             cancel: context.cancel.clone(),
             stream: None,
+            context: None,
         };
         tokio::select! {
             biased;
@@ -478,6 +482,7 @@ impl PermissionHandler for HostPermissionHandler {
                 request,
                 cancel,
                 stream: None,
+                context: None,
             })
             .await;
         permission_response_from_answer(answer)
@@ -673,6 +678,7 @@ impl HookCallback for HostHookCallback {
                 request,
                 cancel,
                 stream: None,
+                context: None,
             })
             .await;
         hook_result_from_answer(answer)
@@ -758,14 +764,16 @@ impl SystemCommand for HostCommand {
         });
         let cancel = CancellationToken::new();
         let _guard = cancel.clone().drop_guard();
-        let answer = self
-            .function
-            .call(HostCall {
-                request,
-                cancel,
-                stream: None,
-            })
-            .await;
+        // The host acts on the session through `context` while the call runs; the queue is
+        // served until the answer arrives, then closed.
+        let (context, queue) = super::command_context::open(&self.descriptor.name);
+        let call = self.function.call(HostCall {
+            request,
+            cancel,
+            stream: None,
+            context: Some(context),
+        });
+        let answer = queue.serve(ctx, call).await;
         command_result_from_answer(answer)
     }
 }
@@ -930,6 +938,7 @@ impl Provider for HostProvider {
             request,
             cancel: call_cancel,
             stream: Some(HostStream { sender }),
+            context: None,
         });
         tokio::pin!(call);
         let mut assembly = Assembly {

@@ -6,12 +6,14 @@
 //! [`crate::session`], [`crate::framework`]); it exists so that no binding re-implements
 //! option parsing, defaults or error classification.
 
+mod command_context;
 mod error;
 mod fields;
 mod host;
 mod provider_config;
 mod session_config;
 
+pub use command_context::{CommandContextOp, HostCommandContext};
 pub use error::{ApiError, ApiErrorKind};
 pub use host::{
     async_trait, command_result_from_answer, hook_result_from_answer,

@@ -66,5 +66,8 @@ pub use permission_handler::{
 pub use recovery::{RecoveryReport, UnfinishedTurn};
 pub(crate) use run::absolute_cwd;
 pub use run::{Session, STOP_HOOK_MESSAGE_METADATA};
-pub use settings_writer::{add_permission_rules, set_settings_flag, SettingsWriteError};
+pub use settings_writer::{
+    add_permission_rules, merge_settings_patch, read_settings_file, set_settings_flag,
+    SettingsWriteError,
+};
 pub use subagent::{is_withheld_from_subagents, SubagentOutcome, SubagentRun, COMMAND_TOOL_PREFIX};

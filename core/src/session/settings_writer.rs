@@ -148,6 +148,98 @@ pub fn set_settings_flag(
     })
 }
 
+/// Applies a JSON merge patch (RFC 7396) to the settings file at `path`: objects merge key by
+/// key, `null` removes a key, any other value replaces what was there. Keys keep their order in
+/// the file; new keys go at the end. The file (and its directories) is created when needed.
+/// Returns true when the file changed. A patch that is not an object is refused.
+pub fn merge_settings_patch(
+    path: &Path,
+    patch: &serde_json::Value,
+) -> Result<bool, SettingsWriteError> {
+    let serde_json::Value::Object(patch) = patch else {
+        return Err(SettingsWriteError::WrongType {
+            path: path.to_path_buf(),
+            json_path: "(the patch)".into(),
+            expected: "an object",
+            found: Json::from_value(patch).type_name(),
+        });
+    };
+    edit_settings(path, |top, _| Ok(merge_object(top, patch)))
+}
+
+/// Reads the settings file at `path` as JSON (an absent or empty file is `{}`), size-capped like
+/// every settings file.
+pub fn read_settings_file(path: &Path) -> Result<serde_json::Value, SettingsWriteError> {
+    let bytes = match crate::files::read_regular(path, &crate::files::SETTINGS_FILE) {
+        Ok(bytes) => bytes,
+        Err(e) if e.is_not_found() => return Ok(serde_json::Value::Object(Default::default())),
+        Err(e) => {
+            return Err(SettingsWriteError::Read {
+                path: path.to_path_buf(),
+                source: e.into_io_error(),
+            })
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    if body.trim().is_empty() {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    serde_json::from_str(body).map_err(|e| SettingsWriteError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+/// Merges `patch` into `target` (RFC 7396); true when anything changed.
+fn merge_object(
+    target: &mut Vec<(String, Json)>,
+    patch: &serde_json::Map<String, serde_json::Value>,
+) -> bool {
+    let mut changed = false;
+    for (key, value) in patch {
+        let position = target.iter().position(|(k, _)| k == key);
+        match (value, position) {
+            (serde_json::Value::Null, Some(index)) => {
+                target.remove(index);
+                changed = true;
+            }
+            (serde_json::Value::Null, None) => {}
+            (serde_json::Value::Object(inner), Some(index))
+                if matches!(target[index].1, Json::Object(_)) =>
+            {
+                if let Json::Object(existing) = &mut target[index].1 {
+                    changed |= merge_object(existing, inner);
+                }
+            }
+            (serde_json::Value::Object(inner), position) => {
+                let mut fresh = Vec::new();
+                merge_object(&mut fresh, inner);
+                let fresh = Json::Object(fresh);
+                match position {
+                    Some(index) => target[index].1 = fresh,
+                    None => target.push((key.clone(), fresh)),
+                }
+                changed = true;
+            }
+            (other, Some(index)) => {
+                let fresh = Json::from_value(other);
+                if target[index].1 != fresh {
+                    target[index].1 = fresh;
+                    changed = true;
+                }
+            }
+            (other, None) => {
+                target.push((key.clone(), Json::from_value(other)));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
 /// A function that names a value of the wrong type at a JSON path of the file being edited.
 type WrongType<'a> = &'a dyn Fn(&str, &'static str, &Json) -> SettingsWriteError;
 
@@ -298,6 +390,23 @@ enum Json {
 }
 
 impl Json {
+    fn from_value(value: &serde_json::Value) -> Json {
+        match value {
+            serde_json::Value::Null => Json::Null,
+            serde_json::Value::Bool(b) => Json::Bool(*b),
+            serde_json::Value::Number(n) => Json::Number(n.clone()),
+            serde_json::Value::String(s) => Json::String(s.clone()),
+            serde_json::Value::Array(items) => {
+                Json::Array(items.iter().map(Json::from_value).collect())
+            }
+            serde_json::Value::Object(map) => Json::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Json::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
     fn type_name(&self) -> &'static str {
         match self {
             Json::Null => "null",

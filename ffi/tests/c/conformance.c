@@ -136,6 +136,43 @@ static void free_tool(void *user_data) {
   free(tool);
 }
 
+/* ---- host commands ---- */
+
+/* A scenario's host command: performs its operations on the live command context, then
+ * answers its result. */
+static void on_host_command(void *user_data, const char *request, size_t len,
+                            robota_completion *c) {
+  const cJSON *spec = (const cJSON *)user_data;
+  (void)request;
+  (void)len;
+  const robota_command_context *ctx = robota_completion_command_context(c);
+  const cJSON *op;
+  cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(spec, "operations")) {
+    char *op_text = cJSON_PrintUnformatted(op);
+    char *out = NULL;
+    robota_error *err = NULL;
+    robota_status st = robota_command_context_call(ctx, op_text, strlen(op_text), &out, &err);
+    cJSON_free(op_text);
+    robota_string_free(out);
+    if (st != ROBOTA_STATUS_OK) {
+      char message[512];
+      snprintf(message, sizeof message, "a context operation failed (%d): %s", (int)st,
+               robota_error_message(err));
+      robota_error_free(err);
+      robota_completion_reject(c, message, strlen(message), NULL);
+      return;
+    }
+  }
+  cJSON *answer = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(spec, "result"), 1);
+  cJSON_AddTrueToObject(answer, "success");
+  char *answer_text = cJSON_PrintUnformatted(answer);
+  cJSON_Delete(answer);
+  resolve_str(c, answer_text);
+  cJSON_free(answer_text);
+}
+
+static void free_host_command(void *user_data) { cJSON_Delete((cJSON *)user_data); }
+
 /* ---- permission answers ---- */
 
 typedef struct {
@@ -495,6 +532,27 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
       free_tool(host_tool);
     }
   }
+  const cJSON *host_command;
+  cJSON_ArrayForEach(host_command, cJSON_GetObjectItemCaseSensitive(scenario, "host_commands")) {
+    cJSON *descriptor = cJSON_CreateObject();
+    cJSON_AddItemToObject(descriptor, "name",
+                          copy_or_null(cJSON_GetObjectItemCaseSensitive(host_command, "name")));
+    cJSON_AddItemToObject(
+        descriptor, "description",
+        copy_or_null(cJSON_GetObjectItemCaseSensitive(host_command, "description")));
+    char *descriptor_text = cJSON_PrintUnformatted(descriptor);
+    cJSON_Delete(descriptor);
+    cJSON *spec = cJSON_Duplicate(host_command, 1);
+    st = robota_session_options_add_command(options, descriptor_text, strlen(descriptor_text),
+                                            on_host_command, spec, free_host_command, &err);
+    cJSON_free(descriptor_text);
+    if (st != ROBOTA_STATUS_OK) {
+      fail_run(r, "add_command", st, err);
+      robota_error_free(err);
+      err = NULL;
+      cJSON_Delete(spec);
+    }
+  }
   permissions *perms = calloc(1, sizeof *perms);
   pthread_mutex_init(&perms->lock, NULL);
   const cJSON *answers = cJSON_GetObjectItemCaseSensitive(scenario, "permission_answers");
@@ -671,7 +729,7 @@ int main(int argc, char **argv) {
   static const char *const TOP_KEYS[] = {"name",    "description",        "provider",
                                          "host_tools", "permission_answers", "settings",
                                          "skills",  "commands",           "mcp_servers",
-                                         "actions", "expected"};
+                                         "actions", "expected", "host_commands"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;

@@ -32,8 +32,8 @@ const HELP_NAME_WIDTH: usize = 32;
 /// ([`plugin_command_module`](crate::framework::plugins::plugin_command_module)), the `mcp`
 /// command's module ([`mcp_command_module`](super::mcp::mcp_command_module)), the `background`
 /// command ([`background_command_module`](crate::framework::background::background_command_module)), plus `rewind`
-/// (edit checkpoints), `memory` (project memory) and `reset`/`language`/`statusline` (settings
-/// effects for the host).
+/// (edit checkpoints), `memory` (project memory), `reset`/`language`/`statusline` (settings
+/// effects for the host) and `provider` (provider profiles and their probe).
 pub fn default_command_modules() -> Vec<CommandModule> {
     let mut modules = builtin_command_modules();
     modules.push(super::agent::agent_command_module());
@@ -44,6 +44,7 @@ pub fn default_command_modules() -> Vec<CommandModule> {
     modules.push(super::mcp::mcp_command_module());
     modules.push(super::settings_commands::settings_command_module());
     modules.push(crate::framework::background::background_command_module());
+    modules.push(super::provider::provider_command_module());
     modules
 }
 

@@ -257,7 +257,31 @@ pub trait CommandHostContext: Send + Sync {
         let _ = (id, including);
         Err(CommandHostError::new(NO_CHECKPOINTS))
     }
+    /// The settings file `destination` (`localSettings`, `projectSettings`, `userSettings`) as
+    /// JSON, `{}` when it does not exist yet. Hosts without settings files keep this default.
+    fn read_settings(
+        &self,
+        destination: crate::session::SettingsDestination,
+    ) -> Result<serde_json::Value, CommandHostError> {
+        let _ = destination;
+        Err(CommandHostError::new(NO_SETTINGS))
+    }
+    /// Applies a JSON merge patch (`null` removes a key) to the settings file `destination`,
+    /// atomically, keeping its other keys; returns the file written. Takes effect for sessions
+    /// created afterwards (and for whatever the host re-reads).
+    async fn update_settings(
+        &self,
+        destination: crate::session::SettingsDestination,
+        patch: serde_json::Value,
+    ) -> Result<std::path::PathBuf, CommandHostError> {
+        let _ = (destination, patch);
+        Err(CommandHostError::new(NO_SETTINGS))
+    }
 }
+
+/// What hosts without settings files answer.
+const NO_SETTINGS: &str =
+    "this host has no settings files (settings need an InteractiveSession with settings on)";
 
 /// What hosts without edit checkpoints answer.
 const NO_CHECKPOINTS: &str =

@@ -20,6 +20,7 @@ pub mod custom;
 mod host;
 pub mod mcp;
 pub mod models;
+pub mod provider;
 mod registry;
 pub mod settings_commands;
 mod tool;
@@ -32,6 +33,7 @@ pub use host::{
     SystemCommand, UsageSummary,
 };
 pub use mcp::{mcp_command_module, McpCommand, MCP_COMMAND};
+pub use provider::{provider_command_module, ProviderCommand, PROVIDER_COMMAND};
 pub use registry::{
     CommandEntry, CommandError, CommandRegistry, CommandRegistryError, RegisteredCommand,
 };

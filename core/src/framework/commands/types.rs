@@ -240,6 +240,13 @@ pub enum CommandEffect {
     /// The conversation was cleared; clear rendered history too (spec
     /// `conversation-history-cleared`).
     ConversationHistoryCleared,
+    /// A provider profile became the current one (`provider use`); the settings are saved, and
+    /// a host restarts the session with it to use it now. Not in spec 000, whose provider
+    /// command applies profiles on the next start only.
+    ProviderChangeRequested {
+        /// The profile's name (a key of `providers`).
+        profile: String,
+    },
     /// Patch the status line settings (spec `statusline-settings-patch`).
     StatuslineSettingsPatch {
         /// The settings patch, owned by the statusline command.

@@ -327,6 +327,46 @@ impl CommandHostContext for SessionHost {
             .restore_checkpoint(id, including)
             .map_err(interactive_error)
     }
+
+    fn read_settings(
+        &self,
+        destination: crate::session::SettingsDestination,
+    ) -> Result<serde_json::Value, CommandHostError> {
+        let inner = self.get()?;
+        let path = settings_path(&inner, destination)?;
+        crate::session::read_settings_file(&path).map_err(|e| CommandHostError::new(e.to_string()))
+    }
+
+    async fn update_settings(
+        &self,
+        destination: crate::session::SettingsDestination,
+        patch: serde_json::Value,
+    ) -> Result<std::path::PathBuf, CommandHostError> {
+        let inner = self.get()?;
+        let path = settings_path(&inner, destination)?;
+        crate::session::merge_settings_patch(&path, &patch)
+            .map_err(|e| CommandHostError::new(e.to_string()))?;
+        Ok(path)
+    }
+}
+
+/// The file of a settings layer, or why the session has none.
+fn settings_path(
+    inner: &super::Inner,
+    destination: crate::session::SettingsDestination,
+) -> Result<std::path::PathBuf, CommandHostError> {
+    inner
+        .session()
+        .settings_targets()
+        .iter()
+        .find(|t| t.destination == destination)
+        .map(|t| t.path.clone())
+        .ok_or_else(|| {
+            CommandHostError::new(format!(
+                "the session has no {destination} file (settings are off, or there is no home \
+                 folder for user settings)"
+            ))
+        })
 }
 
 fn interactive_error(error: super::InteractiveError) -> CommandHostError {
