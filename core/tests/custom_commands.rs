@@ -358,6 +358,77 @@ Notes: @notes.md
         assert!(!project.path("after-grant.txt").exists(), "{touch}");
     }
 
+    /// An attacker controls a command's arguments (a model-suggested command line, a pasted
+    /// snippet): the arguments are spliced into `!` snippets unquoted, as Claude Code does, so
+    /// the permission check of the whole snippet is what keeps `allowed-tools: Bash(echo *)`
+    /// from running anything but `echo`. Each argument below would create its marker file if
+    /// real bash ran the snippet; none may exist afterwards (checked on disk, not in the prompt).
+    #[tokio::test]
+    async fn snippet_arguments_cannot_smuggle_commands_past_allowed_tools() {
+        let project = Project::new();
+        project.write(
+            ".claude/commands/show.md",
+            "---\ndescription: Show it\nallowed-tools: Bash(echo *), Bash(git log *)\n---\n\
+             Echo: !`echo $ARGUMENTS`\nFirst: !`echo $1`\nLog: !`git log --oneline -n 1 $1`\n",
+        );
+        let marker = |n: usize| project.path(&format!("pwned-{n}"));
+        let attacks: Vec<String> = [
+            "x; touch {}",
+            "x && touch {}",
+            "x || touch {}",
+            "x & touch {}",
+            "x | tee {}",
+            "x > {}",
+            "x >> {}",
+            "$(touch {})",
+            "`touch {}`",
+            "x\ntouch {}",
+            "x;touch {}",
+            "\"$(touch {})\"",
+            "x <(touch {})",
+            "x >(touch {})",
+            "${IFS}x;touch${IFS}{}",
+            "x\u{0}; touch {}",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(n, attack)| attack.replace("{}", &marker(n).display().to_string()))
+        .collect();
+        let turns: Vec<serde_json::Value> = attacks.iter().map(|_| text_turn("ok")).collect();
+        let mock = Mock::start(json!({ "turns": turns })).await;
+        let events = Events::default();
+        let session = InteractiveSession::new(InteractiveSessionOptions::new(options(
+            &project, &mock, &events,
+        )))
+        .unwrap_or_else(|e| panic!("session: {e}"));
+        for attack in &attacks {
+            // A refused command is fine too; what matters is what ran.
+            if let Ok(result) = session.execute_command("show", attack).await {
+                if result.success {
+                    session.wait_idle().await;
+                }
+            }
+        }
+        session.wait_idle().await;
+        for (n, attack) in attacks.iter().enumerate() {
+            assert!(
+                !marker(n).exists(),
+                "the argument {attack:?} ran a command past `allowed-tools: Bash(echo *)`"
+            );
+        }
+        // The harmless part still works: a plain argument is echoed.
+        let mock2 = Mock::start(json!({"turns": [text_turn("ok")]})).await;
+        let session = InteractiveSession::new(InteractiveSessionOptions::new(options(
+            &project, &mock2, &events,
+        )))
+        .unwrap_or_else(|e| panic!("session: {e}"));
+        let result = session.execute_command("show", "plain").await.unwrap();
+        assert!(result.success, "{result:?}");
+        session.wait_idle().await;
+        let prompt = mock2.user_texts(0).join("\n");
+        assert!(prompt.contains("Echo: plain"), "{prompt}");
+    }
+
     #[tokio::test]
     async fn commands_are_listed_with_their_source_and_bad_ones_are_warnings() {
         let project = project();
