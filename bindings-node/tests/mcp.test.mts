@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { InteractiveSession, ScriptedProvider } from '@robota/native';
+import { InteractiveSession, ScriptedProvider, type RobotaEventOf } from '@robota/native';
 
 import { hermetic, repoDir, within } from './helpers.mjs';
 
@@ -40,6 +40,16 @@ test('mcp: a server from mcpServers is listed and its tool results reach the mod
   assert.equal(gone.status.state, 'failed');
   await within(20_000, session.submit('add'), 'submit');
   await within(20_000, session.waitIdle(), 'idle');
+  // A status change after start-up arrives as a typed event.
+  const statuses: Array<RobotaEventOf<'mcp_server_status'>> = [];
+  session.on('mcp_server_status', (event) => statuses.push(event));
+  const disabled = await session.executeCommand('mcp', 'disable py');
+  assert.equal(disabled.success, true, disabled.message);
+  await within(20_000, session.waitIdle(), 'idle');
+  assert.deepEqual(
+    statuses.map((e) => [e.server, e.status.state]),
+    [['py', 'disabled']],
+  );
   await session.shutdown();
   const results = session
     .getMessages()

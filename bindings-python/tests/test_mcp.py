@@ -6,9 +6,9 @@ as failed while the session goes on."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
-from robota import InteractiveSession, ScriptedProvider
+from robota import InteractiveSession, McpServerStatusEvent, ScriptedProvider
 
 SERVERS = Path(__file__).resolve().parents[2] / "tests" / "mcp-servers"
 
@@ -47,3 +47,11 @@ async def test_mcp_server_tools_reach_the_model(opts: Dict[str, Any]) -> None:
         ]
         assert len(results) == 1 and "42" in str(results[0]), results
         assert not results[0].get("is_error"), results
+        # A status change after start-up arrives as a typed event.
+        statuses: List[McpServerStatusEvent] = []
+        session.on("mcp_server_status", statuses.append)
+        result = await session.execute_command("mcp", "disable py")
+        assert result.success, result.message
+        await session.wait_idle()
+        assert [(e.server, e.state) for e in statuses] == [("py", "disabled")], statuses
+        assert statuses[0].reason

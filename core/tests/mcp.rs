@@ -555,6 +555,8 @@ async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events(
             .map(|g| g.pgid)
     };
     let first_pid = server_pid(&session).expect("the server runs");
+    // Hosts of the interactive session get later changes as typed `mcp_server_status` events.
+    let interactive_events = session.subscribe_pull();
 
     let disabled = session
         .execute_command("mcp", "disable py")
@@ -602,6 +604,39 @@ async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events(
             "connected",
             "pending",
             "connected"
+        ]
+    );
+    let mut typed = Vec::new();
+    while let Some(event) = interactive_events.try_next_event() {
+        if let robota::framework::interactive::InteractiveEventKind::McpServerStatus {
+            server,
+            status,
+        } = &event.kind
+        {
+            let json = serde_json::to_value(&event).expect("events serialize");
+            assert_eq!(json["type"], "mcp_server_status");
+            typed.push((server.clone(), status.clone()));
+        }
+    }
+    let states: Vec<String> = typed
+        .iter()
+        .map(|(server, status)| {
+            format!(
+                "{server}:{}",
+                serde_json::to_value(status).unwrap()["state"]
+                    .as_str()
+                    .unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "py:disabled",
+            "py:pending",
+            "py:connected",
+            "py:pending",
+            "py:connected"
         ]
     );
 

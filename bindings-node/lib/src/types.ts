@@ -426,6 +426,11 @@ export interface PluginListing {
   }>;
   warnings: Array<{ file?: string; message: string }>;
 }
+/** An MCP server's status. */
+export type McpServerStatus =
+  | { state: 'pending' | 'connected' }
+  | { state: 'failed' | 'disabled'; reason: string };
+
 /** An MCP server of the session (`session.listMcpServers()`). */
 export interface McpServerInfo {
   name: string;
@@ -434,10 +439,8 @@ export interface McpServerInfo {
     | { kind: 'project'; file: string }
     | { kind: 'settings'; file?: string | null }
     | { kind: 'plugin'; plugin: string };
-  transport: 'stdio' | 'http';
-  status:
-    | { state: 'pending' | 'connected' }
-    | { state: 'failed' | 'disabled'; reason: string };
+  transport: 'stdio' | 'http' | 'sse';
+  status: McpServerStatus;
   /** Session tool names: `mcp__<server>__<tool>`. */
   tools: string[];
   prompts: string[];
@@ -446,7 +449,9 @@ export interface McpServerInfo {
 /** An MCP server definition, as in `.mcp.json`'s `mcpServers`. */
 export type McpServerConfig =
   | { type?: 'stdio'; command: string; args?: string[]; env?: Record<string, string>; cwd?: string }
-  | { type: 'http'; url: string; headers?: Record<string, string> };
+  | { type: 'http'; url: string; headers?: Record<string, string> }
+  /** The legacy HTTP+SSE transport (protocol 2024-11-05). */
+  | { type: 'sse'; url: string; headers?: Record<string, string> };
 
 /** One history entry, as `getFullHistory()` returns them: a chat message (`category: 'chat'`,
  * `type` the role) or an event entry (`category: 'event'`: `tool-start`, `tool-end`,
@@ -519,6 +524,9 @@ export type RobotaEvent = EventEnvelope &
     | { type: 'session_recovered'; message: string; report: RecoveryReport }
     /** The agent's task list changed (a `TodoWrite` call succeeded): the whole new list. */
     | { type: 'todo_update'; todos: TodoItem[] }
+    /** An MCP server's status changed after the session started (failed, reconnected, enabled,
+     * disabled); `listMcpServers()` gives every server's status at any time. */
+    | { type: 'mcp_server_status'; server: string; status: McpServerStatus }
     | { type: 'session'; event: { type: string; [key: string]: unknown } }
   );
 
@@ -543,6 +551,7 @@ export const EVENT_TYPES = [
   'background_task_event',
   'session_recovered',
   'todo_update',
+  'mcp_server_status',
   'session',
 ] as const satisfies readonly RobotaEventType[];
 

@@ -30,6 +30,7 @@ __all__ = [
     "SessionRecoveredEvent",
     "TodoItem",
     "TodoUpdateEvent",
+    "McpServerStatusEvent",
     "SessionEvent",
     "UnknownEvent",
     "EVENT_TYPES",
@@ -423,6 +424,21 @@ class TodoUpdateEvent(Event):
 
 
 @dataclass(slots=True)
+class McpServerStatusEvent(Event):
+    """An MCP server's status changed after the session started: it failed, reconnected, was
+    enabled or disabled (:meth:`robota.InteractiveSession.list_mcp_servers` gives every server's
+    status at any time)."""
+
+    type: ClassVar[str] = "mcp_server_status"
+    #: The server's name.
+    server: str
+    #: ``"pending"``, ``"connected"``, ``"failed"`` or ``"disabled"``.
+    state: str
+    #: Why it failed or is disabled (``None`` otherwise).
+    reason: Optional[str]
+
+
+@dataclass(slots=True)
 class SessionEvent(Event):
     """Any other session event (permission answers, hook messages, warnings, …)."""
 
@@ -478,6 +494,14 @@ _FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
     ),
     "todo_update": lambda d: TodoUpdateEvent(
         d["session_id"], d["seq"], d, [TodoItem.from_dict(t) for t in d.get("todos") or []]
+    ),
+    "mcp_server_status": lambda d: McpServerStatusEvent(
+        d["session_id"],
+        d["seq"],
+        d,
+        str(d.get("server", "")),
+        str((d.get("status") or {}).get("state", "")),
+        (d.get("status") or {}).get("reason"),
     ),
     "session": lambda d: SessionEvent(d["session_id"], d["seq"], d, d.get("event") or {}),
 }

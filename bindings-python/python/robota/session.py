@@ -43,6 +43,7 @@ from .events import (
     TextDeltaEvent,
     ThinkingEvent,
     TodoUpdateEvent,
+    McpServerStatusEvent,
     ToolEndEvent,
     ToolStartEvent,
     ToolState,
@@ -76,6 +77,7 @@ EventType = Literal[
     "background_task_event",
     "session_recovered",
     "todo_update",
+    "mcp_server_status",
     "session",
     "*",
 ]
@@ -851,6 +853,10 @@ class InteractiveSession:
     def on(
         self, event_type: Literal["todo_update"], listener: Callable[[TodoUpdateEvent], Any]
     ) -> Callable[[TodoUpdateEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["mcp_server_status"], listener: Callable[[McpServerStatusEvent], Any]
+    ) -> Callable[[McpServerStatusEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["session"], listener: Callable[[SessionEvent], Any]) -> Callable[[SessionEvent], Any]: ...
     @overload

@@ -192,6 +192,9 @@ public struct SessionEvent: Sendable, Equatable {
         case backgroundTaskEvent(JSONValue)
         /// The resumed session was damaged and repaired.
         case sessionRecovered(message: String, report: JSONValue)
+        /// An MCP server's status changed after the session started (it failed, reconnected,
+        /// was enabled or disabled).
+        case mcpServerStatus(server: String, status: McpServerInfo.Status)
         /// Any other session event (permission answers, hook messages, warnings, …).
         case session(JSONValue)
         /// An event type this version does not know.
@@ -271,6 +274,9 @@ public struct SessionEvent: Sendable, Equatable {
         case "background_task_event": kind = .backgroundTaskEvent(object["data"] ?? .null)
         case "session_recovered":
             kind = .sessionRecovered(message: string("message"), report: object["report"] ?? .null)
+        case "mcp_server_status":
+            kind = .mcpServerStatus(
+                server: string("server"), status: try typed("status", McpServerInfo.Status.self))
         case "session": kind = .session(object["event"] ?? .null)
         default: kind = .other(type: type)
         }

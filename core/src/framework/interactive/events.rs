@@ -257,6 +257,15 @@ pub enum InteractiveEventKind {
         /// `active_form`).
         todos: Vec<crate::tools::builtins::TodoItem>,
     },
+    /// An MCP server's status changed after the session started: it failed, reconnected, was
+    /// enabled or disabled (`list_mcp_servers()` gives every server's status at any time).
+    McpServerStatus {
+        /// The server's name.
+        server: String,
+        /// Its new status (`state`: `pending`, `connected`, `failed` or `disabled`, with the
+        /// `reason` when failed or disabled).
+        status: crate::mcp::McpServerStatus,
+    },
     /// Any other session event (permission answers, hook messages, warnings, …), unchanged.
     Session {
         /// The event.
@@ -297,6 +306,7 @@ impl InteractiveEventKind {
             InteractiveEventKind::BackgroundTaskEvent { .. } => "background_task_event",
             InteractiveEventKind::SessionRecovered { .. } => "session_recovered",
             InteractiveEventKind::TodoUpdate { .. } => "todo_update",
+            InteractiveEventKind::McpServerStatus { .. } => "mcp_server_status",
             InteractiveEventKind::Session { .. } => "session",
         }
     }
@@ -562,6 +572,9 @@ pub(crate) fn translate(event: SessionEvent) -> InteractiveEventKind {
         },
         SessionEvent::ContextUpdate { state } => InteractiveEventKind::ContextUpdate { state },
         SessionEvent::TodoUpdate { todos } => InteractiveEventKind::TodoUpdate { todos },
+        SessionEvent::McpServerStatus { server, status } => {
+            InteractiveEventKind::McpServerStatus { server, status }
+        }
         SessionEvent::SessionRecovered { message, report } => {
             InteractiveEventKind::SessionRecovered { message, report }
         }
