@@ -875,6 +875,35 @@ impl Session {
         self.lock_conversation().clone()
     }
 
+    /// The id of the newest history entry, read without copying the history.
+    pub fn last_history_entry_id(&self) -> Option<String> {
+        self.lock_conversation()
+            .entries()
+            .last()
+            .map(|e| e.id().to_string())
+    }
+
+    /// The history entries after the entry `mark` (all of them when `mark` is `None`), copied
+    /// without copying the rest. When `mark` is gone (a compaction replaced the entries
+    /// before), from the last user message. Searches from the end: the cost follows what is
+    /// returned, not the history's length.
+    pub fn history_after(&self, mark: Option<&str>) -> Vec<crate::message::HistoryEntry> {
+        let conversation = self.lock_conversation();
+        let entries = conversation.entries();
+        let start = match mark.and_then(|m| entries.iter().rposition(|e| e.id() == m)) {
+            Some(index) => index + 1,
+            None if mark.is_none() => 0,
+            None => entries
+                .iter()
+                .rposition(|e| {
+                    e.message()
+                        .is_some_and(|m| m.role == crate::message::Role::User)
+                })
+                .unwrap_or(0),
+        };
+        entries[start..].to_vec()
+    }
+
     /// The chat messages of the history, in order.
     pub fn messages(&self) -> Vec<Message> {
         self.lock_conversation().messages().cloned().collect()

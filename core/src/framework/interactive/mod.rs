@@ -1636,49 +1636,39 @@ impl Inner {
 
     /// The id of the newest history entry (where the next prompt's entries begin).
     fn last_history_id(&self) -> Option<String> {
-        let conversation = self.session.conversation();
-        conversation.entries().last().map(|e| e.id().to_string())
+        self.session.last_history_entry_id()
     }
 
     /// What a prompt that ended as `ended` did: its answer, the history entries after `mark`
     /// (from its user message when a compaction replaced the entries before), its tools, the
     /// context state and its usage.
     fn report(&self, ended: &PromptResult, mark: Option<&str>) -> ExecutionReport {
-        let conversation = self.session.conversation();
-        let entries = conversation.entries();
-        let start = match mark.and_then(|m| entries.iter().position(|e| e.id() == m)) {
-            Some(index) => index + 1,
-            None if mark.is_none() => 0,
-            None => entries
-                .iter()
-                .rposition(|e| {
-                    e.message()
-                        .is_some_and(|m| m.role == crate::message::Role::User)
-                })
-                .unwrap_or(0),
-        };
         let outcome = ended.outcome();
         // An abort can leave the outcome without the text that had streamed.
         let response = match outcome {
             Some(outcome) if !outcome.response.is_empty() => outcome.response.clone(),
             _ => self.lock().streaming_text.clone(),
         };
+        let context_state = self.session.context_state();
         ExecutionReport {
             response,
-            history: entries[start..].to_vec(),
+            history: self.session.history_after(mark),
             tool_summaries: self.lock().tools.clone(),
-            context_state: self.session.context_state(),
-            usage: outcome.and_then(|o| self.usage_snapshot(o)),
+            usage: outcome.and_then(|o| self.usage_snapshot(o, &context_state)),
+            context_state,
         }
     }
 
     /// The prompt's usage as spec 000 `IUsageSnapshot` (`None` when no tokens were counted).
-    fn usage_snapshot(&self, outcome: &RunOutcome) -> Option<UsageSnapshot> {
+    fn usage_snapshot(
+        &self,
+        outcome: &RunOutcome,
+        context: &crate::session::ContextState,
+    ) -> Option<UsageSnapshot> {
         let usage = &outcome.usage;
         if usage.input_tokens + usage.output_tokens == 0 {
             return None;
         }
-        let context = self.session.context_state();
         Some(UsageSnapshot {
             kind: "exact".into(),
             scope: "turn".into(),
@@ -1703,7 +1693,7 @@ impl Inner {
             });
             let _ = self.session.append_history_event("tool-summary", data);
         }
-        if let Some(snapshot) = self.usage_snapshot(outcome) {
+        if let Some(snapshot) = self.usage_snapshot(outcome, &self.session.context_state()) {
             let data = serde_json::to_value(snapshot).unwrap_or_default();
             let _ = self.session.append_history_event("usage-summary", data);
         }
