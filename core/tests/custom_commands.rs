@@ -495,6 +495,7 @@ Notes: @notes.md
         let mock = Mock::start(json!({"turns": [
             tool_turn("toolu_standup", "Skill", json!({"skill": "standup", "args": "Monday"})),
             tool_turn("toolu_deploy", "Skill", json!({"skill": "deploy", "args": "prod"})),
+            tool_turn("toolu_review", "Skill", json!({"skill": "review", "args": "notes.md style"})),
             text_turn("Done."),
         ]}))
         .await;
@@ -523,13 +524,28 @@ Notes: @notes.md
             .collect();
         assert_eq!(
             started,
-            [("standup".to_string(), SkillInvocation::ModelTool)]
+            [
+                ("standup".to_string(), SkillInvocation::ModelTool),
+                ("review".to_string(), SkillInvocation::ModelTool)
+            ]
         );
-        // The model's requests stayed on the session's model.
-        assert!(mock
+        let review = mock.result_for("toolu_review");
+        assert!(review.contains("Review notes.md for style"), "{review}");
+        // `review` names `model: claude-haiku-4-5`: the rest of the prompt went to it.
+        let models: Vec<String> = mock
             .bodies()
             .iter()
-            .all(|b| b["model"] == "claude-sonnet-4-5"));
+            .map(|b| b["model"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(
+            models,
+            [
+                "claude-sonnet-4-5",
+                "claude-sonnet-4-5",
+                "claude-sonnet-4-5",
+                "claude-haiku-4-5"
+            ]
+        );
         // The user may still run the command the model may not.
         let deployed = session.execute_command("deploy", "prod").await.unwrap();
         assert!(deployed.success, "{deployed:?}");

@@ -378,6 +378,7 @@ async fn the_model_activates_skills_through_the_skill_tool_and_the_skills_comman
         tool_turn("toolu_deploy", "Skill", json!({"skill": "deploy"})),
         tool_turn("toolu_cmd", "robota_command_skills", json!({"args": "background-lore"})),
         text_turn("Followed the skills."),
+        text_turn("Next prompt."),
     ]}))
     .await;
     let session = session_for(&project, &mock);
@@ -411,6 +412,25 @@ async fn the_model_activates_skills_through_the_skill_tool_and_the_skills_comman
     session.wait_idle().await;
     let history = skill_activation_history(&session);
     assert_eq!(history.len(), 2, "{history:#?}");
+    // `review` names `model: claude-opus-4-1`: once the model activated it, the rest of the
+    // prompt went to that model; the next prompt is back on the session's model.
+    let models: Vec<String> = mock
+        .bodies()
+        .iter()
+        .map(|body| body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "claude-sonnet-4-5",
+            "claude-opus-4-1",
+            "claude-opus-4-1",
+            "claude-opus-4-1"
+        ]
+    );
+    session.submit("and now?", None, None).await.unwrap();
+    until(&sub, "complete").await;
+    assert_eq!(mock.bodies()[4]["model"], "claude-sonnet-4-5");
 }
 
 #[tokio::test]

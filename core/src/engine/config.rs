@@ -95,6 +95,53 @@ pub struct RunOptions {
     /// Calls this provider instead of the engine's for this run (e.g. the same provider on
     /// another model, for a skill or custom command that names its `model`).
     pub provider: Option<Arc<dyn crate::provider::Provider>>,
+    /// Lets something outside the run (a tool call of the run) send the rest of the run to
+    /// another provider; see [`ProviderSwitch`].
+    pub provider_switch: Option<ProviderSwitch>,
+}
+
+/// A handle through which the provider of a run in progress is replaced: every model call of the
+/// run after [`set`](Self::set) goes to the new provider. It exists for a skill the model
+/// activates that names its `model` (Claude Code runs the rest of that turn on it); the run's
+/// context window follows the new provider unless the engine configuration fixes one.
+#[derive(Clone, Default)]
+pub struct ProviderSwitch(Arc<std::sync::Mutex<Option<Arc<dyn crate::provider::Provider>>>>);
+
+impl ProviderSwitch {
+    /// A switch nothing has been put in.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sends the run's next model calls to `provider`.
+    pub fn set(&self, provider: Arc<dyn crate::provider::Provider>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(provider);
+    }
+
+    /// The provider put in since the last call, if any (the run takes it before a model call).
+    pub(crate) fn take(&self) -> Option<Arc<dyn crate::provider::Provider>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+impl std::fmt::Debug for ProviderSwitch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pending = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|p| p.model().to_string());
+        f.debug_struct("ProviderSwitch")
+            .field("pending_model", &pending)
+            .finish()
+    }
 }
 
 impl RunOptions {
@@ -127,6 +174,12 @@ impl RunOptions {
     /// Calls `provider` instead of the engine's provider for this run.
     pub fn with_provider(mut self, provider: Arc<dyn crate::provider::Provider>) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// Lets `switch` replace the provider while the run goes on.
+    pub fn with_provider_switch(mut self, switch: ProviderSwitch) -> Self {
+        self.provider_switch = Some(switch);
         self
     }
 

@@ -52,9 +52,9 @@ pub use budget::{
     CHARS_PER_TOKEN, CONTEXT_OVERFLOW_TOOL_RESULT, HARD_LIMIT_RATIO, TOOL_RESULT_BUDGET_RATIO,
 };
 pub use config::{
-    EngineConfig, EventCallback, ExecutionEventCallback, RunOptions, RunOutcome, RunStopReason,
-    DEFAULT_MAX_CONSECUTIVE_UNKNOWN_TOOL_ROUNDS, DEFAULT_MAX_TOOL_CONCURRENCY, DEFAULT_MAX_TURNS,
-    DEFAULT_TOOL_ABORT_GRACE,
+    EngineConfig, EventCallback, ExecutionEventCallback, ProviderSwitch, RunOptions, RunOutcome,
+    RunStopReason, DEFAULT_MAX_CONSECUTIVE_UNKNOWN_TOOL_ROUNDS, DEFAULT_MAX_TOOL_CONCURRENCY,
+    DEFAULT_MAX_TURNS, DEFAULT_TOOL_ABORT_GRACE,
 };
 pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
 pub use gate::{GateCall, GateDecision, ToolCallGate};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{self, ToolResultBudget, CONTEXT_OVERFLOW_TOOL_RESULT, HARD_LIMIT_RATIO};
-use super::config::{RunOptions, RunOutcome, RunStopReason};
+use super::config::{ProviderSwitch, RunOptions, RunOutcome, RunStopReason};
 use super::events::{Emitter, EngineEvent, ExecutionEvent, HistoryMutation};
 use super::round::{assistant_message, ParsedCall};
 use super::summary::{
@@ -84,6 +84,8 @@ pub(crate) struct Run<'a> {
     context_window: u64,
     /// Chat messages in the conversation (kept here: counting them is O(n)).
     message_count: usize,
+    /// Where a new provider for the rest of the run may arrive.
+    provider_switch: Option<ProviderSwitch>,
 }
 
 impl<'a> Run<'a> {
@@ -132,7 +134,19 @@ impl<'a> Run<'a> {
             fixed_chars,
             context_window,
             message_count,
+            provider_switch: options.provider_switch,
         }
+    }
+
+    /// Moves the run to a provider put in its [`ProviderSwitch`] since the last model call.
+    fn take_switched_provider(&mut self) {
+        let Some(provider) = self.provider_switch.as_ref().and_then(ProviderSwitch::take) else {
+            return;
+        };
+        if self.engine.config.context_window.is_none() {
+            self.context_window = provider.capabilities().context_window;
+        }
+        self.provider = provider;
     }
 
     /// Runs the loop to its end and reports the outcome.
@@ -198,6 +212,7 @@ impl<'a> Run<'a> {
                 );
             }
             let round = self.rounds + 1;
+            self.take_switched_provider();
 
             // Hard guard: a request that cannot fit is not sent.
             let messages = self.conversation.messages_for_model();

@@ -86,8 +86,8 @@ use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
-    Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, RunOptions, RunOutcome,
-    RunStopReason,
+    Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
+    RunOutcome, RunStopReason,
 };
 use crate::hooks::{
     AsyncHookResult, CompactTrigger, HookEvent, HookEventInput, HookInput, HookRunner,
@@ -146,6 +146,9 @@ pub struct Session {
     /// The provider of the current run when it asked for another model
     /// ([`run_on_model`](Session::run_on_model)); `None`: the session's.
     run_provider: Mutex<Option<Arc<dyn Provider>>>,
+    /// Moves the engine run in progress to another provider ([`switch_running_model`]
+    /// (Session::switch_running_model)); a fresh one per prompt.
+    run_switch: Mutex<ProviderSwitch>,
     /// The session's provider on the model the user switched to ([`switch_model`]
     /// (Session::switch_model)); `None`: the model the session was created with.
     switched: Mutex<Option<Arc<dyn Provider>>>,
@@ -639,6 +642,7 @@ impl Session {
             run_lock: tokio::sync::Mutex::new(()),
             current_run: Mutex::new(None),
             run_provider: Mutex::new(None),
+            run_switch: Mutex::new(ProviderSwitch::new()),
             switched: Mutex::new(None),
             started: OnceCell::new(),
             start_context: Mutex::new(Vec::new()),
@@ -807,6 +811,43 @@ impl Session {
         let state = self.estimate(self.lock_conversation().messages());
         self.update_context(state);
         Ok(self.active_context_window())
+    }
+
+    /// Sends the rest of the prompt in progress to `model` on the session's provider: its next
+    /// model call and every later one until the prompt ends (Stop-hook continuations included);
+    /// the prompt after it is back on the session's model. This is how a skill the model
+    /// activates mid-prompt runs on the `model` it names. Returns the model now answering.
+    /// Refused with [`SessionError::ModelSwitch`] when the provider cannot call `model`;
+    /// without a prompt in progress it changes nothing.
+    pub fn switch_running_model(&self, model: &str) -> Result<String, SessionError> {
+        let model = model.trim();
+        let provider = if model == self.model {
+            Arc::clone(&self.provider)
+        } else {
+            self.provider
+                .with_model(model)
+                .ok_or_else(|| SessionError::ModelSwitch {
+                    model: model.to_string(),
+                    provider: self.provider.name().to_string(),
+                })?
+        };
+        if self
+            .current_run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+        {
+            return Ok(self.current_model());
+        }
+        *self
+            .run_provider
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&provider));
+        self.run_switch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .set(provider);
+        Ok(model.to_string())
     }
 
     /// The name of the session's provider (`anthropic`, `openai`, …).
@@ -1172,6 +1213,10 @@ impl Session {
             .run_provider
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = provider;
+        *self
+            .run_switch
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = ProviderSwitch::new();
         self.run_turn(prompt, typed, &cancel).await
     }
 
@@ -1762,7 +1807,13 @@ impl Session {
         let options = match run_provider {
             Some(provider) => options.with_provider(provider),
             None => options,
-        };
+        }
+        .with_provider_switch(
+            self.run_switch
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        );
         options
             .with_cancel(cancel.clone())
             .with_on_event(move |event| {

@@ -155,13 +155,9 @@ impl Inner {
             outputs.push(self.run_snippet(&snippet.command).await);
         }
         let text = replace_snippets(&text, &snippets, &outputs);
-        let model = self.run_model(command.model.as_deref(), !by_model, &mut activation);
-        if let (true, Some(model)) = (by_model, &command.model) {
-            activation.notes.push(format!(
-                "the command asks for model `{model}`; run by the model, it goes on with the \
-                 session's model `{}`",
-                self.session.model()
-            ));
+        let model = self.run_model(command.model.as_deref(), true, &mut activation);
+        if by_model {
+            self.switch_running_model(model.as_deref(), &mut activation);
         }
         self.report_activation(&activation, true);
         let active = ActiveSkill {

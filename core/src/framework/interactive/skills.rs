@@ -101,12 +101,15 @@ impl Inner {
         let session_id = self.session.session_id().to_string();
         let instructions = skill_instructions(&skill, &body, &request.args, &session_id);
         let mut activation = SkillActivation::started(&skill, &request.args, request.invocation);
-        // A skill the user starts runs its prompt on its `model`; one the model activates is
-        // part of a run that has its model already.
-        let inline_for_user = !by_model && skill.context == SkillContext::Inline;
-        let model = self.run_model(skill.model.as_deref(), inline_for_user, &mut activation);
+        // A skill the user starts runs its prompt on its `model`; one the model activates
+        // moves the rest of the prompt in progress to it (as Claude Code does).
+        let inline = skill.context == SkillContext::Inline;
+        let model = self.run_model(skill.model.as_deref(), inline, &mut activation);
+        if by_model && inline {
+            self.switch_running_model(model.as_deref(), &mut activation);
+        }
         if let Some(model) = skill.model.as_ref().filter(|m| *m != self.session.model()) {
-            if !inline_for_user {
+            if !inline {
                 activation.notes.push(format!(
                     "the skill asks for model `{model}`; it runs on the session's model `{}`",
                     self.session.model()
@@ -173,7 +176,8 @@ impl Inner {
         switch: bool,
         activation: &mut SkillActivation,
     ) -> Option<String> {
-        let model = requested.filter(|m| switch && *m != self.session.model())?;
+        let current = self.session.current_model();
+        let model = requested.filter(|m| switch && *m != current)?;
         if self.session.can_run_on(model) {
             return Some(model.to_string());
         }
@@ -184,6 +188,18 @@ impl Inner {
             self.session.model()
         ));
         None
+    }
+
+    /// Moves the rest of the prompt in progress to `model` (from [`run_model`](Self::run_model))
+    /// for a skill or custom command the model activated; a refusal is a note on `activation`.
+    pub(crate) fn switch_running_model(
+        &self,
+        model: Option<&str>,
+        activation: &mut SkillActivation,
+    ) {
+        if let Some(Err(error)) = model.map(|m| self.session.switch_running_model(m)) {
+            activation.notes.push(error.to_string());
+        }
     }
 
     /// Pre-approves `allowed_tools` (a skill's or a custom command's) until the activation
