@@ -422,8 +422,10 @@ const struct robota_command_context *robota_completion_command_context(const str
 // and waits for it: `op_json` (`len` bytes of UTF-8) is `{"op": "state" | "history" |
 // "commands" | "clear" | "compact" (+ "instructions"?) | "set_permission_mode" (+ "mode") |
 // "set_session_name" (+ "name") | "run_subagent" (+ "prompt", "agent_type"?, "isolation"?) |
-// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch")}`, where `scope` is
-// `"localSettings"`, `"projectSettings"` or `"userSettings"` and `patch` a JSON merge patch.
+// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch") | "switch_model" (+
+// "model") | "set_auto_compact" (+ "enabled", "threshold"?)}`, where `scope` is
+// `"localSettings"`, `"projectSettings"` or `"userSettings"`, `patch` a JSON merge patch and
+// `threshold` a fraction of the context window in (0, 1].
 // `*out_json` receives the answer as JSON (`null` for actions).
 //
 // Errors: `ROBOTA_STATUS_COMMAND` when the context is no longer valid (its command answered)
@@ -838,6 +840,29 @@ robota_status robota_session_submit_tracked(const struct robota_session *s,
                                             int32_t *out_queued,
                                             uint64_t *out_prompt_id,
                                             struct robota_error **out_err);
+
+// `robota_session_submit_tracked` for a prompt the host built from what the user typed (a
+// `/audit staged` line expanded into instructions): `input_json` (`input_len` bytes; NULL or
+// empty for none) is `{"display_input"?: "...", "raw_input"?: "..."}` — `display_input` is
+// what the history shows for the prompt, `raw_input` what UserPromptSubmit hooks get as their
+// `prompt` (Claude Code's field); the model and the history get `prompt` itself. Everything
+// else, the callback and the errors included, is as `robota_session_submit_tracked`; an
+// unknown key or a value that is not a string is `ROBOTA_STATUS_INVALID_JSON`.
+//
+// Threading: any thread, including from an event callback.
+//
+// # Safety
+// As `robota_session_submit_tracked`; `input_json` is NULL or valid for `input_len` bytes.
+robota_status robota_session_submit_as_typed(const struct robota_session *s,
+                                             const char *prompt,
+                                             size_t len,
+                                             const char *input_json,
+                                             size_t input_len,
+                                             robota_result_callback callback,
+                                             void *user_data,
+                                             int32_t *out_queued,
+                                             uint64_t *out_prompt_id,
+                                             struct robota_error **out_err);
 
 // Cancels exactly one prompt, by the id `robota_session_submit_tracked` gave: a queued prompt
 // is dropped (its result is `cancelled`), the running one is aborted (`interrupted`) while

@@ -49,10 +49,12 @@ describe('command context', () => {
                 const compacted = await context.compact('keep names');
                 await context.clear();
                 const afterState = await context.state();
+                const auto = await context.setAutoCompact(true, 0.5);
+                const switched = await context.switchModel('claude-haiku-4-5');
                 return {
                   message: 'tidied',
                   success: true,
-                  data: { before, historyEntries: history.length, written, settings, commands: commands.length, compacted, after: afterState },
+                  data: { before, historyEntries: history.length, written, settings, commands: commands.length, compacted, after: afterState, auto, switched },
                   effects: [{ type: 'conversation_history_cleared' }],
                 };
               },
@@ -76,6 +78,9 @@ describe('command context', () => {
     assert.equal(data.after.permission_mode, 'plan');
     assert.equal(data.after.context_state.message_count, 0);
     assert.deepEqual(data.settings, { language: 'ko', statusLine: { enabled: false } });
+    assert.deepEqual(data.auto, { enabled: true, threshold: 0.5 });
+    assert.equal(data.switched.model, 'claude-haiku-4-5');
+    assert.ok(data.switched.contextWindow > 0);
     // What the session really did.
     assert.deepEqual(session.getMessages(), []);
     const local = path.join(options.cwd, '.claude', 'settings.local.json');
@@ -109,6 +114,7 @@ describe('command context', () => {
                 for (const attempt of [
                   () => context.setPermissionMode('yolo' as never),
                   () => context.updateSettings({ x: 1 }, 'nowhere' as never),
+                  () => context.setAutoCompact(true, 2),
                 ]) {
                   await attempt().catch((error: unknown) => errors.push(error));
                 }
@@ -123,6 +129,7 @@ describe('command context', () => {
     assert.ok(result.success);
     assert.ok(errors[0] instanceof RobotaError && errors[0].code === 'invalid_argument' && /yolo/.test(errors[0].message));
     assert.ok(errors[1] instanceof RobotaError && errors[1].code === 'invalid_json');
+    assert.ok(errors[2] instanceof RobotaError && errors[2].code === 'invalid_argument' && /\(0, 1\]/.test(errors[2].message));
     assert.doesNotMatch((await session.executeCommand('permissions')).message, /plan/);
     await session.shutdown();
   });

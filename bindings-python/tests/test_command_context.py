@@ -34,6 +34,8 @@ class Tidy(SystemCommand):
         compacted = await context.compact("keep names")
         await context.clear()
         after = await context.state()
+        auto = await context.set_auto_compact(True, 0.5)
+        switched = await context.switch_model("claude-haiku-4-5")
         return CommandResult(
             message="tidied",
             data={
@@ -43,6 +45,8 @@ class Tidy(SystemCommand):
                 "settings": settings,
                 "compacted": compacted,
                 "after": after,
+                "auto": auto,
+                "switched": switched,
             },
             effects=[{"type": "conversation_history_cleared"}],
         )
@@ -75,6 +79,9 @@ async def test_python_command_clears_compacts_switches_mode_and_writes_settings(
         assert data["after"]["permission_mode"] == "plan"
         assert data["after"]["context_state"]["message_count"] == 0
         assert data["settings"] == {"language": "ko", "statusLine": {"enabled": False}}
+        assert data["auto"] == {"enabled": True, "threshold": 0.5}
+        assert data["switched"]["model"] == "claude-haiku-4-5"
+        assert data["switched"]["context_window"] > 0
         # What the session really did.
         assert session.get_messages() == []
         assert session.permission_mode == "plan"
@@ -101,6 +108,7 @@ class BadOps(SystemCommand):
         for attempt in (
             lambda: context.set_permission_mode("yolo"),
             lambda: context.update_settings({"x": 1}, scope="nowhere"),  # type: ignore[arg-type]
+            lambda: context.set_auto_compact(True, 2.0),
         ):
             try:
                 await attempt()
@@ -119,3 +127,4 @@ async def test_bad_context_operations_raise_typed_errors(opts: Dict[str, Any]) -
         assert session.permission_mode == "default"
     assert isinstance(bad.errors[0], robota.InvalidArgumentError) and "yolo" in str(bad.errors[0])
     assert isinstance(bad.errors[1], robota.InvalidJsonError)
+    assert isinstance(bad.errors[2], robota.InvalidArgumentError) and "(0, 1]" in str(bad.errors[2])

@@ -29,7 +29,8 @@ enum Next {
     Exit,
     /// Switch to this saved session.
     Resume(String),
-    /// Reopen the current session, so the plugins enabled now load (its conversation is kept).
+    /// Reopen the current session, so what was saved in settings applies (plugins enabled now,
+    /// another provider profile, a response language); its conversation is kept.
     Reload,
 }
 
@@ -244,7 +245,7 @@ async fn run_command(
             }
         };
         let Some(interaction) = result.interaction.clone() else {
-            let next = apply(&result);
+            let next = apply(session, &result);
             // A user-run inline skill reports `mode: inject`; its prompt may even be done by now
             // (its events wait in the subscription).
             let started_prompt = result
@@ -310,7 +311,7 @@ fn ask(prompt: &InteractionPrompt) {
 }
 
 /// Prints a command's message and applies the effects the CLI owns.
-fn apply(result: &CommandResult) -> Next {
+fn apply(session: &InteractiveSession, result: &CommandResult) -> Next {
     if !result.message.is_empty() {
         println!("{}", result.message);
     }
@@ -330,9 +331,58 @@ fn apply(result: &CommandResult) -> Next {
             CommandEffect::PluginRegistryReloadRequested => next = Next::Reload,
             // The session switched the model itself; the command's message says so.
             CommandEffect::ModelChangeRequested { .. } => {}
+            // `provider use` and `language` saved the change in settings; the provider and the
+            // system prompt are built when a session opens, so the session is reopened (its
+            // conversation kept) to apply them now.
+            CommandEffect::ProviderChangeRequested { profile } => {
+                eprintln!("(reopening the session on provider profile `{profile}`)");
+                next = Next::Reload;
+            }
+            // `reset` (confirmed): robota's user settings are moved aside, never deleted, and
+            // the REPL ends so the next start uses the defaults.
+            CommandEffect::SettingsResetRequested => {
+                match reset_user_settings(session) {
+                    Ok(Some(backup)) => eprintln!(
+                        "User settings reset (the old file is kept as {}). Exiting.",
+                        backup.display()
+                    ),
+                    Ok(None) => eprintln!("There were no user settings to reset. Exiting."),
+                    Err(error) => {
+                        eprintln!("robota: the user settings were not reset: {error}");
+                        continue;
+                    }
+                }
+                return Next::Exit;
+            }
+            CommandEffect::LanguageChangeRequested { language } => {
+                eprintln!("(reopening the session to answer in `{language}`)");
+                next = Next::Reload;
+            }
             // Applied by the session itself (clear, rename) or nothing to do in a line REPL.
             _ => {}
         }
     }
     next
+}
+
+/// Moves robota's own user settings file (`~/.robota/settings.json`) aside, as
+/// `settings.json.reset-<unix seconds>.bak` next to it; the backup's path, or `None` when there
+/// was no file. `~/.claude/settings.json` belongs to Claude Code as well and is left alone.
+fn reset_user_settings(
+    session: &InteractiveSession,
+) -> std::io::Result<Option<std::path::PathBuf>> {
+    let cwd = session.session().cwd().to_path_buf();
+    let Some(home) = robota::framework::config::SettingsOptions::from_env(cwd).home else {
+        return Ok(None);
+    };
+    let file = home.join(".robota").join("settings.json");
+    if !file.exists() {
+        return Ok(None);
+    }
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let backup = file.with_file_name(format!("settings.json.reset-{seconds}.bak"));
+    std::fs::rename(&file, &backup)?;
+    Ok(Some(backup))
 }

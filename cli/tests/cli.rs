@@ -618,6 +618,71 @@ async fn interactive_clear_asks_then_clears_the_conversation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn language_is_saved_and_the_repl_reopens_the_session_to_apply_it() {
+    let mock = mock(json!([{"text": "first"}, {"text": "second"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let output = project.run_with_input(
+        &[],
+        b"remember PINEAPPLE\n/language ko\nwhat word?\n/exit\n",
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("reopening the session to answer in `ko`"),
+        "{}",
+        stderr(&output)
+    );
+    let saved = project.home.path().join(".claude/settings.json");
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).expect("user settings")).unwrap();
+    assert_eq!(settings["language"], "ko");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let system = |i: usize| requests[i].body["system"].to_string();
+    assert!(!system(0).contains("Response Language"), "{}", system(0));
+    assert!(system(1).contains("Response Language"), "{}", system(1));
+    // The reopened session kept the conversation.
+    let after = sent_text(&mock, 1);
+    assert!(
+        after.contains("PINEAPPLE") && after.contains("what word?"),
+        "{after}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_moves_the_user_settings_aside_and_exits() {
+    let mock = mock(json!([])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let user = project.home.path().join(".robota/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, r#"{"language": "de"}"#).unwrap();
+    // `no` keeps them; `yes` moves them aside and ends the REPL (the line after is not read).
+    let output = project.run_with_input(&[], b"/reset\nno\n/reset\nyes\n/cost\n");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(!user.exists(), "{}", stderr(&output));
+    let kept: Vec<_> = std::fs::read_dir(user.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("settings.json.reset-") && name.ends_with(".bak"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let backup = std::fs::read_to_string(user.parent().unwrap().join(&kept[0])).unwrap();
+    assert_eq!(backup, r#"{"language": "de"}"#);
+    assert!(
+        stderr(&output).contains("User settings reset"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(
+        !stdout(&output).contains("Estimated cost"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg(target_os = "linux")]
 async fn bypass_permissions_runs_bash_in_the_sandbox_unless_no_sandbox() {
     let outside = tempfile::tempdir().expect("temp dir");

@@ -43,6 +43,8 @@ impl HostFunction for Tidy {
         let compacted = op(json!({"op": "compact", "instructions": "keep names"})).await?;
         op(json!({"op": "clear"})).await?;
         let after = op(json!({"op": "state"})).await?;
+        let switched = op(json!({"op": "switch_model", "model": "claude-haiku-4-5"})).await?;
+        let auto = op(json!({"op": "set_auto_compact", "enabled": true, "threshold": 0.5})).await?;
         Ok(json!({
             "message": "tidied",
             "data": {
@@ -52,6 +54,8 @@ impl HostFunction for Tidy {
                 "settings": settings,
                 "compacted": compacted,
                 "after": after,
+                "switched": switched,
+                "auto": auto,
             },
             "effects": [
                 {"type": "conversation_history_cleared"},
@@ -144,8 +148,17 @@ async fn a_host_command_clears_compacts_switches_mode_and_writes_settings() {
         json!({"language": "ko", "statusLine": {"enabled": false}})
     );
 
+    assert_eq!(data["switched"]["model"], "claude-haiku-4-5", "{data}");
+    assert!(
+        data["switched"]["context_window"].as_u64().unwrap() > 0,
+        "{data}"
+    );
+    assert_eq!(data["auto"], json!({"enabled": true, "threshold": 0.5}));
+
     // What the session really did.
     assert_eq!(s.session().permission_mode(), PermissionMode::Plan);
+    assert_eq!(s.session().current_model(), "claude-haiku-4-5");
+    assert_eq!(s.session().auto_compact_threshold(), Some(0.5));
     assert!(s.get_messages().is_empty());
     let local = dir.path().join("project/.claude/settings.local.json");
     assert_eq!(
@@ -197,6 +210,8 @@ async fn bad_operations_are_typed_errors_and_the_session_is_unchanged() {
         json!({"op": "set_permission_mode", "mode": "yolo"}),
         json!({"op": "update_settings", "scope": "localSettings", "patch": [1]}),
         json!({"op": "update_settings", "scope": "nowhere", "patch": {}}),
+        json!({"op": "set_auto_compact", "enabled": true, "threshold": 2.0}),
+        json!({"op": "switch_model", "model": "  "}),
     ]);
     let command = HostCommand::from_json_value(
         json!({"name": "probe", "description": "d"}),
@@ -224,6 +239,10 @@ async fn bad_operations_are_typed_errors_and_the_session_is_unchanged() {
     assert!(answers[1]["error"].as_str().unwrap().contains("yolo"));
     assert_eq!(answers[2]["kind"], "invalid_argument", "{answers}");
     assert_eq!(answers[3]["kind"], "invalid_json", "{answers}");
+    assert_eq!(answers[4]["kind"], "invalid_argument", "{answers}");
+    assert!(answers[4]["error"].as_str().unwrap().contains("(0, 1]"));
+    assert_eq!(answers[5]["kind"], "invalid_argument", "{answers}");
+    assert!(s.session().auto_compact_threshold().is_some());
     assert_eq!(s.session().permission_mode(), PermissionMode::Default);
     assert!(!dir.path().join(".claude").exists(), "no settings written");
     mock.shutdown().await;

@@ -387,3 +387,79 @@ async fn pre_and_post_compact_hooks_get_their_fields() {
     assert_eq!(post[0]["compact_summary"], "THE-SUMMARY");
     assert_eq!(post[0]["session_id"], session.session_id());
 }
+
+#[tokio::test]
+async fn context_auto_changes_the_live_policy_and_saves_it_in_local_settings() {
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"autoCompactThreshold": false}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        {"text": "a", "usage": {"input_tokens": 8_500}},
+        {"text": "SUMMARY-TWO", "usage": {"input_tokens": 50, "output_tokens": 5}},
+        {"text": "b"}
+    ]}))
+    .await;
+    let events = Events::default();
+    let open = || {
+        InteractiveSession::new(InteractiveSessionOptions::new(
+            options(&project, &mock, &events)
+                .with_tools(ToolRegistry::new())
+                .with_context_window(10_000),
+        ))
+        .expect("session")
+    };
+    let session = open();
+    let shown = session.execute_command("context", "auto").await.unwrap();
+    assert!(shown.message.contains("off"), "{}", shown.message);
+    assert_eq!(shown.data.as_ref().unwrap()["enabled"], false);
+    for bad in ["0", "150", "-5", "x", "NaN", "inf", "on off"] {
+        let result = session
+            .execute_command("context", &format!("auto {bad}"))
+            .await
+            .unwrap();
+        assert!(!result.success, "{bad}: {result:?}");
+    }
+    assert_eq!(session.session().auto_compact_threshold(), None);
+
+    let set = session
+        .execute_command("context", "auto 80%")
+        .await
+        .unwrap();
+    assert!(set.success, "{set:?}");
+    let data = set.data.unwrap();
+    assert_eq!(data["threshold"], 0.8);
+    let saved = std::path::PathBuf::from(data["saved_to"].as_str().expect("saved"));
+    assert!(saved.starts_with(&project.root), "{}", saved.display());
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(file["autoCompactThreshold"], 0.8);
+    assert_eq!(session.session().auto_compact_threshold(), Some(0.8));
+
+    // Live: 85% after the first prompt is over the new 80% threshold, so the second compacts.
+    let sub = session.subscribe_pull();
+    session.submit("one", None, None).await.unwrap();
+    until(&sub, "complete").await;
+    session.submit("two", None, None).await.unwrap();
+    until(&sub, "complete").await;
+    let bodies = mock.bodies();
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    assert!(is_summary_request(&bodies[1]), "{:?}", bodies[1]);
+    assert_eq!(events.of("compaction").len(), 1);
+
+    // Saved: a new session of the project starts with it (local settings outrank the project's
+    // `false`); `off` is saved as `false`.
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    let again = open();
+    assert_eq!(again.session().auto_compact_threshold(), Some(0.8));
+    let off = again.execute_command("context", "auto off").await.unwrap();
+    assert!(off.success, "{off:?}");
+    assert_eq!(again.session().auto_compact_threshold(), None);
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(file["autoCompactThreshold"], false);
+    let on = again.execute_command("context", "auto on").await.unwrap();
+    assert!(on.message.contains("80.0%"), "{}", on.message);
+}

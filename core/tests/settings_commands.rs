@@ -3,6 +3,10 @@
 //! returns typed patches, and `mode` is the legacy name of `permissions` (it really changes the
 //! session's mode).
 
+#![cfg(unix)]
+
+mod session_common;
+
 use std::sync::Arc;
 
 use robota::framework::commands::CommandEffect;
@@ -98,4 +102,54 @@ async fn reset_language_statusline_and_mode() {
     let mode = s.execute_command("mode", "plan").await.expect("mode");
     assert!(mode.success, "{}", mode.message);
     assert_eq!(s.session().permission_mode(), PermissionMode::Plan);
+}
+
+mod saved {
+    //! `language` with settings files: saved in the user settings, in the next session's
+    //! system prompt.
+    use super::session_common::*;
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    use serde_json::{json, Value};
+
+    #[tokio::test]
+    async fn language_is_saved_in_user_settings_and_reaches_the_next_sessions_prompt() {
+        let project = Project::new();
+        let mock =
+            Mock::start(json!({"turns": [text_turn("before"), text_turn("안녕하세요")]})).await;
+        let events = Events::default();
+        let open = || {
+            InteractiveSession::new(InteractiveSessionOptions::new(options(
+                &project, &mock, &events,
+            )))
+            .expect("session")
+        };
+        let first = open();
+        let sub = first.subscribe_pull();
+        first.submit("hi", None, None).await.unwrap();
+        until(&sub, "complete").await;
+        assert!(!mock.system(0).contains("Response Language"));
+
+        let set = first.execute_command("language", "ko").await.unwrap();
+        assert!(set.success, "{set:?}");
+        let saved = std::path::PathBuf::from(
+            set.data.as_ref().unwrap()["saved_to"]
+                .as_str()
+                .expect("saved"),
+        );
+        assert!(saved.starts_with(&project.home), "{}", saved.display());
+        let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+        assert_eq!(file["language"], "ko");
+        first.shutdown(robota::hooks::SessionEndReason::Other).await;
+
+        let second = open();
+        let sub = second.subscribe_pull();
+        second.submit("hi again", None, None).await.unwrap();
+        until(&sub, "complete").await;
+        let system = mock.system(1);
+        let section = system
+            .split("## Response Language")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no language section: {system}"));
+        assert!(section.contains("ko"), "{section}");
+    }
 }

@@ -540,8 +540,10 @@ pub unsafe extern "C" fn robota_completion_command_context(
 /// and waits for it: `op_json` (`len` bytes of UTF-8) is `{"op": "state" | "history" |
 /// "commands" | "clear" | "compact" (+ "instructions"?) | "set_permission_mode" (+ "mode") |
 /// "set_session_name" (+ "name") | "run_subagent" (+ "prompt", "agent_type"?, "isolation"?) |
-/// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch")}`, where `scope` is
-/// `"localSettings"`, `"projectSettings"` or `"userSettings"` and `patch` a JSON merge patch.
+/// "read_settings" (+ "scope") | "update_settings" (+ "scope", "patch") | "switch_model" (+
+/// "model") | "set_auto_compact" (+ "enabled", "threshold"?)}`, where `scope` is
+/// `"localSettings"`, `"projectSettings"` or `"userSettings"`, `patch` a JSON merge patch and
+/// `threshold` a fraction of the context window in (0, 1].
 /// `*out_json` receives the answer as JSON (`null` for actions).
 ///
 /// Errors: `ROBOTA_STATUS_COMMAND` when the context is no longer valid (its command answered)

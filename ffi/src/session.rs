@@ -465,33 +465,124 @@ pub unsafe extern "C" fn robota_session_submit_tracked(
     out_prompt_id: *mut u64,
     out_err: *mut *mut robota_error,
 ) -> robota_status {
+    robota_session_submit_as_typed(
+        s,
+        prompt,
+        len,
+        std::ptr::null(),
+        0,
+        callback,
+        user_data,
+        out_queued,
+        out_prompt_id,
+        out_err,
+    )
+}
+
+/// What the user typed and what the host shows, beside the prompt the host built from it.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TypedInput {
+    /// Shown for the prompt in the history instead of the prompt itself.
+    #[serde(default)]
+    display_input: Option<String>,
+    /// What the user typed; UserPromptSubmit hooks get it as `prompt`.
+    #[serde(default)]
+    raw_input: Option<String>,
+}
+
+/// The shared body of the tracked submits.
+///
+/// # Safety
+/// As `robota_session_submit_tracked` for `out_queued` and `out_prompt_id`.
+unsafe fn submit_tracked(
+    shared: &SessionShared,
+    prompt: &str,
+    typed: &TypedInput,
+    callback: robota_result_callback,
+    user_data: *mut c_void,
+    out_queued: *mut i32,
+    out_prompt_id: *mut u64,
+) -> Result<(), FfiError> {
+    if callback.is_none() {
+        return Err(FfiError::null("callback"));
+    }
+    let _guard = shared.runtime.handle().enter();
+    // As in `robota_session_submit`: accepting a prompt does not wait on other tasks.
+    let ticket = shared
+        .session
+        .submit_tracked_as_typed(
+            prompt,
+            typed.display_input.as_deref(),
+            typed.raw_input.as_deref(),
+        )
+        .map_err(session_error)?;
+    // Made only once the prompt is accepted: an unused callback reports itself cancelled
+    // when dropped, and a refused prompt must not call it at all.
+    let done = ResultCallback::new(callback, user_data)?;
+    if !out_queued.is_null() {
+        *out_queued = i32::from(ticket.status() == SubmitStatus::Queued);
+    }
+    if !out_prompt_id.is_null() {
+        *out_prompt_id = ticket.id();
+    }
+    shared.runtime.handle().spawn(async move {
+        let result = ticket.result().await;
+        done.finish(encode(&result));
+    });
+    Ok(())
+}
+
+/// `robota_session_submit_tracked` for a prompt the host built from what the user typed (a
+/// `/audit staged` line expanded into instructions): `input_json` (`input_len` bytes; NULL or
+/// empty for none) is `{"display_input"?: "...", "raw_input"?: "..."}` — `display_input` is
+/// what the history shows for the prompt, `raw_input` what UserPromptSubmit hooks get as their
+/// `prompt` (Claude Code's field); the model and the history get `prompt` itself. Everything
+/// else, the callback and the errors included, is as `robota_session_submit_tracked`; an
+/// unknown key or a value that is not a string is `ROBOTA_STATUS_INVALID_JSON`.
+///
+/// Threading: any thread, including from an event callback.
+///
+/// # Safety
+/// As `robota_session_submit_tracked`; `input_json` is NULL or valid for `input_len` bytes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn robota_session_submit_as_typed(
+    s: *const robota_session,
+    prompt: *const c_char,
+    len: usize,
+    input_json: *const c_char,
+    input_len: usize,
+    callback: robota_result_callback,
+    user_data: *mut c_void,
+    out_queued: *mut i32,
+    out_prompt_id: *mut u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
     ffi_boundary!(out_err, {
         let shared = session_arg(s)?;
         if prompt.is_null() {
             return Err(FfiError::null("prompt"));
         }
         let prompt = str_arg(prompt, len, "prompt")?;
-        if callback.is_none() {
-            return Err(FfiError::null("callback"));
-        }
-        let _guard = shared.runtime.handle().enter();
-        // As in `robota_session_submit`: accepting a prompt does not wait on other tasks.
-        let ticket = futures::executor::block_on(shared.session.submit_tracked(prompt, None))
-            .map_err(session_error)?;
-        // Made only once the prompt is accepted: an unused callback reports itself cancelled
-        // when dropped, and a refused prompt must not call it at all.
-        let done = ResultCallback::new(callback, user_data)?;
-        if !out_queued.is_null() {
-            *out_queued = i32::from(ticket.status() == SubmitStatus::Queued);
-        }
-        if !out_prompt_id.is_null() {
-            *out_prompt_id = ticket.id();
-        }
-        shared.runtime.handle().spawn(async move {
-            let result = ticket.result().await;
-            done.finish(encode(&result));
-        });
-        Ok(())
+        let typed: TypedInput = match json_arg(input_json, input_len, "input_json")? {
+            None => TypedInput::default(),
+            Some(value) => serde_json::from_value(value).map_err(|e| {
+                FfiError::new(
+                    ROBOTA_STATUS_INVALID_JSON,
+                    format!("`input_json` must be {{\"display_input\"?, \"raw_input\"?}} with string values: {e}"),
+                )
+            })?,
+        };
+        submit_tracked(
+            shared,
+            prompt,
+            &typed,
+            callback,
+            user_data,
+            out_queued,
+            out_prompt_id,
+        )
     })
 }
 

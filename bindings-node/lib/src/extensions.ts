@@ -321,6 +321,12 @@ export interface CommandContext {
   /** Applies a JSON merge patch (`null` removes a key) to one settings file; resolves with the
    * file's path. */
   updateSettings(patch: Record<string, unknown>, scope?: SettingsScope): Promise<string>;
+  /** Sends the session's later prompts to `model` on its provider; resolves with the model and
+   * its context window (`null` when the host applies model changes itself). */
+  switchModel(model: string): Promise<{ model: string; contextWindow: number | null }>;
+  /** Turns the live session's automatic compaction on or off, optionally at `threshold` (a
+   * fraction of the context window in (0, 1]); not saved in settings. */
+  setAutoCompact(enabled: boolean, threshold?: number): Promise<{ enabled: boolean; threshold: number }>;
 }
 
 /** One run of a JavaScript command: the messages it sends the engine (context operations,
@@ -435,6 +441,16 @@ function commandContext(args: Record<string, unknown>, run: CommandRun): Command
       (await op({ op: 'read_settings', scope })) as Record<string, unknown>,
     updateSettings: async (patch: Record<string, unknown>, scope: SettingsScope = 'localSettings') =>
       String(((await op({ op: 'update_settings', scope, patch })) as { path: unknown }).path),
+    switchModel: async (model: string) => {
+      const answer = (await op({ op: 'switch_model', model })) as { model: string; context_window: number | null };
+      return { model: answer.model, contextWindow: answer.context_window };
+    },
+    setAutoCompact: async (enabled: boolean, threshold?: number) =>
+      (await op({
+        op: 'set_auto_compact',
+        enabled,
+        ...(threshold === undefined ? {} : { threshold }),
+      })) as { enabled: boolean; threshold: number },
   };
 }
 

@@ -107,6 +107,25 @@ class CommandContext:
         )
         return str(result["path"])
 
+    async def switch_model(self, model: str) -> Dict[str, Any]:
+        """Sends the session's later prompts to ``model`` on its provider; returns ``{model,
+        context_window}`` (``context_window`` is ``None`` when the host applies model changes
+        itself)."""
+        result: Dict[str, Any] = await self._call({"op": "switch_model", "model": model})
+        return result
+
+    async def set_auto_compact(
+        self, enabled: bool, threshold: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Turns the live session's automatic compaction on or off, optionally at
+        ``threshold`` (a fraction of the context window in (0, 1]; anything else raises
+        ``InvalidArgumentError``). Not saved in settings. Returns ``{enabled, threshold}``."""
+        op: Dict[str, Any] = {"op": "set_auto_compact", "enabled": enabled}
+        if threshold is not None:
+            op["threshold"] = threshold
+        result: Dict[str, Any] = await self._call(op)
+        return result
+
 
 @dataclass
 class CommandResult:

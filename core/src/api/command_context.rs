@@ -23,9 +23,11 @@
 //! | `run_subagent` | `prompt`, `agent_type?`, `isolation?` | the subagent's report |
 //! | `read_settings` | `scope` (`localSettings` \| `projectSettings` \| `userSettings`) | the file's JSON |
 //! | `update_settings` | `scope`, `patch` (a JSON merge patch) | `{path}` |
+//! | `switch_model` | `model` | `{model, context_window}` (`context_window` is `null` when the host applies model changes itself) |
+//! | `set_auto_compact` | `enabled`, `threshold?` (a fraction in (0, 1]) | the policy `{enabled, threshold}` |
 //!
-//! Model changes, exits, pickers and other host actions are not operations: the command returns
-//! them as typed effects in its result, as the built-in commands do.
+//! Exits, pickers and other host actions are not operations: the command returns them as typed
+//! effects in its result, as the built-in commands do.
 
 use std::sync::Arc;
 
@@ -81,6 +83,20 @@ pub enum CommandContextOp {
         scope: SettingsDestination,
         /// The patch (an object; `null` removes a key).
         patch: Value,
+    },
+    /// Send the session's later prompts to another model on its provider.
+    SwitchModel {
+        /// The model id.
+        model: String,
+    },
+    /// Change the live session's automatic compaction (not saved in settings: use
+    /// `update_settings` with `autoCompactThreshold` for that).
+    SetAutoCompact {
+        /// On or off.
+        enabled: bool,
+        /// The fraction of the context window at which it runs; unchanged when absent.
+        #[serde(default)]
+        threshold: Option<f64>,
     },
 }
 
@@ -274,6 +290,30 @@ async fn perform(ctx: &dyn CommandHostContext, op: CommandContextOp) -> Result<V
             }
             let path = ctx.update_settings(scope, patch).await.map_err(failed)?;
             Ok(json!({ "path": path }))
+        }
+        CommandContextOp::SwitchModel { model } => {
+            let model = model.trim();
+            if model.is_empty() {
+                return Err(ApiError::invalid_argument("`model` must name a model"));
+            }
+            let window = ctx.switch_model(model).await.map_err(failed)?;
+            Ok(json!({ "model": model, "context_window": window }))
+        }
+        CommandContextOp::SetAutoCompact { enabled, threshold } => {
+            let mut policy = ctx.compaction_policy().ok_or_else(|| {
+                ApiError::new(
+                    ApiErrorKind::Command,
+                    "this host has no automatic compaction to change",
+                )
+            })?;
+            policy.enabled = enabled;
+            if let Some(threshold) = threshold {
+                policy.threshold = threshold;
+            }
+            ctx.set_compaction_policy(policy)
+                .await
+                .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+            Ok(json!({ "enabled": policy.enabled, "threshold": policy.threshold }))
         }
     }
 }

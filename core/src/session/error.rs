@@ -157,6 +157,15 @@ pub enum SessionError {
     /// The session was shut down.
     #[error("this session has been shut down; create a new session")]
     ShutDown,
+    /// An automatic-compaction threshold outside (0, 1] (`set_compaction_policy`).
+    #[error(
+        "the auto-compact threshold must be a fraction of the context window in (0, 1], e.g. 0.8 \
+         for 80%; got {threshold}"
+    )]
+    InvalidCompactionThreshold {
+        /// The threshold given.
+        threshold: f64,
+    },
     /// The provider cannot call another model (`switch_model`).
     #[error(
         "the {provider} provider cannot switch to model `{model}`; create the session with that \

@@ -183,7 +183,8 @@ pub struct Session {
     context_window: u64,
     /// The last measured context state; `None` until the first measurement.
     context: Mutex<Option<ContextState>>,
-    compaction: CompactionPolicy,
+    /// The automatic-compaction policy; the `context auto` command changes it live.
+    compaction: Mutex<CompactionPolicy>,
     auto_compact: AtomicBool,
     compact_instructions: Option<String>,
 }
@@ -662,7 +663,7 @@ impl Session {
             budget,
             context_window,
             context: Mutex::new(None),
-            compaction,
+            compaction: Mutex::new(compaction),
             auto_compact: AtomicBool::new(options.auto_compact),
             compact_instructions,
         })
@@ -890,8 +891,39 @@ impl Session {
     /// The context ratio (0–1) at which automatic compaction runs, or `None` when automatic
     /// compaction is off for this session (by settings or [`Session::set_auto_compact`]).
     pub fn auto_compact_threshold(&self) -> Option<f64> {
-        (self.compaction.enabled && self.auto_compact.load(Ordering::SeqCst))
-            .then_some(self.compaction.threshold)
+        let policy = self.compaction_policy();
+        (policy.enabled && self.auto_compact.load(Ordering::SeqCst)).then_some(policy.threshold)
+    }
+
+    /// The automatic-compaction policy (from the settings' `autoCompactThreshold`, or the last
+    /// [`set_compaction_policy`](Self::set_compaction_policy)).
+    pub fn compaction_policy(&self) -> CompactionPolicy {
+        *self
+            .compaction
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Replaces the automatic-compaction policy from the next prompt on (the `context auto`
+    /// command; saving it in settings is the caller's business). Turning it on also undoes
+    /// [`set_auto_compact(false)`](Self::set_auto_compact). A threshold outside (0, 1] is
+    /// refused with [`SessionError::InvalidCompactionThreshold`].
+    pub fn set_compaction_policy(&self, policy: CompactionPolicy) -> Result<(), SessionError> {
+        if !(policy.threshold > 0.0 && policy.threshold <= 1.0) {
+            return Err(SessionError::InvalidCompactionThreshold {
+                threshold: policy.threshold,
+            });
+        }
+        *self
+            .compaction
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = policy;
+        if policy.enabled {
+            self.auto_compact.store(true, Ordering::SeqCst);
+        }
+        let state = self.estimate(self.lock_conversation().messages());
+        self.update_context(state);
+        Ok(())
     }
 
     /// The tool called `name` that this session's model is offered, if any (for running a call
@@ -1565,13 +1597,10 @@ impl Session {
     /// Compacts before a run when the context is at the threshold. Failures were reported as
     /// events; the run goes on with the history as it was.
     async fn maybe_auto_compact(&self, cancel: &CancellationToken) {
-        if !self.compaction.enabled || !self.auto_compact.load(Ordering::SeqCst) {
+        let Some(threshold) = self.auto_compact_threshold() else {
             return;
-        }
-        if !self
-            .context_state()
-            .should_compact(self.compaction.threshold)
-        {
+        };
+        if !self.context_state().should_compact(threshold) {
             return;
         }
         let _reported = self

@@ -1013,6 +1013,50 @@ static void test_submit_tracked(robota_runtime *rt) {
   robota_session_free(s);
 }
 
+/* ---- submit_as_typed: hooks see what the user typed, the model the built prompt ---- */
+static void test_submit_as_typed(robota_runtime *rt) {
+  host hook;
+  host_init(&hook, "{\"type\":\"continue\"}");
+  hook.expect = "\"prompt\":\"/audit staged\"";
+  robota_provider *p = make_provider(rt, "{\"type\":\"scripted\",\"turns\":[{\"text\":\"audited\"}]}");
+  robota_session_options *o = make_options(BASE_OPTIONS);
+  const char *spec = "{\"event\":\"UserPromptSubmit\"}";
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_options_add_hook(o, spec, strlen(spec),
+                                                                  on_host_call, &hook,
+                                                                  host_free, &e_));
+  robota_session *s = make_session(p, o);
+  robota_session_options_free(o);
+  robota_provider_free(p);
+  result_slot r, unused;
+  result_init(&r);
+  result_init(&unused);
+  const char *built = "Review the staged changes for bugs.";
+  const char *typed = "{\"display_input\":\"/audit\",\"raw_input\":\"/audit staged\"}";
+  EXPECT_STATUS(ROBOTA_STATUS_OK,
+                robota_session_submit_as_typed(s, built, strlen(built), typed, strlen(typed),
+                                               on_result, &r, NULL, NULL, &e_));
+  CHECK(wait_for(&r.done, 1, 20000));
+  CHECK(contains(r.json, "\"status\":\"complete\"") && contains(r.json, "audited"));
+  CHECK(atomic_load(&hook.calls) == 1);
+  CHECK(atomic_load(&hook.bad_request) == 0);
+  char *messages = messages_of(s);
+  CHECK(contains(messages, "Review the staged changes"));
+  robota_string_free(messages);
+  /* Bad typed input is refused before anything runs; NULL means none. */
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_submit_as_typed(s, "x", 1, "{\"raw\":1}", 9, on_result, &unused,
+                                               NULL, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_INVALID_JSON,
+                robota_session_submit_as_typed(s, "x", 1, "{\"raw_input\":1}", 15, on_result,
+                                               &unused, NULL, NULL, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT,
+                robota_session_submit_as_typed(s, "x", 1, NULL, 0, NULL, &unused, NULL, NULL,
+                                               &e_));
+  CHECK(atomic_load(&unused.done) == 0);
+  robota_session_free(s);
+  CHECK(wait_for(&hook.finalized, 1, 5000) && atomic_load(&hook.finalized) == 1);
+}
+
 /* ---- outcomes: refused, truncated and a failed model call, each as its own status ---- */
 static void test_outcomes(robota_runtime *rt) {
   robota_provider *p = make_provider(
@@ -1609,6 +1653,7 @@ int main(void) {
   test_plugins(rt);
   test_mcp_servers(rt);
   test_hook_blocks_tool(rt);
+  test_submit_as_typed(rt);
   test_host_provider(rt);
   test_abort_from_callback(rt);
   test_free_in_flight(rt);

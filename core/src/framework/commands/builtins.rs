@@ -279,7 +279,13 @@ impl ContextCommand {
     /// The command.
     pub fn new() -> Self {
         ContextCommand {
-            descriptor: CommandDescriptor::new("context", "Token usage: used / max / percentage"),
+            descriptor: CommandDescriptor::new("context", "Token usage: used / max / percentage")
+                .with_argument_hint("[auto [on | off | <percent>]]")
+                .with_subcommands(vec![SubcommandDescriptor::new(
+                    "auto",
+                    "Show or change automatic compaction: on, off, or the percentage of the \
+                     context window at which it runs (saved in the project's local settings)",
+                )]),
         }
     }
 }
@@ -297,11 +303,17 @@ impl SystemCommand for ContextCommand {
     }
 
     async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
-        if !args.trim().is_empty() {
-            return CommandResult::error(format!(
-                "Unknown argument: {}. Usage: /context (shows context window usage)",
-                args.trim()
-            ));
+        let words: Vec<&str> = args.split_whitespace().collect();
+        match words.as_slice() {
+            [] => {}
+            ["auto"] => return show_auto_compact(ctx),
+            ["auto", setting] => return set_auto_compact(ctx, setting).await,
+            _ => {
+                return CommandResult::error(format!(
+                    "Unknown argument: {}. Usage: context [auto [on | off | <percent>]]",
+                    args.trim()
+                ))
+            }
         }
         let state = ctx.context_state();
         let auto = match state.auto_compact_percent {
@@ -314,6 +326,106 @@ impl SystemCommand for ContextCommand {
         ))
         .with_data(json!(state))
     }
+}
+
+/// `context auto`: the automatic-compaction policy.
+fn show_auto_compact(ctx: &dyn CommandHostContext) -> CommandResult {
+    let Some(policy) = ctx.compaction_policy() else {
+        return CommandResult::error("This host has no automatic compaction.");
+    };
+    let state = ctx.context_state();
+    let message = match state.auto_compact_percent {
+        Some(percent) => format!(
+            "Auto compact: on at {percent:.1}% of the context window (now {:.0}%).",
+            state.used_percent
+        ),
+        None => format!(
+            "Auto compact: off (it would run at {:.1}% of the context window).",
+            policy.threshold * 100.0
+        ),
+    };
+    CommandResult::ok(message).with_data(json!({
+        "enabled": state.auto_compact_percent.is_some(),
+        "threshold": policy.threshold,
+    }))
+}
+
+/// The threshold a `context auto` setting names: `70`, `70%` or `0.7` all mean 70% of the
+/// context window.
+fn parse_threshold(setting: &str) -> Option<f64> {
+    let (number, percent) = match setting.strip_suffix('%') {
+        Some(number) => (number, true),
+        None => (setting, false),
+    };
+    let value: f64 = number.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
+    let fraction = if percent || value > 1.0 {
+        value / 100.0
+    } else {
+        value
+    };
+    (fraction > 0.0 && fraction <= 1.0).then_some(fraction)
+}
+
+/// `context auto on | off | <percent>`: changes the live session's policy, then saves it as
+/// `autoCompactThreshold` in the project's local settings, the file settings of this project
+/// that outrank the shared project and user files (a session that cannot save still changes).
+async fn set_auto_compact(ctx: &dyn CommandHostContext, setting: &str) -> CommandResult {
+    let Some(mut policy) = ctx.compaction_policy() else {
+        return CommandResult::error("This host has no automatic compaction.");
+    };
+    match setting.to_ascii_lowercase().as_str() {
+        "on" => policy.enabled = true,
+        "off" => policy.enabled = false,
+        other => match parse_threshold(other) {
+            Some(threshold) => {
+                policy.enabled = true;
+                policy.threshold = threshold;
+            }
+            None => {
+                return CommandResult::error(format!(
+                    "`{setting}` is not on, off or a percentage of the context window (1–100, \
+                     e.g. 80 or 80%). Usage: context auto [on | off | <percent>]"
+                ))
+            }
+        },
+    }
+    if let Err(error) = ctx.set_compaction_policy(policy).await {
+        return CommandResult::error(format!("Could not change automatic compaction: {error}"));
+    }
+    let now = if policy.enabled {
+        format!(
+            "Auto compact: on at {:.1}% of the context window.",
+            policy.threshold * 100.0
+        )
+    } else {
+        "Auto compact: off.".to_string()
+    };
+    let value = if policy.enabled {
+        json!(policy.threshold)
+    } else {
+        json!(false)
+    };
+    let saved = ctx
+        .update_settings(
+            crate::session::SettingsDestination::LocalSettings,
+            json!({ "autoCompactThreshold": value }),
+        )
+        .await;
+    let (message, saved_to) = match saved {
+        Ok(path) => (
+            format!("{now} Saved in {}.", path.display()),
+            Some(path.display().to_string()),
+        ),
+        Err(error) => (
+            format!("{now} Applies to this session only (not saved: {error})."),
+            None,
+        ),
+    };
+    CommandResult::ok(message).with_data(json!({
+        "enabled": policy.enabled,
+        "threshold": policy.threshold,
+        "saved_to": saved_to,
+    }))
 }
 
 /// `cost`: session id, message count, tokens and estimated cost.

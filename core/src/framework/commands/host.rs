@@ -123,6 +123,21 @@ pub trait CommandHostContext: Send + Sync {
         let _ = model;
         Ok(None)
     }
+    /// The automatic-compaction policy of the live session; `None` for hosts without one.
+    fn compaction_policy(&self) -> Option<crate::session::compaction_policy::CompactionPolicy> {
+        None
+    }
+    /// Changes the automatic-compaction policy of the live session from its next prompt on
+    /// (the `context auto` command). Hosts without one keep this default, which refuses.
+    async fn set_compaction_policy(
+        &self,
+        policy: crate::session::compaction_policy::CompactionPolicy,
+    ) -> Result<(), CommandHostError> {
+        let _ = policy;
+        Err(CommandHostError::new(
+            "this host has no automatic compaction to change",
+        ))
+    }
     /// Commands available in this session, for `help`.
     fn commands(&self) -> Vec<CommandDescriptor>;
     /// Clears the conversation history held by the session.

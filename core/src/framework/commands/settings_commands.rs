@@ -73,7 +73,10 @@ impl SystemCommand for ResetCommand {
     }
 }
 
-/// `language <code>`: requests a response language (`language_change_requested`).
+/// `language <code>`: saves `language` in the user settings (where the host keeps settings
+/// files) and requests the change (`language_change_requested`): the system prompt renders the
+/// language when a session is created, so a host applies it by reopening the session (the CLI
+/// does).
 #[derive(Debug)]
 pub struct LanguageCommand {
     descriptor: CommandDescriptor,
@@ -111,7 +114,7 @@ impl SystemCommand for LanguageCommand {
         &self.descriptor
     }
 
-    async fn execute(&self, _ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
+    async fn execute(&self, ctx: &dyn CommandHostContext, args: &str) -> CommandResult {
         let code = args.trim();
         if code.is_empty() {
             return CommandResult::ok("Which language should answers be in?").with_interaction(
@@ -132,11 +135,31 @@ impl SystemCommand for LanguageCommand {
                 "`{code}` is not a language code; use a code such as en, ko, ja or pt-BR"
             ));
         }
-        CommandResult::ok(format!("Language change to {code} requested."))
+        let saved = ctx
+            .update_settings(
+                crate::session::SettingsDestination::UserSettings,
+                json!({ "language": code }),
+            )
+            .await;
+        let (message, saved_to) = match saved {
+            Ok(path) => (
+                format!(
+                    "Language set to \"{code}\" (saved in {}); it applies when the session is \
+                     reopened.",
+                    path.display()
+                ),
+                Some(path.display().to_string()),
+            ),
+            Err(error) => (
+                format!("Language change to {code} requested (not saved: {error})."),
+                None,
+            ),
+        };
+        CommandResult::ok(message)
             .with_effect(CommandEffect::LanguageChangeRequested {
                 language: code.to_string(),
             })
-            .with_data(json!({ "language": code }))
+            .with_data(json!({ "language": code, "saved_to": saved_to }))
     }
 }
 

@@ -120,6 +120,20 @@ impl CommandHostContext for SessionHost {
             .map_err(host_error)
     }
 
+    fn compaction_policy(&self) -> Option<crate::session::compaction_policy::CompactionPolicy> {
+        self.get().ok().map(|i| i.session().compaction_policy())
+    }
+
+    async fn set_compaction_policy(
+        &self,
+        policy: crate::session::compaction_policy::CompactionPolicy,
+    ) -> Result<(), CommandHostError> {
+        self.get()?
+            .session()
+            .set_compaction_policy(policy)
+            .map_err(host_error)
+    }
+
     fn session_approved_tools(&self) -> Vec<String> {
         self.get()
             .map(|i| i.session().session_allowed_rules())
