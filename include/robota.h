@@ -61,6 +61,9 @@ typedef struct robota_completion robota_completion;
 // with `robota_error_free`.
 typedef struct robota_error robota_error;
 
+// An in-process MCP server being defined.
+typedef struct robota_mcp_server robota_mcp_server;
+
 // A model provider. Opaque; create with `robota_provider_new_json`, free with
 // `robota_provider_free`. Sessions created from it keep it alive.
 typedef struct robota_provider robota_provider;
@@ -443,6 +446,68 @@ robota_status robota_command_context_call(const struct robota_command_context *c
                                           size_t len,
                                           char **out_json,
                                           struct robota_error **out_err);
+
+// Creates an in-process MCP server: `spec_json` is `{"name": "calc", "version"?: "1.0.0"}`. The
+// name is the `<server>` of the tool names `mcp__<server>__<tool>` (letters, digits, `_`, `-`,
+// no `__`, at most 40 characters; checked when the server is added to session options). Free it
+// with `robota_mcp_server_free` (session options that it was added to keep their own copy).
+//
+// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
+// `ROBOTA_STATUS_INVALID_JSON` (not JSON, or no string `name`).
+//
+// # Safety
+// `spec_json` is valid for `len` bytes; `out` is valid for writes; `out_err` is NULL or valid
+// for writes.
+robota_status robota_mcp_server_new(const char *spec_json,
+                                    size_t len,
+                                    struct robota_mcp_server **out,
+                                    struct robota_error **out_err);
+
+// Frees a server made by `robota_mcp_server_new` (NULL is ignored). Sessions and options it was
+// added to keep working.
+//
+// # Safety
+// `server` is NULL or a live server, not used afterwards.
+void robota_mcp_server_free(struct robota_mcp_server *server);
+
+// Adds a tool: `spec_json` is `{"name", "description"?, "input_schema"?: {JSON Schema object},
+// "annotations"?: {"readOnlyHint": true, ...}}` (MCP's tool annotations; read-only tools may
+// run in parallel).
+//
+// `callback` gets `{"server", "tool", "input"}`; resolve with a JSON string (text for the
+// model), an MCP result `{"content": [{"type": "text", "text"} | {"type": "image", "data",
+// "mimeType"}, ...], "isError"?: bool, "structuredContent"?: {...}}`, or any other JSON value
+// (the model sees its JSON text); a rejection is a tool error with the message. When the
+// call is aborted the completion is cancelled.
+//
+// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`,
+// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_INVALID_ARGUMENT` (bad or duplicate name, bad
+// schema or annotations). `free_user_data` and threading: as for
+// `robota_session_options_add_tool`.
+//
+// # Safety
+// `server` is live; `spec_json` is valid for `len` bytes; `user_data` is usable from engine
+// threads until finalized; `out_err` is NULL or valid for writes.
+robota_status robota_mcp_server_add_tool(struct robota_mcp_server *server,
+                                         const char *spec_json,
+                                         size_t len,
+                                         robota_host_callback callback,
+                                         void *user_data,
+                                         robota_free_callback free_user_data,
+                                         struct robota_error **out_err);
+
+// Adds `server` (with the tools added so far) to the session options; sessions created from
+// them serve it in-process. A server named like another one of the session (configured in
+// settings or `mcp_servers`, or added here) makes creating the session fail with
+// `ROBOTA_STATUS_INVALID_ARGUMENT`.
+//
+// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_ARGUMENT` (a bad server name).
+//
+// # Safety
+// `options` and `server` are live; `out_err` is NULL or valid for writes.
+robota_status robota_session_options_add_mcp_server(struct robota_session_options *options,
+                                                    const struct robota_mcp_server *server,
+                                                    struct robota_error **out_err);
 
 // Creates session options from JSON data (`json`, `len` bytes; may be empty for defaults):
 // the fields `robota_session_new_json` documents (`cwd`, `permission_mode`, `system_prompt`,
@@ -1145,8 +1210,8 @@ robota_status robota_session_rollback_edit_checkpoint(const struct robota_sessio
 
 // The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
 // as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
-// …}, "transport": "stdio" | "http", "status": {"state": "connected" | "failed" | "disabled" |
-// "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+// …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
+// "connected" | "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 // Their tools are offered to the model; run a prompt with `robota_session_execute_command`
 // (`mcp__<server>__<prompt>` as the command).
 //

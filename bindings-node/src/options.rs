@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use robota::api::{
-    ApiError, HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo,
-    HostTool, HostToolSpec, ProviderConfig, SessionConfig,
+    ApiError, HostCommand, HostHookSpec, HostMcpServerBuilder, HostPermissionHandler, HostProvider,
+    HostProviderInfo, HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
@@ -34,6 +34,18 @@ struct CommandModuleSpec {
     commands: Vec<Value>,
 }
 
+/// A JavaScript in-process MCP server, as declared: its tools' `execute` functions stay in
+/// JavaScript (reached as `mcp_tool` calls carrying `{server, tool, input}`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InProcessServerSpec {
+    name: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    tools: Vec<Value>,
+}
+
 /// Everything a native session or query is made from, as JSON.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +55,9 @@ struct NativeOptions {
     session: Value,
     #[serde(default)]
     tools: Vec<Value>,
+    /// In-process MCP servers: `[{name, version, tools: [HostMcpToolSpec]}]`.
+    #[serde(default)]
+    mcp_in_process: Vec<InProcessServerSpec>,
     #[serde(default)]
     permission_handler: bool,
     #[serde(default)]
@@ -111,6 +126,13 @@ pub(crate) fn build_options(
         session
             .extra_tools
             .push(Arc::new(HostTool::new(spec, function)) as Arc<dyn Tool>);
+    }
+    for server in options.mcp_in_process {
+        let mut builder = HostMcpServerBuilder::new(server.name, server.version);
+        for spec in server.tools {
+            builder.add_tool(spec, BridgeFunction::new(bridge, "mcp_tool", Value::Null))?;
+        }
+        session.mcp_servers.push(builder.entry()?);
     }
     if options.permission_handler {
         let function = BridgeFunction::new(bridge, "permission", Value::Null);

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use robota::api::{
-    HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo, HostTool,
-    HostToolSpec, ProviderConfig,
+    HostCommand, HostHookSpec, HostMcpServerBuilder, HostPermissionHandler, HostProvider,
+    HostProviderInfo, HostTool, HostToolSpec, ProviderConfig,
 };
 use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
+use robota::mcp::McpServerEntry;
 use robota::provider::Provider;
 use robota::session::{SessionEvent, SessionOptions};
 use robota::tools::Tool;
@@ -57,6 +58,11 @@ pub fn build_extensions(
     slot: &Arc<LoopSlot>,
 ) -> PyResult<()> {
     for tool in tools.iter() {
+        // An in-process MCP server travels with the tools: its handlers are Python functions.
+        if let Ok(server) = tool.getattr("_robota_mcp_server") {
+            options.mcp_servers.push(build_mcp_server(&server, slot)?);
+            continue;
+        }
         options.extra_tools.push(build_tool(&tool, slot)?);
     }
     if let Some(func) = permission_handler {
@@ -126,6 +132,24 @@ fn build_tool(tool: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<Arc<dyn
         spec,
         PyHostFunction::shared(call.unbind(), slot),
     )))
+}
+
+/// An in-process MCP server from `(name, version, [(spec, call), …])` (what
+/// `robota.create_sdk_mcp_server` gives the native session).
+fn build_mcp_server(server: &Bound<'_, PyAny>, slot: &Arc<LoopSlot>) -> PyResult<McpServerEntry> {
+    let (name, version, tools): (String, Option<String>, Bound<'_, PyList>) = server
+        .extract()
+        .map_err(|_| invalid_argument("internal: an MCP server must be (name, version, tools)"))?;
+    let mut builder = HostMcpServerBuilder::new(name, version);
+    for tool in tools.iter() {
+        let (spec, call): (Bound<'_, PyAny>, Py<PyAny>) = tool
+            .extract()
+            .map_err(|_| invalid_argument("internal: an MCP tool must be (spec, call)"))?;
+        builder
+            .add_tool(from_py(&spec)?, PyHostFunction::shared(call, slot))
+            .map_err(api_error)?;
+    }
+    builder.entry().map_err(api_error)
 }
 
 /// Command modules from `(name, source, [(descriptor, adapter), …])` tuples.

@@ -31,6 +31,8 @@ pub(crate) struct OptionsInner {
     pub(crate) permission_handler: Option<Arc<dyn PermissionHandler>>,
     pub(crate) hooks: Vec<HookCallbackRegistration>,
     pub(crate) commands: Vec<Arc<dyn SystemCommand>>,
+    /// In-process MCP servers (`robota_session_options_add_mcp_server`).
+    pub(crate) mcp_servers: Vec<engine::mcp::McpServerEntry>,
 }
 
 /// Session options: JSON data plus host callbacks. Opaque; create with

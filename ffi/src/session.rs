@@ -370,6 +370,7 @@ fn create_session(
     let commands = config.command_registrations();
     let mut session = config.into_session_options(Arc::clone(&provider.provider))?;
     session.extra_tools.extend(options.tools);
+    session.mcp_servers.extend(options.mcp_servers);
     if options.permission_handler.is_some() {
         session.permission_handler = options.permission_handler;
     }
@@ -1264,8 +1265,8 @@ pub(crate) unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<Stri
 
 /// The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
 /// as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
-/// …}, "transport": "stdio" | "http", "status": {"state": "connected" | "failed" | "disabled" |
-/// "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+/// …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
+/// "connected" | "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 /// Their tools are offered to the model; run a prompt with `robota_session_execute_command`
 /// (`mcp__<server>__<prompt>` as the command).
 ///

@@ -275,6 +275,41 @@ fn c_test_host_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// An in-process MCP server whose tools are C callbacks: the model behind mock-llm calls its
+/// tools and the callbacks' answers reach it; a name shared with a configured server and bad
+/// input are typed errors.
+#[test]
+fn c_test_mcp_server_passes() {
+    let root = workspace_root();
+    let exe = build_c(
+        &root.join("ffi/tests/c/test_mcp_server.c"),
+        "test_mcp_server",
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"tool_calls": [{"id": "toolu_1", "name": "mcp__calc__add", "input": {"a": 40, "b": 2}}]},
+                {"tool_calls": [{"id": "toolu_2", "name": "mcp__calc__divide", "input": {"a": 1, "b": 0}}]},
+                {"text": ["Computed over MCP."]}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let stdout = run_c(&exe, &[], &[("ROBOTA_MOCK_URL", url.as_str())]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "three model calls over HTTP");
+    let body = requests[0].body.to_string();
+    assert!(body.contains("mcp__calc__add"), "{body}");
+    let last = requests[2].body.to_string();
+    assert!(
+        last.contains("sum = 42") && last.contains("division by zero"),
+        "{last}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
 /// A command written in C acts on its session through the live command context over mock-llm
 /// (state, settings write, plan mode, compact, clear); a context kept past its command and bad
 /// operations are typed errors.

@@ -46,14 +46,47 @@ export interface Tool<Input = any> {
   /** Input fields holding paths of files a call creates, changes or deletes (e.g. `['path']`):
    * the session saves them first, so edit checkpoints can rewind the change. */
   mutatesFiles?: string[];
+  /** MCP annotations (`{readOnlyHint: true, title}`) when the tool is served by an in-process
+   * MCP server (see {@link createSdkMcpServer}). */
+  annotations?: Record<string, unknown>;
   /** Runs one call. A throw becomes an error result the model sees (`TypeError: message`) and a
    * process warning for the developer. */
   execute(input: Input, context: ToolContext): ToolReturn | Promise<ToolReturn>;
 }
 
 /** Declares a tool (identity helper that checks the shape early; the name and schema are
- * checked when the session is created). Throws an `invalid_argument` {@link RobotaError}. */
-export function tool<Input = any>(definition: Tool<Input>): Tool<Input> {
+ * checked when the session is created). Throws an `invalid_argument` {@link RobotaError}.
+ *
+ * The Claude Agent SDK's form, for tools of an in-process MCP server
+ * ({@link createSdkMcpServer}), is accepted too: `tool(name, description, inputSchema, handler,
+ * {annotations}?)`, where `handler(args)` may answer MCP content blocks
+ * (`{content: [{type: 'text', text}]}`). */
+export function tool<Input = any>(definition: Tool<Input>): Tool<Input>;
+export function tool<Input = any>(
+  name: string,
+  description: string,
+  inputSchema: Record<string, unknown>,
+  handler: (args: Input, context: ToolContext) => ToolReturn | Promise<ToolReturn>,
+  extras?: { annotations?: Record<string, unknown> },
+): Tool<Input>;
+export function tool<Input = any>(
+  first: Tool<Input> | string,
+  description?: string,
+  inputSchema?: Record<string, unknown>,
+  handler?: (args: Input, context: ToolContext) => ToolReturn | Promise<ToolReturn>,
+  extras?: { annotations?: Record<string, unknown> },
+): Tool<Input> {
+  const definition: Tool<Input> =
+    typeof first === 'string'
+      ? {
+          name: first,
+          description: description ?? '',
+          inputSchema: inputSchema as Record<string, unknown>,
+          readOnly: extras?.annotations?.readOnlyHint === true,
+          ...(extras?.annotations === undefined ? {} : { annotations: extras.annotations }),
+          execute: handler as Tool<Input>['execute'],
+        }
+      : first;
   if (typeof definition?.name !== 'string' || definition.name.length === 0) {
     throw new RobotaError('invalid_argument', 'tool(): `name` must be a non-empty string');
   }
@@ -67,6 +100,40 @@ export function tool<Input = any>(definition: Tool<Input>): Tool<Input> {
     );
   }
   return definition;
+}
+
+/** An MCP server whose tools are JavaScript functions, run inside the session's process (the
+ * Claude Agent SDK's SDK server). Give it in `mcpServers: {name: server}` beside configured
+ * servers; its tools reach the model as `mcp__<name>__<tool>` (the key is the name). */
+export interface SdkMcpServer {
+  type: 'sdk';
+  /** The server's own name. */
+  name: string;
+  /** The version it reports. */
+  version: string;
+  /** Its tools (see {@link tool}). */
+  tools: Tool[];
+}
+
+/** An in-process MCP server serving `tools`. A tool that throws is a tool error the model sees
+ * (and a process warning); a name shared with a configured server is refused when the session
+ * is created. */
+export function createSdkMcpServer(options: { name: string; version?: string; tools?: Tool[] }): SdkMcpServer {
+  if (typeof options?.name !== 'string' || options.name.length === 0) {
+    throw new RobotaError('invalid_argument', 'createSdkMcpServer(): `name` must be a non-empty string');
+  }
+  const tools = (options.tools ?? []).map((t) => tool(t));
+  return { type: 'sdk', name: options.name, version: options.version ?? '1.0.0', tools };
+}
+
+/** True for a server made by {@link createSdkMcpServer}. */
+export function isSdkMcpServer(value: unknown): value is SdkMcpServer {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    (value as { type?: unknown }).type === 'sdk' &&
+    Array.isArray((value as { tools?: unknown }).tools)
+  );
 }
 
 /** A tool call waiting for the host's decision (the engine's `PermissionRequest`). */
@@ -489,6 +556,13 @@ export interface HostExtensions {
   permissionHandler?: PermissionHandler | undefined;
   hooks?: HooksOption | undefined;
   commandModules?: CommandModule[] | undefined;
+  /** Only the in-process servers ({@link SdkMcpServer}) are read here. */
+  mcpServers?: Record<string, unknown> | undefined;
+}
+
+/** The in-process servers of `mcpServers`, by the name the session knows them under. */
+function sdkServers(servers: Record<string, unknown> | undefined): [string, SdkMcpServer][] {
+  return Object.entries(servers ?? {}).filter((entry): entry is [string, SdkMcpServer] => isSdkMcpServer(entry[1]));
 }
 
 /** How the dispatcher fits into its session: events already emitted reach listeners before a
@@ -503,7 +577,17 @@ export interface DispatchOrdering {
  * `core/src/api/host.rs`); `index`/`module` route hook and command calls. */
 interface HostRequest {
   call_id: number;
-  kind: 'tool' | 'permission' | 'hook' | 'command' | 'provider' | 'next' | 'cancel' | 'warning' | 'context_result';
+  kind:
+    | 'tool'
+    | 'mcp_tool'
+    | 'permission'
+    | 'hook'
+    | 'command'
+    | 'provider'
+    | 'next'
+    | 'cancel'
+    | 'warning'
+    | 'context_result';
   request?: unknown;
   ok?: unknown;
   error?: unknown;
@@ -651,6 +735,10 @@ export function createDispatcher(
 ): (request: string) => Promise<string> {
   const tools = new Map<string, Tool>();
   for (const t of extensions.tools ?? []) tools.set(t.name, t);
+  const mcpTools = new Map<string, Tool>();
+  for (const [name, server] of sdkServers(extensions.mcpServers)) {
+    for (const t of server.tools) mcpTools.set(`${name}\u0000${t.name}`, t);
+  }
   const commands = new Map<string, Command>();
   for (const module of extensions.commandModules ?? []) {
     for (const command of module.commands) commands.set(`${module.name}\u0000${command.name}`, command);
@@ -664,13 +752,17 @@ export function createDispatcher(
   async function handle(request: HostRequest, signal: AbortSignal): Promise<unknown> {
     const args = (request.request ?? {}) as Record<string, unknown>;
     switch (request.kind) {
-      case 'tool': {
-        const t = tools.get(String(args.tool));
+      case 'tool':
+      case 'mcp_tool': {
+        const t =
+          request.kind === 'tool'
+            ? tools.get(String(args.tool))
+            : mcpTools.get(`${String(args.server)}\u0000${String(args.tool)}`);
         if (t === undefined) throw new Error(`no JavaScript tool named ${String(args.tool)}`);
         try {
           const result = await t.execute(args.input, {
-            toolUseId: String(args.tool_use_id),
-            cwd: String(args.cwd),
+            toolUseId: String(args.tool_use_id ?? ''),
+            cwd: String(args.cwd ?? ''),
             signal,
           });
           return toolAnswer(result);
@@ -824,6 +916,21 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
       if (t.mutatesFiles !== undefined) declaredTool.mutates_files = t.mutatesFiles;
       return declaredTool;
     }),
+    mcp_in_process: sdkServers(extensions.mcpServers).map(([name, server]) => ({
+      name,
+      version: server.version,
+      tools: server.tools.map((t) => {
+        if (typeof t.execute !== 'function') throw invalid(`tool \`${String(t.name)}\`: \`execute\` must be a function`);
+        const annotations: Record<string, unknown> = { ...(t.annotations ?? {}) };
+        if (t.readOnly === true) annotations.readOnlyHint ??= true;
+        return {
+          name: t.name,
+          description: t.description ?? '',
+          input_schema: t.inputSchema,
+          ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
+        };
+      }),
+    })),
     permission_handler: typeof extensions.permissionHandler === 'function',
     hooks: hookRegistrations(extensions.hooks).map((h, index) => {
       if (h === null || typeof h !== 'object') throw invalid(`hooks[${index}] is not a hook registration`);

@@ -19,6 +19,8 @@ export * from './types.js';
 export * from './providers.js';
 export {
   tool,
+  createSdkMcpServer,
+  type SdkMcpServer,
   type Tool,
   type ToolContext,
   type ToolReturn,

@@ -1,7 +1,8 @@
 /** Session options: the camelCase options of the facade and their snake_case engine form. */
 
 import { RobotaError } from './errors.js';
-import type { CommandModule, HooksOption, PermissionHandler, Tool } from './extensions.js';
+import { isSdkMcpServer } from './extensions.js';
+import type { CommandModule, HooksOption, PermissionHandler, SdkMcpServer, Tool } from './extensions.js';
 import type { ProviderLike } from './providers.js';
 import type { McpServerConfig, PermissionMode } from './types.js';
 
@@ -72,8 +73,9 @@ export interface CommonOptions {
   editCheckpoints?: boolean;
   /** MCP servers to connect, in `.mcp.json`'s `mcpServers` shape (`{name: {command, args, env}}`
    * or `{name: {type: 'http', url, headers}}`); their tools reach the model as
-   * `mcp__<name>__<tool>`. See `listMcpServers()`. */
-  mcpServers?: Record<string, McpServerConfig>;
+   * `mcp__<name>__<tool>`. See `listMcpServers()`. A value made by `createSdkMcpServer()` is a
+   * server whose tools are your JavaScript functions, run in-process. */
+  mcpServers?: Record<string, McpServerConfig | SdkMcpServer>;
   /** How long an MCP server may take to start, in ms (default 30 000). */
   mcpStartupTimeoutMs?: number;
   /** How long one MCP call may take, in ms (default 600 000). */
@@ -170,6 +172,12 @@ export function sessionConfig(options: CommonOptions): Record<string, unknown> {
       );
     }
     config[name] = value;
+  }
+  if (options.mcpServers !== undefined && options.mcpServers !== null && typeof options.mcpServers === 'object') {
+    // In-process servers travel with the extensions (their tools are JavaScript functions).
+    config.mcp_servers = Object.fromEntries(
+      Object.entries(options.mcpServers).filter(([, server]) => !isSdkMcpServer(server)),
+    );
   }
   const persistence = options.persistence;
   if (persistence !== undefined) {

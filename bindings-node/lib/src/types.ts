@@ -439,7 +439,7 @@ export interface McpServerInfo {
     | { kind: 'project'; file: string }
     | { kind: 'settings'; file?: string | null }
     | { kind: 'plugin'; plugin: string };
-  transport: 'stdio' | 'http' | 'sse';
+  transport: 'stdio' | 'http' | 'sse' | 'sdk';
   status: McpServerStatus;
   /** Session tool names: `mcp__<server>__<tool>`. */
   tools: string[];

@@ -83,7 +83,7 @@ from .providers import (
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
 from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
-from .tools import Tool, ToolContext, ToolResult, tool
+from .tools import SdkMcpServer, Tool, ToolContext, ToolResult, create_sdk_mcp_server, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
 _atexit.register(_at_exit)
@@ -121,6 +121,8 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolResult",
+    "create_sdk_mcp_server",
+    "SdkMcpServer",
     # permissions
     "PermissionRequest",
     "PermissionDecision",

@@ -54,7 +54,7 @@ from .hooks import HooksLike, hooks_to_native
 from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
 from .sandbox import SandboxStatus
-from .tools import Tool
+from .tools import SdkMcpServer, Tool
 
 __all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType", "ConfigWarning"]
 
@@ -389,7 +389,7 @@ class InteractiveSession:
         context_window: Optional[int] = None,
         sandbox: Optional[bool] = None,
         skills: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
-        mcp_servers: Optional[Mapping[str, Mapping[str, Any]]] = None,
+        mcp_servers: Optional[Mapping[str, Union[Mapping[str, Any], SdkMcpServer]]] = None,
         mcp_startup_timeout_ms: Optional[int] = None,
         mcp_call_timeout_ms: Optional[int] = None,
         custom_commands: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
@@ -452,7 +452,9 @@ class InteractiveSession:
             mcp_servers: MCP servers to connect, in ``.mcp.json``'s ``mcpServers`` shape:
                 ``{"name": {"command": ..., "args": [...], "env": {...}}}`` (stdio) or
                 ``{"name": {"type": "http", "url": ..., "headers": {...}}}``. Their tools reach
-                the model as ``mcp__<name>__<tool>``; see :meth:`list_mcp_servers`.
+                the model as ``mcp__<name>__<tool>``; see :meth:`list_mcp_servers`. A value
+                made by :func:`robota.create_sdk_mcp_server` is a server whose tools are your
+                Python functions, run in-process.
             mcp_startup_timeout_ms: How long a server may take to start (default 30 000).
             mcp_call_timeout_ms: How long one MCP call may take (default 600 000).
             custom_commands: Custom slash commands of your own, ahead of the project's
@@ -502,20 +504,27 @@ class InteractiveSession:
             skills=_registrations(skills, "skills") or None,
             commands=_registrations(custom_commands, "custom_commands") or None,
             edit_checkpoints=edit_checkpoints,
-            mcp_servers=dict(mcp_servers) if mcp_servers is not None else None,
+            mcp_servers=(
+                {k: v for k, v in mcp_servers.items() if not isinstance(v, SdkMcpServer)}
+                if mcp_servers is not None
+                else None
+            ),
             mcp_startup_timeout_ms=mcp_startup_timeout_ms,
             mcp_call_timeout_ms=mcp_call_timeout_ms,
         )
         for t in tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"tools must be decorated with @robota.tool; got {t!r}")
+        # In-process servers travel with the tools (their handlers are Python functions); the
+        # configured ones with the plain options.
+        in_process = [s._to_native(key) for key, s in (mcp_servers or {}).items() if isinstance(s, SdkMcpServer)]
         self._listeners: Dict[str, List[EventListener]] = {}
         self._shut_down = False
         self._pump: Optional[_Pump] = None
         self._native = _native.NativeSession(
             config,
             provider_to_native(provider),
-            list(tools),
+            list(tools) + in_process,
             permission_adapter(permission_handler) if permission_handler is not None else None,
             hooks_to_native(hooks),
             [m._to_native() for m in command_modules],

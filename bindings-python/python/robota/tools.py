@@ -26,7 +26,15 @@ from ._util import maybe_await
 
 _logger = logging.getLogger("robota")
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "tool", "schema_from_function"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "tool",
+    "schema_from_function",
+    "SdkMcpServer",
+    "create_sdk_mcp_server",
+]
 
 
 @dataclass(frozen=True)
@@ -208,6 +216,8 @@ class Tool:
         read_only: bool = False,
         replaces_builtin: bool = False,
         mutates_files: Sequence[str] = (),
+        annotations: Optional[Mapping[str, Any]] = None,
+        input_as_dict: bool = False,
     ) -> None:
         if not callable(func):
             raise TypeError("a tool needs a function")
@@ -227,7 +237,13 @@ class Tool:
         #: Input fields holding paths of files a call creates, changes or deletes: the session
         #: saves those files first, so ``restore_edit_checkpoint`` can undo the change.
         self.mutates_files: List[str] = list(mutates_files)
-        self._context_param = context_param
+        #: MCP annotations (``{"readOnlyHint": True, "title": ...}``) when the tool is served by
+        #: an in-process MCP server (:func:`create_sdk_mcp_server`).
+        self.annotations: Dict[str, Any] = dict(annotations) if annotations is not None else {}
+        #: True when the function takes the whole input as one dict (the Claude Agent SDK's
+        #: ``@tool("name", "description", schema)`` form) instead of keyword arguments.
+        self.input_as_dict: bool = input_as_dict
+        self._context_param = None if input_as_dict else context_param
         self._is_async = inspect.iscoroutinefunction(func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -242,6 +258,12 @@ class Tool:
         try:
             if not isinstance(input, dict):
                 raise TypeError(f"the tool input must be a JSON object, got {type(input).__name__}")
+            if self.input_as_dict:
+                if self._is_async:
+                    value = await self.func(dict(input))
+                else:
+                    value = await maybe_await(await asyncio.to_thread(self.func, dict(input)))
+                return _to_result(value)
             kwargs = dict(input)
             if self._context_param:
                 kwargs[self._context_param] = ToolContext(
@@ -272,6 +294,17 @@ def tool(func: Callable[..., Any], /) -> Tool: ...
 
 @overload
 def tool(
+    name: str,
+    description: str,
+    input_schema: Mapping[str, Any],
+    /,
+    *,
+    annotations: Optional[Mapping[str, Any]] = None,
+) -> Callable[[Callable[[Dict[str, Any]], Any]], Tool]: ...
+
+
+@overload
+def tool(
     *,
     name: Optional[str] = None,
     description: Optional[str] = None,
@@ -283,7 +316,9 @@ def tool(
 
 
 def tool(
-    func: Optional[Callable[..., Any]] = None,
+    func: Union[Callable[..., Any], str, None] = None,
+    sdk_description: Optional[str] = None,
+    sdk_schema: Optional[Mapping[str, Any]] = None,
     /,
     *,
     name: Optional[str] = None,
@@ -292,6 +327,7 @@ def tool(
     read_only: bool = False,
     replaces_builtin: bool = False,
     mutates_files: Sequence[str] = (),
+    annotations: Optional[Mapping[str, Any]] = None,
 ) -> Union[Tool, Callable[[Callable[..., Any]], Tool]]:
     """Makes a tool from a sync or async function::
 
@@ -310,7 +346,34 @@ def tool(
     one (``Read``, ``Bash``, …) on purpose. ``mutates_files=["path"]`` names the input fields
     holding files a call changes, so edit checkpoints can rewind them. The name (1-64 letters, digits, ``_``, ``-``) and the
     schema are checked when the session is created.
+
+    The Claude Agent SDK's form, for tools of an in-process MCP server
+    (:func:`create_sdk_mcp_server`), is accepted too: the function takes the input as one dict
+    and may answer MCP content blocks::
+
+        @tool("add", "Adds two numbers", {"a": float, "b": float})
+        async def add(args):
+            return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    The schema is a JSON Schema or a mapping of names to Python types (all required);
+    ``annotations={"readOnlyHint": True}`` marks a read-only tool.
     """
+    if isinstance(func, str):
+        sdk_name = func
+
+        def wrap_sdk(f: Callable[..., Any]) -> Tool:
+            hints = dict(annotations or {})
+            return Tool(
+                f,
+                name=sdk_name,
+                description=sdk_description if sdk_description is not None else (description or ""),
+                input_schema=_sdk_schema(sdk_schema if sdk_schema is not None else (input_schema or {})),
+                read_only=read_only or hints.get("readOnlyHint") is True,
+                annotations=hints,
+                input_as_dict=True,
+            )
+
+        return wrap_sdk
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool(
@@ -321,8 +384,74 @@ def tool(
             read_only=read_only,
             replaces_builtin=replaces_builtin,
             mutates_files=mutates_files,
+            annotations=annotations,
         )
 
     if func is not None:
         return wrap(func)
     return wrap
+
+
+def _sdk_schema(schema: Mapping[str, Any]) -> Dict[str, Any]:
+    """A JSON Schema as it is; a mapping of names to Python types (``{"a": float}``) as an
+    object schema requiring every name, as the Claude Agent SDK reads it."""
+    if isinstance(schema.get("type"), str):
+        return dict(schema)
+    properties = {name: _json_type(kind)[0] for name, kind in schema.items()}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+class SdkMcpServer:
+    """An MCP server whose tools are Python functions, run inside the session's process (the
+    Claude Agent SDK's SDK server). Made by :func:`create_sdk_mcp_server`; give it in
+    ``mcp_servers={"name": server}`` beside configured servers. Its tools reach the model as
+    ``mcp__<name>__<tool>`` (the key of ``mcp_servers`` is the name), and permission rules and
+    hook matchers treat them like any MCP server's."""
+
+    def __init__(self, name: str, version: str, tools: Sequence[Tool]) -> None:
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"tools must be decorated with @robota.tool; got {t!r}")
+        #: The server's name.
+        self.name = name
+        #: The version it reports.
+        self.version = version
+        #: Its tools.
+        self.tools: List[Tool] = list(tools)
+
+    def __repr__(self) -> str:
+        return f"SdkMcpServer(name={self.name!r}, tools={[t.name for t in self.tools]!r})"
+
+    def _to_native(self, name: str) -> "_NativeMcpServer":
+        return _NativeMcpServer(name, self)
+
+
+class _NativeMcpServer:
+    """What the native session reads for one in-process server: ``(name, version, [(spec,
+    call)])`` in ``_robota_mcp_server`` (specs as ``robota::api::HostMcpToolSpec``)."""
+
+    def __init__(self, name: str, server: SdkMcpServer) -> None:
+        tools = []
+        for t in server.tools:
+            annotations = dict(t.annotations)
+            if t.read_only:
+                annotations.setdefault("readOnlyHint", True)
+            spec = {
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "annotations": annotations or None,
+            }
+            tools.append((spec, t._robota_call))
+        self._robota_mcp_server = (name, server.version, tools)
+
+
+def create_sdk_mcp_server(name: str, version: str = "1.0.0", tools: Optional[Sequence[Tool]] = None) -> SdkMcpServer:
+    """An in-process MCP server serving ``tools`` (functions decorated with :func:`tool`)::
+
+        server = create_sdk_mcp_server("calc", "1.0.0", tools=[add])
+        InteractiveSession(provider=..., mcp_servers={"calc": server})
+
+    A handler's exception is a tool error the model sees (and is logged); the session goes
+    on. A name shared with a configured server is refused when the session is created."""
+    return SdkMcpServer(name, version, list(tools or ()))

@@ -96,7 +96,9 @@ impl From<InteractiveError> for ApiError {
             InteractiveError::FileReferences(_) => ApiErrorKind::InvalidArgument,
             InteractiveError::Session(SessionError::Locked { .. }) => ApiErrorKind::SessionLocked,
             InteractiveError::Session(
-                SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. },
+                SessionError::InvalidTool { .. }
+                | SessionError::InvalidHookCallback { .. }
+                | SessionError::InvalidMcpServer { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
             InteractiveError::BackgroundTask { .. } => ApiErrorKind::InvalidArgument,
@@ -114,9 +116,9 @@ impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         let kind = match &e {
             SessionError::Locked { .. } => ApiErrorKind::SessionLocked,
-            SessionError::InvalidTool { .. } | SessionError::InvalidHookCallback { .. } => {
-                ApiErrorKind::InvalidArgument
-            }
+            SessionError::InvalidTool { .. }
+            | SessionError::InvalidHookCallback { .. }
+            | SessionError::InvalidMcpServer { .. } => ApiErrorKind::InvalidArgument,
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())

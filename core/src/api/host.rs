@@ -200,7 +200,7 @@ pub struct HostToolSpec {
     pub mutates_files: Vec<String>,
 }
 
-fn default_schema() -> Value {
+pub(super) fn default_schema() -> Value {
     json!({"type": "object"})
 }
 
@@ -214,12 +214,7 @@ impl HostToolSpec {
         };
         let spec: HostToolSpec = super::fields::from_value(value, &label)?;
         let name = &spec.name;
-        let valid_name = !name.is_empty()
-            && name.chars().count() <= 64
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !valid_name {
+        if !is_valid_tool_name(name) {
             return Err(ApiError::invalid_argument(format!(
                 "invalid tool name `{name}`: use 1-64 letters, digits, '_' or '-' (the model \
                  APIs accept no other names)"
@@ -231,8 +226,17 @@ impl HostToolSpec {
     }
 }
 
+/// True for a name the model APIs accept for a tool: 1–64 letters, digits, `_` or `-`.
+pub(super) fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().count() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// What the model APIs require of a tool's input schema (a JSON Schema describing an object).
-fn check_input_schema(schema: &Value) -> Result<(), String> {
+pub(super) fn check_input_schema(schema: &Value) -> Result<(), String> {
     let Value::Object(schema) = schema else {
         return Err(format!(
             "`input_schema` must be a JSON Schema object, not {}",

@@ -10,6 +10,7 @@ mod command_context;
 mod error;
 mod fields;
 mod host;
+mod host_mcp;
 mod provider_config;
 mod session_config;
 
@@ -22,6 +23,7 @@ pub use host::{
     HostProviderAnswer, HostProviderError, HostProviderEvent, HostProviderInfo, HostStream,
     HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
+pub use host_mcp::{HostMcpServerBuilder, HostMcpToolSpec};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{PersistenceConfig, SessionConfig};
 

@@ -44,7 +44,7 @@ mod recorder;
 mod round;
 mod run;
 mod summary;
-mod tool_batch;
+pub(crate) mod tool_batch;
 
 use std::sync::Arc;
 

@@ -159,7 +159,8 @@ fn batch_mode(plans: &[Plan], max_concurrency: usize) -> BatchMode {
     }
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic's payload (`"no message"` when it carries none).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_string()
     } else if let Some(text) = payload.downcast_ref::<String>() {

@@ -42,6 +42,14 @@ pub enum McpTransport {
         #[serde(default)]
         headers: BTreeMap<String, String>,
     },
+    /// A server the host defined in code, run inside the session's process (see
+    /// [`InProcessMcpServer`](super::InProcessMcpServer)). Only code creates it: configuration
+    /// files cannot name one.
+    #[serde(rename = "sdk", skip_deserializing)]
+    InProcess {
+        /// The server.
+        server: super::InProcessMcpServer,
+    },
 }
 
 /// Where a server's definition came from.

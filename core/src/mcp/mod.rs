@@ -1,6 +1,7 @@
 //! The MCP client: connections to Model Context Protocol servers (stdio child processes and
-//! streamable HTTP endpoints through the official `rmcp` SDK, and legacy HTTP+SSE endpoints
-//! through robota's own [`sse`] transport), their status, and the tools a
+//! streamable HTTP endpoints through the official `rmcp` SDK, legacy HTTP+SSE endpoints
+//! through robota's own [`sse`] transport, and servers the host defines in code, run in-process
+//! ([`InProcessMcpServer`])), their status, and the tools a
 //! session gets from them — `mcp__<server>__<tool>` for every server tool, and
 //! `ListMcpResourcesTool` / `ReadMcpResourceTool` for their resources.
 //!
@@ -31,6 +32,7 @@
 pub mod config;
 mod hook;
 mod http_client;
+mod in_process;
 mod resources;
 mod sse;
 mod tool;
@@ -57,6 +59,9 @@ use crate::tools::Tool;
 pub use config::{
     expand, is_valid_server_name, parse_mcp_servers, McpConfigWarning, McpServerEntry,
     McpServerOrigin, McpTransport,
+};
+pub use in_process::{
+    call_result_from_answer, InProcessMcpServer, InProcessMcpTool, McpToolFuture, McpToolHandler,
 };
 pub use resources::{LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL};
 pub use tool::McpTool;
@@ -140,7 +145,7 @@ pub struct McpServerInfo {
     pub name: String,
     /// Where it was defined.
     pub origin: McpServerOrigin,
-    /// `stdio` or `http`.
+    /// `stdio`, `http`, `sse`, or `sdk` for a server the host runs in-process.
     pub transport: String,
     /// Its status.
     pub status: McpServerStatus,
@@ -715,6 +720,7 @@ impl McpHub {
                 McpTransport::Stdio { .. } => "stdio".into(),
                 McpTransport::Http { .. } => "http".into(),
                 McpTransport::Sse { .. } => "sse".into(),
+                McpTransport::InProcess { .. } => "sdk".into(),
             },
             tools: if connected {
                 tool::session_tool_names(&server.entry.name, &server.tools())
@@ -1188,6 +1194,15 @@ async fn start(
                 .serve(transport)
                 .await
                 .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
+            Ok(Connection {
+                service,
+                group: None,
+            })
+        }
+        McpTransport::InProcess { server } => {
+            let service = events.serve(server.spawn()).await.map_err(|e| {
+                format!("the MCP handshake with the in-process server failed ({e})")
+            })?;
             Ok(Connection {
                 service,
                 group: None,

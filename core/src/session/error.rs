@@ -117,6 +117,15 @@ pub enum SessionError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// An MCP server the host defined in code (an in-process server) cannot be added: another
+    /// server (configured or in-process) has its name.
+    #[error("MCP server `{name}`: {message}")]
+    InvalidMcpServer {
+        /// The server's name.
+        name: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A host hook callback was registered with a matcher that does not parse, or an
     /// on-failure policy its event cannot honour.
     #[error("the {event} hook callback (matcher `{matcher}`): {message}")]

@@ -367,7 +367,7 @@ impl Session {
                 processes: processes.clone(),
             },
             &mut warnings,
-        );
+        )?;
         let mut extra_tools = options.extra_tools;
         // The names the MCP hub contributed, replaced when its tools change.
         let mcp_tool_names: Arc<Mutex<BTreeSet<String>>> = Arc::default();
@@ -2356,6 +2356,8 @@ fn validate_session_id(id: String) -> Result<String, SessionError> {
 
 /// Connects the MCP servers of the settings, `.mcp.json` and the host (the host's replace
 /// same-named ones); `None` when no server is configured. Every server that fails is a warning.
+/// An in-process server sharing its name with any other server is an error: replacing either
+/// silently would hide tools the host or the user relies on.
 fn connect_mcp(
     from_settings: Vec<crate::mcp::McpServerEntry>,
     skipped: Vec<crate::mcp::McpSkippedServer>,
@@ -2363,10 +2365,31 @@ fn connect_mcp(
     options: crate::mcp::McpOptions,
     context: crate::mcp::McpConnectContext,
     warnings: &mut Vec<SessionWarning>,
-) -> Option<Arc<crate::mcp::McpHub>> {
+) -> Result<Option<Arc<crate::mcp::McpHub>>, SessionError> {
     let mut by_name: std::collections::BTreeMap<String, crate::mcp::McpServerEntry> =
         std::collections::BTreeMap::new();
     for entry in from_settings.into_iter().chain(from_host) {
+        let in_process = |e: &crate::mcp::McpServerEntry| {
+            matches!(e.transport, crate::mcp::McpTransport::InProcess { .. })
+        };
+        let clash = by_name
+            .get(&entry.name)
+            .filter(|earlier| in_process(&entry) || in_process(earlier));
+        let clash = clash.map(|earlier| earlier.origin.describe()).or_else(|| {
+            skipped
+                .iter()
+                .find(|s| in_process(&entry) && s.entry.name == entry.name)
+                .map(|s| s.entry.origin.describe())
+        });
+        if let Some(other) = clash {
+            return Err(SessionError::InvalidMcpServer {
+                name: entry.name.clone(),
+                message: format!(
+                    "an in-process server and a server from {other} have this name; rename \
+                     one of them"
+                ),
+            });
+        }
         by_name.insert(entry.name.clone(), entry);
     }
     let skipped: Vec<_> = skipped
@@ -2374,7 +2397,7 @@ fn connect_mcp(
         .filter(|s| !by_name.contains_key(&s.entry.name))
         .collect();
     if by_name.is_empty() && skipped.is_empty() {
-        return None;
+        return Ok(None);
     }
     for server in &skipped {
         warnings.push(mcp_warning(format!(
@@ -2385,11 +2408,11 @@ fn connect_mcp(
     match crate::mcp::McpHub::connect(by_name.into_values().collect(), skipped, context, options) {
         Ok(hub) => {
             warnings.extend(hub.warnings().iter().cloned().map(mcp_warning));
-            Some(hub)
+            Ok(Some(hub))
         }
         Err(message) => {
             warnings.push(mcp_warning(message));
-            None
+            Ok(None)
         }
     }
 }
