@@ -90,6 +90,10 @@ pub struct McpServerEntry {
     pub transport: McpTransport,
     /// Where it was defined.
     pub origin: McpServerOrigin,
+    /// OAuth settings of a remote server (`"oauth": {"clientId": …, "callbackPort": …}`); a
+    /// server that asks for OAuth is authorized without them too (dynamic registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<super::oauth::McpOAuthConfig>,
 }
 
 /// A problem with one server's definition; the server is left out.
@@ -142,10 +146,11 @@ pub fn parse_mcp_servers(
     };
     for (name, definition) in servers {
         match parse_one(name, definition, env) {
-            Ok(transport) => entries.push(McpServerEntry {
+            Ok((transport, oauth)) => entries.push(McpServerEntry {
                 name: name.clone(),
                 transport,
                 origin: origin.clone(),
+                oauth,
             }),
             Err(message) => warnings.push(McpConfigWarning {
                 server: name.clone(),
@@ -158,6 +163,24 @@ pub fn parse_mcp_servers(
 }
 
 fn parse_one(
+    name: &str,
+    definition: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(McpTransport, Option<super::oauth::McpOAuthConfig>), String> {
+    let transport = parse_transport(name, definition, env)?;
+    let oauth = match definition.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(_) if matches!(transport, McpTransport::Stdio { .. }) => {
+            return Err("`oauth` applies to `http` and `sse` servers only".into());
+        }
+        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|e| {
+            format!("`oauth` must be {{\"clientId\": string, \"callbackPort\": port}} ({e})")
+        })?),
+    };
+    Ok((transport, oauth))
+}
+
+fn parse_transport(
     name: &str,
     definition: &Value,
     env: &dyn Fn(&str) -> Option<String>,
