@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use robota::mcp::{parse_mcp_servers, McpAuthorizationHandler, McpServerOrigin, McpServerStatus};
+use robota::mcp::{
+    parse_mcp_servers, McpAuthorizationHandler, McpServerAction, McpServerOrigin, McpServerStatus,
+};
 use serde_json::{json, Value};
 use session_common::*;
 
@@ -334,4 +336,41 @@ async fn forged_metadata_sending_credentials_elsewhere_is_refused() {
         );
         assert!(token_files(&project).is_empty());
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_logout_forgets_the_tokens_and_mcp_auth_authorizes_again() {
+    let (server, project, opened) = authorized_once().await;
+    let mock = Mock::start(json!({"turns": [text_turn("done")]})).await;
+    let events = Events::default();
+    let session = session(options_for(
+        &project,
+        &mock,
+        &events,
+        &server,
+        Some(browser(&opened)),
+    ));
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
+
+    let info = session
+        .control_mcp_server(McpServerAction::Logout, "secure")
+        .await
+        .expect("logout");
+    let McpServerStatus::NeedsAuth { reason } = &info.status else {
+        panic!("{info:?}")
+    };
+    assert!(reason.contains("/mcp auth secure"), "{reason}");
+    assert!(token_files(&project).is_empty(), "the tokens are gone");
+
+    let info = session
+        .control_mcp_server(McpServerAction::Authorize, "secure")
+        .await
+        .expect("auth");
+    assert_eq!(info.status, McpServerStatus::Connected, "{info:?}");
+    assert_eq!(opened.load(Ordering::SeqCst), 2, "a second browser step");
+    assert_eq!(token_files(&project).len(), 1);
+    assert_eq!(server.authorizations(), 2);
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
 }

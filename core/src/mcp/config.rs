@@ -351,4 +351,32 @@ mod tests {
         let names: Vec<&str> = warnings.iter().map(|w| w.server.as_str()).collect();
         assert_eq!(names, ["bad name", "nocmd", "unset"]);
     }
+
+    #[test]
+    fn reads_oauth_settings_of_remote_servers_only() {
+        let value = json!({
+            "web": {"type": "http", "url": "https://x.test/mcp",
+                    "oauth": {"clientId": "robota-app", "callbackPort": 8123}},
+            "plain": {"type": "sse", "url": "https://x.test/sse"},
+            "local": {"command": "x", "oauth": {"clientId": "a"}},
+            "typo": {"type": "http", "url": "https://x.test/mcp", "oauth": {"callbackPort": "x"}}
+        });
+        let (entries, warnings) = parse_mcp_servers(&value, &McpServerOrigin::Host, &env);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["plain", "web"]);
+        assert_eq!(entries[0].oauth, None);
+        let oauth = entries[1].oauth.as_ref().expect("oauth settings");
+        assert_eq!(oauth.client_id.as_deref(), Some("robota-app"));
+        assert_eq!(oauth.callback_port, Some(8123));
+        let problems: Vec<(&str, &str)> = warnings
+            .iter()
+            .map(|w| (w.server.as_str(), w.message.as_str()))
+            .collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].1.contains("`http` and `sse` servers only"),
+            "{problems:?}"
+        );
+        assert!(problems[1].1.contains("callbackPort"), "{problems:?}");
+    }
 }
