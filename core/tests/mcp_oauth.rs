@@ -30,18 +30,24 @@ fn servers_dir() -> PathBuf {
 /// The Python server on a free loopback port with `mode` (`--oauth`, `--evil-metadata URL`).
 struct Server {
     port: u16,
+    /// `http` or `sse`.
+    transport: &'static str,
     _process: tokio::process::Child,
 }
 
 impl Server {
     async fn start(mode: &[&str]) -> Server {
+        Server::start_over("http", mode).await
+    }
+
+    async fn start_over(transport: &'static str, mode: &[&str]) -> Server {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
         let port = listener.local_addr().expect("port").port();
         drop(listener);
         let dir = servers_dir();
         let process = tokio::process::Command::new(dir.join(".venv/bin/python"))
             .arg(dir.join("python_server.py"))
-            .args(["--http", &port.to_string()])
+            .args([format!("--{transport}"), port.to_string()])
             .args(mode)
             .kill_on_drop(true)
             .stderr(std::process::Stdio::null())
@@ -58,12 +64,18 @@ impl Server {
         }
         Server {
             port,
+            transport,
             _process: process,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        let path = if self.transport == "sse" {
+            "sse"
+        } else {
+            "mcp"
+        };
+        format!("http://127.0.0.1:{}/{path}", self.port)
     }
 
     /// Calls one of the server's test controls.
@@ -119,7 +131,7 @@ fn options_for(
 ) -> robota::session::SessionOptions {
     let mut options = options(project, mock, events);
     let (entries, warnings) = parse_mcp_servers(
-        &json!({"secure": {"type": "http", "url": server.url()}}),
+        &json!({"secure": {"type": server.transport, "url": server.url()}}),
         &McpServerOrigin::Host,
         &|_| None,
     );
@@ -170,7 +182,12 @@ async fn add_through_the_model(
 
 /// An OAuth server and a project whose first session went through the whole authorization.
 async fn authorized_once() -> (Server, Project, Arc<AtomicUsize>) {
-    let server = Server::start(&["--oauth"]).await;
+    authorized_over("http").await
+}
+
+/// [`authorized_once`] over `transport` (`http` or `sse`).
+async fn authorized_over(transport: &'static str) -> (Server, Project, Arc<AtomicUsize>) {
+    let server = Server::start_over(transport, &["--oauth"]).await;
     let project = Project::new();
     project.settings(
         ".claude/settings.json",
@@ -373,4 +390,26 @@ async fn mcp_logout_forgets_the_tokens_and_mcp_auth_authorizes_again() {
     session
         .shutdown(robota::hooks::SessionEndReason::Other)
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn legacy_sse_servers_are_authorized_and_reuse_their_tokens() {
+    let (server, project, opened) = authorized_over("sse").await;
+    assert_eq!(opened.load(Ordering::SeqCst), 1, "one browser step");
+    assert_eq!(token_files(&project).len(), 1);
+    add_through_the_model(&project, &server, &opened, || ()).await;
+    assert_eq!(
+        opened.load(Ordering::SeqCst),
+        1,
+        "the stored tokens are reused"
+    );
+    // A stored access token the server no longer accepts is refreshed, not re-authorized.
+    server.control("forget-access-tokens");
+    add_through_the_model(&project, &server, &opened, || ()).await;
+    assert_eq!(
+        opened.load(Ordering::SeqCst),
+        1,
+        "refreshed, not re-authorized"
+    );
+    assert_eq!(server.authorizations(), 1);
 }

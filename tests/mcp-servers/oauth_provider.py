@@ -1,4 +1,4 @@
-"""The OAuth side of `python_server.py --http PORT --oauth`: an in-memory authorization server
+"""The OAuth side of `python_server.py --http PORT --oauth` (or `--sse PORT --oauth`): an in-memory authorization server
 (`mcp.server.auth`'s provider protocol) that registers any client, approves every authorization
 request without a login page, and issues short-lived access tokens with rotating refresh tokens.
 `forget_access_tokens` / `forget_all_tokens` let tests expire the access tokens (the client must
@@ -117,13 +117,13 @@ def _flag_value(argv, flag):
 
 def oauth_server_options(argv):
     """The `MCPServer` keyword arguments for the command line's OAuth mode (none without one)."""
-    port = _flag_value(argv, "--http")
+    port = _flag_value(argv, "--http") or _flag_value(argv, "--sse")
     if port is None or not ("--oauth" in argv or "--evil-metadata" in argv):
         return {}
     base = f"http://127.0.0.1:{port}"
     settings = AuthSettings(
         issuer_url=base,
-        resource_server_url=f"{base}/mcp",
+        resource_server_url=f"{base}/sse" if "--sse" in argv else f"{base}/mcp",
         client_registration_options=ClientRegistrationOptions(enabled=True),
         validate_token_resource=True,
     )
@@ -137,7 +137,7 @@ def add_oauth_routes(server, argv):
     from starlette.responses import JSONResponse
 
     evil = _flag_value(argv, "--evil-metadata")
-    port = _flag_value(argv, "--http")
+    port = _flag_value(argv, "--http") or _flag_value(argv, "--sse")
     if evil is not None:
         base = f"http://127.0.0.1:{port}"
 

@@ -108,7 +108,8 @@ if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--http":
         add_oauth_routes(server, sys.argv)
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    elif len(sys.argv) == 3 and sys.argv[1] == "--sse":
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--sse":
+        add_oauth_routes(server, sys.argv)
         server.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

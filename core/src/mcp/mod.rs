@@ -1309,41 +1309,58 @@ async fn start(
             let Some(challenge) = oauth::probe_challenge(&client, url).await else {
                 return Err(failure);
             };
-            let Some(store) = store else {
-                return Err(format!(
-                    "{}: the server requires OAuth authorization, and without a home directory \
-                     robota has nowhere to keep its tokens",
-                    oauth::NEEDS_AUTH
-                ));
-            };
-            // The browser step must end before the start-up timeout does, so the status can say
-            // it was the authorization that did not complete.
-            let wait = startup_timeout.mul_f32(0.9);
-            let manager = tokio::time::timeout(
-                wait,
-                oauth::authorize(
-                    &entry.name,
-                    url,
-                    challenge.as_deref(),
-                    &entry.oauth.clone().unwrap_or_default(),
-                    &store,
-                    context.authorization_handler.as_ref(),
-                ),
+            let manager = authorize_server(
+                entry,
+                url,
+                challenge.as_deref(),
+                store,
+                context,
+                startup_timeout,
             )
-            .await
-            .map_err(|_| {
-                format!(
-                    "{}: the OAuth authorization was not completed within {} ms; authorize with \
-                     `/mcp auth {}`",
-                    oauth::NEEDS_AUTH,
-                    wait.as_millis(),
-                    entry.name
-                )
-            })??;
+            .await?;
             serve_http(&events, AuthClient::new(client, manager), config, url).await
         }
         McpTransport::Sse { url, headers } => {
-            let transport = sse::SseClientTransport::connect(url, headers).await?;
+            // OAuth over the legacy transport: the access token goes in the `Authorization`
+            // header of the stream and of every post (refreshed when a connection starts).
+            let store = context
+                .oauth_folder
+                .as_deref()
+                .map(|folder| oauth::TokenFile::new(folder, &entry.name, url));
+            let mut headers = headers.clone();
+            let stored = match store.as_ref().filter(|store| store.exists()) {
+                Some(store) => oauth::stored_authorization(url, store).await?,
+                None => None,
+            };
+            if let Some(manager) = &stored {
+                if let Ok(token) = manager.get_access_token().await {
+                    headers.insert("Authorization".into(), format!("Bearer {token}"));
+                }
+            }
+            let mut attempt = sse::SseClientTransport::connect(url, &headers).await;
+            // A stored token the server rejects (revoked before its time): refresh it once.
+            if let (Err(reason), Some(manager)) = (&attempt, &stored) {
+                if reason.contains(sse::UNAUTHORIZED) && manager.refresh_token().await.is_ok() {
+                    if let Ok(token) = manager.get_access_token().await {
+                        headers.insert("Authorization".into(), format!("Bearer {token}"));
+                        attempt = sse::SseClientTransport::connect(url, &headers).await;
+                    }
+                }
+            }
+            let transport = match attempt {
+                Ok(transport) => transport,
+                Err(reason) if reason.contains(sse::UNAUTHORIZED) => {
+                    let manager =
+                        authorize_server(entry, url, None, store, context, startup_timeout).await?;
+                    let token = manager
+                        .get_access_token()
+                        .await
+                        .map_err(|e| format!("OAuth gave no access token: {e}"))?;
+                    headers.insert("Authorization".into(), format!("Bearer {token}"));
+                    sse::SseClientTransport::connect(url, &headers).await?
+                }
+                Err(reason) => return Err(reason),
+            };
             let service = events
                 .serve(transport)
                 .await
@@ -1354,6 +1371,48 @@ async fn start(
             })
         }
     }
+}
+
+/// Runs the OAuth authorization of a remote server that answered 401, bounded so that the
+/// status can say it was the authorization that did not complete.
+async fn authorize_server(
+    entry: &McpServerEntry,
+    url: &str,
+    challenge: Option<&str>,
+    store: Option<oauth::TokenFile>,
+    context: &McpConnectContext,
+    startup_timeout: Duration,
+) -> Result<rmcp::transport::auth::AuthorizationManager, String> {
+    let Some(store) = store else {
+        return Err(format!(
+            "{}: the server requires OAuth authorization, and without a home directory robota \
+             has nowhere to keep its tokens",
+            oauth::NEEDS_AUTH
+        ));
+    };
+    // The browser step must end before the start-up timeout does.
+    let wait = startup_timeout.mul_f32(0.9);
+    tokio::time::timeout(
+        wait,
+        oauth::authorize(
+            &entry.name,
+            url,
+            challenge,
+            &entry.oauth.clone().unwrap_or_default(),
+            &store,
+            context.authorization_handler.as_ref(),
+        ),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "{}: the OAuth authorization was not completed within {} ms; authorize with `/mcp \
+             auth {}`",
+            oauth::NEEDS_AUTH,
+            wait.as_millis(),
+            entry.name
+        )
+    })?
 }
 
 /// The streamable HTTP transport's configuration: the URL and the configured headers (a bearer
