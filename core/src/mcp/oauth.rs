@@ -43,6 +43,9 @@ const MAX_TOKEN_FILE_BYTES: u64 = 256 * 1024;
 /// The largest redirect request the loopback listener reads.
 const MAX_REDIRECT_REQUEST_BYTES: usize = 16 * 1024;
 
+/// How long one connection to the redirect listener may take to send its request.
+const REDIRECT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The client name robota registers under.
 const CLIENT_NAME: &str = "robota";
 
@@ -351,7 +354,8 @@ pub(crate) async fn authorize(
         .await
         .map_err(|(_, e)| auth_error("client registration", e))?;
     handler.open(server, session.get_authorization_url());
-    let redirect = receive_redirect(&listener, &redirect_uri).await?;
+    let expected_state = query_field(session.get_authorization_url(), "state");
+    let redirect = receive_redirect(&listener, &redirect_uri, expected_state.as_deref()).await?;
     session
         .handle_callback_url(&redirect)
         .await
@@ -359,11 +363,22 @@ pub(crate) async fn authorize(
     Ok(session.auth_manager)
 }
 
-/// Waits for the browser's redirect to `/callback` and answers it; other requests (a favicon)
-/// get a 404. The caller bounds the wait.
+/// The value of query parameter `name` of `url`.
+fn query_field(url: &str, name: &str) -> Option<String> {
+    let url = Url::parse(url).ok()?;
+    url.query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// Waits for the browser's redirect to `/callback` carrying `state` (the one robota sent) and
+/// answers it; other requests (a favicon, another local program's guess) are answered and
+/// ignored, and a client that sends nothing is dropped after a few seconds. The caller bounds
+/// the whole wait.
 async fn receive_redirect(
     listener: &tokio::net::TcpListener,
     redirect_uri: &str,
+    state: Option<&str>,
 ) -> Result<String, String> {
     loop {
         let (mut stream, _) = listener
@@ -372,13 +387,21 @@ async fn receive_redirect(
             .map_err(|e| format!("the OAuth redirect listener failed: {e}"))?;
         let mut request = Vec::new();
         let mut chunk = [0_u8; 2048];
-        while !request.windows(4).any(|w| w == b"\r\n\r\n")
-            && request.len() < MAX_REDIRECT_REQUEST_BYTES
-        {
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => request.extend_from_slice(&chunk[..n]),
+        let read = async {
+            while !request.windows(4).any(|w| w == b"\r\n\r\n")
+                && request.len() < MAX_REDIRECT_REQUEST_BYTES
+            {
+                match stream.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&chunk[..n]),
+                }
             }
+        };
+        if tokio::time::timeout(REDIRECT_READ_TIMEOUT, read)
+            .await
+            .is_err()
+        {
+            continue;
         }
         let head = String::from_utf8_lossy(&request);
         let target = head
@@ -396,18 +419,19 @@ async fn receive_redirect(
             continue;
         }
         let redirect = format!("{redirect_uri}{}", &target["/callback".len()..]);
-        let error = Url::parse(&redirect).ok().and_then(|url| {
-            let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
-            let field = |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.clone())
-            };
-            field("error").map(|error| match field("error_description") {
+        if state.is_some() && query_field(&redirect, "state").as_deref() != state {
+            let _ = stream
+                .write_all(
+                    b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
+                .await;
+            continue;
+        }
+        let error = query_field(&redirect, "error").map(|error| {
+            match query_field(&redirect, "error_description") {
                 Some(description) => format!("{error}: {description}"),
                 None => error,
-            })
+            }
         });
         let page = match &error {
             Some(_) => "Authorization failed; robota shows why. You can close this window.",
@@ -461,6 +485,47 @@ mod tests {
         let mut loopback = metadata("http://127.0.0.1:9/token", "http://localhost:9/a");
         loopback.issuer = Some("http://127.0.0.1:9".into());
         assert!(check_metadata(&loopback, "http://127.0.0.1:9/mcp").is_ok());
+    }
+
+    async fn get(port: u16, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connects");
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
+            .await
+            .expect("sends");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.expect("answer");
+        answer
+    }
+
+    #[tokio::test]
+    async fn the_redirect_listener_waits_for_the_state_it_sent() {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .expect("listens");
+        let port = listener.local_addr().expect("port").port();
+        let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+        let waiting =
+            tokio::spawn(
+                async move { receive_redirect(&listener, &redirect_uri, Some("s1")).await },
+            );
+        // A client that never sends its request does not hold the listener up for long.
+        let _silent = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connects");
+        assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        let guess = get(port, "/callback?code=evil&state=guess").await;
+        assert!(guess.starts_with("HTTP/1.1 400"), "{guess}");
+        assert!(get(port, "/callback?code=c1&state=s1")
+            .await
+            .contains("authorized"));
+        let redirect = waiting.await.expect("joins").expect("the redirect");
+        assert!(
+            redirect.ends_with("/callback?code=c1&state=s1"),
+            "{redirect}"
+        );
     }
 
     #[test]
