@@ -1211,7 +1211,7 @@ robota_status robota_session_rollback_edit_checkpoint(const struct robota_sessio
 // The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
 // as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
 // …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
-// "connected" | "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+// "connected" | "failed" | "disabled" | "needs_auth" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 // Their tools are offered to the model; run a prompt with `robota_session_execute_command`
 // (`mcp__<server>__<prompt>` as the command).
 //

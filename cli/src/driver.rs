@@ -13,7 +13,7 @@ use robota::framework::config::{load_settings, SettingsOptions};
 use robota::framework::interactive::{
     InteractiveError, InteractiveSession, InteractiveSessionOptions,
 };
-use robota::mcp::McpOptions;
+use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
@@ -128,6 +128,14 @@ pub fn open_session(
         options.mcp_servers.extend(servers);
     }
     options.mcp_options = McpOptions::from_env(&env);
+    // The browser step of a remote MCP server's OAuth: the user opens the URL; the redirect
+    // comes back to the session's loopback listener.
+    options.mcp_authorization_handler = Some(McpAuthorizationHandler::new(|server, url| {
+        eprintln!(
+            "MCP server `{server}` asks you to authorize robota: open this URL in a browser \
+             (or later run `/mcp auth {server}`):\n  {url}"
+        );
+    }));
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }

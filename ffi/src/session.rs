@@ -1266,7 +1266,7 @@ pub(crate) unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<Stri
 /// The MCP servers of the session (from the options' `mcp_servers`, `.mcp.json` and settings)
 /// as a JSON array of `{"name", "origin": {"kind": "host" | "project" | "settings" | "plugin",
 /// …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
-/// "connected" | "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
+/// "connected" | "failed" | "disabled" | "needs_auth" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 /// Their tools are offered to the model; run a prompt with `robota_session_execute_command`
 /// (`mcp__<server>__<prompt>` as the command).
 ///

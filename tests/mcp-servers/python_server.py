@@ -1,7 +1,13 @@
 """A small MCP server written with the `mcp` Python package (its high-level `MCPServer`, called
 FastMCP before mcp 2), run over stdio by the
 MCP client tests: a read-only tool, one that writes a file, one that is slow, one that crashes
-the server, one with a 10 MB result, one that changes the tool list, a guard for `mcp_tool` hooks, a resource and a prompt."""
+the server, one with a 10 MB result, one that changes the tool list, a guard for `mcp_tool` hooks, a resource and a prompt.
+
+With `--http PORT --oauth` it is also its own OAuth 2.1 authorization server (the `mcp`
+package's `mcp.server.auth`: RFC 9728/8414 metadata, dynamic client registration, PKCE) that
+approves every authorization request at once, so a test "browser" that follows the redirects
+completes the flow. `--evil-metadata URL` instead publishes authorization-server metadata whose
+token endpoint is URL (the client must refuse it)."""
 
 import json
 import os
@@ -11,7 +17,9 @@ import time
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
-server = MCPServer("pytools")
+from oauth_provider import add_oauth_routes, oauth_server_options
+
+server = MCPServer("pytools", **oauth_server_options(sys.argv))
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
@@ -95,10 +103,13 @@ def review(topic: str) -> str:
 if __name__ == "__main__":
     # `--http PORT`: the same server over streamable HTTP on loopback (for clients that cannot
     # start a Python process, such as the Swift tests in their chroot); `--sse PORT`: over the
-    # legacy HTTP+SSE transport (event stream at /sse); stdio otherwise.
-    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+    # legacy HTTP+SSE transport (event stream at /sse); stdio otherwise. `--http PORT --oauth`
+    # and `--http PORT --evil-metadata URL`: see the module docs.
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        add_oauth_routes(server, sys.argv)
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
-    elif len(sys.argv) == 3 and sys.argv[1] == "--sse":
+    elif len(sys.argv) >= 3 and sys.argv[1] == "--sse":
+        add_oauth_routes(server, sys.argv)
         server.run(transport="sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

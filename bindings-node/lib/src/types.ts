@@ -429,7 +429,7 @@ export interface PluginListing {
 /** An MCP server's status. */
 export type McpServerStatus =
   | { state: 'pending' | 'connected' }
-  | { state: 'failed' | 'disabled'; reason: string };
+  | { state: 'failed' | 'disabled' | 'needs_auth'; reason: string };
 
 /** An MCP server of the session (`session.listMcpServers()`). */
 export interface McpServerInfo {

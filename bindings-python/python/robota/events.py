@@ -432,9 +432,10 @@ class McpServerStatusEvent(Event):
     type: ClassVar[str] = "mcp_server_status"
     #: The server's name.
     server: str
-    #: ``"pending"``, ``"connected"``, ``"failed"`` or ``"disabled"``.
+    #: ``"pending"``, ``"connected"``, ``"failed"``, ``"disabled"`` or ``"needs_auth"`` (a
+    #: remote server that requires OAuth authorization robota does not have yet).
     state: str
-    #: Why it failed or is disabled (``None`` otherwise).
+    #: Why it failed, is disabled or needs authorization (``None`` otherwise).
     reason: Optional[str]
 
 

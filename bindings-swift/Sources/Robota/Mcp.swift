@@ -36,11 +36,12 @@ public struct McpServerInfo: Sendable, Decodable, Equatable {
         public let file: String?
     }
 
-    /// Its status: `state` is `pending`, `connected`, `failed` or `disabled`.
+    /// Its status: `state` is `pending`, `connected`, `failed`, `disabled` or `needs_auth`.
     public struct Status: Sendable, Decodable, Equatable {
-        /// `pending`, `connected`, `failed` or `disabled`.
+        /// `pending`, `connected`, `failed`, `disabled` or `needs_auth` (a remote server that
+        /// requires OAuth authorization robota does not have yet).
         public let state: String
-        /// Why it failed or is disabled.
+        /// Why it failed, is disabled or needs authorization.
         public let reason: String?
     }
 

@@ -98,6 +98,10 @@ pub struct McpServerEntry {
     pub transport: McpTransport,
     /// Where it was defined.
     pub origin: McpServerOrigin,
+    /// OAuth settings of a remote server (`"oauth": {"clientId": …, "callbackPort": …}`); a
+    /// server that asks for OAuth is authorized without them too (dynamic registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<super::oauth::McpOAuthConfig>,
 }
 
 /// A problem with one server's definition; the server is left out.
@@ -150,10 +154,11 @@ pub fn parse_mcp_servers(
     };
     for (name, definition) in servers {
         match parse_one(name, definition, env) {
-            Ok(transport) => entries.push(McpServerEntry {
+            Ok((transport, oauth)) => entries.push(McpServerEntry {
                 name: name.clone(),
                 transport,
                 origin: origin.clone(),
+                oauth,
             }),
             Err(message) => warnings.push(McpConfigWarning {
                 server: name.clone(),
@@ -166,6 +171,24 @@ pub fn parse_mcp_servers(
 }
 
 fn parse_one(
+    name: &str,
+    definition: &Value,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(McpTransport, Option<super::oauth::McpOAuthConfig>), String> {
+    let transport = parse_transport(name, definition, env)?;
+    let oauth = match definition.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(_) if matches!(transport, McpTransport::Stdio { .. }) => {
+            return Err("`oauth` applies to `http` and `sse` servers only".into());
+        }
+        Some(value) => Some(serde_json::from_value(value.clone()).map_err(|e| {
+            format!("`oauth` must be {{\"clientId\": string, \"callbackPort\": port}} ({e})")
+        })?),
+    };
+    Ok((transport, oauth))
+}
+
+fn parse_transport(
     name: &str,
     definition: &Value,
     env: &dyn Fn(&str) -> Option<String>,
@@ -335,5 +358,33 @@ mod tests {
         assert_eq!(headers["Authorization"], "Bearer s3cret");
         let names: Vec<&str> = warnings.iter().map(|w| w.server.as_str()).collect();
         assert_eq!(names, ["bad name", "nocmd", "unset"]);
+    }
+
+    #[test]
+    fn reads_oauth_settings_of_remote_servers_only() {
+        let value = json!({
+            "web": {"type": "http", "url": "https://x.test/mcp",
+                    "oauth": {"clientId": "robota-app", "callbackPort": 8123}},
+            "plain": {"type": "sse", "url": "https://x.test/sse"},
+            "local": {"command": "x", "oauth": {"clientId": "a"}},
+            "typo": {"type": "http", "url": "https://x.test/mcp", "oauth": {"callbackPort": "x"}}
+        });
+        let (entries, warnings) = parse_mcp_servers(&value, &McpServerOrigin::Host, &env);
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["plain", "web"]);
+        assert_eq!(entries[0].oauth, None);
+        let oauth = entries[1].oauth.as_ref().expect("oauth settings");
+        assert_eq!(oauth.client_id.as_deref(), Some("robota-app"));
+        assert_eq!(oauth.callback_port, Some(8123));
+        let problems: Vec<(&str, &str)> = warnings
+            .iter()
+            .map(|w| (w.server.as_str(), w.message.as_str()))
+            .collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].1.contains("`http` and `sse` servers only"),
+            "{problems:?}"
+        );
+        assert!(problems[1].1.contains("callbackPort"), "{problems:?}");
     }
 }

@@ -254,6 +254,7 @@ impl InProcessMcpServer {
             name: self.inner.name.clone(),
             transport: McpTransport::InProcess { server: self },
             origin: McpServerOrigin::Host,
+            oauth: None,
         }
     }
 

@@ -33,6 +33,7 @@ pub mod config;
 mod hook;
 mod http_client;
 mod in_process;
+pub mod oauth;
 mod resources;
 mod sse;
 mod tool;
@@ -45,7 +46,10 @@ use std::time::Duration;
 
 use rmcp::model::{Prompt, Resource};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::auth::AuthClient;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde::{Deserialize, Serialize};
@@ -63,6 +67,7 @@ pub use config::{
 pub use in_process::{
     call_result_from_answer, InProcessMcpServer, InProcessMcpTool, McpToolFuture, McpToolHandler,
 };
+pub use oauth::{McpAuthorizationHandler, McpOAuthConfig};
 pub use resources::{LIST_RESOURCES_TOOL, READ_RESOURCE_TOOL};
 pub use tool::McpTool;
 
@@ -136,6 +141,12 @@ pub enum McpServerStatus {
         /// Why.
         reason: String,
     },
+    /// A remote server that requires OAuth authorization robota does not have yet (no stored
+    /// tokens that still work, and the browser step did not complete).
+    NeedsAuth {
+        /// What happened and how to authorize.
+        reason: String,
+    },
 }
 
 /// One server as hosts see it.
@@ -173,6 +184,13 @@ pub struct McpConnectContext {
     pub env: BTreeMap<String, String>,
     /// The session's process groups, which stdio servers join.
     pub processes: ProcessGroups,
+    /// Where OAuth tokens of remote servers are kept (`~/.robota/mcp-oauth`, see
+    /// [`oauth::token_folder`]); `None` (no home directory) turns OAuth off: such servers end up
+    /// `needs_auth`.
+    pub oauth_folder: Option<PathBuf>,
+    /// Shows the user a server's authorization URL; `None`: servers that need authorization end
+    /// up `needs_auth` at once.
+    pub authorization_handler: Option<McpAuthorizationHandler>,
 }
 
 /// Called with a server's name and new status whenever the status changes.
@@ -192,6 +210,10 @@ pub enum McpServerAction {
     Enable,
     /// [`McpHub::disable`].
     Disable,
+    /// [`McpHub::authorize`] (`/mcp auth <server>`).
+    Authorize,
+    /// [`McpHub::logout`].
+    Logout,
 }
 
 impl McpServerAction {
@@ -201,6 +223,8 @@ impl McpServerAction {
             McpServerAction::Reconnect => "reconnect",
             McpServerAction::Enable => "enable",
             McpServerAction::Disable => "disable",
+            McpServerAction::Authorize => "auth",
+            McpServerAction::Logout => "logout",
         }
     }
 
@@ -210,6 +234,8 @@ impl McpServerAction {
             "reconnect" => Some(McpServerAction::Reconnect),
             "enable" => Some(McpServerAction::Enable),
             "disable" => Some(McpServerAction::Disable),
+            "auth" => Some(McpServerAction::Authorize),
+            "logout" => Some(McpServerAction::Logout),
             _ => None,
         }
     }
@@ -245,6 +271,12 @@ pub enum McpControlError {
     /// The session's MCP connections are closed (the session shut down).
     #[error("the session's MCP connections are closed")]
     Closed,
+    /// The action applies to remote (HTTP, SSE) servers only.
+    #[error("MCP server `{name}` is not a remote server; it has no authorization")]
+    NotRemote {
+        /// The server.
+        name: String,
+    },
 }
 
 /// The client side of a connection: tells the hub when the server's tools changed.
@@ -479,6 +511,11 @@ impl McpHub {
                     server.entry.name,
                     server.entry.origin.describe()
                 )),
+                McpServerStatus::NeedsAuth { reason } => Some(format!(
+                    "MCP server `{}` ({}) needs authorization: {reason}",
+                    server.entry.name,
+                    server.entry.origin.describe()
+                )),
                 _ => None,
             })
             .collect();
@@ -570,19 +607,59 @@ impl McpHub {
             McpServerAction::Reconnect => self.reconnect(name).await,
             McpServerAction::Enable => self.enable(name).await,
             McpServerAction::Disable => self.disable(name).await,
+            McpServerAction::Authorize => self.authorize(name).await,
+            McpServerAction::Logout => self.logout(name).await,
         }
+    }
+
+    /// Connects remote server `name` again, running the OAuth authorization when the server asks
+    /// for it, with up to [`oauth::INTERACTIVE_AUTHORIZATION_TIMEOUT`] for the user to finish the
+    /// browser step (`/mcp auth <server>`).
+    pub async fn authorize(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
+        let server = self.enabled_target(name)?;
+        let timeout = self
+            .options
+            .startup_timeout
+            .max(oauth::INTERACTIVE_AUTHORIZATION_TIMEOUT);
+        self.restart_within(&server, timeout).await
+    }
+
+    /// Forgets remote server `name`'s stored OAuth tokens and disconnects it; it is `needs_auth`
+    /// until authorized again.
+    pub async fn logout(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
+        let server = self.control_target(name)?;
+        let url = match &server.entry.transport {
+            McpTransport::Http { url, .. } | McpTransport::Sse { url, .. } => url.clone(),
+            McpTransport::Stdio { .. } | McpTransport::InProcess { .. } => {
+                return Err(McpControlError::NotRemote {
+                    name: name.to_string(),
+                })
+            }
+        };
+        if let Some(folder) = &self.context.oauth_folder {
+            oauth::forget_tokens(folder, name, &url).map_err(|reason| {
+                McpControlError::ConnectFailed {
+                    name: name.to_string(),
+                    reason,
+                }
+            })?;
+        }
+        let connection = server.take_connection();
+        *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        server.set_status(McpServerStatus::NeedsAuth {
+            reason: format!("signed out (/mcp logout); run `/mcp auth {name}` to authorize again"),
+        });
+        if let (Some(connection), Some(runtime)) = (connection, &self.runtime) {
+            let _ = runtime.spawn(close(connection)).await;
+        }
+        self.tools_changed();
+        Ok(self.info(&server))
     }
 
     /// Stops server `name` and starts it again (re-listing its tools). A disabled server is
     /// refused: [`enable`](Self::enable) it.
     pub async fn reconnect(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
-        let server = self.control_target(name)?;
-        if let McpServerStatus::Disabled { reason } = server.status() {
-            return Err(McpControlError::Disabled {
-                name: name.to_string(),
-                reason,
-            });
-        }
+        let server = self.enabled_target(name)?;
         self.restart(&server).await
     }
 
@@ -613,6 +690,18 @@ impl McpHub {
         Ok(self.info(&server))
     }
 
+    /// The server `name` when it is not disabled (reconnecting a disabled one is refused).
+    fn enabled_target(&self, name: &str) -> Result<Arc<ServerState>, McpControlError> {
+        let server = self.control_target(name)?;
+        match server.status() {
+            McpServerStatus::Disabled { reason } => Err(McpControlError::Disabled {
+                name: name.to_string(),
+                reason,
+            }),
+            _ => Ok(server),
+        }
+    }
+
     fn control_target(&self, name: &str) -> Result<Arc<ServerState>, McpControlError> {
         if self.runtime.is_none() {
             return Err(McpControlError::Closed);
@@ -626,6 +715,16 @@ impl McpHub {
 
     /// Closes `server`'s connection (if any) and connects it again, with the start-up timeout.
     async fn restart(&self, server: &Arc<ServerState>) -> Result<McpServerInfo, McpControlError> {
+        self.restart_within(server, self.options.startup_timeout)
+            .await
+    }
+
+    /// [`restart`](Self::restart) with `timeout` for the start.
+    async fn restart_within(
+        &self,
+        server: &Arc<ServerState>,
+        timeout: Duration,
+    ) -> Result<McpServerInfo, McpControlError> {
         let Some(runtime) = &self.runtime else {
             return Err(McpControlError::Closed);
         };
@@ -636,14 +735,13 @@ impl McpHub {
         let context = self.context.clone();
         let tail = Arc::clone(&server.stderr_tail);
         let events = server.events.clone();
-        let timeout = self.options.startup_timeout;
         let started = runtime
             .spawn(async move {
                 if let Some(old) = old {
                     close(old).await;
                 }
                 let connection =
-                    tokio::time::timeout(timeout, start(&entry, &context, tail, events))
+                    tokio::time::timeout(timeout, start(&entry, &context, tail, events, timeout))
                         .await
                         .unwrap_or_else(|_| {
                             Err(format!(
@@ -689,9 +787,7 @@ impl McpHub {
                 } else {
                     format!("{reason}; its stderr ends with: {tail}")
                 };
-                server.set_status(McpServerStatus::Failed {
-                    reason: reason.clone(),
-                });
+                server.set_status(failure_status(reason.clone()));
                 self.tools_changed();
                 Err(McpControlError::ConnectFailed {
                     name: server.entry.name.clone(),
@@ -818,6 +914,9 @@ impl McpHub {
             McpServerStatus::Disabled { reason } => {
                 return Err(format!("MCP server `{name}` is disabled: {reason}"))
             }
+            McpServerStatus::NeedsAuth { reason } => {
+                return Err(format!("MCP server `{name}` needs authorization: {reason}"))
+            }
             _ => return Err(format!("MCP server `{name}` is not connected")),
         };
         if !server.ever_connected() {
@@ -849,7 +948,7 @@ impl McpHub {
         let timeout = self.options.startup_timeout;
         let started = runtime
             .spawn(async move {
-                tokio::time::timeout(timeout, start(&entry, &context, tail, events))
+                tokio::time::timeout(timeout, start(&entry, &context, tail, events, timeout))
                     .await
                     .unwrap_or_else(|_| Err("the restart timed out (MCP_TIMEOUT)".into()))
             })
@@ -880,8 +979,11 @@ impl McpHub {
                 restart.next_attempt = Some(std::time::Instant::now() + backoff);
                 let message = format!("{reason}; restarting it failed: {error}");
                 drop(restart);
-                server.set_status(McpServerStatus::Failed {
-                    reason: message.clone(),
+                server.set_status(match failure_status(error) {
+                    status @ McpServerStatus::NeedsAuth { .. } => status,
+                    _ => McpServerStatus::Failed {
+                        reason: message.clone(),
+                    },
                 });
                 Err(format!("MCP server `{name}` is not available: {message}"))
             }
@@ -1009,6 +1111,17 @@ impl Drop for McpHub {
     }
 }
 
+/// The status of a server that could not be started: `needs_auth` when the reason says the
+/// server waits for OAuth authorization, `failed` otherwise.
+fn failure_status(reason: String) -> McpServerStatus {
+    match reason.strip_prefix(oauth::NEEDS_AUTH) {
+        Some(rest) if rest.starts_with(':') => McpServerStatus::NeedsAuth {
+            reason: rest[1..].trim_start().to_string(),
+        },
+        _ => McpServerStatus::Failed { reason },
+    }
+}
+
 /// Closes a connection: the server gets up to 2 s to exit after its stdin closes; then its group
 /// is killed (dropping the handle).
 async fn close(connection: Connection) {
@@ -1043,7 +1156,13 @@ async fn connect_one(
     let events = ClientEvents::default();
     let attempt = tokio::time::timeout(
         options.startup_timeout,
-        start(&entry, context, Arc::clone(&stderr_tail), events.clone()),
+        start(
+            &entry,
+            context,
+            Arc::clone(&stderr_tail),
+            events.clone(),
+            options.startup_timeout,
+        ),
     )
     .await;
     let failed = |reason: String, stderr_tail: Arc<Mutex<String>>| {
@@ -1057,7 +1176,7 @@ async fn connect_one(
         } else {
             format!("{reason}; its stderr ends with: {tail}")
         };
-        let mut state = ServerState::new(entry.clone(), McpServerStatus::Failed { reason });
+        let mut state = ServerState::new(entry.clone(), failure_status(reason));
         state.stderr_tail = Arc::clone(&stderr_tail);
         state.events = events.clone();
         state
@@ -1126,6 +1245,7 @@ async fn start(
     context: &McpConnectContext,
     stderr_tail: Arc<Mutex<String>>,
     events: ClientEvents,
+    startup_timeout: Duration,
 ) -> Result<Connection, String> {
     match &entry.transport {
         McpTransport::Stdio {
@@ -1170,34 +1290,41 @@ async fn start(
             Ok(Connection { service, group })
         }
         McpTransport::Http { url, headers } => {
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            let mut custom = std::collections::HashMap::new();
-            for (name, value) in headers {
-                if name.eq_ignore_ascii_case("authorization") {
-                    if let Some(token) = value.strip_prefix("Bearer ") {
-                        config = config.auth_header(token.to_string());
-                        continue;
+            let config = http_transport_config(url, headers)?;
+            let client = http_client::streamable_http_client()?;
+            let store = context
+                .oauth_folder
+                .as_deref()
+                .map(|folder| oauth::TokenFile::new(folder, &entry.name, url));
+            // Tokens of an earlier session first; a server that still answers 401 (refresh
+            // impossible, tokens revoked) is authorized again below.
+            let attempt = match store.as_ref().filter(|store| store.exists()) {
+                Some(store) => match oauth::stored_authorization(url, store).await? {
+                    Some(manager) => {
+                        let client = AuthClient::new(client.clone(), manager);
+                        serve_http(&events, client, config.clone(), url).await
                     }
-                }
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|e| format!("header `{name}` is not a valid header name ({e})"))?;
-                let value = reqwest::header::HeaderValue::from_str(value)
-                    .map_err(|e| format!("header `{name}` has an invalid value ({e})"))?;
-                custom.insert(name, value);
-            }
-            config = config.custom_headers(custom);
-            let transport = StreamableHttpClientTransport::with_client(
-                http_client::streamable_http_client()?,
-                config,
-            );
-            let service = events
-                .serve(transport)
-                .await
-                .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
-            Ok(Connection {
-                service,
-                group: None,
-            })
+                    None => serve_http(&events, client.clone(), config.clone(), url).await,
+                },
+                None => serve_http(&events, client.clone(), config.clone(), url).await,
+            };
+            let failure = match attempt {
+                Ok(connection) => return Ok(connection),
+                Err(failure) => failure,
+            };
+            let Some(challenge) = oauth::probe_challenge(&client, url).await else {
+                return Err(failure);
+            };
+            let manager = authorize_server(
+                entry,
+                url,
+                challenge.as_deref(),
+                store,
+                context,
+                startup_timeout,
+            )
+            .await?;
+            serve_http(&events, AuthClient::new(client, manager), config, url).await
         }
         McpTransport::InProcess { server } => {
             let service = events.serve(server.spawn()).await.map_err(|e| {
@@ -1209,7 +1336,46 @@ async fn start(
             })
         }
         McpTransport::Sse { url, headers } => {
-            let transport = sse::SseClientTransport::connect(url, headers).await?;
+            // OAuth over the legacy transport: the access token goes in the `Authorization`
+            // header of the stream and of every post (refreshed when a connection starts).
+            let store = context
+                .oauth_folder
+                .as_deref()
+                .map(|folder| oauth::TokenFile::new(folder, &entry.name, url));
+            let mut headers = headers.clone();
+            let stored = match store.as_ref().filter(|store| store.exists()) {
+                Some(store) => oauth::stored_authorization(url, store).await?,
+                None => None,
+            };
+            if let Some(manager) = &stored {
+                if let Ok(token) = manager.get_access_token().await {
+                    headers.insert("Authorization".into(), format!("Bearer {token}"));
+                }
+            }
+            let mut attempt = sse::SseClientTransport::connect(url, &headers).await;
+            // A stored token the server rejects (revoked before its time): refresh it once.
+            if let (Err(reason), Some(manager)) = (&attempt, &stored) {
+                if reason.contains(sse::UNAUTHORIZED) && manager.refresh_token().await.is_ok() {
+                    if let Ok(token) = manager.get_access_token().await {
+                        headers.insert("Authorization".into(), format!("Bearer {token}"));
+                        attempt = sse::SseClientTransport::connect(url, &headers).await;
+                    }
+                }
+            }
+            let transport = match attempt {
+                Ok(transport) => transport,
+                Err(reason) if reason.contains(sse::UNAUTHORIZED) => {
+                    let manager =
+                        authorize_server(entry, url, None, store, context, startup_timeout).await?;
+                    let token = manager
+                        .get_access_token()
+                        .await
+                        .map_err(|e| format!("OAuth gave no access token: {e}"))?;
+                    headers.insert("Authorization".into(), format!("Bearer {token}"));
+                    sse::SseClientTransport::connect(url, &headers).await?
+                }
+                Err(reason) => return Err(reason),
+            };
             let service = events
                 .serve(transport)
                 .await
@@ -1220,6 +1386,94 @@ async fn start(
             })
         }
     }
+}
+
+/// Runs the OAuth authorization of a remote server that answered 401, bounded so that the
+/// status can say it was the authorization that did not complete.
+async fn authorize_server(
+    entry: &McpServerEntry,
+    url: &str,
+    challenge: Option<&str>,
+    store: Option<oauth::TokenFile>,
+    context: &McpConnectContext,
+    startup_timeout: Duration,
+) -> Result<rmcp::transport::auth::AuthorizationManager, String> {
+    let Some(store) = store else {
+        return Err(format!(
+            "{}: the server requires OAuth authorization, and without a home directory robota \
+             has nowhere to keep its tokens",
+            oauth::NEEDS_AUTH
+        ));
+    };
+    // The browser step must end before the start-up timeout does.
+    let wait = startup_timeout.mul_f32(0.9);
+    tokio::time::timeout(
+        wait,
+        oauth::authorize(
+            &entry.name,
+            url,
+            challenge,
+            &entry.oauth.clone().unwrap_or_default(),
+            &store,
+            context.authorization_handler.as_ref(),
+        ),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "{}: the OAuth authorization was not completed within {} ms; authorize with `/mcp \
+             auth {}`",
+            oauth::NEEDS_AUTH,
+            wait.as_millis(),
+            entry.name
+        )
+    })?
+}
+
+/// The streamable HTTP transport's configuration: the URL and the configured headers (a bearer
+/// `Authorization` header as the transport's token).
+fn http_transport_config(
+    url: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<StreamableHttpClientTransportConfig, String> {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("authorization") {
+            if let Some(token) = value.strip_prefix("Bearer ") {
+                config = config.auth_header(token.to_string());
+                continue;
+            }
+        }
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("header `{name}` is not a valid header name ({e})"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|e| format!("header `{name}` has an invalid value ({e})"))?;
+        custom.insert(name, value);
+    }
+    Ok(config.custom_headers(custom))
+}
+
+/// Completes the MCP handshake over streamable HTTP with `client` (plain, or OAuth-authorized).
+async fn serve_http<C>(
+    events: &ClientEvents,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    url: &str,
+) -> Result<Connection, String>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    let transport = StreamableHttpClientTransport::with_client(client, config);
+    let service = events
+        .clone()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("cannot reach {url} or the MCP handshake failed ({e})"))?;
+    Ok(Connection {
+        service,
+        group: None,
+    })
 }
 
 /// Keeps the last [`STDERR_TAIL_BYTES`] of a server's stderr.

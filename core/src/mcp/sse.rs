@@ -29,6 +29,9 @@ const QUEUE: usize = 64;
 /// How long opening a TCP connection to the server may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a connection failure says when the server wants authorization (HTTP 401).
+pub(crate) const UNAUTHORIZED: &str = "answered HTTP 401 Unauthorized";
+
 /// Why a message could not be sent.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SseTransportError {
@@ -87,6 +90,9 @@ impl SseClientTransport {
             .await
             .map_err(|e| format!("cannot reach {url} ({e})"))?;
         let status = response.status();
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            return Err(format!("{url} {UNAUTHORIZED} to the event stream request"));
+        }
         if !status.is_success() {
             return Err(format!(
                 "{url} answered HTTP {status} to the event stream request"

@@ -167,6 +167,9 @@ pub struct SessionOptions {
     pub mcp_servers: Vec<crate::mcp::McpServerEntry>,
     /// Timeouts and the output budget of MCP servers.
     pub mcp_options: crate::mcp::McpOptions,
+    /// Shows the user the authorization URL of a remote MCP server that requires OAuth (opens
+    /// a browser, prints it); `None`: such servers are `needs_auth` until authorized.
+    pub mcp_authorization_handler: Option<crate::mcp::McpAuthorizationHandler>,
     /// The permission mode; when `None`, the settings' `permissions.defaultMode`, else `default`.
     pub permission_mode: Option<PermissionMode>,
     /// Who answers permission prompts; `None` denies calls that need approval (with a message
@@ -253,6 +256,7 @@ impl SessionOptions {
             settings: SessionSettings::default(),
             mcp_servers: Vec::new(),
             mcp_options: crate::mcp::McpOptions::default(),
+            mcp_authorization_handler: None,
             permission_mode: None,
             permission_handler: None,
             hook_callbacks: Vec::new(),
@@ -337,6 +341,16 @@ impl SessionOptions {
     /// Sets the permission handler.
     pub fn with_permission_handler(mut self, handler: Arc<dyn PermissionHandler>) -> Self {
         self.permission_handler = Some(handler);
+        self
+    }
+
+    /// Sets who shows the user the authorization URL of a remote MCP server that requires
+    /// OAuth (see [`SessionOptions::mcp_authorization_handler`]).
+    pub fn with_mcp_authorization_handler(
+        mut self,
+        handler: crate::mcp::McpAuthorizationHandler,
+    ) -> Self {
+        self.mcp_authorization_handler = Some(handler);
         self
     }
 

@@ -356,6 +356,8 @@ impl Session {
                 registry
             }
         };
+        // OAuth tokens of remote servers live in the user's folder, never the project's.
+        let mcp_oauth_folder = home.as_deref().map(crate::mcp::oauth::token_folder);
         let mcp = connect_mcp(
             mcp_servers,
             mcp_skipped,
@@ -365,6 +367,8 @@ impl Session {
                 cwd: cwd.clone(),
                 env: env.clone(),
                 processes: processes.clone(),
+                oauth_folder: mcp_oauth_folder,
+                authorization_handler: options.mcp_authorization_handler.clone(),
             },
             &mut warnings,
         )?;

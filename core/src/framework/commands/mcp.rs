@@ -1,6 +1,8 @@
 //! The `mcp` command: the session's MCP servers with their status (connected, failed with the
 //! reason, disabled or waiting for approval), where each was defined, and its tools and prompts;
-//! `reconnect <server>`, `enable <server>` and `disable <server>` for this session.
+//! `reconnect <server>`, `enable <server>` and `disable <server>` for this session; `auth <server>`
+//! (OAuth authorization of a remote server, the browser step through the host) and
+//! `logout <server>` (forgets its stored tokens).
 
 use std::sync::Arc;
 
@@ -31,8 +33,8 @@ impl McpCommand {
         McpCommand {
             descriptor: CommandDescriptor::new(
                 MCP_COMMAND,
-                "List MCP servers with their status, tools and prompts; reconnect, enable or \
-                 disable one",
+                "List MCP servers with their status, tools and prompts; reconnect, enable, \
+                 disable, authorize (auth) or sign out of (logout) one",
             ),
         }
     }
@@ -84,7 +86,7 @@ impl SystemCommand for McpCommand {
     }
 }
 
-const USAGE: &str = "Usage: /mcp [list] | /mcp reconnect|enable|disable <server>";
+const USAGE: &str = "Usage: /mcp [list] | /mcp reconnect|enable|disable|auth|logout <server>";
 
 /// `name (transport, origin) — state`.
 fn describe(server: &McpServerInfo) -> String {
@@ -96,6 +98,7 @@ fn describe(server: &McpServerInfo) -> String {
             if server.tools.len() == 1 { "" } else { "s" }
         ),
         McpServerStatus::Failed { reason } => format!("failed: {reason}"),
+        McpServerStatus::NeedsAuth { reason } => format!("needs authorization: {reason}"),
         McpServerStatus::Disabled { reason } => format!("disabled: {reason}"),
     };
     format!(

@@ -255,6 +255,9 @@ impl PluginListing {
                     McpServerStatus::Pending => format!("{name}: starting"),
                     McpServerStatus::Connected => format!("{name}: connected"),
                     McpServerStatus::Failed { reason } => format!("{name}: failed: {reason}"),
+                    McpServerStatus::NeedsAuth { reason } => {
+                        format!("{name}: needs authorization: {reason}")
+                    }
                     McpServerStatus::Disabled { reason } => {
                         format!("{name}: not started: {reason}")
                     }
