@@ -16,6 +16,7 @@
 
 pub mod definition;
 pub mod runner;
+pub mod task_tool;
 pub mod worktree;
 
 pub use definition::{
@@ -24,9 +25,10 @@ pub use definition::{
     AgentWarning, DEFAULT_AGENT_TYPE,
 };
 pub use runner::{
-    new_agent_id, run_subagent, Isolation, SubagentError, SubagentProgress,
+    new_agent_id, resolve_subagent_model, run_subagent, Isolation, SubagentError, SubagentProgress,
     SubagentProgressCallback, SubagentReport, SubagentRequest, WorktreeReport,
 };
+pub use task_tool::{TaskTool, TASK_TOOL_NAME};
 pub use worktree::{
     create_worktree, finish_worktree, Worktree, WorktreeDisposition, WorktreeError, WORKTREES_DIR,
 };

@@ -106,7 +106,8 @@ impl Inner {
         let inline_for_user = !by_model && skill.context == SkillContext::Inline;
         let model = self.run_model(skill.model.as_deref(), inline_for_user, &mut activation);
         if let Some(model) = skill.model.as_ref().filter(|m| *m != self.session.model()) {
-            if !inline_for_user {
+            // A forked skill's subagent runs on the skill's model.
+            if !inline_for_user && skill.context != SkillContext::Fork {
                 activation.notes.push(format!(
                     "the skill asks for model `{model}`; it runs on the session's model `{}`",
                     self.session.model()
@@ -245,6 +246,8 @@ impl Inner {
             agent_type: Some(agent.to_string()),
             prompt: instructions,
             isolation: Default::default(),
+            // The forked run goes to the skill's `model`; the session's model is untouched.
+            model: skill.model.clone(),
         };
         let result = self.run_subagent_for(&catalog, request).await;
         match result {
