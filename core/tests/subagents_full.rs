@@ -353,3 +353,29 @@ async fn a_background_subagent_is_cancelled_the_limit_refuses_and_shutdown_stops
         .expect("still listed");
     assert_eq!(second.status, TaskStatus::Cancelled, "{second:?}");
 }
+
+#[tokio::test]
+async fn task_goes_through_the_permission_layer_by_agent_type() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"deny": ["Task(Explore)"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        task_call("toolu_denied", "Explore", "look around", json!({})),
+        task_call("toolu_allowed", "Plan", "plan it", json!({})),
+        text_turn("PLAN-CHILD"),
+        text_turn("Done."),
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = interactive(options(&project, &mock, &events));
+    prompt(&session, "delegate").await;
+    // The denied call made no child request; the Plan subagent (needing no approval) ran.
+    assert_eq!(mock.bodies().len(), 4);
+    let denied = mock.tool_results(1);
+    assert_eq!(denied.len(), 1);
+    assert!(denied[0].1.to_lowercase().contains("denied"), "{denied:?}");
+    assert!(mock.user_texts(2).join("\n").contains("plan it"));
+    assert_eq!(mock.result_for("toolu_allowed"), "PLAN-CHILD");
+}
