@@ -194,3 +194,69 @@ impl BackgroundTasks {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(tasks: &BackgroundTasks, dir: &Path) -> Result<ExternalTask, String> {
+        tasks.start_external(
+            ExternalTaskRequest {
+                kind: TaskKind::Agent,
+                id_prefix: "agent",
+                origin: TaskOrigin::host(),
+                command: "Explore: look",
+                description: None,
+                cwd: dir,
+            },
+            |id| Ok(dir.join(format!("{id}.stdout"))),
+        )
+    }
+
+    #[test]
+    fn output_ending_limit_and_a_dropped_runner() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let tasks = BackgroundTasks::with_limits(
+            crate::tools::builtins::BackgroundLimits {
+                max_concurrent: 1,
+                ..Default::default()
+            },
+            None,
+        );
+        let task = start(&tasks, dir.path()).expect("starts");
+        assert_eq!(task.id(), "agent_1");
+        let refused = start(&tasks, dir.path()).expect_err("over the limit");
+        assert!(refused.contains("agent_1"), "{refused}");
+        task.set_current_action(Some("running Grep".into()));
+        assert_eq!(
+            tasks.get("agent_1").and_then(|t| t.current_action),
+            Some("running Grep".into())
+        );
+        task.write_output("REPORT");
+        assert_eq!(
+            tasks.read_new_output("agent_1").expect("read").stdout,
+            "REPORT"
+        );
+        task.finish(TaskStatus::Completed, None);
+        task.finish(TaskStatus::Failed, Some("ignored".into()));
+        let info = tasks.get("agent_1").expect("listed");
+        assert_eq!(info.status, TaskStatus::Completed);
+        assert_eq!(
+            std::fs::read_to_string(&info.stdout_path).expect("log"),
+            "REPORT"
+        );
+        drop(task);
+        assert_eq!(
+            tasks.get("agent_1").map(|t| t.status),
+            Some(TaskStatus::Completed)
+        );
+
+        // A runner that goes away without a result leaves a failed task, never a running one.
+        let task = start(&tasks, dir.path()).expect("room again");
+        let id = task.id().to_string();
+        drop(task);
+        let info = tasks.get(&id).expect("listed");
+        assert_eq!(info.status, TaskStatus::Failed);
+        assert!(info.error.unwrap_or_default().contains("without reporting"));
+    }
+}
