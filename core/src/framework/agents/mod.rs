@@ -10,9 +10,12 @@
 //!   ([`Session::run_subagent`](crate::session::Session::run_subagent), which fires
 //!   SubagentStart/SubagentStop), clean-up, progress.
 //!
+//! - [`task_tool`]: [`TaskTool`], Claude Code's `Task` tool, in the foreground or as a background
+//!   task of the session's task manager.
+//!
 //! Users and the model reach subagents through the `agent` command
-//! ([`AgentCommand`](crate::framework::commands::AgentCommand)); a subagent never gets that
-//! command (subagents cannot spawn subagents).
+//! ([`AgentCommand`](crate::framework::commands::AgentCommand)), the model also through `Task`; a
+//! subagent gets neither (subagents cannot spawn subagents).
 
 pub mod definition;
 pub mod runner;
