@@ -101,7 +101,9 @@ impl From<InteractiveError> for ApiError {
                 | SessionError::InvalidMcpServer { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
-            InteractiveError::BackgroundTask { .. } => ApiErrorKind::InvalidArgument,
+            InteractiveError::BackgroundTask { .. } | InteractiveError::Subagent(_) => {
+                ApiErrorKind::InvalidArgument
+            }
             InteractiveError::Checkpoint(CheckpointError::Busy) => ApiErrorKind::Busy,
             InteractiveError::Checkpoint(CheckpointError::NotFound { .. }) => {
                 ApiErrorKind::InvalidArgument

@@ -66,6 +66,8 @@ pub(crate) struct ProjectPrompt {
     pub(crate) warnings: Vec<ContextWarning>,
     /// The project's "Compact Instructions", which focus compaction summaries.
     pub(crate) compact_instructions: Option<String>,
+    /// The instruction files' sections of the prompt (AGENTS.md, CLAUDE.md), for subagents.
+    pub(crate) instructions: Option<String>,
 }
 
 /// Builds the project's system prompt once the session knows its [`PromptFacts`].

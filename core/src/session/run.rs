@@ -187,6 +187,8 @@ pub struct Session {
     compaction: Mutex<CompactionPolicy>,
     auto_compact: AtomicBool,
     compact_instructions: Option<String>,
+    /// The instruction files' sections of the system prompt (for subagents).
+    project_instructions: Option<String>,
 }
 
 /// What the execution callback gathers during one turn: every call's usage, priced, and the
@@ -530,15 +532,19 @@ impl Session {
                 permission_mode: enforcer.permission_mode(),
             })
         });
+        let mut project_instructions = None;
         let (assembled_prompt, context_loaded, project_compact_instructions) = match project {
-            Some(project) => (
-                Some(project.system_prompt),
-                Some(SessionEvent::ContextLoaded {
-                    files: project.files,
-                    warnings: project.warnings,
-                }),
-                project.compact_instructions,
-            ),
+            Some(project) => {
+                project_instructions = project.instructions;
+                (
+                    Some(project.system_prompt),
+                    Some(SessionEvent::ContextLoaded {
+                        files: project.files,
+                        warnings: project.warnings,
+                    }),
+                    project.compact_instructions,
+                )
+            }
             None => (options.system_prompt, None, None),
         };
         let system_prompt = append_prompt(assembled_prompt, options.append_system_prompt);
@@ -670,6 +676,7 @@ impl Session {
             compaction: Mutex::new(compaction),
             auto_compact: AtomicBool::new(options.auto_compact),
             compact_instructions,
+            project_instructions,
         })
     }
 
@@ -884,6 +891,38 @@ impl Session {
             Some(provider) => provider.capabilities().context_window,
             None => self.context_window,
         }
+    }
+
+    /// The provider calling `model` (`None`: the current model, after a live switch the
+    /// switched one); [`SessionError::ModelSwitch`] when the provider cannot call it.
+    pub(super) fn provider_for_model(
+        &self,
+        model: Option<&str>,
+    ) -> Result<Arc<dyn Provider>, SessionError> {
+        let switched = self.switched_provider();
+        let current = switched
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&self.provider));
+        match model {
+            None => Ok(current),
+            Some(model) if model == current.model() => Ok(current),
+            Some(model) if model == self.model => Ok(Arc::clone(&self.provider)),
+            Some(model) => {
+                self.provider
+                    .with_model(model)
+                    .ok_or_else(|| SessionError::ModelSwitch {
+                        model: model.to_string(),
+                        provider: self.provider.name().to_string(),
+                    })
+            }
+        }
+    }
+
+    /// The project's instruction files (AGENTS.md and CLAUDE.md sections) as they are in the
+    /// session's system prompt; `None` when the session loaded no project context or found none.
+    /// Subagents get them too.
+    pub fn project_instructions(&self) -> Option<&str> {
+        self.project_instructions.as_deref()
     }
 
     /// True when a run can go to `model` ([`run_on_model`](Self::run_on_model)): it is the
@@ -1913,6 +1952,9 @@ impl Session {
                     mcp.shutdown().await;
                 }
                 // Last: background tasks, background hooks and anything else still running.
+                if let Some(builtins) = &self.builtins {
+                    builtins.background_tasks().stop_external();
+                }
                 self.processes.stop_all(self.kill_grace).await;
                 // Each stopped background task records how it ended before shutdown returns.
                 if let Some(builtins) = &self.builtins {
@@ -1936,6 +1978,25 @@ impl Session {
     /// built-in tools).
     pub fn background_tasks(&self) -> Option<&crate::tools::builtins::BackgroundTasks> {
         self.builtins.as_ref().map(Builtins::background_tasks)
+    }
+
+    /// Registers a background task whose work the caller runs (a background subagent) with the
+    /// session's task manager ([`Builtins::start_external_task`]). Refused without the built-in
+    /// tools, after shutdown, or at the concurrency limit.
+    pub fn start_external_task(
+        &self,
+        request: crate::tools::builtins::ExternalTaskRequest<'_>,
+    ) -> Result<crate::tools::builtins::ExternalTask, String> {
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err("the session has shut down".into());
+        }
+        self.builtins
+            .as_ref()
+            .ok_or_else(|| {
+                "this session has no background tasks (it runs without the built-in tools)"
+                    .to_string()
+            })?
+            .start_external_task(request)
     }
 
     /// How long a stopped process group of the session gets between SIGTERM and SIGKILL.

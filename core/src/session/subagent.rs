@@ -39,13 +39,13 @@ use crate::tools::ToolRegistry;
 /// get them.
 pub const COMMAND_TOOL_PREFIX: &str = "robota_command_";
 
-/// Whether a subagent never gets tool `name`: agent-spawning tools (`Agent`; subagents cannot
-/// spawn subagents), `Skill` (a skill activates in the parent session, and a forked skill runs
+/// Whether a subagent never gets tool `name`: agent-spawning tools (`Task`, `Agent`; subagents
+/// cannot spawn subagents), `Skill` (a skill activates in the parent session, and a forked skill runs
 /// as a subagent itself) and every projected `robota_command_*` tool, since commands act on the
 /// parent session (a subagent must not compact or clear its parent's conversation, nor start
 /// another subagent through `robota_command_agent`).
 pub fn is_withheld_from_subagents(name: &str) -> bool {
-    name == "Agent" || name == "Skill" || name.starts_with(COMMAND_TOOL_PREFIX)
+    matches!(name, "Task" | "Agent" | "Skill") || name.starts_with(COMMAND_TOOL_PREFIX)
 }
 
 /// What one subagent run is made of.
@@ -70,6 +70,9 @@ pub struct SubagentRun {
     pub isolated_cwd: Option<PathBuf>,
     /// Most rounds; `0` inherits the session's engine setting.
     pub max_turns: u32,
+    /// The model it runs on (the session's provider calling it); `None`: the session's current
+    /// model. One the provider cannot call is [`SessionError::ModelSwitch`].
+    pub model: Option<String>,
     /// Receives the subagent's engine events (tool starts and ends, text), for progress display.
     pub on_event: Option<EventCallback>,
 }
@@ -83,6 +86,7 @@ impl std::fmt::Debug for SubagentRun {
             .field("disallowed_tools", &self.disallowed_tools)
             .field("isolated_cwd", &self.isolated_cwd)
             .field("max_turns", &self.max_turns)
+            .field("model", &self.model)
             .finish_non_exhaustive()
     }
 }
@@ -161,6 +165,7 @@ impl Session {
         if shut_down {
             return Err(SessionError::ShutDown);
         }
+        let provider = self.provider_for_model(run.model.as_deref())?;
         let gate = self.enforcer().for_subagent(
             &run.agent_id,
             &run.agent_type,
@@ -251,8 +256,7 @@ impl Session {
             cwd: cwd.clone(),
             ..parent.clone()
         };
-        let child = Engine::new(Arc::clone(engine.provider()), tools, config)
-            .with_tool_gate(Arc::new(gate.clone()));
+        let child = Engine::new(provider, tools, config).with_tool_gate(Arc::new(gate.clone()));
         let mut options = RunOptions::new().with_cancel(cancel.clone());
         options.on_event = run.on_event.clone();
         // Model calls of the subagent count in the session's usage; the transcript gets every

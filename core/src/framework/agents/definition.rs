@@ -239,9 +239,11 @@ impl AgentCatalog {
     /// The agents as a system-prompt section: names and descriptions only.
     pub fn prompt_section(&self) -> String {
         let mut text = String::from(
-            "# Subagents\n\nDelegate a self-contained task to a subagent with the \
-             `robota_command_agent` tool (args: `[--isolation worktree] [AGENT_TYPE] PROMPT`); \
-             its final answer comes back as the tool result. Available agent types:",
+            "# Subagents\n\nDelegate a self-contained task to a subagent with the `Task` tool \
+             (`subagent_type` is the agent type; `run_in_background: true` runs it beside you, \
+             several at once in parallel) or the `robota_command_agent` tool (args: \
+             `[--isolation worktree] [AGENT_TYPE] PROMPT`); its final answer comes back as the \
+             tool result. Available agent types:",
         );
         for definition in self.definitions() {
             text.push_str(&format!(

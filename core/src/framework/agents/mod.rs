@@ -10,12 +10,16 @@
 //!   ([`Session::run_subagent`](crate::session::Session::run_subagent), which fires
 //!   SubagentStart/SubagentStop), clean-up, progress.
 //!
+//! - [`task_tool`]: [`TaskTool`], Claude Code's `Task` tool, in the foreground or as a background
+//!   task of the session's task manager.
+//!
 //! Users and the model reach subagents through the `agent` command
-//! ([`AgentCommand`](crate::framework::commands::AgentCommand)); a subagent never gets that
-//! command (subagents cannot spawn subagents).
+//! ([`AgentCommand`](crate::framework::commands::AgentCommand)), the model also through `Task`; a
+//! subagent gets neither (subagents cannot spawn subagents).
 
 pub mod definition;
 pub mod runner;
+pub mod task_tool;
 pub mod worktree;
 
 pub use definition::{
@@ -24,9 +28,10 @@ pub use definition::{
     AgentWarning, DEFAULT_AGENT_TYPE,
 };
 pub use runner::{
-    new_agent_id, run_subagent, Isolation, SubagentError, SubagentProgress,
+    new_agent_id, resolve_subagent_model, run_subagent, Isolation, SubagentError, SubagentProgress,
     SubagentProgressCallback, SubagentReport, SubagentRequest, WorktreeReport,
 };
+pub use task_tool::{TaskTool, TASK_TOOL_NAME};
 pub use worktree::{
     create_worktree, finish_worktree, Worktree, WorktreeDisposition, WorktreeError, WORKTREES_DIR,
 };

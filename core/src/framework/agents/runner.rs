@@ -13,6 +13,7 @@ use super::worktree::{
     create_worktree, finish_worktree, Worktree, WorktreeDisposition, WorktreeError,
 };
 use crate::engine::{EngineEvent, RunStopReason};
+use crate::framework::commands::models::{resolve_model_alias, MODEL_ALIASES};
 use crate::session::{Session, SessionError, SubagentRun};
 
 /// Where a subagent runs.
@@ -37,6 +38,11 @@ pub struct SubagentRequest {
     /// Where it runs.
     #[serde(default)]
     pub isolation: Isolation,
+    /// The model it runs on, overriding the agent definition's `model`: an alias (`sonnet`,
+    /// `opus`, `haiku`) mapped through the provider's model table, `inherit` for the session's
+    /// current model, or a full model id. `None`: the definition's, else the session's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// Why a subagent could not be run.
@@ -61,6 +67,30 @@ pub enum SubagentError {
     /// not run.
     #[error(transparent)]
     Worktree(#[from] WorktreeError),
+    /// The requested model is an alias the session's provider has no model for.
+    #[error(
+        "the subagent asks for model `{model}`, which provider `{provider}` has no model for; \
+         use a full model id or `inherit`"
+    )]
+    UnknownModel {
+        /// The model asked for.
+        model: String,
+        /// The session's provider.
+        provider: String,
+    },
+    /// The session's provider cannot call the requested model.
+    #[error(
+        "the subagent asks for model `{model}`, which provider `{provider}` cannot switch to \
+         (it runs only `{current}`)"
+    )]
+    UnavailableModel {
+        /// The model asked for.
+        model: String,
+        /// The session's provider.
+        provider: String,
+        /// The model the session runs on.
+        current: String,
+    },
     /// The session refused (shut down).
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -83,6 +113,9 @@ pub struct SubagentReport {
     pub agent_id: String,
     /// The agent definition used.
     pub agent_type: String,
+    /// The model the subagent ran on.
+    #[serde(default)]
+    pub model: String,
     /// The subagent's final answer.
     pub response: String,
     /// Why the child run ended.
@@ -229,6 +262,12 @@ fn system_prompt(
     worktree: Option<&Worktree>,
 ) -> String {
     let mut prompt = definition.system_prompt.trim().to_string();
+    // The project's instruction files (AGENTS.md, CLAUDE.md) bind the subagent as they bind
+    // the session that started it.
+    if let Some(instructions) = session.project_instructions() {
+        prompt.push_str("\n\n");
+        prompt.push_str(instructions.trim());
+    }
     prompt.push_str(
         "\n\n# Subagent\nYou were started by another agent to carry out the task in the user \
          message. Work on it on your own; nobody answers questions. When you are done, reply \
@@ -250,6 +289,41 @@ fn system_prompt(
         None => prompt.push_str(&format!("\nWorking directory: {}", session.cwd().display())),
     }
     prompt
+}
+
+/// The model a subagent runs on: `requested` (an agent definition's or a caller's `model`)
+/// resolved against the session's provider. `None` and `inherit` are the session's current model
+/// (the one a live model switch chose); `sonnet`/`opus`/`haiku` are the newest model of that
+/// family in the provider's model table; anything else is a model id used as is. A model the
+/// provider cannot serve is an error, never silently replaced.
+pub fn resolve_subagent_model(
+    session: &Session,
+    requested: Option<&str>,
+) -> Result<String, SubagentError> {
+    let current = session.current_model();
+    let requested = match requested.map(str::trim) {
+        None | Some("") => return Ok(current),
+        Some(model) if model.eq_ignore_ascii_case("inherit") => return Ok(current),
+        Some(model) => model,
+    };
+    let provider = session.provider_name().to_string();
+    let model = if MODEL_ALIASES.contains(&requested.to_ascii_lowercase().as_str()) {
+        resolve_model_alias(&provider, requested).ok_or_else(|| SubagentError::UnknownModel {
+            model: requested.to_string(),
+            provider: provider.clone(),
+        })?
+    } else {
+        requested
+    };
+    if model == current || session.can_run_on(model) {
+        Ok(model.to_string())
+    } else {
+        Err(SubagentError::UnavailableModel {
+            model: model.to_string(),
+            provider,
+            current,
+        })
+    }
 }
 
 /// Runs a subagent for `session` (see the module docs). `cancel` aborts it (pass a child token
@@ -274,6 +348,8 @@ pub async fn run_subagent(
             available: catalog.definitions().map(|d| d.name.clone()).collect(),
         })?
         .clone();
+    let requested_model = request.model.as_deref().or(definition.model.as_deref());
+    let model = resolve_subagent_model(session, requested_model)?;
     let agent_id = new_agent_id();
     let worktree = match request.isolation {
         Isolation::None => None,
@@ -282,16 +358,6 @@ pub async fn run_subagent(
         }
     };
     let mut notes = Vec::new();
-    if let Some(model) = definition
-        .model
-        .as_ref()
-        .filter(|m| m.as_str() != session.model())
-    {
-        notes.push(format!(
-            "the agent asks for model `{model}`; subagents run on the session's model `{}`",
-            session.model()
-        ));
-    }
     let emit = |progress: SubagentProgress| {
         if let Some(callback) = &on_progress {
             callback(progress);
@@ -335,6 +401,7 @@ pub async fn run_subagent(
         disallowed_tools: definition.disallowed_tools.clone(),
         isolated_cwd: worktree.as_ref().map(|w| w.cwd.clone()),
         max_turns: definition.max_turns.unwrap_or(0),
+        model: Some(model.clone()),
         on_event: forward,
     };
     let result = session.run_subagent(run, cancel).await;
@@ -355,6 +422,7 @@ pub async fn run_subagent(
     let report = SubagentReport {
         agent_id,
         agent_type: definition.name,
+        model,
         response: outcome.response,
         stop_reason: outcome.outcome.stop_reason,
         interrupted: outcome.outcome.interrupted,

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::settings::PromptSettings;
 use crate::framework::context::{
-    build_system_prompt, load_project_context, ContextOptions, ContextWarning, ProjectContext,
-    ProjectInfo, PromptMetadata,
+    build_instruction_sections, build_system_prompt, load_project_context, ContextOptions,
+    ContextWarning, ProjectContext, ProjectInfo, PromptMetadata,
 };
 use crate::session::inputs::{ProjectPrompt, ProjectPromptBuilder, PromptFacts};
 
@@ -38,12 +38,14 @@ fn project_prompt(
     match load_project_context(&options) {
         Ok(context) => ProjectPrompt {
             system_prompt: build_system_prompt(&context, &metadata),
+            instructions: build_instruction_sections(&context),
             compact_instructions: context.compact_instructions.clone(),
             files: context.loaded_files,
             warnings: context.warnings,
         },
         Err(error) => ProjectPrompt {
             system_prompt: build_system_prompt(&empty_context(cwd), &metadata),
+            instructions: None,
             compact_instructions: None,
             files: Vec::new(),
             warnings: vec![ContextWarning {

@@ -2,9 +2,9 @@
 //! …`) or the model (the projected `robota_command_agent` tool) and returns its final answer.
 //!
 //! Arguments: `list`, or `[--isolation worktree] [AGENT_TYPE] PROMPT` (the first word is the
-//! agent type when it names an agent; `general-purpose` otherwise), or a JSON object
-//! `{"prompt", "subagent_type"?, "isolation"?: "worktree" | "none"}` as Claude Code's Agent tool
-//! takes it. The module requests [`SessionRequirement::AgentExecutor`], which makes the session
+//! agent type when it names an agent; `general-purpose` otherwise; `--model MODEL` overrides the
+//! agent's model), or a JSON object `{"prompt", "subagent_type"?, "isolation"?: "worktree" |
+//! "none", "model"?}` as Claude Code's Agent tool takes it. The module requests [`SessionRequirement::AgentExecutor`], which makes the session
 //! load agent definitions and list them in the system prompt.
 
 use std::sync::Arc;
@@ -22,7 +22,8 @@ use crate::framework::agents::{AgentCatalog, Isolation, SubagentRequest};
 /// The command's name (and the projected tool's suffix).
 pub const AGENT_COMMAND: &str = "agent";
 
-const USAGE: &str = "Usage: agent [--isolation worktree] [AGENT_TYPE] PROMPT | agent list";
+const USAGE: &str =
+    "Usage: agent [--isolation worktree] [--model MODEL] [AGENT_TYPE] PROMPT | agent list";
 
 /// The module holding the `agent` command, requesting the agent executor.
 pub fn agent_command_module() -> CommandModule {
@@ -48,7 +49,7 @@ impl AgentCommand {
                  small. Give it a complete, specific prompt. Pass `--isolation worktree` to let \
                  it change files in a separate git worktree. `list` shows the agent types.",
             )
-            .with_argument_hint("[--isolation worktree] [AGENT_TYPE] PROMPT | list")
+            .with_argument_hint("[--isolation worktree] [--model MODEL] [AGENT_TYPE] PROMPT | list")
             .model_invocable()
             .with_lifecycle(CommandLifecycle::Blocking)
             .with_subcommands(vec![SubcommandDescriptor::new(
@@ -73,10 +74,23 @@ pub fn parse_agent_args(args: &str, catalog: &AgentCatalog) -> Result<SubagentRe
     }
     let mut rest = args;
     let mut isolation = Isolation::None;
+    let mut model = None;
     loop {
         let (word, after) = split_word(rest);
         match word {
             "--worktree" => isolation = Isolation::Worktree,
+            "--model" => {
+                let (value, after_value) = split_word(after);
+                if value.is_empty() {
+                    return Err(format!("`--model` needs a model. {USAGE}"));
+                }
+                model = Some(value.to_string());
+                rest = after_value;
+                continue;
+            }
+            w if w.starts_with("--model=") => {
+                model = Some(w["--model=".len()..].to_string()).filter(|m| !m.is_empty());
+            }
             "--isolation" => {
                 let (value, after_value) = split_word(after);
                 isolation = parse_isolation(value)?;
@@ -106,6 +120,7 @@ pub fn parse_agent_args(args: &str, catalog: &AgentCatalog) -> Result<SubagentRe
         agent_type,
         prompt,
         isolation,
+        model,
     })
 }
 
@@ -124,6 +139,7 @@ fn parse_json_args(args: &str) -> Result<SubagentRequest, String> {
         agent_type: text("subagent_type").or_else(|| text("agent_type")),
         prompt,
         isolation,
+        model: text("model"),
     })
 }
 
@@ -226,6 +242,7 @@ mod tests {
                 agent_type: Some("Explore".into()),
                 prompt: "find the tests".into(),
                 isolation: Isolation::Worktree,
+                model: None,
             })
         );
         let parsed = parse_agent_args("explain \"this\"", &catalog);
@@ -244,5 +261,11 @@ mod tests {
         assert!(parse_agent_args("--isolation elsewhere x", &catalog).is_err());
         assert!(parse_agent_args("Explore", &catalog).is_ok());
         assert!(parse_agent_args("   ", &catalog).is_err());
+        let parsed = parse_agent_args("--model haiku Plan outline it", &catalog);
+        assert_eq!(
+            parsed.map(|r| (r.model, r.agent_type)),
+            Ok((Some("haiku".into()), Some("Plan".into())))
+        );
+        assert!(parse_agent_args("--model", &catalog).is_err());
     }
 }

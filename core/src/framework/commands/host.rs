@@ -163,6 +163,20 @@ pub trait CommandHostContext: Send + Sync {
             "this host does not run subagents (the agent command needs an InteractiveSession)",
         ))
     }
+    /// Starts a subagent as a background task (the `Task` tool with `run_in_background`) and
+    /// returns the task at once; its report becomes the task's output. Hosts that cannot run
+    /// subagents keep this default, which refuses.
+    async fn start_background_subagent(
+        &self,
+        request: SubagentRequest,
+        description: Option<String>,
+        origin: crate::tools::builtins::TaskOrigin,
+    ) -> Result<crate::tools::builtins::BackgroundTaskInfo, CommandHostError> {
+        let _ = (request, description, origin);
+        Err(CommandHostError::new(
+            "this host does not run background subagents (they need an InteractiveSession)",
+        ))
+    }
     /// True when the model runs the command (through its projected tool or the `Skill` tool),
     /// false when the user does. Commands that treat the two differently (skills) ask this.
     fn invoked_by_model(&self) -> bool {

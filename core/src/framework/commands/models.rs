@@ -56,3 +56,46 @@ pub fn known_models(provider: &str, window_of: impl Fn(&str) -> Option<u64>) -> 
         })
         .collect()
 }
+
+/// The model aliases agent definitions and skills use (`model: sonnet`), as Claude Code has them.
+pub const MODEL_ALIASES: &[&str] = &["opus", "sonnet", "haiku"];
+
+/// The model id alias `alias` (`opus`, `sonnet`, `haiku`) stands for on `provider`: the newest
+/// of the provider's known models of that family; `None` when `alias` is no alias or the provider
+/// has no such family (an OpenAI session has no `haiku`).
+pub fn resolve_model_alias(provider: &str, alias: &str) -> Option<&'static str> {
+    let alias = alias.trim().to_ascii_lowercase();
+    if !MODEL_ALIASES.contains(&alias.as_str()) {
+        return None;
+    }
+    let family = format!("-{alias}-");
+    MODELS
+        .iter()
+        .filter(|(name, _)| *name == provider)
+        .flat_map(|(_, ids)| ids.iter())
+        .find(|id| id.contains(&family))
+        .copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_map_to_the_newest_model_of_the_family() {
+        assert_eq!(
+            resolve_model_alias("anthropic", "haiku"),
+            Some("claude-haiku-4-5")
+        );
+        assert_eq!(
+            resolve_model_alias("anthropic", "Sonnet"),
+            Some("claude-sonnet-4-6")
+        );
+        assert_eq!(
+            resolve_model_alias("anthropic", "opus"),
+            Some("claude-opus-4-6")
+        );
+        assert_eq!(resolve_model_alias("openai", "haiku"), None);
+        assert_eq!(resolve_model_alias("anthropic", "claude-haiku-4-5"), None);
+    }
+}

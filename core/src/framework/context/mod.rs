@@ -53,7 +53,10 @@ pub use file_refs::{
     FileRefErrorKind, FileRefOptions, FileRefReason, FileRefRecord, ResolvedPrompt,
 };
 pub use memory::{MemoryIndex, MEMORY_MAX_BYTES, MEMORY_MAX_LINES};
-pub use prompt::{build_system_prompt, PromptMetadata, PromptSection, SYSTEM_PROMPT_SECTIONS};
+pub use prompt::{
+    build_instruction_sections, build_system_prompt, PromptMetadata, PromptSection,
+    SYSTEM_PROMPT_SECTIONS,
+};
 pub use tasks::{
     format_task_context, parse_task, TaskStatus, TaskSummary, DEFAULT_MAX_TASKS,
     MAX_OBJECTIVE_BYTES, MAX_OPEN_ITEMS, MAX_TASK_FILE_BYTES,

@@ -87,6 +87,27 @@ impl PromptMetadata {
     }
 }
 
+/// The instruction files' sections alone (`## Agent Instructions` with the AGENTS.md files,
+/// `## Project Notes` with the CLAUDE.md files), as [`build_system_prompt`] renders them; `None`
+/// when there are none. A subagent's prompt carries them after its agent body.
+pub fn build_instruction_sections(context: &ProjectContext) -> Option<String> {
+    let sections: Vec<String> = [
+        (
+            SYSTEM_PROMPT_SECTIONS[0],
+            render_files(context, |kind| kind.is_agents()),
+        ),
+        (
+            SYSTEM_PROMPT_SECTIONS[1],
+            render_files(context, |kind| !kind.is_agents()),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, content)| !content.trim().is_empty())
+    .map(|(title, content)| format!("## {title}\n\n{}", content.trim()))
+    .collect();
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
+}
+
 /// Builds the system prompt. Pure: the same inputs give the same text.
 pub fn build_system_prompt(context: &ProjectContext, metadata: &PromptMetadata) -> String {
     let mut sections: Vec<(String, String)> = Vec::new();

@@ -241,6 +241,19 @@ impl CommandHostContext for SessionHost {
             .map_err(|e| CommandHostError::new(e.to_string()))
     }
 
+    async fn start_background_subagent(
+        &self,
+        request: SubagentRequest,
+        description: Option<String>,
+        origin: crate::tools::builtins::TaskOrigin,
+    ) -> Result<crate::tools::builtins::BackgroundTaskInfo, CommandHostError> {
+        let inner = self.get()?;
+        let catalog = self.agent_catalog()?;
+        inner
+            .start_background_subagent(catalog, request, description, origin)
+            .map_err(CommandHostError::new)
+    }
+
     fn invoked_by_model(&self) -> bool {
         self.for_model
     }

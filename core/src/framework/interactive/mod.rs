@@ -17,6 +17,7 @@ mod custom_commands;
 pub mod events;
 mod host;
 mod skills;
+mod subagents;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -26,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{
-    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning,
+    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning, TaskTool,
 };
 use crate::framework::commands::custom::{CommandRegistration, CommandRoot};
 use crate::framework::commands::{
@@ -150,6 +151,10 @@ pub enum InteractiveError {
         /// What is wrong and what to do.
         message: String,
     },
+    /// A subagent could not be started (unknown agent, empty prompt, a model the provider
+    /// cannot serve, the background task limit, subagents not enabled).
+    #[error("{0}")]
+    Subagent(String),
 }
 
 /// What `submit` did with a prompt.
@@ -612,6 +617,12 @@ impl InteractiveSession {
         session
             .extra_tools
             .extend(tools.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
+        // The model starts subagents with Claude Code's `Task` tool where agents are enabled.
+        if agents.is_some() {
+            session
+                .extra_tools
+                .push(Arc::new(TaskTool::new(host.clone())) as Arc<dyn Tool>);
+        }
         let model_runs_commands = custom
             .as_ref()
             .is_some_and(|c| c.commands().any(|command| command.model_invocable()));
@@ -1271,7 +1282,7 @@ fn unknown_agent_tools(catalog: &AgentCatalog, session: &SessionOptions) -> Vec<
         for entry in definition.tools.iter().flatten() {
             // `Bash(git *)`-style entries name the tool before the parenthesis.
             let name = entry.split('(').next().unwrap_or("").trim();
-            let problem = if is_withheld_from_subagents(name) || name == "Task" {
+            let problem = if is_withheld_from_subagents(name) {
                 format!(
                     "agent `{}` lists the tool `{name}`, which robota does not give subagents \
                      (a subagent cannot start subagents or run commands); it runs without it",

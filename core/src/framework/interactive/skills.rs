@@ -17,6 +17,7 @@ use crate::framework::agents::{
     load_agent_definitions, run_subagent, AgentCatalog, SubagentError, SubagentProgress,
     SubagentReport, SubagentRequest, DEFAULT_AGENT_TYPE,
 };
+use crate::framework::commands::models::resolve_model_alias;
 use crate::framework::commands::CommandResult;
 use crate::framework::skills::{
     skill_instructions, SkillActivation, SkillActivationRequest, SkillCatalog, SkillContext,
@@ -108,14 +109,6 @@ impl Inner {
         if by_model && inline {
             self.switch_running_model(model.as_deref(), &mut activation);
         }
-        if let Some(model) = skill.model.as_ref().filter(|m| *m != self.session.model()) {
-            if !inline {
-                activation.notes.push(format!(
-                    "the skill asks for model `{model}`; it runs on the session's model `{}`",
-                    self.session.model()
-                ));
-            }
-        }
         let label = format!("skill:{}", skill.name);
         let grant = self.grant_tools(&label, &skill.allowed_tools, &mut activation);
         self.report_activation(&activation, true);
@@ -176,6 +169,11 @@ impl Inner {
         switch: bool,
         activation: &mut SkillActivation,
     ) -> Option<String> {
+        // `inherit` is the model the prompt runs on anyway; `haiku`, `sonnet` and `opus` stand
+        // for the provider's newest model of that family, as for agents.
+        let requested = requested
+            .filter(|m| !m.trim().eq_ignore_ascii_case("inherit"))
+            .map(|m| resolve_model_alias(self.session.provider_name(), m).unwrap_or(m));
         let current = self.session.current_model();
         let model = requested.filter(|m| switch && *m != current)?;
         if self.session.can_run_on(model) {
@@ -261,6 +259,8 @@ impl Inner {
             agent_type: Some(agent.to_string()),
             prompt: instructions,
             isolation: Default::default(),
+            // The forked run goes to the skill's `model`; the session's model is untouched.
+            model: skill.model.clone(),
         };
         let result = self.run_subagent_for(&catalog, request).await;
         match result {

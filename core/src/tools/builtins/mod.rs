@@ -108,8 +108,8 @@ use std::time::Duration;
 
 pub use background::{
     BackgroundLimits, BackgroundOutput, BackgroundTaskEvent, BackgroundTaskInfo,
-    BackgroundTaskManager, BackgroundTasks, LogStream, TaskKind, TaskLogPage, TaskOrigin,
-    TaskStatus, TimeoutReason,
+    BackgroundTaskManager, BackgroundTasks, ExternalTask, ExternalTaskRequest, LogStream, TaskKind,
+    TaskLogPage, TaskOrigin, TaskStatus, TimeoutReason,
 };
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::{BashOutputTool, KillShellTool};
@@ -376,6 +376,22 @@ impl Builtins {
     /// The background tasks started by `Bash` with `run_in_background: true`.
     pub fn background_tasks(&self) -> &BackgroundTasks {
         &self.shared.background
+    }
+
+    /// Registers a background task whose work the caller runs (a subagent), with its log in
+    /// the session's task folder; refused at the concurrency limit or while the session shuts
+    /// down. See [`ExternalTask`].
+    pub fn start_external_task(
+        &self,
+        request: ExternalTaskRequest<'_>,
+    ) -> Result<ExternalTask, String> {
+        if self.shared.processes.is_closed() {
+            return Err("the session is shutting down".into());
+        }
+        let session_dir = self.shared.workspace.session_dir();
+        self.shared
+            .background
+            .start_external(request, |id| session_dir.new_task_path(id, "stdout"))
     }
 
     /// The registry of the process groups Bash calls and background tasks run in.

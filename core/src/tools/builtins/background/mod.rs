@@ -8,8 +8,9 @@
 //! Why it sits with the built-in tools: `Bash` with `run_in_background: true` hands its process
 //! to the manager, and `BashOutput` / `KillShell` read and stop it, so the manager must live at or
 //! below the tools layer; the framework (commands, the interactive session, the bindings) uses it
-//! from above. Runners own how work runs: [`process_runner`] runs a shell command; an agent runner
-//! (a subagent session) plugs in beside it as another [`TaskKind`] without touching the lifecycle.
+//! from above. Runners own how work runs: [`process_runner`] runs a shell command; work that runs
+//! above this layer (a subagent session) is registered as an [`ExternalTask`] and reports its
+//! output and ending through it, under the same lifecycle and limits.
 //!
 //! Every task's process group joins the session's [`ProcessGroups`](crate::process::ProcessGroups)
 //! (stopped on shutdown), the group is stopped as a whole when the task ends (so `cmd &` inside a
@@ -20,7 +21,10 @@
 //! running when the previous process ended as `lost` instead of dropping them.
 
 mod capture;
+mod external;
 pub(crate) mod process_runner;
+
+pub use external::{ExternalTask, ExternalTaskRequest};
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};

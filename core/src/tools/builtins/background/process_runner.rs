@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
+use super::external::queued_info;
 use super::{
-    now_ms, BackgroundTaskInfo, BackgroundTasks, LogStream, ManagerInner, TaskKind, TaskOrigin,
-    TaskStatus, TimeoutReason,
+    BackgroundTaskInfo, BackgroundTasks, ExternalTaskRequest, LogStream, ManagerInner, TaskKind,
+    TaskOrigin, TaskStatus, TimeoutReason,
 };
 use crate::process::ProcessKind;
 use crate::sandbox::Sandbox;
@@ -82,26 +83,19 @@ pub(crate) fn start(
         )
     });
     let stop = CancellationToken::new();
-    let info = BackgroundTaskInfo {
-        id: id.clone(),
-        kind: TaskKind::Process,
-        origin: request.origin,
-        command: request.command.to_string(),
-        description: request.description.map(str::to_string),
-        cwd: request.cwd.to_path_buf(),
+    let info = queued_info(
+        id.clone(),
+        ExternalTaskRequest {
+            kind: TaskKind::Process,
+            id_prefix: "bash",
+            origin: request.origin,
+            command: request.command,
+            description: request.description,
+            cwd: request.cwd,
+        },
         pid,
-        status: TaskStatus::Queued,
-        exit_code: None,
-        signal: None,
-        error: None,
-        timeout_reason: None,
-        current_action: None,
-        stdout_path: stdout_path.clone(),
-        stderr_path: stderr_path.clone(),
-        output_bytes: 0,
-        created_at_ms: now_ms(),
-        ended_at_ms: None,
-    };
+        (stdout_path.clone(), stderr_path.clone()),
+    );
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
