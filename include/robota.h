@@ -563,6 +563,24 @@ robota_status robota_session_options_set_permission_handler(struct robota_sessio
                                                             robota_free_callback free_user_data,
                                                             struct robota_error **out_err);
 
+// Sets the browser step of remote MCP servers' OAuth: when an HTTP or SSE server from the
+// session's configuration answers that it needs authorization, `callback` gets `{"server":
+// "name", "url": "https://…"}` and should open the URL in a browser (or show it to the user),
+// then resolve its completion (the answer is not used; a rejection changes nothing). The
+// authorization completes through the session's redirect listener on 127.0.0.1 and the tokens
+// are kept in `~/.robota/mcp-oauth` for later sessions. Without a handler such a server's
+// status is `needs_auth` (`robota_session_list_mcp_servers`). Setting it again replaces it.
+//
+// `free_user_data` and threading: as for `robota_session_options_set_permission_handler`.
+//
+// # Safety
+// As `robota_session_options_set_permission_handler`.
+robota_status robota_session_options_set_mcp_authorization_handler(struct robota_session_options *options,
+                                                                   robota_host_callback callback,
+                                                                   void *user_data,
+                                                                   robota_free_callback free_user_data,
+                                                                   struct robota_error **out_err);
+
 // Adds a host tool: `spec_json` is `{"name", "description", "input_schema"?: {JSON Schema
 // object}, "read_only"?: bool}` (read-only tools need no approval). A tool of the same name
 // as a built-in replaces it.

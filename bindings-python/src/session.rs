@@ -100,12 +100,31 @@ fn interactive_error(e: InteractiveError) -> PyErr {
     api_error(ApiError::from(e))
 }
 
+/// The browser step of remote MCP servers' OAuth: `open(server, url)` (the `robota` package's
+/// adapter, which also runs a coroutine the host's function returns) is called on a thread of
+/// its own, not on the host's event loop, because the URL is asked for while the session is
+/// being created — when the loop is busy creating it — and the engine must not wait for it.
+fn authorization_handler(open: Py<PyAny>) -> robota::mcp::McpAuthorizationHandler {
+    let open = Arc::new(open);
+    robota::mcp::McpAuthorizationHandler::new(move |server, url| {
+        let open = Arc::clone(&open);
+        let (server, url) = (server.to_string(), url.to_string());
+        std::thread::spawn(move || {
+            crate::aio::with_python(|py| {
+                if let Err(error) = open.call1(py, (server, url)) {
+                    error.print(py);
+                }
+            });
+        });
+    })
+}
+
 #[pymethods]
 impl NativeSession {
     /// Creates a session. `config` is a dict of plain options (`robota::api::SessionConfig`);
     /// the other arguments are the host's extensions, already adapted by `robota`.
     #[new]
-    #[pyo3(signature = (config, provider, tools, permission_handler, hooks, command_modules, builtin_commands, event_buffer))]
+    #[pyo3(signature = (config, provider, tools, permission_handler, hooks, command_modules, builtin_commands, event_buffer, mcp_authorization=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -117,6 +136,7 @@ impl NativeSession {
         command_modules: &Bound<'_, PyList>,
         builtin_commands: bool,
         event_buffer: Option<usize>,
+        mcp_authorization: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let slot = LoopSlot::new();
         slot.capture(py);
@@ -128,6 +148,9 @@ impl NativeSession {
         let provider = build_provider(provider, &slot)?;
         let mut options = config.into_session_options(provider).map_err(api_error)?;
         build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
+        if let Some(open) = mcp_authorization {
+            options.mcp_authorization_handler = Some(authorization_handler(open));
+        }
         let mut interactive = InteractiveSessionOptions::new(options);
         interactive.skills = skills;
         interactive.edit_checkpoints = edit_checkpoints;

@@ -33,6 +33,9 @@ pub(crate) struct OptionsInner {
     pub(crate) commands: Vec<Arc<dyn SystemCommand>>,
     /// In-process MCP servers (`robota_session_options_add_mcp_server`).
     pub(crate) mcp_servers: Vec<engine::mcp::McpServerEntry>,
+    /// Opens remote MCP servers' OAuth authorization URLs
+    /// (`robota_session_options_set_mcp_authorization_handler`).
+    pub(crate) mcp_authorization_handler: Option<engine::mcp::McpAuthorizationHandler>,
 }
 
 /// Session options: JSON data plus host callbacks. Opaque; create with
@@ -164,6 +167,35 @@ pub unsafe extern "C" fn robota_session_options_set_permission_handler(
         let function = CHostFunction::wrap(callback, user_data, free_user_data)?;
         let handler = HostPermissionHandler::new(function);
         options.lock().permission_handler = Some(handler);
+        Ok(())
+    })
+}
+
+/// Sets the browser step of remote MCP servers' OAuth: when an HTTP or SSE server from the
+/// session's configuration answers that it needs authorization, `callback` gets `{"server":
+/// "name", "url": "https://…"}` and should open the URL in a browser (or show it to the user),
+/// then resolve its completion (the answer is not used; a rejection changes nothing). The
+/// authorization completes through the session's redirect listener on 127.0.0.1 and the tokens
+/// are kept in `~/.robota/mcp-oauth` for later sessions. Without a handler such a server's
+/// status is `needs_auth` (`robota_session_list_mcp_servers`). Setting it again replaces it.
+///
+/// `free_user_data` and threading: as for `robota_session_options_set_permission_handler`.
+///
+/// # Safety
+/// As `robota_session_options_set_permission_handler`.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_options_set_mcp_authorization_handler(
+    options: *mut robota_session_options,
+    callback: robota_host_callback,
+    user_data: *mut c_void,
+    free_user_data: robota_free_callback,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let options = options_arg(options)?;
+        let function = CHostFunction::wrap(callback, user_data, free_user_data)?;
+        options.lock().mcp_authorization_handler =
+            Some(engine::api::host_mcp_authorization_handler(function));
         Ok(())
     })
 }

@@ -374,6 +374,9 @@ fn create_session(
     if options.permission_handler.is_some() {
         session.permission_handler = options.permission_handler;
     }
+    if options.mcp_authorization_handler.is_some() {
+        session.mcp_authorization_handler = options.mcp_authorization_handler;
+    }
     session.hook_callbacks.extend(options.hooks);
     let mut interactive_options = InteractiveSessionOptions::new(session);
     interactive_options.skills = skills;

@@ -444,6 +444,73 @@ fn c_test_background_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// The browser step of a remote MCP server's OAuth through a C callback, against the real
+/// OAuth-protected test server (`tests/mcp-servers/python_server.py --http PORT --oauth`, which
+/// approves at once): the session connects, the tool works, the next session reuses the tokens.
+#[test]
+fn c_test_mcp_oauth_passes() {
+    let root = workspace_root();
+    let servers = root.join("tests/mcp-servers");
+    let python = servers.join(".venv/bin/python");
+    assert!(
+        python.is_file(),
+        "the MCP test servers are not installed: run tests/mcp-servers/setup.sh"
+    );
+    let exe = build_c(&root.join("ffi/tests/c/test_mcp_oauth.c"), "test_mcp_oauth");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut server = Command::new(&python)
+        .arg(servers.join("python_server.py"))
+        .args(["--http", &port.to_string(), "--oauth"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the OAuth test server starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the OAuth test server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let turn = |id: &str| serde_json::json!({"tool_calls": [{"id": id, "name": "mcp__secure__add", "input": {"a": 40, "b": 2}}]});
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [turn("toolu_1"), {"text": ["Added."]}, turn("toolu_2"), {"text": ["Again."]}]
+        })))
+        .expect("mock-llm starts");
+    let home =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("oauth-home-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).expect("the home folder");
+    let home_text = home.display().to_string();
+    let url = mock.base_url();
+    let server_url = format!("http://127.0.0.1:{port}/mcp");
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_OAUTH_MCP_URL", server_url.as_str()),
+            ("ROBOTA_TEST_HOME", home_text.as_str()),
+        ],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let tokens: Vec<_> = std::fs::read_dir(home.join(".robota/mcp-oauth"))
+        .expect("the token folder")
+        .filter_map(Result::ok)
+        .collect();
+    assert_eq!(tokens.len(), 1, "{tokens:?}");
+    let _ = std::fs::remove_dir_all(&home);
+    runtime.block_on(mock.shutdown());
+}
+
 /// The conformance scenarios (tests/conformance/scenarios/*.json), played by the C runner.
 #[test]
 fn c_conformance_scenarios_pass() {

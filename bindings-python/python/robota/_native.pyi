@@ -76,6 +76,7 @@ class NativeSession:
         command_modules: List[Any],
         builtin_commands: bool,
         event_buffer: Optional[int],
+        mcp_authorization: Optional[Any] = None,
     ) -> None: ...
     def submit(
         self, input: str, display_input: Optional[str] = None, raw_input: Optional[str] = None

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import inspect
 import os
 from dataclasses import dataclass
 from types import TracebackType
 from typing import (
     Any,
     AsyncIterator,
+    Awaitable,
     Callable,
     Dict,
     List,
@@ -392,6 +394,7 @@ class InteractiveSession:
         mcp_servers: Optional[Mapping[str, Union[Mapping[str, Any], SdkMcpServer]]] = None,
         mcp_startup_timeout_ms: Optional[int] = None,
         mcp_call_timeout_ms: Optional[int] = None,
+        on_mcp_authorization: Optional[Callable[[str, str], Any]] = None,
         custom_commands: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
         event_buffer: Optional[int] = None,
         edit_checkpoints: Optional[bool] = None,
@@ -457,6 +460,14 @@ class InteractiveSession:
                 Python functions, run in-process.
             mcp_startup_timeout_ms: How long a server may take to start (default 30 000).
             mcp_call_timeout_ms: How long one MCP call may take (default 600 000).
+            on_mcp_authorization: ``on_mcp_authorization(server, url)`` (sync or async) opens
+                the authorization URL of a remote MCP server that requires OAuth (e.g. with
+                :func:`webbrowser.open`); the redirect comes back to the session on
+                ``127.0.0.1`` and tokens are kept in ``~/.robota/mcp-oauth``. It is called on a
+                thread of robota's, not on your event loop (the URL may be asked for while the
+                session is being created). Without it such a server is ``needs_auth`` (see
+                :meth:`list_mcp_servers`); ``execute_command("mcp", "auth <server>")`` asks
+                again.
             custom_commands: Custom slash commands of your own, ahead of the project's
                 ``.claude/commands`` and the user's ``~/.claude/commands``: a path is a folder
                 searched like ``.claude/commands`` (``**/*.md``), a mapping
@@ -530,6 +541,7 @@ class InteractiveSession:
             [m._to_native() for m in command_modules],
             builtin_commands,
             event_buffer,
+            _authorization_adapter(on_mcp_authorization) if on_mcp_authorization is not None else None,
         )
 
     # -- prompts ---------------------------------------------------------------------------
@@ -948,6 +960,28 @@ class InteractiveSession:
 
     def __repr__(self) -> str:
         return f"InteractiveSession(session_id={self.session_id!r})"
+
+
+def _authorization_adapter(open_url: Callable[[str, str], Any]) -> Callable[[str, str], None]:
+    """What the engine calls, on a thread of its own, for ``on_mcp_authorization``: the host's
+    function, and a coroutine it returns run to its end on that thread's own event loop (the
+    session's loop may be busy: the URL is asked for while the session is being created)."""
+    if not callable(open_url):
+        raise TypeError("on_mcp_authorization must be callable: on_mcp_authorization(server, url)")
+
+    def adapter(server: str, url: str) -> None:
+        try:
+            result = open_url(server, url)
+            if inspect.isawaitable(result):
+                asyncio.run(_awaited(result))
+        except Exception as exc:
+            report_callback_error("on_mcp_authorization", exc)
+
+    return adapter
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
 
 
 def _check_event_type(event_type: str) -> None:

@@ -6,6 +6,9 @@
 //! by [`call_result_from_answer`] (a string, an MCP result `{content: [blocks], isError?,
 //! structuredContent?}`, or any JSON value as structured content), and a rejection (a handler
 //! that threw) is a tool error with its message.
+//!
+//! Also here: [`host_mcp_authorization_handler`], the browser step of a remote server's OAuth
+//! handed to a host function as `{server, url}`.
 
 use std::sync::Arc;
 
@@ -14,7 +17,9 @@ use serde_json::{json, Value};
 
 use super::error::ApiError;
 use super::host::{check_input_schema, default_schema, is_valid_tool_name, HostCall, HostFunction};
-use crate::mcp::{InProcessMcpServer, InProcessMcpTool, McpServerEntry, McpToolHandler};
+use crate::mcp::{
+    InProcessMcpServer, InProcessMcpTool, McpAuthorizationHandler, McpServerEntry, McpToolHandler,
+};
 use tokio_util::sync::CancellationToken;
 
 /// The description of an in-process server's tool: `{name, description?, input_schema?,
@@ -144,4 +149,34 @@ impl McpToolHandler for HostMcpToolHandler {
             () = cancel.cancelled() => Err(super::host::ABORTED_TOOL_CONTENT.into()),
         }
     }
+}
+
+/// The browser step of a remote MCP server's OAuth as a host function: it is called with
+/// `{"server": name, "url": authorization URL}` and should open the URL (or show it); the
+/// authorization then completes through the session's loopback redirect listener, so the
+/// answer is not used and the engine does not wait for it. A rejection changes nothing: the
+/// server becomes `needs_auth` when the start-up wait runs out.
+pub fn host_mcp_authorization_handler(function: Arc<dyn HostFunction>) -> McpAuthorizationHandler {
+    McpAuthorizationHandler::new(move |server, url| {
+        let function = Arc::clone(&function);
+        let call = HostCall {
+            request: json!({ "server": server, "url": url }),
+            cancel: CancellationToken::new(),
+            stream: None,
+            context: None,
+        };
+        let ask = async move {
+            let _answer = function.call(call).await;
+        };
+        // The handler is called from the MCP client's runtime; a host calling from elsewhere
+        // gets a thread of its own.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(ask);
+            }
+            Err(_) => {
+                std::thread::spawn(move || futures::executor::block_on(ask));
+            }
+        }
+    })
 }

@@ -23,7 +23,7 @@ pub use host::{
     HostProviderAnswer, HostProviderError, HostProviderEvent, HostProviderInfo, HostStream,
     HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
-pub use host_mcp::{HostMcpServerBuilder, HostMcpToolSpec};
+pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{PersistenceConfig, SessionConfig};
 

@@ -310,7 +310,7 @@ impl SystemCommand for ContextCommand {
             ["auto", setting] => return set_auto_compact(ctx, setting).await,
             _ => {
                 return CommandResult::error(format!(
-                    "Unknown argument: {}. Usage: context [auto [on | off | <percent>]]",
+                    "Unknown argument: {}. Usage: /context [auto [on | off | <percent>]]",
                     args.trim()
                 ))
             }
@@ -384,7 +384,7 @@ async fn set_auto_compact(ctx: &dyn CommandHostContext, setting: &str) -> Comman
             None => {
                 return CommandResult::error(format!(
                     "`{setting}` is not on, off or a percentage of the context window (1–100, \
-                     e.g. 80 or 80%). Usage: context auto [on | off | <percent>]"
+                     e.g. 80 or 80%). Usage: /context auto [on | off | <percent>]"
                 ))
             }
         },
