@@ -98,7 +98,7 @@ class EchoModel(Provider):
 
     name = "echo"
     model = "echo-1"
-    context_window = 1000
+    context_window = 4000
 
     def __init__(self) -> None:
         self.requests: List[Dict[str, Any]] = []
@@ -130,7 +130,7 @@ async def test_python_provider_subclass(opts: Dict[str, Any]) -> None:
         assert result.status == "complete", result.error
         assert result.response.endswith("Got HI")
         assert "".join(deltas).startswith("Calling shout. ")
-        assert session.get_context_state()["max_tokens"] == 1000
+        assert session.get_context_state()["max_tokens"] == 4000
     assert [t["name"] for t in model.requests[0]["tools"]] == ["shout"] or "shout" in [
         t["name"] for t in model.requests[0]["tools"]
     ]

@@ -127,6 +127,68 @@ public struct RunOutcome: Sendable, Decodable, Equatable {
     }
 }
 
+/// What a prompt did, carried by its `complete` and `interrupted` events (spec 000's execution
+/// report): the answer, the history entries it added, its tool calls as they ended, how full the
+/// context window is after it, and its token usage.
+public struct PromptReport: Sendable, Decodable, Equatable {
+    /// The answer (for `interrupted`, the text streamed until the abort).
+    public let response: String
+    /// The history entries this prompt added (the user message, the answers and tool results,
+    /// and the event entries: `tool-start`, `tool-end`, `tool-summary`, `usage-summary`, …).
+    public let history: [JSONValue]
+    /// The prompt's tool calls as they ended.
+    public let toolSummaries: [ToolState]
+    /// How full the context window is after the prompt.
+    public let contextState: ContextState
+    /// The prompt's token usage, when the provider reported any.
+    public let usage: PromptUsage?
+
+    /// How full the context window is.
+    public struct ContextState: Sendable, Decodable, Equatable {
+        /// Tokens in the context.
+        public let usedTokens: UInt64
+        /// The model's context window.
+        public let maxTokens: UInt64
+        /// `usedTokens / maxTokens`.
+        public let ratio: Double
+        /// True when the figure is an estimate, not the provider's count.
+        public let estimated: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case usedTokens = "used_tokens", maxTokens = "max_tokens", ratio, estimated
+        }
+    }
+
+    /// The token usage of one prompt.
+    public struct PromptUsage: Sendable, Decodable, Equatable {
+        /// All tokens of the prompt's model calls.
+        public let totalTokens: UInt64
+        /// Input tokens.
+        public let promptTokens: UInt64
+        /// Output tokens.
+        public let completionTokens: UInt64
+
+        enum CodingKeys: String, CodingKey {
+            case totalTokens = "total_tokens", promptTokens = "prompt_tokens"
+            case completionTokens = "completion_tokens"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case response, history, usage
+        case toolSummaries = "tool_summaries", contextState = "context_state"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        response = try c.decodeIfPresent(String.self, forKey: .response) ?? ""
+        history = try c.decodeIfPresent([JSONValue].self, forKey: .history) ?? []
+        toolSummaries = try c.decodeIfPresent([ToolState].self, forKey: .toolSummaries) ?? []
+        contextState = try c.decode(ContextState.self, forKey: .contextState)
+        usage = try c.decodeIfPresent(PromptUsage.self, forKey: .usage)
+    }
+}
+
 /// A tool call's state in `toolStart` / `toolEnd` events.
 public struct ToolState: Sendable, Decodable, Equatable {
     /// The provider's id of the call.
@@ -203,6 +265,15 @@ public struct SessionEvent: Sendable, Equatable {
 
     /// The `type` name of the event (`text_delta`, `complete`, …).
     public var type: String { json["type"]?.stringValue ?? "" }
+
+    /// What the prompt did, for `complete` and `interrupted` events (`nil` for the others, and
+    /// for an `interrupted` event of a prompt that never ran).
+    public var report: PromptReport? {
+        guard type == "complete" || type == "interrupted", json["context_state"] != nil else {
+            return nil
+        }
+        return try? json.decode(PromptReport.self)
+    }
 
     private init(seq: UInt64, sessionId: String, kind: Kind, json: JSONValue) {
         self.seq = seq

@@ -102,6 +102,16 @@ final class SessionTests: XCTestCase {
         let first = try await session.submit("What is the answer?")
         XCTAssertEqual(first.response, "It is 42.")
         let seen = await collected.value
+        // The `complete` event reports what the prompt did.
+        let report = try XCTUnwrap(seen.last?.report, "\(String(describing: seen.last?.json))")
+        XCTAssertEqual(report.response, "It is 42.")
+        XCTAssertEqual(report.toolSummaries.map(\.name), ["lookup"])
+        XCTAssertEqual(report.toolSummaries.first?.result, "success")
+        XCTAssertGreaterThan(report.contextState.maxTokens, 0)
+        XCTAssertTrue(
+            report.history.contains { $0["type"]?.stringValue == "tool-end" },
+            "\(report.history)")
+        XCTAssertNil(seen.first?.report)
         XCTAssertEqual(seen.map(\.seq), seen.map(\.seq).sorted())
         XCTAssertEqual(Set(seen.map(\.seq)).count, seen.count)
         XCTAssertTrue(seen.allSatisfy { $0.sessionId == session.sessionId })
