@@ -807,19 +807,9 @@ impl Session {
     /// the provider cannot call another model; a run in progress keeps its model.
     pub fn switch_model(&self, model: &str) -> Result<u64, SessionError> {
         let model = model.trim();
-        let provider = if model == self.model {
-            None
-        } else {
-            Some(
-                self.provider
-                    .with_model(model)
-                    .ok_or_else(|| SessionError::ModelSwitch {
-                        model: model.to_string(),
-                        provider: self.provider.name().to_string(),
-                    })?,
-            )
-        };
-        *self.switched.lock().unwrap_or_else(PoisonError::into_inner) = provider;
+        let provider = self.provider_for_model(Some(model))?;
+        *self.switched.lock().unwrap_or_else(PoisonError::into_inner) =
+            (model != self.model).then_some(provider);
         let state = self.estimate(self.lock_conversation().messages());
         self.update_context(state);
         Ok(self.active_context_window())
@@ -833,16 +823,7 @@ impl Session {
     /// without a prompt in progress it changes nothing.
     pub fn switch_running_model(&self, model: &str) -> Result<String, SessionError> {
         let model = model.trim();
-        let provider = if model == self.model {
-            Arc::clone(&self.provider)
-        } else {
-            self.provider
-                .with_model(model)
-                .ok_or_else(|| SessionError::ModelSwitch {
-                    model: model.to_string(),
-                    provider: self.provider.name().to_string(),
-                })?
-        };
+        let provider = self.provider_for_model(Some(model))?;
         if self
             .current_run
             .lock()

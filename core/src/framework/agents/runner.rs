@@ -69,8 +69,8 @@ pub enum SubagentError {
     Worktree(#[from] WorktreeError),
     /// The requested model is an alias the session's provider has no model for.
     #[error(
-        "the subagent asks for model `{model}`, which provider `{provider}` has no model for; \
-         use a full model id or `inherit`"
+        "model `{model}` is an alias provider `{provider}` has no model for; use a full model id \
+         or `inherit`"
     )]
     UnknownModel {
         /// The model asked for.
@@ -79,10 +79,7 @@ pub enum SubagentError {
         provider: String,
     },
     /// The session's provider cannot call the requested model.
-    #[error(
-        "the subagent asks for model `{model}`, which provider `{provider}` cannot switch to \
-         (it runs only `{current}`)"
-    )]
+    #[error("provider `{provider}` cannot switch to model `{model}` (it runs only `{current}`)")]
     UnavailableModel {
         /// The model asked for.
         model: String,
@@ -291,8 +288,8 @@ fn system_prompt(
     prompt
 }
 
-/// The model a subagent runs on: `requested` (an agent definition's or a caller's `model`)
-/// resolved against the session's provider. `None` and `inherit` are the session's current model
+/// The model a subagent (or a skill or custom command) runs on: `requested` (an agent
+/// definition's, a skill's or a caller's `model`) resolved against the session's provider. `None` and `inherit` are the session's current model
 /// (the one a live model switch chose); `sonnet`/`opus`/`haiku` are the newest model of that
 /// family in the provider's model table; anything else is a model id used as is. A model the
 /// provider cannot serve is an error, never silently replaced.

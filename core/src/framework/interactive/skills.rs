@@ -14,10 +14,9 @@ use serde_json::{json, Value};
 
 use super::{Inner, InteractiveEventKind};
 use crate::framework::agents::{
-    load_agent_definitions, run_subagent, AgentCatalog, SubagentError, SubagentProgress,
-    SubagentReport, SubagentRequest, DEFAULT_AGENT_TYPE,
+    load_agent_definitions, resolve_subagent_model, run_subagent, AgentCatalog, SubagentError,
+    SubagentProgress, SubagentReport, SubagentRequest, DEFAULT_AGENT_TYPE,
 };
-use crate::framework::commands::models::resolve_model_alias;
 use crate::framework::commands::CommandResult;
 use crate::framework::skills::{
     skill_instructions, SkillActivation, SkillActivationRequest, SkillCatalog, SkillContext,
@@ -169,23 +168,21 @@ impl Inner {
         switch: bool,
         activation: &mut SkillActivation,
     ) -> Option<String> {
-        // `inherit` is the model the prompt runs on anyway; `haiku`, `sonnet` and `opus` stand
-        // for the provider's newest model of that family, as for agents.
-        let requested = requested
-            .filter(|m| !m.trim().eq_ignore_ascii_case("inherit"))
-            .map(|m| resolve_model_alias(self.session.provider_name(), m).unwrap_or(m));
-        let current = self.session.current_model();
-        let model = requested.filter(|m| switch && *m != current)?;
-        if self.session.can_run_on(model) {
-            return Some(model.to_string());
+        if !switch {
+            return None;
         }
-        activation.notes.push(format!(
-            "`{}` asks for model `{model}`, which this session's provider cannot switch to; it \
-             runs on the session's model `{}`",
-            activation.skill_name,
-            self.session.model()
-        ));
-        None
+        let current = self.session.current_model();
+        match resolve_subagent_model(&self.session, requested) {
+            Ok(model) => (model != current).then_some(model),
+            Err(error) => {
+                activation.notes.push(format!(
+                    "`{}` asks for a model this session cannot run ({error}); it runs on the \
+                     session's model `{current}`",
+                    activation.skill_name
+                ));
+                None
+            }
+        }
     }
 
     /// Moves the rest of the prompt in progress to `model` (from [`run_model`](Self::run_model))
