@@ -170,19 +170,12 @@ def _report_usage(raw: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return dict(usage) if isinstance(usage, dict) else None
 
 
-@dataclass(slots=True)
-class CompleteEvent(Event):
-    """A prompt finished. ``outcome`` holds ``response``, ``usage``, ``stop_reason``, …; the
-    properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
-    prompt did (spec ``IExecutionResult``)."""
+class _PromptReport:
+    """What a prompt did, read from the fields its ``complete`` / ``interrupted`` event carries
+    beside ``outcome`` (spec ``IExecutionResult``)."""
 
-    type: ClassVar[str] = "complete"
-    outcome: Dict[str, Any]
-
-    @property
-    def response(self) -> str:
-        """The final answer text."""
-        return str(self.outcome.get("response", ""))
+    __slots__ = ()
+    raw: Dict[str, Any]
 
     @property
     def history(self) -> List[Dict[str, Any]]:
@@ -208,6 +201,21 @@ class CompleteEvent(Event):
         ``completion_tokens``, ``context_used_tokens``, ``context_max_tokens``,
         ``context_used_percentage``, ``cost_status``); ``None`` when none was reported."""
         return _report_usage(self.raw)
+
+
+@dataclass(slots=True)
+class CompleteEvent(_PromptReport, Event):
+    """A prompt finished. ``outcome`` holds ``response``, ``usage``, ``stop_reason``, …; the
+    properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
+    prompt did (spec ``IExecutionResult``)."""
+
+    type: ClassVar[str] = "complete"
+    outcome: Dict[str, Any]
+
+    @property
+    def response(self) -> str:
+        """The final answer text."""
+        return str(self.outcome.get("response", ""))
 
 
 @dataclass(slots=True)
@@ -260,7 +268,7 @@ class ErrorEvent(Event):
 
 
 @dataclass(slots=True)
-class InterruptedEvent(Event):
+class InterruptedEvent(_PromptReport, Event):
     """A prompt was aborted; ``outcome`` holds what streamed until then (or ``None``); the
     properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
     prompt did until the abort."""
@@ -272,31 +280,6 @@ class InterruptedEvent(Event):
     def response(self) -> str:
         """The answer text streamed before the abort."""
         return str(self.raw.get("response") or (self.outcome or {}).get("response", ""))
-
-    @property
-    def history(self) -> List[Dict[str, Any]]:
-        """The history entries this prompt added (its user message, the answers and tool
-        results, and event entries such as ``tool-start``, ``tool-end``, ``tool-summary``,
-        ``usage-summary``, ``error``), as :meth:`InteractiveSession.get_full_history` has them."""
-        return _report_history(self.raw)
-
-    @property
-    def tool_summaries(self) -> List["ToolState"]:
-        """The prompt's tool calls as they ended."""
-        return _report_tools(self.raw)
-
-    @property
-    def context_state(self) -> Dict[str, Any]:
-        """How full the context window is after the prompt (``used_tokens``, ``max_tokens``,
-        ``ratio``, ``estimated``)."""
-        return _report_context(self.raw)
-
-    @property
-    def usage(self) -> Optional[Dict[str, Any]]:
-        """The prompt's usage (``kind``, ``scope``, ``total_tokens``, ``prompt_tokens``,
-        ``completion_tokens``, ``context_used_tokens``, ``context_max_tokens``,
-        ``context_used_percentage``, ``cost_status``); ``None`` when none was reported."""
-        return _report_usage(self.raw)
 
 
 @dataclass(slots=True)
