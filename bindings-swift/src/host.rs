@@ -1,18 +1,22 @@
 //! Swift objects as the engine's `HostFunction`: [`HostCallback`] is the one foreign trait
-//! every Swift extension (tool, permission handler, hook, command, provider) implements, and
-//! [`SwiftHostFunction`] hands it to core's adapters in `robota::api::host`, which own the answer
-//! shapes, defaults and cancellation rules.
+//! every Swift extension (tool, permission handler, hook, command, provider, in-process MCP
+//! tool, OAuth browser step) implements, and [`SwiftHostFunction`] hands it to core's adapters
+//! in `robota::api`, which own the answer shapes, defaults and cancellation rules. A command
+//! call also carries its live [`NativeCommandContext`].
 
 use std::sync::Arc;
 
-use robota::api::{async_trait, ApiErrorKind, HostCall, HostFunction, HostStream};
+use robota::api::{
+    async_trait, ApiErrorKind, HostCall, HostCommandContext, HostFunction, HostStream,
+};
 use serde_json::Value;
 
 use crate::error::{HostError, RobotaError};
 
 /// A host extension implemented in Swift: answers one JSON request (the shapes are those of
-/// `robota::api::host`) with JSON text. `stream` is set for provider calls only. When the engine
-/// stops waiting, the Swift task running the call is cancelled.
+/// `robota::api::host`) with JSON text. `stream` is set for provider calls only, `context` for
+/// command calls only. When the engine stops waiting, the Swift task running the call is
+/// cancelled.
 #[uniffi::export(with_foreign)]
 #[async_trait]
 pub trait HostCallback: Send + Sync {
@@ -21,6 +25,7 @@ pub trait HostCallback: Send + Sync {
         &self,
         request_json: String,
         stream: Option<Arc<ProviderStream>>,
+        context: Option<Arc<NativeCommandContext>>,
     ) -> Result<String, HostError>;
 }
 
@@ -37,15 +42,15 @@ impl SwiftHostFunction {
 #[async_trait]
 impl HostFunction for SwiftHostFunction {
     async fn call(&self, call: HostCall) -> Result<Value, String> {
-        // Swift commands do not take the live command context yet (`context`).
         let HostCall {
             request,
             cancel,
             stream,
-            context: _,
+            context,
         } = call;
         let stream = stream.map(|stream| Arc::new(ProviderStream { stream }));
-        let answer = self.0.call(request.to_string(), stream);
+        let context = context.map(|context| Arc::new(NativeCommandContext { context }));
+        let answer = self.0.call(request.to_string(), stream, context);
         tokio::select! {
             biased;
             // Dropping `answer` cancels the Swift task.
@@ -84,6 +89,36 @@ impl ProviderStream {
     }
 }
 
+/// A Swift command's live context (core's [`HostCommandContext`]): the operations the built-in
+/// commands use, valid while the command runs; afterwards every call throws `command`.
+#[derive(uniffi::Object)]
+pub struct NativeCommandContext {
+    context: HostCommandContext,
+}
+
+#[uniffi::export]
+impl NativeCommandContext {
+    /// Runs one operation given as JSON (`{"op": "clear"}`, …; the table of
+    /// `robota::api::HostCommandContext`) and returns its JSON answer.
+    pub async fn call(&self, op_json: String) -> Result<String, RobotaError> {
+        let op: Value = serde_json::from_str(&op_json).map_err(|e| RobotaError::InvalidJson {
+            message: format!("invalid command context op: {e}"),
+        })?;
+        let context = self.context.clone();
+        crate::runtime::on_runtime(async move {
+            let answer = context.call_json(op).await?;
+            serde_json::to_string(&answer)
+                .map_err(|e| RobotaError::internal(format!("cannot encode an answer: {e}")))
+        })
+        .await
+    }
+
+    /// True while the command runs.
+    pub fn is_valid(&self) -> Result<bool, RobotaError> {
+        Ok(self.context.is_valid())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +134,7 @@ mod tests {
             &self,
             _request_json: String,
             _stream: Option<Arc<ProviderStream>>,
+            _context: Option<Arc<NativeCommandContext>>,
         ) -> Result<String, HostError> {
             self.0.clone()
         }

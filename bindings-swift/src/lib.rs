@@ -13,11 +13,12 @@ mod runtime;
 mod session;
 
 pub use error::{HostError, RobotaError};
-pub use host::{HostCallback, ProviderStream};
+pub use host::{HostCallback, NativeCommandContext, ProviderStream};
 pub use query::{NativeQuery, NativeQueryOptions};
 pub use session::{
     NativeCommand, NativeCommandModule, NativeEvent, NativeEvents, NativeExtensions, NativeHook,
-    NativePrompt, NativeProvider, NativeSession, NativeSessionOptions, NativeTool,
+    NativeMcpServer, NativeMcpTool, NativePrompt, NativeProvider, NativeSession,
+    NativeSessionOptions, NativeTool,
 };
 
 uniffi::setup_scaffolding!();

@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use robota::api::{
-    HostCommand, HostHookSpec, HostPermissionHandler, HostProvider, HostProviderInfo, HostTool,
-    HostToolSpec, ProviderConfig, SessionConfig,
+    host_mcp_authorization_handler, HostCommand, HostHookSpec, HostMcpServerBuilder,
+    HostPermissionHandler, HostProvider, HostProviderInfo, HostTool, HostToolSpec, ProviderConfig,
+    SessionConfig,
 };
+use robota::framework::agents::SubagentRequest;
 use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
 use robota::framework::interactive::{
     InteractiveEvent, InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
@@ -19,6 +21,7 @@ use robota::framework::interactive::{
 use robota::hooks::{HookEvent, SessionEndReason};
 use robota::provider::Provider;
 use robota::session::SessionOptions;
+use robota::tools::builtins::LogStream;
 use serde_json::{json, Value};
 
 use crate::error::RobotaError;
@@ -73,6 +76,27 @@ pub struct NativeCommandModule {
     pub commands: Vec<NativeCommand>,
 }
 
+/// A tool of an in-process MCP server: its `HostMcpToolSpec` as JSON and the function that
+/// answers its calls (`{server, tool, input}`).
+#[derive(uniffi::Record)]
+pub struct NativeMcpTool {
+    /// `{name, description, input_schema, annotations?}`.
+    pub spec_json: String,
+    /// Runs the tool.
+    pub function: Arc<dyn HostCallback>,
+}
+
+/// An MCP server whose tools are Swift functions, run inside the session's process.
+#[derive(uniffi::Record)]
+pub struct NativeMcpServer {
+    /// The server's name (the model sees its tools as `mcp__<name>__<tool>`).
+    pub name: String,
+    /// The version it reports (`1.0.0` when absent).
+    pub version: Option<String>,
+    /// Its tools.
+    pub tools: Vec<NativeMcpTool>,
+}
+
 /// The host extensions a session or a query runs with.
 #[derive(uniffi::Record)]
 pub struct NativeExtensions {
@@ -82,6 +106,10 @@ pub struct NativeExtensions {
     pub permission_handler: Option<Arc<dyn HostCallback>>,
     /// In-process hooks.
     pub hooks: Vec<NativeHook>,
+    /// In-process MCP servers, beside those of the configuration.
+    pub mcp_servers: Vec<NativeMcpServer>,
+    /// The browser step of remote MCP servers' OAuth: called with `{server, url}`.
+    pub mcp_authorization: Option<Arc<dyn HostCallback>>,
 }
 
 /// Everything a session is made of.
@@ -134,6 +162,8 @@ pub(crate) fn add_extensions(
         tools,
         permission_handler,
         hooks,
+        mcp_servers,
+        mcp_authorization,
     } = extensions;
     for tool in tools {
         let spec = HostToolSpec::from_json_value(parse_json(&tool.spec_json, "tool spec")?)?;
@@ -161,6 +191,19 @@ pub(crate) fn add_extensions(
         options
             .hook_callbacks
             .push(spec.registration(SwiftHostFunction::shared(hook.function)));
+    }
+    for server in mcp_servers {
+        let mut builder = HostMcpServerBuilder::new(server.name, server.version);
+        for tool in server.tools {
+            let spec = parse_json(&tool.spec_json, "MCP tool spec")?;
+            builder.add_tool(spec, SwiftHostFunction::shared(tool.function))?;
+        }
+        options.mcp_servers.push(builder.entry()?);
+    }
+    if let Some(open) = mcp_authorization {
+        options.mcp_authorization_handler = Some(host_mcp_authorization_handler(
+            SwiftHostFunction::shared(open),
+        ));
     }
     Ok(())
 }
@@ -213,6 +256,12 @@ fn final_event(session: &InteractiveSession, end: PromptEnd) -> Result<String, R
         kind,
     };
     to_json(&event)
+}
+
+fn subagent_request(text: &str) -> Result<SubagentRequest, RobotaError> {
+    serde_json::from_str(text).map_err(|e| RobotaError::InvalidJson {
+        message: format!("invalid subagent request: {e}"),
+    })
 }
 
 fn to_json(value: &impl serde::Serialize) -> Result<String, RobotaError> {
@@ -334,6 +383,85 @@ impl NativeSession {
     /// The MCP servers of the session (status, tools, prompts) as a JSON array.
     pub fn list_mcp_servers(&self) -> Result<String, RobotaError> {
         to_json(&self.session.list_mcp_servers())
+    }
+
+    /// The background tasks (oldest first) as a JSON array.
+    pub fn list_background_tasks(&self) -> Result<String, RobotaError> {
+        to_json(&self.session.list_background_tasks())
+    }
+
+    /// One background task as JSON; `None` for an unknown id.
+    pub fn get_background_task(&self, id: String) -> Result<Option<String>, RobotaError> {
+        self.session
+            .get_background_task(&id)
+            .map(|task| to_json(&task))
+            .transpose()
+    }
+
+    /// Stops a running task with its whole process tree; returns it once stopped, as JSON.
+    pub async fn cancel_background_task(&self, id: String) -> Result<String, RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move { to_json(&session.cancel_background_task(&id).await?) }).await
+    }
+
+    /// Waits until the task has ended, at most `timeout_ms`; returns it as it is then.
+    pub async fn wait_background_task(
+        &self,
+        id: String,
+        timeout_ms: u64,
+    ) -> Result<String, RobotaError> {
+        let session = Arc::clone(&self.session);
+        let timeout = Duration::from_millis(timeout_ms);
+        on_runtime(async move { to_json(&session.wait_background_task(&id, timeout).await?) }).await
+    }
+
+    /// Removes an ended task from the list (its log files stay); returns it as JSON.
+    pub fn close_background_task(&self, id: String) -> Result<String, RobotaError> {
+        to_json(&self.session.close_background_task(&id)?)
+    }
+
+    /// Writes `input` to a running task's standard input.
+    pub async fn send_background_task(&self, id: String, input: String) -> Result<(), RobotaError> {
+        let session = Arc::clone(&self.session);
+        on_runtime(async move { Ok(session.send_background_task(&id, &input).await?) }).await
+    }
+
+    /// A page of a task's output file (`stream`: `stdout` or `stderr`), as JSON.
+    pub fn read_background_task_log(
+        &self,
+        id: String,
+        stream: String,
+        offset: u64,
+        max_bytes: u64,
+    ) -> Result<String, RobotaError> {
+        let stream: LogStream =
+            serde_json::from_value(Value::String(stream.clone())).map_err(|_| {
+                RobotaError::invalid_argument(format!(
+                    "unknown log stream `{stream}`: use `stdout` or `stderr`"
+                ))
+            })?;
+        let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+        to_json(
+            &self
+                .session
+                .read_background_task_log(&id, stream, offset, max_bytes)?,
+        )
+    }
+
+    /// Runs a subagent to its final report (`request_json`: a `SubagentRequest`, `{prompt,
+    /// agent_type?, isolation?, model?}`); the report as JSON.
+    pub async fn run_subagent(&self, request_json: String) -> Result<String, RobotaError> {
+        let request = subagent_request(&request_json)?;
+        let session = Arc::clone(&self.session);
+        on_runtime(async move { to_json(&session.run_subagent(request).await?) }).await
+    }
+
+    /// Starts a subagent as a background task and returns the task at once, as JSON.
+    pub fn start_background_subagent(&self, request_json: String) -> Result<String, RobotaError> {
+        let request = subagent_request(&request_json)?;
+        // The subagent runs on a task of the runtime.
+        let _runtime = runtime().enter();
+        to_json(&self.session.start_background_subagent(request)?)
     }
 
     /// The edit checkpoints (one per prompt that changed files, oldest first) as a JSON array.

@@ -250,8 +250,9 @@ public struct SessionEvent: Sendable, Equatable {
         case interrupted(RunOutcome?)
         /// A skill was activated, or its activation ended.
         case skillActivation(SkillActivation)
-        /// Progress of work beside the conversation (subagents).
-        case backgroundTaskEvent(JSONValue)
+        /// Work beside the conversation changed: a background task's lifecycle, or a
+        /// subagent's progress (`event.json["data"]` has the engine's data).
+        case backgroundTask(BackgroundTaskEvent)
         /// The resumed session was damaged and repaired.
         case sessionRecovered(message: String, report: JSONValue)
         /// An MCP server's status changed after the session started (it failed, reconnected,
@@ -342,7 +343,8 @@ public struct SessionEvent: Sendable, Equatable {
         case "interrupted":
             kind = .interrupted(object["outcome"] == nil ? nil : try typed("outcome", RunOutcome.self))
         case "skill_activation": kind = .skillActivation(try typed("data", SkillActivation.self))
-        case "background_task_event": kind = .backgroundTaskEvent(object["data"] ?? .null)
+        case "background_task_event":
+            kind = .backgroundTask(try BackgroundTaskEvent(data: object["data"] ?? .null))
         case "session_recovered":
             kind = .sessionRecovered(message: string("message"), report: object["report"] ?? .null)
         case "mcp_server_status":

@@ -7,16 +7,34 @@ import RobotaNative
 /// A native `HostCallback` running a Swift closure. A thrown error rejects the call with its
 /// description; a cancelled call (the engine stopped waiting) cancels the closure's task.
 final class CallbackBridge: HostCallback, @unchecked Sendable {
-    private let body: @Sendable (JSONValue, ProviderStream?) async throws -> JSONValue
+    private let body:
+        @Sendable (JSONValue, ProviderStream?, NativeCommandContext?) async throws -> JSONValue
 
-    init(_ body: @escaping @Sendable (JSONValue, ProviderStream?) async throws -> JSONValue) {
+    private init(
+        any body: @escaping @Sendable (JSONValue, ProviderStream?, NativeCommandContext?) async throws
+            -> JSONValue
+    ) {
         self.body = body
     }
 
-    func call(requestJson: String, stream: ProviderStream?) async throws -> String {
+    /// A bridge for every extension but commands (`stream` is set for providers only).
+    convenience init(_ body: @escaping @Sendable (JSONValue, ProviderStream?) async throws -> JSONValue) {
+        self.init(any: { request, stream, _ in try await body(request, stream) })
+    }
+
+    /// A bridge for a command: the closure gets the command's live context.
+    static func command(
+        _ body: @escaping @Sendable (JSONValue, NativeCommandContext?) async throws -> JSONValue
+    ) -> CallbackBridge {
+        CallbackBridge(any: { request, _, context in try await body(request, context) })
+    }
+
+    func call(
+        requestJson: String, stream: ProviderStream?, context: NativeCommandContext?
+    ) async throws -> String {
         do {
             let request = try JSONValue(parsing: requestJson)
-            return try await body(request, stream).jsonText()
+            return try await body(request, stream, context).jsonText()
         } catch let error as RobotaError {
             throw HostError.Rejected(message: error.message)
         } catch let error as LocalizedError where error.errorDescription != nil {

@@ -65,9 +65,12 @@ public struct SessionOptions: Sendable {
     public var commandModules: [CommandModule]
     /// Skills the host registers (folders or data), ahead of the project's and the user's.
     public var skills: [Skill]
-    /// MCP servers to connect, by name; their tools reach the model as
-    /// `mcp__<name>__<tool>` (see `listMcpServers()`).
+    /// MCP servers to connect (or, `McpServer.sdk`, to run in process), by name; their tools
+    /// reach the model as `mcp__<name>__<tool>` (see `listMcpServers()`).
     public var mcpServers: [String: McpServer] = [:]
+    /// Opens a remote MCP server's OAuth authorization URL (see `McpAuthorizationHandler`).
+    /// Without one, a server that needs authorization is `needs_auth`.
+    public var onMcpAuthorization: McpAuthorizationHandler?
     /// Custom slash commands the host registers (folders or data), ahead of the project's
     /// `.claude/commands` and the user's `~/.claude/commands`.
     public var customCommands: [CustomCommand] = []
@@ -120,7 +123,8 @@ public struct SessionOptions: Sendable {
         if forkSession { config["fork_session"] = true }
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
         if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
-        if !mcpServers.isEmpty { config["mcp_servers"] = .object(mcpServers.mapValues(\.json)) }
+        let configured = mcpServers.compactMapValues(\.json)
+        if !configured.isEmpty { config["mcp_servers"] = .object(configured) }
         if !customCommands.isEmpty {
             config["commands"] = .array(customCommands.map(\.json))
         }
@@ -128,15 +132,22 @@ public struct SessionOptions: Sendable {
         return try specJSON(.object(config))
     }
 
-    /// The tools, permission handler and hooks for the engine.
+    /// The tools, permission handler, hooks and in-process MCP servers for the engine.
     func nativeExtensions() throws(RobotaError) -> NativeExtensions {
         var builtTools: [NativeTool] = []
         for tool in tools { builtTools.append(try tool.native()) }
         var builtHooks: [NativeHook] = []
         for hook in hooks { builtHooks.append(try hook.native()) }
+        var builtServers: [NativeMcpServer] = []
+        for (name, server) in mcpServers.sorted(by: { $0.key < $1.key }) {
+            if case .inProcess(let server) = server {
+                builtServers.append(try server.native(name: name))
+            }
+        }
         return NativeExtensions(
             tools: builtTools, permissionHandler: permissionHandler.map(permissionBridge),
-            hooks: builtHooks)
+            hooks: builtHooks, mcpServers: builtServers,
+            mcpAuthorization: onMcpAuthorization.map(authorizationBridge))
     }
 
     func nativeCommandModules() throws(RobotaError) -> [NativeCommandModule] {
@@ -270,7 +281,7 @@ final class Subscriptions: @unchecked Sendable {
 /// A long-lived conversation: prompts run one at a time (one more may wait in the queue),
 /// with the engine's tools, permissions, hooks and commands. Safe to use from any task.
 public final class InteractiveSession: Sendable {
-    private let native: NativeSession
+    let native: NativeSession
     private let subscriptions = Subscriptions()
 
     /// Creates a session (nothing runs until the first prompt). Throws `RobotaError` for bad

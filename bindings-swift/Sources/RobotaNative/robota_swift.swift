@@ -575,21 +575,23 @@ fileprivate struct FfiConverterString: FfiConverter {
 
 /**
  * A host extension implemented in Swift: answers one JSON request (the shapes are those of
- * `robota::api::host`) with JSON text. `stream` is set for provider calls only. When the engine
- * stops waiting, the Swift task running the call is cancelled.
+ * `robota::api::host`) with JSON text. `stream` is set for provider calls only, `context` for
+ * command calls only. When the engine stops waiting, the Swift task running the call is
+ * cancelled.
  */
 public protocol HostCallback: AnyObject, Sendable {
     
     /**
      * Answers `request_json`; throwing rejects the call.
      */
-    func call(requestJson: String, stream: ProviderStream?) async throws  -> String
+    func call(requestJson: String, stream: ProviderStream?, context: NativeCommandContext?) async throws  -> String
     
 }
 /**
  * A host extension implemented in Swift: answers one JSON request (the shapes are those of
- * `robota::api::host`) with JSON text. `stream` is set for provider calls only. When the engine
- * stops waiting, the Swift task running the call is cancelled.
+ * `robota::api::host`) with JSON text. `stream` is set for provider calls only, `context` for
+ * command calls only. When the engine stops waiting, the Swift task running the call is
+ * cancelled.
  */
 open class HostCallbackImpl: HostCallback, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -647,12 +649,12 @@ open class HostCallbackImpl: HostCallback, @unchecked Sendable {
     /**
      * Answers `request_json`; throwing rejects the call.
      */
-open func call(requestJson: String, stream: ProviderStream?)async throws  -> String  {
+open func call(requestJson: String, stream: ProviderStream?, context: NativeCommandContext?)async throws  -> String  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_robota_swift_fn_method_hostcallback_call(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(requestJson),FfiConverterOptionTypeProviderStream.lower(stream)
+                        self.uniffiCloneHandle(),FfiConverterString.lower(requestJson),FfiConverterOptionTypeProviderStream.lower(stream),FfiConverterOptionTypeNativeCommandContext.lower(context)
                 )
             },
             pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
@@ -695,6 +697,7 @@ fileprivate struct UniffiCallbackInterfaceHostCallback {
             uniffiHandle: UInt64,
             requestJson: RustBuffer,
             stream: RustBuffer,
+            context: RustBuffer,
             uniffiFutureCallback: @escaping UniffiForeignFutureCompleteRustBuffer,
             uniffiCallbackData: UInt64,
             uniffiOutDroppedCallback: UnsafeMutablePointer<UniffiForeignFutureDroppedCallbackStruct>
@@ -706,7 +709,8 @@ fileprivate struct UniffiCallbackInterfaceHostCallback {
                 }
                 return try await uniffiObj.call(
                      requestJson: try FfiConverterString.lift(requestJson),
-                     stream: try FfiConverterOptionTypeProviderStream.lift(stream)
+                     stream: try FfiConverterOptionTypeProviderStream.lift(stream),
+                     context: try FfiConverterOptionTypeNativeCommandContext.lift(context)
                 )
             }
 
@@ -808,6 +812,163 @@ public func FfiConverterTypeHostCallback_lift(_ handle: UInt64) throws -> HostCa
 #endif
 public func FfiConverterTypeHostCallback_lower(_ value: HostCallback) -> UInt64 {
     return FfiConverterTypeHostCallback.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A Swift command's live context (core's [`HostCommandContext`]): the operations the built-in
+ * commands use, valid while the command runs; afterwards every call throws `command`.
+ */
+public protocol NativeCommandContextProtocol: AnyObject, Sendable {
+    
+    /**
+     * Runs one operation given as JSON (`{"op": "clear"}`, …; the table of
+     * `robota::api::HostCommandContext`) and returns its JSON answer.
+     */
+    func call(opJson: String) async throws  -> String
+    
+    /**
+     * True while the command runs.
+     */
+    func isValid() throws  -> Bool
+    
+}
+/**
+ * A Swift command's live context (core's [`HostCommandContext`]): the operations the built-in
+ * commands use, valid while the command runs; afterwards every call throws `command`.
+ */
+open class NativeCommandContext: NativeCommandContextProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_robota_swift_fn_clone_nativecommandcontext(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_robota_swift_fn_free_nativecommandcontext(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Runs one operation given as JSON (`{"op": "clear"}`, …; the table of
+     * `robota::api::HostCommandContext`) and returns its JSON answer.
+     */
+open func call(opJson: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativecommandcontext_call(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(opJson)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * True while the command runs.
+     */
+open func isValid()throws  -> Bool  {
+    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativecommandcontext_is_valid(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNativeCommandContext: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = NativeCommandContext
+
+    public static func lift(_ handle: UInt64) throws -> NativeCommandContext {
+        return NativeCommandContext(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: NativeCommandContext) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NativeCommandContext {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: NativeCommandContext, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeCommandContext_lift(_ handle: UInt64) throws -> NativeCommandContext {
+    return try FfiConverterTypeNativeCommandContext.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeCommandContext_lower(_ value: NativeCommandContext) -> UInt64 {
+    return FfiConverterTypeNativeCommandContext.lower(value)
 }
 
 
@@ -1360,9 +1521,19 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func abort() throws 
     
     /**
+     * Stops a running task with its whole process tree; returns it once stopped, as JSON.
+     */
+    func cancelBackgroundTask(id: String) async throws  -> String
+    
+    /**
      * Drops the queued prompt; returns it (as displayed).
      */
     func cancelQueue() throws  -> String?
+    
+    /**
+     * Removes an ended task from the list (its log files stay); returns it as JSON.
+     */
+    func closeBackgroundTask(id: String) throws  -> String
     
     /**
      * Compacts the conversation now; returns the summary as JSON.
@@ -1384,6 +1555,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * The tool calls of the current prompt, as a JSON array.
      */
     func getActiveTools() throws  -> String
+    
+    /**
+     * One background task as JSON; `None` for an unknown id.
+     */
+    func getBackgroundTask(id: String) throws  -> String?
     
     /**
      * How full the context window is, as JSON.
@@ -1431,6 +1607,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func isExecuting() throws  -> Bool
     
     /**
+     * The background tasks (oldest first) as a JSON array.
+     */
+    func listBackgroundTasks() throws  -> String
+    
+    /**
      * The commands users can run, as a JSON array.
      */
     func listCommands() throws  -> String
@@ -1457,9 +1638,25 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func listSkills() throws  -> String
     
     /**
+     * A page of a task's output file (`stream`: `stdout` or `stderr`), as JSON.
+     */
+    func readBackgroundTaskLog(id: String, stream: String, offset: UInt64, maxBytes: UInt64) throws  -> String
+    
+    /**
      * Restores files to checkpoint `id` (`rollback`: through it); the report as JSON.
      */
     func restoreEditCheckpoint(id: String, rollback: Bool) throws  -> String
+    
+    /**
+     * Runs a subagent to its final report (`request_json`: a `SubagentRequest`, `{prompt,
+     * agent_type?, isolation?, model?}`); the report as JSON.
+     */
+    func runSubagent(requestJson: String) async throws  -> String
+    
+    /**
+     * Writes `input` to a running task's standard input.
+     */
+    func sendBackgroundTask(id: String, input: String) async throws 
     
     /**
      * Names the session (`None` clears the name); refused once shut down.
@@ -1473,6 +1670,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func shutdown(reason: String?) async throws 
     
     /**
+     * Starts a subagent as a background task and returns the task at once, as JSON.
+     */
+    func startBackgroundSubagent(requestJson: String) throws  -> String
+    
+    /**
      * Submits a prompt: it starts at once or is queued (one may wait).
      */
     func submit(input: String, displayInput: String?) async throws  -> NativePrompt
@@ -1481,6 +1683,11 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * A new pull subscription; events emitted from now on are queued for it.
      */
     func subscribe() throws  -> NativeEvents
+    
+    /**
+     * Waits until the task has ended, at most `timeout_ms`; returns it as it is then.
+     */
+    func waitBackgroundTask(id: String, timeoutMs: UInt64) async throws  -> String
     
     /**
      * Waits until no prompt is running or queued.
@@ -1568,6 +1775,25 @@ open func abort()throws   {try rustCallWithError(FfiConverterTypeRobotaError_lif
 }
     
     /**
+     * Stops a running task with its whole process tree; returns it once stopped, as JSON.
+     */
+open func cancelBackgroundTask(id: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_cancel_background_task(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(id)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
      * Drops the queued prompt; returns it (as displayed).
      */
 open func cancelQueue()throws  -> String?  {
@@ -1575,6 +1801,19 @@ open func cancelQueue()throws  -> String?  {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_cancel_queue(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Removes an ended task from the list (its log files stay); returns it as JSON.
+     */
+open func closeBackgroundTask(id: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_close_background_task(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
     )
 })
 }
@@ -1645,6 +1884,19 @@ open func getActiveTools()throws  -> String  {
         uniffiCallStatus in
     uniffi_robota_swift_fn_method_nativesession_get_active_tools(
             self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * One background task as JSON; `None` for an unknown id.
+     */
+open func getBackgroundTask(id: String)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_get_background_task(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),uniffiCallStatus
     )
 })
 }
@@ -1759,6 +2011,18 @@ open func isExecuting()throws  -> Bool  {
 }
     
     /**
+     * The background tasks (oldest first) as a JSON array.
+     */
+open func listBackgroundTasks()throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_list_background_tasks(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * The commands users can run, as a JSON array.
      */
 open func listCommands()throws  -> String  {
@@ -1820,6 +2084,22 @@ open func listSkills()throws  -> String  {
 }
     
     /**
+     * A page of a task's output file (`stream`: `stdout` or `stderr`), as JSON.
+     */
+open func readBackgroundTaskLog(id: String, stream: String, offset: UInt64, maxBytes: UInt64)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_read_background_task_log(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(id),
+        FfiConverterString.lower(stream),
+        FfiConverterUInt64.lower(offset),
+        FfiConverterUInt64.lower(maxBytes),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Restores files to checkpoint `id` (`rollback`: through it); the report as JSON.
      */
 open func restoreEditCheckpoint(id: String, rollback: Bool)throws  -> String  {
@@ -1831,6 +2111,45 @@ open func restoreEditCheckpoint(id: String, rollback: Bool)throws  -> String  {
         FfiConverterBool.lower(rollback),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Runs a subagent to its final report (`request_json`: a `SubagentRequest`, `{prompt,
+     * agent_type?, isolation?, model?}`); the report as JSON.
+     */
+open func runSubagent(requestJson: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_run_subagent(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(requestJson)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Writes `input` to a running task's standard input.
+     */
+open func sendBackgroundTask(id: String, input: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_send_background_task(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(id),FfiConverterString.lower(input)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_void,
+            completeFunc: ffi_robota_swift_rust_future_complete_void,
+            freeFunc: ffi_robota_swift_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
 }
     
     /**
@@ -1866,6 +2185,19 @@ open func shutdown(reason: String?)async throws   {
 }
     
     /**
+     * Starts a subagent as a background task and returns the task at once, as JSON.
+     */
+open func startBackgroundSubagent(requestJson: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_method_nativesession_start_background_subagent(
+            self.uniffiCloneHandle(),
+        FfiConverterString.lower(requestJson),uniffiCallStatus
+    )
+})
+}
+    
+    /**
      * Submits a prompt: it starts at once or is queued (one may wait).
      */
 open func submit(input: String, displayInput: String?)async throws  -> NativePrompt  {
@@ -1894,6 +2226,25 @@ open func subscribe()throws  -> NativeEvents  {
             self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
+}
+    
+    /**
+     * Waits until the task has ended, at most `timeout_ms`; returns it as it is then.
+     */
+open func waitBackgroundTask(id: String, timeoutMs: UInt64)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_wait_background_task(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(id),FfiConverterUInt64.lower(timeoutMs)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
 }
     
     /**
@@ -2360,6 +2711,14 @@ public struct NativeExtensions {
      * In-process hooks.
      */
     public var hooks: [NativeHook]
+    /**
+     * In-process MCP servers, beside those of the configuration.
+     */
+    public var mcpServers: [NativeMcpServer]
+    /**
+     * The browser step of remote MCP servers' OAuth: called with `{server, url}`.
+     */
+    public var mcpAuthorization: HostCallback?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2372,10 +2731,18 @@ public struct NativeExtensions {
          */permissionHandler: HostCallback?, 
         /**
          * In-process hooks.
-         */hooks: [NativeHook]) {
+         */hooks: [NativeHook], 
+        /**
+         * In-process MCP servers, beside those of the configuration.
+         */mcpServers: [NativeMcpServer], 
+        /**
+         * The browser step of remote MCP servers' OAuth: called with `{server, url}`.
+         */mcpAuthorization: HostCallback?) {
         self.tools = tools
         self.permissionHandler = permissionHandler
         self.hooks = hooks
+        self.mcpServers = mcpServers
+        self.mcpAuthorization = mcpAuthorization
     }
 
     
@@ -2396,7 +2763,9 @@ public struct FfiConverterTypeNativeExtensions: FfiConverterRustBuffer {
             try NativeExtensions(
                 tools: FfiConverterSequenceTypeNativeTool.read(from: &buf), 
                 permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
-                hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf)
+                hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf), 
+                mcpServers: FfiConverterSequenceTypeNativeMcpServer.read(from: &buf), 
+                mcpAuthorization: FfiConverterOptionTypeHostCallback.read(from: &buf)
         )
     }
 
@@ -2404,6 +2773,8 @@ public struct FfiConverterTypeNativeExtensions: FfiConverterRustBuffer {
         FfiConverterSequenceTypeNativeTool.write(value.tools, into: &buf)
         FfiConverterOptionTypeHostCallback.write(value.permissionHandler, into: &buf)
         FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
+        FfiConverterSequenceTypeNativeMcpServer.write(value.mcpServers, into: &buf)
+        FfiConverterOptionTypeHostCallback.write(value.mcpAuthorization, into: &buf)
     }
 }
 
@@ -2489,6 +2860,155 @@ public func FfiConverterTypeNativeHook_lift(_ buf: RustBuffer) throws -> NativeH
 #endif
 public func FfiConverterTypeNativeHook_lower(_ value: NativeHook) -> RustBuffer {
     return FfiConverterTypeNativeHook.lower(value)
+}
+
+
+/**
+ * An MCP server whose tools are Swift functions, run inside the session's process.
+ */
+public struct NativeMcpServer {
+    /**
+     * The server's name (the model sees its tools as `mcp__<name>__<tool>`).
+     */
+    public var name: String
+    /**
+     * The version it reports (`1.0.0` when absent).
+     */
+    public var version: String?
+    /**
+     * Its tools.
+     */
+    public var tools: [NativeMcpTool]
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The server's name (the model sees its tools as `mcp__<name>__<tool>`).
+         */name: String, 
+        /**
+         * The version it reports (`1.0.0` when absent).
+         */version: String?, 
+        /**
+         * Its tools.
+         */tools: [NativeMcpTool]) {
+        self.name = name
+        self.version = version
+        self.tools = tools
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NativeMcpServer: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNativeMcpServer: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NativeMcpServer {
+        return
+            try NativeMcpServer(
+                name: FfiConverterString.read(from: &buf), 
+                version: FfiConverterOptionString.read(from: &buf), 
+                tools: FfiConverterSequenceTypeNativeMcpTool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NativeMcpServer, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterOptionString.write(value.version, into: &buf)
+        FfiConverterSequenceTypeNativeMcpTool.write(value.tools, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeMcpServer_lift(_ buf: RustBuffer) throws -> NativeMcpServer {
+    return try FfiConverterTypeNativeMcpServer.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeMcpServer_lower(_ value: NativeMcpServer) -> RustBuffer {
+    return FfiConverterTypeNativeMcpServer.lower(value)
+}
+
+
+/**
+ * A tool of an in-process MCP server: its `HostMcpToolSpec` as JSON and the function that
+ * answers its calls (`{server, tool, input}`).
+ */
+public struct NativeMcpTool {
+    /**
+     * `{name, description, input_schema, annotations?}`.
+     */
+    public var specJson: String
+    /**
+     * Runs the tool.
+     */
+    public var function: HostCallback
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `{name, description, input_schema, annotations?}`.
+         */specJson: String, 
+        /**
+         * Runs the tool.
+         */function: HostCallback) {
+        self.specJson = specJson
+        self.function = function
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension NativeMcpTool: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeNativeMcpTool: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> NativeMcpTool {
+        return
+            try NativeMcpTool(
+                specJson: FfiConverterString.read(from: &buf), 
+                function: FfiConverterTypeHostCallback.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: NativeMcpTool, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.specJson, into: &buf)
+        FfiConverterTypeHostCallback.write(value.function, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeMcpTool_lift(_ buf: RustBuffer) throws -> NativeMcpTool {
+    return try FfiConverterTypeNativeMcpTool.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeNativeMcpTool_lower(_ value: NativeMcpTool) -> RustBuffer {
+    return FfiConverterTypeNativeMcpTool.lower(value)
 }
 
 
@@ -3227,6 +3747,30 @@ fileprivate struct FfiConverterOptionTypeHostCallback: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeNativeCommandContext: FfiConverterRustBuffer {
+    typealias SwiftType = NativeCommandContext?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeNativeCommandContext.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeNativeCommandContext.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionTypeProviderStream: FfiConverterRustBuffer {
     typealias SwiftType = ProviderStream?
 
@@ -3392,6 +3936,56 @@ fileprivate struct FfiConverterSequenceTypeNativeHook: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeNativeHook.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeNativeMcpServer: FfiConverterRustBuffer {
+    typealias SwiftType = [NativeMcpServer]
+
+    public static func write(_ value: [NativeMcpServer], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeNativeMcpServer.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [NativeMcpServer] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [NativeMcpServer]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeNativeMcpServer.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeNativeMcpTool: FfiConverterRustBuffer {
+    typealias SwiftType = [NativeMcpTool]
+
+    public static func write(_ value: [NativeMcpTool], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeNativeMcpTool.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [NativeMcpTool] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [NativeMcpTool]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeNativeMcpTool.read(from: &buf))
         }
         return seq
     }
@@ -3608,7 +4202,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_func_library_version() != 11978) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_robota_swift_checksum_method_hostcallback_call() != 24679) {
+    if (uniffi_robota_swift_checksum_method_hostcallback_call() != 13971) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativecommandcontext_call() != 30087) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativecommandcontext_is_valid() != 57238) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_providerstream_send() != 7783) {
@@ -3644,7 +4244,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_abort() != 28102) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativesession_cancel_background_task() != 9978) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativesession_cancel_queue() != 55516) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_close_background_task() != 7748) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_compact() != 49384) {
@@ -3657,6 +4263,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_get_active_tools() != 24102) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_get_background_task() != 9924) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_get_context_state() != 52800) {
@@ -3686,6 +4295,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_is_executing() != 53849) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativesession_list_background_tasks() != 33086) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativesession_list_commands() != 1022) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3701,7 +4313,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_list_skills() != 30654) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativesession_read_background_task_log() != 7169) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativesession_restore_edit_checkpoint() != 6650) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_run_subagent() != 23736) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_send_background_task() != 992) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_set_name() != 65084) {
@@ -3710,10 +4331,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativesession_shutdown() != 57790) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativesession_start_background_subagent() != 3141) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativesession_submit() != 17362) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_subscribe() != 50129) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_wait_background_task() != 46590) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_wait_idle() != 3572) {

@@ -84,6 +84,33 @@ func hostTool(_ spec: JSONValue) -> FunctionTool {
     }
 }
 
+/// A scenario's host command: performs its `operations` on the live context in order, then
+/// answers its `result`. An operation the runner does not know fails the command (and so the
+/// scenario's `commands` comparison).
+func hostCommand(_ spec: JSONValue) -> Command {
+    let operations = spec["operations"]?.arrayValue ?? []
+    let result = spec["result"] ?? [:]
+    return Command(
+        name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? ""
+    ) { context in
+        for operation in operations {
+            switch operation["op"]?.stringValue {
+            case "set_permission_mode":
+                try await context.setPermissionMode(operation["mode"]?.stringValue ?? "")
+            case "clear": try await context.clear()
+            case "compact":
+                try await context.compact(instructions: operation["instructions"]?.stringValue)
+            default:
+                throw ScenarioFailure(description: "unknown host command operation \(operation)")
+            }
+        }
+        return CommandResult(
+            message: result["message"]?.stringValue ?? "",
+            success: result["success"]?.boolValue ?? true,
+            effects: result["effects"]?.arrayValue ?? [])
+    }
+}
+
 func normalizeEvents(_ events: [SessionEvent]) -> [JSONValue] {
     var out: [[String: JSONValue]] = []
     for event in events where keptTypes.contains(event.type) {
@@ -173,6 +200,10 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
                 description: "\(name): MCP server \(server) unknown or ROBOTA_TEST_MCP_PYTOOLS_URL unset (run scripts/test.sh)")
         }
         options.mcpServers["pytools"] = .http(url: url)
+    }
+    let hostCommands = (scenario["host_commands"]?.arrayValue ?? []).map(hostCommand)
+    if !hostCommands.isEmpty {
+        options.commandModules = [CommandModule(name: "host", commands: hostCommands)]
     }
     if let settings = scenario["settings"], settings != .null {
         var permissions: [String: JSONValue] = [
@@ -266,13 +297,6 @@ final class ConformanceTests: XCTestCase {
             let text = try String(contentsOf: scenariosDir.appendingPathComponent(file), encoding: .utf8)
             let scenario = try JSONValue(parsing: text)
             XCTAssertEqual(scenario["name"]?.stringValue, String(file.dropLast(5)))
-            // Swift's command modules do not take the live command context yet (the Swift
-            // binding passes commands a snapshot only), so scenarios with host commands that act
-            // on their session cannot be played here.
-            if !(scenario["host_commands"]?.arrayValue ?? []).isEmpty {
-                print("conformance: skipping \(file): Swift commands have no live command context yet")
-                continue
-            }
             let actual = try await runScenario(scenario)
             let expected = scenario["expected"] ?? [:]
             XCTAssertEqual(

@@ -100,7 +100,7 @@ final class EventDecodingTests: XCTestCase {
             try SessionEvent(json: ["type": "skill_activation", "seq": 1, "data": ["status": 3]]))
         XCTAssertEqual(
             try event(["type": "background_task_event", "data": ["task_kind": "subagent"]]).kind,
-            .backgroundTaskEvent(["task_kind": "subagent"]))
+            .backgroundTask(.other(["task_kind": "subagent"])))
         XCTAssertEqual(
             try event(["type": "session_recovered", "message": "m", "report": ["repaired": true]]).kind,
             .sessionRecovered(message: "m", report: ["repaired": true]))
@@ -109,5 +109,79 @@ final class EventDecodingTests: XCTestCase {
             .session(["type": "permission_resolved"]))
         XCTAssertEqual(try event(["type": "from_the_future"]).kind, .other(type: "from_the_future"))
         XCTAssertThrowsError(try SessionEvent(json: ["type": "text_delta"]))
+    }
+
+    func testBackgroundTaskEventsAreTyped() throws {
+        let task: JSONValue = [
+            "id": "bash_1", "kind": "process",
+            "origin": ["kind": "tool", "name": "Bash", "tool_use_id": "toolu_1"],
+            "command": "sleep 9", "cwd": "/w", "pid": 42, "status": "cancelled", "exit_code": nil,
+            "signal": 15, "error": "cancelled", "timeout_reason": nil, "current_action": nil,
+            "stdout_path": "/w/o", "stderr_path": "/w/e", "output_bytes": 0,
+            "created_at_ms": 1, "ended_at_ms": 2,
+        ]
+        guard
+            case .backgroundTask(.stateChanged(let id, let from, let status, let decoded)) =
+                try event([
+                    "type": "background_task_event",
+                    "data": [
+                        "event": "state_changed", "task_kind": "process", "task_id": "bash_1",
+                        "origin": ["kind": "tool"], "from": "running", "status": "cancelled",
+                        "task": task,
+                    ],
+                ]).kind
+        else { return XCTFail("state_changed") }
+        XCTAssertEqual(id, "bash_1")
+        XCTAssertEqual(from, .running)
+        XCTAssertEqual(status, .cancelled)
+        XCTAssertEqual(decoded.pid, 42)
+        XCTAssertEqual(decoded.signal, 15)
+        XCTAssertEqual(decoded.origin.toolUseId, "toolu_1")
+        XCTAssertFalse(decoded.isRunning)
+        guard
+            case .backgroundTask(.stateChanged(_, nil, .queued, _)) = try event([
+                "type": "background_task_event",
+                "data": [
+                    "event": "state_changed", "task_kind": "process", "task_id": "bash_1",
+                    "from": nil, "status": "queued", "task": task,
+                ],
+            ]).kind
+        else { return XCTFail("a created task") }
+
+        let progress: [(JSONValue, SubagentProgress)] = [
+            (["event": "started", "agent_id": "a1", "agent_type": "Explore", "isolation": "none"],
+             .started(agentId: "a1", agentType: "Explore")),
+            (["event": "tool_start", "agent_id": "a1", "tool_name": "Read", "tool_use_id": "t"],
+             .toolStart(agentId: "a1", toolName: "Read", toolUseId: "t")),
+            (["event": "tool_end", "agent_id": "a1", "tool_name": "Read", "tool_use_id": "t",
+              "is_error": true],
+             .toolEnd(agentId: "a1", toolName: "Read", toolUseId: "t", isError: true)),
+        ]
+        for (data, expected) in progress {
+            guard case .object(var fields) = data else { return XCTFail() }
+            fields["task_kind"] = "subagent"
+            fields["task_id"] = "agent_1"
+            let kind = try event(["type": "background_task_event", "data": .object(fields)]).kind
+            XCTAssertEqual(kind, .backgroundTask(.subagent(taskId: "agent_1", progress: expected)))
+        }
+        let report: JSONValue = [
+            "agent_id": "a1", "agent_type": "Explore", "model": "m", "response": "done",
+            "stop_reason": "completed", "interrupted": false, "rounds": 1,
+            "tools_executed": ["Read"], "stop_hook_continuations": 0,
+        ]
+        guard
+            case .backgroundTask(.subagent(nil, .finished(let finished))) = try event([
+                "type": "background_task_event",
+                "data": ["event": "finished", "task_kind": "subagent", "report": report],
+            ]).kind
+        else { return XCTFail("finished") }
+        XCTAssertEqual(finished.response, "done")
+        XCTAssertEqual(finished.toolsExecuted, ["Read"])
+        XCTAssertEqual(finished.notes, [])
+        XCTAssertThrowsError(
+            try SessionEvent(json: [
+                "type": "background_task_event", "seq": 1,
+                "data": ["event": "state_changed", "status": "exploded"],
+            ]))
     }
 }
