@@ -9,7 +9,7 @@ export ROBOTA_SWIFT_LIB_DIR="$CARGO_TARGET_DIR/debug"
 scratch="$CARGO_TARGET_DIR/swift/examples"
 cd "$repo/examples/swift"
 "$here/scripts/swift-chroot.sh" run swift build --scratch-path "$scratch"
-for example in quickstart editor-command; do
+for example in quickstart editor-command host-extensions; do
   echo "--- examples/swift: $example"
   "$here/scripts/swift-chroot.sh" run "$scratch/debug/$example" </dev/null
 done

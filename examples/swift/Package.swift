@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
-// The Swift examples: `quickstart` (one session, streamed text) and `editor-command` (what an
+// The Swift examples: `quickstart` (one session, streamed text), `editor-command` (what an
 // IDE extension runs: a selection and a file path, a Swift tool, a permission prompt, the answer
-// streamed). Both run offline. Build the library first (bindings-swift/scripts/test.sh does,
+// streamed) and `host-extensions` (an in-process MCP server, a command acting on the live
+// session, a background subagent). All run offline. Build the library first (bindings-swift/scripts/test.sh does,
 // and CI runs them with bindings-swift/scripts/examples.sh).
 import PackageDescription
 
@@ -12,5 +13,6 @@ let package = Package(
     targets: [
         .executableTarget(name: "quickstart", dependencies: ["Robota"]),
         .executableTarget(name: "editor-command", dependencies: ["Robota"]),
+        .executableTarget(name: "host-extensions", dependencies: ["Robota"]),
     ]
 )
