@@ -1,6 +1,7 @@
 // Background tasks and subagents through the Swift API against mock-llm: the model starts a
 // process with Bash `run_in_background`; the host lists it, reads its log, sees its lifecycle as
-// typed events, cancels it (its process gone, checked by pid) and closes it. Subagents started
+// typed events, cancels it (its process gone, checked by pid) and closes it, or writes to its
+// standard input. Subagents started
 // from host code: one in the foreground, one in the background read back from its log, and a
 // slow one cancelled.
 import Foundation
@@ -124,6 +125,29 @@ final class BackgroundTests: XCTestCase {
         } catch RobotaError.invalidArgument(let message) {
             XCTAssertTrue(message.contains("bash_1"), message)
         }
+        try await session.shutdown()
+    }
+
+    func testInputSentToARunningTaskReachesItsStandardInput() async throws {
+        let mock = try MockLLM(script: """
+            {"turns": [
+              {"tool_calls": [{"id": "toolu_in", "name": "Bash", "input": {
+                "command": "read line; echo got:$line", "run_in_background": true}}]},
+              {"text": "waiting for input"}
+            ]}
+            """)
+        var options = SessionOptions(
+            provider: .anthropic(model: "claude-test", apiKey: "sk-test", baseURL: mock.baseURL),
+            cwd: try temporaryDirectory(), permissionHandler: { _ in .allow })
+        options.home = try temporaryDirectory()
+        options.loadProjectContext = false
+        let session = try InteractiveSession(options: options)
+        _ = try await session.submit("start it")
+        try await session.sendBackgroundTask("bash_1", input: "hello\n")
+        let ended = try await session.waitBackgroundTask("bash_1", timeout: .seconds(10))
+        XCTAssertEqual(ended.status, .completed, "\(ended)")
+        XCTAssertEqual(ended.exitCode, 0)
+        XCTAssertEqual(try session.readBackgroundTaskLog("bash_1").text, "got:hello\n")
         try await session.shutdown()
     }
 
