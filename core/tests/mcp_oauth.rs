@@ -413,3 +413,45 @@ async fn legacy_sse_servers_are_authorized_and_reuse_their_tokens() {
     );
     assert_eq!(server.authorizations(), 1);
 }
+
+/// Without system CA certificates (a slim container), `rmcp`'s OAuth client cannot be built;
+/// robota's falls back to the bundled roots and the whole authorization still works. The
+/// certificate locations are the process's environment, so the check runs in a child process
+/// of this test binary with them pointing at nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_system_ca_certificates_the_authorization_uses_the_bundled_roots() {
+    const CHILD: &str = "ROBOTA_TEST_WITHOUT_SYSTEM_ROOTS";
+    if std::env::var_os(CHILD).is_none() {
+        let empty = tempfile::tempdir().expect("temp dir");
+        let no_file = empty.path().join("none.pem");
+        std::fs::write(&no_file, "").expect("empty bundle");
+        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "without_system_ca_certificates_the_authorization_uses_the_bundled_roots",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("SSL_CERT_FILE", &no_file)
+            .env("SSL_CERT_DIR", empty.path())
+            .output()
+            .expect("the test binary runs");
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && printed.contains("1 passed"),
+            "{printed}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
+    // The child: the system's roots are really gone (a default client cannot be built) ...
+    assert!(
+        mcp_reqwest::Client::builder().build().is_err(),
+        "SSL_CERT_FILE/SSL_CERT_DIR did not hide the system's CA certificates"
+    );
+    // ... and the authorization, the token and the tool call all work.
+    let (server, project, opened) = authorized_once().await;
+    assert_eq!(opened.load(Ordering::SeqCst), 1);
+    assert_eq!(server.authorizations(), 1);
+    assert_eq!(token_files(&project).len(), 1);
+}

@@ -34,6 +34,7 @@ mod hook;
 mod http_client;
 mod in_process;
 pub mod oauth;
+mod oauth_client;
 mod resources;
 mod sse;
 mod tool;

@@ -265,9 +265,19 @@ async fn discover(
     challenge: Option<&str>,
     store: &TokenFile,
 ) -> Result<AuthorizationManager, String> {
-    let mut manager = AuthorizationManager::new(url)
-        .await
-        .map_err(|e| auth_error("set-up", e))?;
+    // rmcp's client needs the system's CA certificates; without them (slim containers) the same
+    // requests go through a client on the bundled roots with the same limits and address policy.
+    let mut manager = match AuthorizationManager::new(url).await {
+        Ok(manager) => manager,
+        Err(system_roots) => {
+            let parsed = Url::parse(url).map_err(|e| format!("OAuth set-up failed: {e}"))?;
+            let client = super::oauth_client::BundledRootsOAuthClient::new(&parsed)
+                .map_err(|e| format!("OAuth set-up failed: {system_roots}; {e}"))?;
+            AuthorizationManager::new_with_oauth_http_client(url, Arc::new(client))
+                .await
+                .map_err(|e| auth_error("set-up", e))?
+        }
+    };
     let resolution = manager
         .resolve_metadata_from_challenge(challenge)
         .await
