@@ -421,7 +421,10 @@ async fn three_subagents_started_as_a_group_complete_with_one_summary_the_model_
         session.summarize_background_job_group("group_1").unwrap(),
         summary
     );
-    assert_eq!(session.list_background_job_groups(), [done.clone()]);
+    assert_eq!(
+        session.list_background_job_groups(),
+        std::slice::from_ref(&done)
+    );
 
     // One completion event, then the parent model reads the summary with its next prompt.
     eventually("the group event", || {

@@ -256,9 +256,7 @@ impl Inner {
         let summary = self.summarize_group(&group);
         let completed = {
             let mut state = self.job_groups.lock();
-            let Some(stored) = state.groups.values_mut().find(|g| g.id == id) else {
-                return None;
-            };
+            let stored = state.groups.values_mut().find(|g| g.id == id)?;
             if stored.status == JobGroupStatus::Completed {
                 return None;
             }
