@@ -111,6 +111,16 @@ export declare class NativeSession {
   closeBackgroundTask(id: string): string
   /** A page of a task's output file as JSON (`stream`: `stdout` or `stderr`). */
   readBackgroundTaskLog(id: string, stream: string, offset: number, maxBytes: number): string
+  /**
+   * Runs a subagent from host code; resolves to its report as JSON. `isolation`: `none`
+   * (default) or `worktree`.
+   */
+  runSubagent(prompt: string, agentType?: string | undefined | null, model?: string | undefined | null, isolation?: string | undefined | null): Promise<string>
+  /**
+   * Starts a subagent from host code as a background task; resolves to the task as JSON at
+   * once (arguments as for `run_subagent`).
+   */
+  startBackgroundSubagent(prompt: string, agentType?: string | undefined | null, model?: string | undefined | null, isolation?: string | undefined | null): Promise<string>
   /** The MCP servers of the session as JSON (see the facade's `listMcpServers`). */
   listMcpServers(): string
   /**

@@ -288,6 +288,49 @@ robota_status robota_session_read_background_task_log(const struct robota_sessio
                                                       char **out_json,
                                                       struct robota_error **out_err);
 
+// Runs a subagent from host code to its final report and writes the report: `request_json`
+// (`len` bytes of UTF-8) is `{"prompt", "agent_type"?, "model"?, "isolation"?: "none" |
+// "worktree"}` — the agent definition (the default agent when absent), a model overriding the
+// definition's (`sonnet`, `opus`, `haiku`, `inherit` or a model id) and worktree isolation. The
+// report is `{"agent_id", "agent_type", "model", "response", "stop_reason", "interrupted",
+// "rounds", "tools_executed", "error"?, "notes"?, "worktree"?, "transcript_path"?, …}`; its
+// progress arrives as `background_task_event` events (`"task_kind": "subagent"`), and
+// `robota_session_abort` stops it.
+//
+// Errors: `ROBOTA_STATUS_INVALID_JSON` for text that is not JSON,
+// `ROBOTA_STATUS_INVALID_ARGUMENT` for a missing prompt, an unknown key, agent or isolation, or
+// a model the provider cannot serve. A subagent that ran and failed is a report with `"error"`.
+// Blocks the calling thread: refused (`ROBOTA_STATUS_INVALID_STATE`) inside callbacks.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`.
+//
+// # Safety
+// `s` is a live session; `request_json` is valid for `len` bytes; `out_json` is valid for
+// writes; `out_err` is NULL or valid.
+robota_status robota_session_run_subagent(const struct robota_session *s,
+                                          const char *request_json,
+                                          size_t len,
+                                          char **out_json,
+                                          struct robota_error **out_err);
+
+// Starts a subagent from host code as a background task (kind `"agent"`) and writes the task
+// at once (a task object, see the module documentation); the request is as for
+// `robota_session_run_subagent`. Wait for it with `robota_session_wait_background_task`, read
+// its report with `robota_session_read_background_task_log`, stop it with
+// `robota_session_cancel_background_task`; its transitions arrive as `background_task_event`
+// events. The concurrency limit refuses one task too many (`ROBOTA_STATUS_INVALID_ARGUMENT`,
+// naming the running tasks). Threading: any thread.
+//
+// Ownership: `*out_json` is owned; free with `robota_string_free`.
+//
+// # Safety
+// As `robota_session_run_subagent`.
+robota_status robota_session_start_background_subagent(const struct robota_session *s,
+                                                       const char *request_json,
+                                                       size_t len,
+                                                       char **out_json,
+                                                       struct robota_error **out_err);
+
 // The error's status code; `ROBOTA_STATUS_NULL_ARGUMENT` when `err` is NULL.
 //
 // # Safety

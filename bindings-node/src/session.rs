@@ -401,6 +401,55 @@ impl NativeSession {
         to_json(&page)
     }
 
+    /// Runs a subagent from host code; resolves to its report as JSON. `isolation`: `none`
+    /// (default) or `worktree`.
+    #[napi]
+    pub async fn run_subagent(
+        &self,
+        prompt: String,
+        agent_type: Option<String>,
+        model: Option<String>,
+        isolation: Option<String>,
+    ) -> napi::Result<String> {
+        let request = robota::api::subagent_request(
+            &prompt,
+            agent_type.as_deref(),
+            model.as_deref(),
+            isolation.as_deref(),
+        )
+        .map_err(api_error)?;
+        let report = self
+            .session
+            .run_subagent(request)
+            .await
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&report)
+    }
+
+    /// Starts a subagent from host code as a background task; resolves to the task as JSON at
+    /// once (arguments as for `run_subagent`).
+    #[napi]
+    pub async fn start_background_subagent(
+        &self,
+        prompt: String,
+        agent_type: Option<String>,
+        model: Option<String>,
+        isolation: Option<String>,
+    ) -> napi::Result<String> {
+        let request = robota::api::subagent_request(
+            &prompt,
+            agent_type.as_deref(),
+            model.as_deref(),
+            isolation.as_deref(),
+        )
+        .map_err(api_error)?;
+        let task = self
+            .session
+            .start_background_subagent(request)
+            .map_err(|e| api_error(e.into()))?;
+        to_json(&task)
+    }
+
     /// The MCP servers of the session as JSON (see the facade's `listMcpServers`).
     #[napi]
     pub fn list_mcp_servers(&self) -> napi::Result<String> {

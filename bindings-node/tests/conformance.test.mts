@@ -69,11 +69,15 @@ interface Scenario {
   commands?: Array<{ name: string; content: string }>;
   mcp_servers?: string[];
   host_commands?: HostCommandSpec[];
+  builtin_tools?: boolean;
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
     | { command: { name: string; args: string } }
     | { wait_idle: Record<string, never> }
+    | { start_background_subagent: { prompt: string; agent_type?: string } }
+    | { list_background_tasks: Record<string, never> }
+    | { cancel_background_task: string }
   >;
   expected: Record<string, unknown>;
 }
@@ -225,7 +229,7 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     cwd: tempDir(),
     home: tempDir(),
     loadProjectContext: false,
-    builtinTools: false,
+    builtinTools: scenario.builtin_tools ?? false,
     ...(settings !== undefined ? { settings } : {}),
     ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
     ...(scenario.commands !== undefined ? { customCommands: scenario.commands } : {}),
@@ -262,6 +266,7 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
   });
   const prompts: Array<Promise<PromptResult>> = [];
   const commands: unknown[] = [];
+  const backgroundTasks: unknown[] = [];
   const settle = async (): Promise<void> => {
     await within(WAIT_MS, session.waitIdle(), `${scenario.name}: wait_idle`);
     await within(WAIT_MS, Promise.all(prompts), `${scenario.name}: prompts`);
@@ -289,18 +294,29 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     } else if ('command' in action) {
       const result: CommandResult = await session.executeCommand(action.command.name, action.command.args);
       commands.push({ name: action.command.name, success: result.success, effects: result.effects ?? [] });
-    } else {
+    } else if ('start_background_subagent' in action) {
+      const { prompt, agent_type } = action.start_background_subagent;
+      await session.startBackgroundSubagent(prompt, agent_type !== undefined ? { agentType: agent_type } : {});
+    } else if ('list_background_tasks' in action) {
+      backgroundTasks.push(
+        session.listBackgroundTasks().map((t) => ({ id: t.id, kind: t.kind, status: t.status, command: t.command })),
+      );
+    } else if ('cancel_background_task' in action) {
+      await within(WAIT_MS, session.cancelBackgroundTask(action.cancel_background_task), `${scenario.name}: cancel`);
+    } else if ('wait_idle' in action) {
       await settle();
+    } else {
+      assert.fail(`${scenario.name}: unknown action ${JSON.stringify(action)}`);
     }
   }
   await settle();
   await new Promise((resolve) => setImmediate(resolve));
   assert.deepEqual(problems, [], `${scenario.name}: permission answers`);
-  const actual: Record<string, unknown> = {
-    events: normalizeEvents(events, session.getSessionId()),
-    messages: session.getMessages().map(normalizeMessage),
-  };
+  const actual: Record<string, unknown> = {};
   const expected = scenario.expected;
+  if ('events' in expected) actual.events = normalizeEvents(events, session.getSessionId());
+  if ('messages' in expected) actual.messages = session.getMessages().map(normalizeMessage);
+  if ('background_tasks' in expected) actual.background_tasks = backgroundTasks;
   if ('response' in expected) {
     const last = [...events].reverse().find((e) => e.type === 'complete' || e.type === 'interrupted');
     actual.response = last?.type === 'complete' ? last.outcome.response : last?.type === 'interrupted' ? last.outcome?.response : undefined;

@@ -414,6 +414,52 @@ impl NativeSession {
         ser_to_py(py, &page)
     }
 
+    /// Runs a subagent from host code; resolves with its report (dict).
+    #[pyo3(signature = (prompt, agent_type=None, model=None, isolation=None))]
+    fn run_subagent<'py>(
+        &self,
+        py: Python<'py>,
+        prompt: &str,
+        agent_type: Option<&str>,
+        model: Option<&str>,
+        isolation: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let request = robota::api::subagent_request(prompt, agent_type, model, isolation)
+            .map_err(api_error)?;
+        self.slot.capture(py);
+        let session = Arc::clone(&self.session);
+        crate::aio::awaitable(py, async move {
+            let report = session
+                .run_subagent(request)
+                .await
+                .map_err(interactive_error)?;
+            let value = serde_json::to_value(&report)
+                .map_err(|e| crate::errors::internal(e.to_string()))?;
+            Ok(Json(value))
+        })
+    }
+
+    /// Starts a subagent from host code as a background task; the task (dict) at once.
+    #[pyo3(signature = (prompt, agent_type=None, model=None, isolation=None))]
+    fn start_background_subagent<'py>(
+        &self,
+        py: Python<'py>,
+        prompt: &str,
+        agent_type: Option<&str>,
+        model: Option<&str>,
+        isolation: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let request = robota::api::subagent_request(prompt, agent_type, model, isolation)
+            .map_err(api_error)?;
+        // The subagent runs on the binding's runtime.
+        let _runtime = runtime().enter();
+        let task = self
+            .session
+            .start_background_subagent(request)
+            .map_err(interactive_error)?;
+        ser_to_py(py, &task)
+    }
+
     /// The MCP servers of the session (see `robota.InteractiveSession.list_mcp_servers`).
     fn list_mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.list_mcp_servers())

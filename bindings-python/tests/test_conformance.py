@@ -45,7 +45,7 @@ KEPT = [
     "skill_activation",
 ]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "host_commands", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "host_commands", "builtin_tools", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -185,7 +185,7 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         home=home,
         settings=settings,
         load_project_context=False,
-        builtin_tools=False,
+        builtin_tools=bool(scenario.get("builtin_tools", False)),
         tools=[host_tool(t) for t in scenario.get("host_tools", [])],
         permission_handler=handler,
         skills=scenario.get("skills", []),
@@ -198,6 +198,7 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
     stream = session.events()
     events: List[Dict[str, Any]] = []
     commands: List[Dict[str, Any]] = []
+    background_tasks: List[List[Dict[str, Any]]] = []
     submits: List["asyncio.Task[robota.TurnResult]"] = []
     for action in scenario["actions"]:
         if "submit" in action:
@@ -221,6 +222,18 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         elif "wait_idle" in action:
             await asyncio.sleep(0)
             await asyncio.wait_for(session.wait_idle(), WAIT)
+        elif "start_background_subagent" in action:
+            a = action["start_background_subagent"]
+            session.start_background_subagent(a["prompt"], agent_type=a.get("agent_type"))
+        elif "list_background_tasks" in action:
+            background_tasks.append(
+                [
+                    {"id": t.id, "kind": t.kind, "status": t.status, "command": t.command}
+                    for t in session.list_background_tasks()
+                ]
+            )
+        elif "cancel_background_task" in action:
+            await asyncio.wait_for(session.cancel_background_task(action["cancel_background_task"]), WAIT)
         else:
             raise AssertionError(f"{scenario['name']}: unknown action {action}")
     await asyncio.wait_for(session.wait_idle(), WAIT)
@@ -235,10 +248,13 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
     assert not mismatches, f"{scenario['name']}: permission answers: {mismatches}"
 
     expected = scenario["expected"]
-    actual: Dict[str, Any] = {
-        "events": normalize_events(events),
-        "messages": [normalize_message(m) for m in session.get_messages()],
-    }
+    actual: Dict[str, Any] = {}
+    if "events" in expected:
+        actual["events"] = normalize_events(events)
+    if "messages" in expected:
+        actual["messages"] = [normalize_message(m) for m in session.get_messages()]
+    if "background_tasks" in expected:
+        actual["background_tasks"] = background_tasks
     if "response" in expected:
         terminal = [e for e in events if e["type"] in ("complete", "interrupted")]
         actual["response"] = (terminal[-1].get("outcome") or {}).get("response") if terminal else None

@@ -328,10 +328,13 @@ async fn user_level_agents_and_claude_md_load_without_a_settings_file() {
         )),
         "{texts:#?}"
     );
+    // `permissionMode` is honoured (capped by the session's mode when the subagent runs).
+    assert_eq!(
+        explainer.permission_mode,
+        Some(robota::permissions::PermissionMode::Plan)
+    );
     assert!(
-        texts
-            .iter()
-            .any(|w| w.contains("explainer.md:23: `permissionMode` is not used by robota")),
+        !texts.iter().any(|w| w.contains("permissionMode")),
         "{texts:#?}"
     );
 

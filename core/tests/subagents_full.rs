@@ -13,7 +13,9 @@ mod session_common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use robota::framework::agents::SubagentRequest;
+use robota::framework::agents::{
+    SubagentRequest, FORK_WORKER_PROMPT_SUFFIX, SUBAGENT_PROMPT_SUFFIX,
+};
 use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
 use robota::hooks::SessionEndReason;
 use robota::session::SessionOptions;
@@ -115,6 +117,12 @@ async fn the_agent_model_the_callers_override_and_a_live_switch_choose_the_child
     let notes = child_system.find("NOTES-RULE-7").expect("CLAUDE.md");
     let agents = child_system.find("AGENTS-RULE-9").expect("AGENTS.md");
     assert!(body < notes && body < agents, "{child_system}");
+    // Then the framework's subagent suffix (spec 000 `assembleSubagentPrompt`).
+    let suffix = child_system
+        .find(SUBAGENT_PROMPT_SUFFIX)
+        .expect("subagent suffix");
+    assert!(notes < suffix && agents < suffix, "{child_system}");
+    assert!(!child_system.contains(FORK_WORKER_PROMPT_SUFFIX));
     assert!(mock.system(0).contains("NOTES-RULE-7"));
 
     // After a live model switch, a subagent without a model of its own inherits the new one.
@@ -205,6 +213,9 @@ async fn a_forked_skill_runs_on_its_model_and_the_parent_stays_on_the_session_mo
         ]
     );
     assert!(mock.user_texts(1).join("\n").contains("FAST-SUM the docs"));
+    // A forked skill's subagent is a fork worker (spec 000's suffix), not a plain subagent.
+    assert!(mock.system(1).contains(FORK_WORKER_PROMPT_SUFFIX));
+    assert!(!mock.system(1).contains(SUBAGENT_PROMPT_SUFFIX));
     assert_eq!(
         mock.tool_results(2),
         [("toolu_fork".into(), "FORK-SUMMARY".into())]

@@ -1,10 +1,12 @@
-//! The C surface of a session's background tasks (Bash with `run_in_background`): list, get,
-//! wait for, cancel and close tasks, and read their logs. Tasks are JSON objects `{"id", "kind":
-//! "process", "origin": {"kind", "name"?, "tool_use_id"?}, "command", "description"?, "cwd",
-//! "pid", "status": "queued" | "running" | "waiting_permission" | "completed" | "failed" |
-//! "cancelled" | "lost", "exit_code", "signal", "error", "timeout_reason": null | "max_runtime" |
-//! "idle", "current_action", "stdout_path", "stderr_path", "output_bytes", "created_at_ms",
-//! "ended_at_ms"}`; their lifecycle also arrives as `background_task_event` events.
+//! The C surface of a session's background tasks (Bash with `run_in_background`, background
+//! subagents) and of subagents started by host code: list, get, wait for, cancel and close
+//! tasks, read their logs, run a subagent, start one in the background. Tasks are JSON objects
+//! `{"id", "kind": "process" | "agent", "origin": {"kind", "name"?, "tool_use_id"?}, "command",
+//! "description"?, "cwd", "pid", "status": "queued" | "running" | "waiting_permission" |
+//! "completed" | "failed" | "cancelled" | "lost", "exit_code", "signal", "error",
+//! "timeout_reason": null | "max_runtime" | "idle", "current_action", "stdout_path",
+//! "stderr_path", "output_bytes", "created_at_ms", "ended_at_ms"}`; their lifecycle also arrives
+//! as `background_task_event` events.
 
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -215,5 +217,91 @@ pub unsafe extern "C" fn robota_session_read_background_task_log(
             .read_background_task_log(&id, stream, offset, max_bytes)
             .map_err(session_error)?;
         write_json(out_json, "out_json", &page)
+    })
+}
+
+/// Reads a subagent request argument (see `robota_session_run_subagent`).
+///
+/// # Safety
+/// `request` is NULL or valid for `len` bytes.
+unsafe fn subagent_request(
+    request: *const c_char,
+    len: usize,
+) -> Result<engine::framework::agents::SubagentRequest, FfiError> {
+    let text = crate::strings::str_arg(request, len, "request_json")?;
+    Ok(engine::api::subagent_request_from_json(text)?)
+}
+
+/// Runs a subagent from host code to its final report and writes the report: `request_json`
+/// (`len` bytes of UTF-8) is `{"prompt", "agent_type"?, "model"?, "isolation"?: "none" |
+/// "worktree"}` — the agent definition (the default agent when absent), a model overriding the
+/// definition's (`sonnet`, `opus`, `haiku`, `inherit` or a model id) and worktree isolation. The
+/// report is `{"agent_id", "agent_type", "model", "response", "stop_reason", "interrupted",
+/// "rounds", "tools_executed", "error"?, "notes"?, "worktree"?, "transcript_path"?, …}`; its
+/// progress arrives as `background_task_event` events (`"task_kind": "subagent"`), and
+/// `robota_session_abort` stops it.
+///
+/// Errors: `ROBOTA_STATUS_INVALID_JSON` for text that is not JSON,
+/// `ROBOTA_STATUS_INVALID_ARGUMENT` for a missing prompt, an unknown key, agent or isolation, or
+/// a model the provider cannot serve. A subagent that ran and failed is a report with `"error"`.
+/// Blocks the calling thread: refused (`ROBOTA_STATUS_INVALID_STATE`) inside callbacks.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`.
+///
+/// # Safety
+/// `s` is a live session; `request_json` is valid for `len` bytes; `out_json` is valid for
+/// writes; `out_err` is NULL or valid.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_run_subagent(
+    s: *const robota_session,
+    request_json: *const c_char,
+    len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let request = subagent_request(request_json, len)?;
+        refuse_on_engine_thread("robota_session_run_subagent")?;
+        let session = Arc::clone(&shared.session);
+        let report = shared
+            .runtime
+            .handle()
+            .block_on(async move { session.run_subagent(request).await });
+        write_json(out_json, "out_json", &report.map_err(session_error)?)
+    })
+}
+
+/// Starts a subagent from host code as a background task (kind `"agent"`) and writes the task
+/// at once (a task object, see the module documentation); the request is as for
+/// `robota_session_run_subagent`. Wait for it with `robota_session_wait_background_task`, read
+/// its report with `robota_session_read_background_task_log`, stop it with
+/// `robota_session_cancel_background_task`; its transitions arrive as `background_task_event`
+/// events. The concurrency limit refuses one task too many (`ROBOTA_STATUS_INVALID_ARGUMENT`,
+/// naming the running tasks). Threading: any thread.
+///
+/// Ownership: `*out_json` is owned; free with `robota_string_free`.
+///
+/// # Safety
+/// As `robota_session_run_subagent`.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_start_background_subagent(
+    s: *const robota_session,
+    request_json: *const c_char,
+    len: usize,
+    out_json: *mut *mut c_char,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        let request = subagent_request(request_json, len)?;
+        // The subagent runs on the session's runtime.
+        let runtime = shared.runtime.handle().clone();
+        let _entered = runtime.enter();
+        let task = shared
+            .session
+            .start_background_subagent(request)
+            .map_err(session_error)?;
+        write_json(out_json, "out_json", &task)
     })
 }

@@ -444,6 +444,51 @@ fn c_test_background_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// Subagents started from C against mock-llm: one in the foreground on a model alias, one in the
+/// background waited for and read, a slow one cancelled; bad requests are typed errors.
+#[test]
+fn c_test_subagents_passes() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("ffi/tests/c/test_subagents.c"), "test_subagents");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("subagents-project");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let dir = std::fs::canonicalize(&dir).expect("canonical");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let slow: Vec<String> = (0..100).map(|_| "slow ".to_string()).collect();
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"text": "FOREGROUND-REPORT"},
+                {"text": "BACKGROUND-REPORT"},
+                {"text": slow, "chunk_delay_ms": 200}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let dir_text = dir.display().to_string();
+    let stdout = run_c(
+        &exe,
+        &[],
+        &[
+            ("ROBOTA_MOCK_URL", url.as_str()),
+            ("ROBOTA_TEST_DIR", dir_text.as_str()),
+        ],
+    );
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let models: Vec<String> = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        models,
+        ["claude-haiku-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5"],
+        "the override reached the model call"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
 /// The browser step of a remote MCP server's OAuth through a C callback, against the real
 /// OAuth-protected test server (`tests/mcp-servers/python_server.py --http PORT --oauth`, which
 /// approves at once): the session connects, the tool works, the next session reuses the tokens.

@@ -49,7 +49,12 @@ export type {
   SkillRegistration,
   CommandRegistration,
 } from './options.js';
-export { InteractiveSession, type SubmitOptions, type ShutdownReason } from './session.js';
+export {
+  InteractiveSession,
+  type SubmitOptions,
+  type ShutdownReason,
+  type SubagentOptions,
+} from './session.js';
 export { createQuery, type Query } from './query.js';
 
 /** The context `evaluatePermission` decides in. */

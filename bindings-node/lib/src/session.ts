@@ -34,6 +34,7 @@ import type {
   SessionEventMap,
   PluginListing,
   SkillInfo,
+  SubagentReport,
   ToolState,
 } from './types.js';
 
@@ -50,6 +51,30 @@ export interface SubmitOptions {
 
 /** Why a session ended (`SessionEnd` hook `reason`). */
 export type ShutdownReason = 'other' | 'clear' | 'logout' | 'prompt_input_exit';
+
+/** How a host-started subagent runs (`runSubagent`, `startBackgroundSubagent`). */
+export interface SubagentOptions {
+  /** The agent definition (default `general-purpose`). */
+  agentType?: string;
+  /** Overrides the definition's model: `sonnet`, `opus`, `haiku`, `inherit` or a model id. */
+  model?: string;
+  /** `worktree`: in a git worktree of its own. Default `none`. */
+  isolation?: 'none' | 'worktree';
+}
+
+/** The optional strings of `options`, checked (a wrong type is a TypeError naming it). */
+function subagentOptions(
+  method: string,
+  options: SubagentOptions,
+): { agentType: string | undefined; model: string | undefined; isolation: string | undefined } {
+  const read = (key: keyof SubagentOptions): string | undefined => {
+    const value = options[key];
+    if (value === undefined || value === null) return undefined;
+    expectString(value, `${method}(prompt, options): \`options.${key}\``);
+    return value;
+  };
+  return { agentType: read('agentType'), model: read('model'), isolation: read('isolation') };
+}
 
 /** A caller waiting until the events up to `seq` have been emitted. */
 interface EventWaiter {
@@ -341,6 +366,32 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     return JSON.parse(
       native(() => this.#native.readBackgroundTaskLog(id, stream, offset, maxBytes)),
     ) as BackgroundTaskLogPage;
+  }
+  /** Runs a subagent from host code (as `/agent` does) and resolves to its report.
+   * `agentType` names an agent definition (default `general-purpose`); `model` overrides the
+   * definition's (`sonnet`, `opus`, `haiku`, `inherit` or a model id); `isolation: 'worktree'`
+   * runs it in a git worktree of its own. Its progress arrives as `background_task_event`
+   * events; `abort()` stops it. An unknown agent, an empty prompt or a model the provider cannot
+   * serve rejects with an `invalid_argument` {@link RobotaError}; a run that failed resolves to
+   * a report with `error`. */
+  async runSubagent(prompt: string, options: SubagentOptions = {}): Promise<SubagentReport> {
+    expectString(prompt, 'runSubagent(prompt, options): `prompt`');
+    const { agentType, model, isolation } = subagentOptions('runSubagent', options);
+    return JSON.parse(
+      await nativeAsync(() => this.#native.runSubagent(prompt, agentType, model, isolation)),
+    ) as SubagentReport;
+  }
+  /** Starts a subagent from host code as a background task (`kind: 'agent'`) and resolves to
+   * the task at once; options as for {@link runSubagent}. Wait for it with
+   * `waitBackgroundTask`, read its report with `readBackgroundTaskLog`, stop it with
+   * `cancelBackgroundTask`. The concurrency limit refuses one task too many with an
+   * `invalid_argument` {@link RobotaError}. */
+  async startBackgroundSubagent(prompt: string, options: SubagentOptions = {}): Promise<BackgroundTask> {
+    expectString(prompt, 'startBackgroundSubagent(prompt, options): `prompt`');
+    const { agentType, model, isolation } = subagentOptions('startBackgroundSubagent', options);
+    return JSON.parse(
+      await nativeAsync(() => this.#native.startBackgroundSubagent(prompt, agentType, model, isolation)),
+    ) as BackgroundTask;
   }
   /** The plugins of this session's user and project with their state, the known marketplaces
    * and the problems found. Install one with `executeCommand('plugin', 'marketplace add DIR')`

@@ -353,12 +353,41 @@ export interface BackgroundTask {
   error: string | null;
   /** Set when a watchdog ended it. */
   timeout_reason: 'max_runtime' | 'idle' | null;
+  /** What it is doing now, when its runner says (a subagent's current tool). */
   current_action: string | null;
   stdout_path: string;
   stderr_path: string;
   output_bytes: number;
   created_at_ms: number;
   ended_at_ms: number | null;
+}
+
+/** What a subagent run produced (`session.runSubagent()`). */
+export interface SubagentReport {
+  /** The run's id (`agent_id` in hook inputs). */
+  agent_id: string;
+  /** The agent definition used. */
+  agent_type: string;
+  /** The model it ran on. */
+  model: string;
+  /** Its final answer. */
+  response: string;
+  /** Why the child run ended (`end_turn`, `max_turns`, `error`, …). */
+  stop_reason: string;
+  interrupted: boolean;
+  rounds: number;
+  /** Tools it ran, in order. */
+  tools_executed: string[];
+  stop_hook_continuations: number;
+  stopped_by_hook?: string;
+  /** Its transcript (JSONL), when the session keeps a log. */
+  transcript_path?: string;
+  /** The worktree of an isolated run. */
+  worktree?: { path: string; branch?: string; disposition: unknown; [key: string]: unknown };
+  /** The model error, when the run ended on one. */
+  error?: string;
+  /** Things worth knowing (a permission mode capped by the session's, unknown tools, …). */
+  notes?: string[];
 }
 
 /** A page of a background task's output file; read on from `next_offset` until it equals

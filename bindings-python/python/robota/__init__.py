@@ -18,7 +18,7 @@ import atexit as _atexit
 
 from ._native import __version__
 from ._native import at_exit as _at_exit
-from .background import BackgroundTask, BackgroundTaskLogPage, BackgroundTaskStatus
+from .background import BackgroundTask, BackgroundTaskLogPage, BackgroundTaskStatus, SubagentReport
 from .commands import CommandContext, CommandModule, CommandResult, SystemCommand, command
 from .errors import (
     BusyError,
@@ -99,6 +99,7 @@ __all__ = [
     "BackgroundTask",
     "BackgroundTaskLogPage",
     "BackgroundTaskStatus",
+    "SubagentReport",
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",

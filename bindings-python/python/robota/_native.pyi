@@ -99,6 +99,20 @@ class NativeSession:
     def read_background_task_log(
         self, task_id: str, stream: str, offset: int, max_bytes: int
     ) -> Dict[str, Any]: ...
+    def run_subagent(
+        self,
+        prompt: str,
+        agent_type: Optional[str] = None,
+        model: Optional[str] = None,
+        isolation: Optional[str] = None,
+    ) -> Awaitable[Dict[str, Any]]: ...
+    def start_background_subagent(
+        self,
+        prompt: str,
+        agent_type: Optional[str] = None,
+        model: Optional[str] = None,
+        isolation: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
     def list_mcp_servers(self) -> List[Dict[str, Any]]: ...
     def shutdown(self, reason: Optional[str] = None) -> Awaitable[None]: ...
     def compact(self, instructions: Optional[str] = None) -> Awaitable[Dict[str, Any]]: ...

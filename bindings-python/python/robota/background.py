@@ -1,13 +1,14 @@
-"""Background tasks of a session (Bash with ``run_in_background``): typed snapshots returned by
-:meth:`robota.InteractiveSession.list_background_tasks` and friends. Their lifecycle also arrives
-as ``background_task_event`` events (``data["event"] == "state_changed"``)."""
+"""Background tasks of a session (Bash with ``run_in_background``, background subagents): typed
+snapshots returned by :meth:`robota.InteractiveSession.list_background_tasks` and friends, and
+the report of a subagent (:meth:`robota.InteractiveSession.run_subagent`). Their lifecycle also
+arrives as ``background_task_event`` events (``data["event"] == "state_changed"``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Literal, Mapping, Optional
+from typing import Any, Dict, List, Literal, Mapping, Optional
 
-__all__ = ["BackgroundTask", "BackgroundTaskLogPage", "BackgroundTaskStatus"]
+__all__ = ["BackgroundTask", "BackgroundTaskLogPage", "BackgroundTaskStatus", "SubagentReport"]
 
 #: Where a task stands; ``lost`` is a task that was running when an earlier run of a resumed
 #: session ended.
@@ -38,6 +39,8 @@ class BackgroundTask:
     error: Optional[str]
     #: ``max_runtime`` or ``idle`` when a watchdog ended it.
     timeout_reason: Optional[str]
+    #: What it is doing now, when its runner says (a subagent's current tool).
+    current_action: Optional[str]
     stdout_path: str
     stderr_path: str
     output_bytes: int
@@ -65,6 +68,7 @@ class BackgroundTask:
             signal=d.get("signal"),
             error=d.get("error"),
             timeout_reason=d.get("timeout_reason"),
+            current_action=d.get("current_action"),
             stdout_path=str(d.get("stdout_path", "")),
             stderr_path=str(d.get("stderr_path", "")),
             output_bytes=int(d.get("output_bytes") or 0),
@@ -97,4 +101,55 @@ class BackgroundTaskLogPage:
             next_offset=int(d["next_offset"]),
             total_bytes=int(d["total_bytes"]),
             text=str(d["text"]),
+        )
+
+
+@dataclass(frozen=True)
+class SubagentReport:
+    """What a subagent run produced (:meth:`robota.InteractiveSession.run_subagent`)."""
+
+    #: The run's id (``agent_id`` in hook inputs).
+    agent_id: str
+    #: The agent definition used.
+    agent_type: str
+    #: The model it ran on.
+    model: str
+    #: Its final answer.
+    response: str
+    #: Why the child run ended (``end_turn``, ``max_turns``, ``error``, …).
+    stop_reason: str
+    interrupted: bool
+    rounds: int
+    #: Tools it ran, in order.
+    tools_executed: List[str]
+    #: The model error, when the run ended on one.
+    error: Optional[str]
+    #: Things worth knowing (a permission mode capped by the session's, unknown tools, …).
+    notes: List[str]
+    #: Its transcript (JSONL), when the session keeps a log.
+    transcript_path: Optional[str]
+    #: The worktree of an isolated run: ``{"path", "branch"?, "disposition", …}``.
+    worktree: Optional[Dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        """True when it finished without an error or an interruption."""
+        return not self.interrupted and self.error is None
+
+    @staticmethod
+    def from_dict(d: Mapping[str, Any]) -> "SubagentReport":
+        """Builds a report from the engine's dict form."""
+        return SubagentReport(
+            agent_id=str(d["agent_id"]),
+            agent_type=str(d["agent_type"]),
+            model=str(d.get("model", "")),
+            response=str(d.get("response", "")),
+            stop_reason=str(d.get("stop_reason", "")),
+            interrupted=bool(d.get("interrupted", False)),
+            rounds=int(d.get("rounds") or 0),
+            tools_executed=[str(t) for t in d.get("tools_executed") or []],
+            error=d.get("error"),
+            notes=[str(n) for n in d.get("notes") or []],
+            transcript_path=d.get("transcript_path"),
+            worktree=d.get("worktree"),
         )

@@ -332,9 +332,10 @@ class SkillActivationEvent(Event):
 @dataclass(slots=True)
 class BackgroundTaskEvent(Event):
     """Work running beside the conversation changed: for a background task, ``data`` is
-    ``{"event": "state_changed", "task_kind": "process", "task_id", "origin", "from", "status",
-    "task"}`` (one event per lifecycle transition); for a subagent, its progress with
-    ``task_kind: "subagent"``."""
+    ``{"event": "state_changed", "task_kind": "process" | "agent", "task_id", "origin", "from",
+    "status", "task"}`` (one event per lifecycle transition); for a subagent, its progress with
+    ``task_kind: "subagent"``; for a job group, ``{"event": "group_completed", "task_kind":
+    "group", "group_id", "group"}``."""
 
     type: ClassVar[str] = "background_task_event"
     data: Any

@@ -26,7 +26,7 @@ from typing import (
 
 from . import _native
 from ._util import fspath, report_callback_error
-from .background import BackgroundTask, BackgroundTaskLogPage
+from .background import BackgroundTask, BackgroundTaskLogPage, SubagentReport
 from .commands import CommandModule, CommandResult
 from .events import (
     EVENT_TYPES,
@@ -684,6 +684,42 @@ class InteractiveSession:
         """A page of the task's output file (at most 1 MiB) from byte ``offset``."""
         return BackgroundTaskLogPage.from_dict(
             self._native.read_background_task_log(task_id, stream, offset, max_bytes)
+        )
+
+    async def run_subagent(
+        self,
+        prompt: str,
+        agent_type: Optional[str] = None,
+        model: Optional[str] = None,
+        isolation: Literal["none", "worktree"] = "none",
+    ) -> SubagentReport:
+        """Runs a subagent from host code (as ``/agent`` does) and returns its report.
+        ``agent_type`` names an agent definition (default ``general-purpose``); ``model``
+        overrides the definition's (``sonnet``, ``opus``, ``haiku``, ``inherit`` or a model id);
+        ``isolation="worktree"`` runs it in a git worktree of its own. Its progress arrives as
+        ``background_task_event`` events; :meth:`abort` stops it. An unknown agent, an empty
+        prompt or a model the provider cannot serve raises
+        :class:`robota.InvalidArgumentError`; a run that failed is a report with ``error``."""
+        self._check_open()
+        return SubagentReport.from_dict(
+            await self._native.run_subagent(prompt, agent_type, model, isolation)
+        )
+
+    def start_background_subagent(
+        self,
+        prompt: str,
+        agent_type: Optional[str] = None,
+        model: Optional[str] = None,
+        isolation: Literal["none", "worktree"] = "none",
+    ) -> BackgroundTask:
+        """Starts a subagent from host code as a background task (``kind == "agent"``) and
+        returns the task at once; arguments as for :meth:`run_subagent`. Wait for it with
+        :meth:`wait_background_task`, read its report with :meth:`read_background_task_log`,
+        stop it with :meth:`cancel_background_task`. The concurrency limit refuses one task too
+        many with :class:`robota.InvalidArgumentError`."""
+        self._check_open()
+        return BackgroundTask.from_dict(
+            self._native.start_background_subagent(prompt, agent_type, model, isolation)
         )
 
     def list_mcp_servers(self) -> List[Dict[str, Any]]:

@@ -13,6 +13,7 @@ mod host;
 mod host_mcp;
 mod provider_config;
 mod session_config;
+mod subagents;
 
 pub use command_context::{CommandContextOp, HostCommandContext};
 pub use error::{ApiError, ApiErrorKind};
@@ -26,6 +27,7 @@ pub use host::{
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{PersistenceConfig, SessionConfig};
+pub use subagents::{subagent_request, subagent_request_from_json};
 
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
 /// Python): see [`crate::sandbox::SandboxStatus`].

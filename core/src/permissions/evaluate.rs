@@ -36,6 +36,9 @@ pub fn evaluate_permission_with(
     context: &PermissionContext,
     resolver: &dyn PathResolver,
 ) -> PermissionDecision {
+    // `BackgroundProcess` starting a command runs it through the shell: it is judged exactly
+    // as that `Bash` call, so the second tool is no way around the shell's rules.
+    let tool_name = tools::as_judged(tool_name, input);
     let ev = Evaluator {
         ctx: context,
         resolver,
@@ -79,7 +82,7 @@ pub fn paths_to_resolve(
     let cwd = context.cwd_path();
     let home = context.home_path();
     let mut out = Vec::new();
-    match tools::family(tool_name) {
+    match tools::family(tools::as_judged(tool_name, input)) {
         Family::Read => out = read_tool_paths(tool_name, input, &cwd, home),
         Family::Edit => {
             if let Some(p) = tools::file_path(input) {

@@ -52,6 +52,30 @@ impl PermissionMode {
             PermissionMode::DontAsk => "dontAsk",
         }
     }
+
+    /// How much a mode lets run without the host's say, lowest first: `plan` (read-only),
+    /// `dontAsk` (only what is pre-allowed), `default` (the host is asked), `acceptEdits`,
+    /// `bypassPermissions`.
+    pub fn permissiveness(self) -> u8 {
+        match self {
+            PermissionMode::Plan => 0,
+            PermissionMode::DontAsk => 1,
+            PermissionMode::Default => 2,
+            PermissionMode::AcceptEdits => 3,
+            PermissionMode::BypassPermissions => 4,
+        }
+    }
+
+    /// The mode a child (a subagent) that asks for `self` runs in under a parent in `parent`:
+    /// `self` when it is as or less permissive than `parent`, else `parent` — a child can
+    /// narrow what its parent may do, never widen it.
+    pub fn capped_by(self, parent: PermissionMode) -> PermissionMode {
+        if self.permissiveness() <= parent.permissiveness() {
+            self
+        } else {
+            parent
+        }
+    }
 }
 
 impl fmt::Display for PermissionMode {
@@ -115,6 +139,19 @@ impl TryFrom<String> for PermissionMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_mode_never_exceeds_its_parents() {
+        use PermissionMode::*;
+        assert_eq!(BypassPermissions.capped_by(Default), Default);
+        assert_eq!(AcceptEdits.capped_by(Plan), Plan);
+        assert_eq!(Default.capped_by(DontAsk), DontAsk);
+        assert_eq!(Plan.capped_by(BypassPermissions), Plan);
+        assert_eq!(AcceptEdits.capped_by(BypassPermissions), AcceptEdits);
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.capped_by(mode), mode);
+        }
+    }
 
     #[test]
     fn canonical_names_round_trip() {

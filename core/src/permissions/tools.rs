@@ -50,6 +50,24 @@ pub(crate) fn known_tool_names() -> impl Iterator<Item = &'static str> {
         .chain(INTERNAL_TOOLS.iter().copied())
 }
 
+/// The tool a call is judged as: `BackgroundProcess` with a `command` (it starts that command in
+/// the shell) is judged as `Bash`; without one (list, read, stop its own tasks) as the
+/// session-internal `BashOutput`; every other call as itself.
+pub(crate) fn as_judged<'a>(tool: &'a str, input: &Value) -> &'a str {
+    if tool != "BackgroundProcess" {
+        return tool;
+    }
+    let starts = input
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.trim().is_empty());
+    if starts {
+        "Bash"
+    } else {
+        "BashOutput"
+    }
+}
+
 pub(crate) fn family(tool: &str) -> Family {
     match tool {
         "Bash" => Family::Bash,

@@ -137,6 +137,38 @@ impl std::fmt::Debug for PermissionEnforcer {
     }
 }
 
+/// Told `true` when a subagent's call starts waiting for the host's permission answer and
+/// `false` when that wait ends (see [`PermissionEnforcer::for_subagent`]).
+pub type PermissionWaitCallback = Arc<dyn Fn(bool) + Send + Sync>;
+
+/// The host's handler with the waits around its answers reported.
+struct WatchedHandler {
+    inner: Arc<dyn PermissionHandler>,
+    watch: PermissionWaitCallback,
+}
+
+/// Reports the end of a wait however it ends (answered, or abandoned after an abort).
+struct WaitEnds<'a>(&'a PermissionWaitCallback);
+
+impl Drop for WaitEnds<'_> {
+    fn drop(&mut self) {
+        (self.0)(false);
+    }
+}
+
+#[async_trait]
+impl PermissionHandler for WatchedHandler {
+    async fn request_permission(
+        &self,
+        request: PermissionRequest,
+        cancel: CancellationToken,
+    ) -> PermissionResponse {
+        (self.watch)(true);
+        let _ends = WaitEnds(&self.watch);
+        self.inner.request_permission(request, cancel).await
+    }
+}
+
 struct Inner {
     session_id: String,
     state: RwLock<State>,
@@ -222,11 +254,16 @@ impl PermissionEnforcer {
     /// Its run control is its own: a hook's `continue: false` inside the subagent stops the
     /// subagent, and "allow for the session" answers given to the subagent hold for that subagent
     /// only.
+    ///
+    /// `on_permission_wait`, when given, is told `true` when one of the subagent's calls starts
+    /// waiting for the permission handler's answer and `false` once it is answered (or the wait
+    /// is abandoned), so a background subagent's task can show `waiting_permission`.
     pub(crate) fn for_subagent(
         &self,
         agent_id: &str,
         agent_type: &str,
         isolated_cwd: Option<&std::path::Path>,
+        on_permission_wait: Option<PermissionWaitCallback>,
     ) -> PermissionEnforcer {
         let mut context = self.context();
         if let Some(cwd) = isolated_cwd {
@@ -252,7 +289,14 @@ impl PermissionEnforcer {
                     added: Vec::new(),
                 }),
                 hooks: self.inner.hooks.clone(),
-                handler: self.inner.handler.clone(),
+                handler: match (self.inner.handler.clone(), on_permission_wait) {
+                    (Some(handler), Some(watch)) => Some(Arc::new(WatchedHandler {
+                        inner: handler,
+                        watch,
+                    })
+                        as Arc<dyn PermissionHandler>),
+                    (handler, _) => handler,
+                },
                 targets: self.inner.targets.clone(),
                 events: self.inner.events.clone(),
                 resolver: Arc::clone(&self.inner.resolver),

@@ -2,7 +2,8 @@
 //! `{"ts": …, "seq": …, "type": …, …}`.
 //!
 //! It records what the session did ([`SessionLogEvent`]: `session_init`, `pre_run`, `text_delta`,
-//! `assistant`, `turn_end`, `error`, `session_shutdown`, history appends and replacements) and
+//! `assistant`, `turn_end`, `error`, `session_shutdown`, history appends and replacements,
+//! `background_task_event` for every background task transition) and
 //! every [`ExecutionEvent`] of the engine (provider requests and responses, tool batches, tool
 //! requests and results, committed messages, `history_mutation`). Two consumers rely on it:
 //!
@@ -52,6 +53,10 @@ use crate::provider::{ThinkingConfig, ToolChoice};
 
 /// File extension of session logs.
 pub const LOG_EXTENSION: &str = "jsonl";
+
+/// The `type` of the lines recording background task transitions (the manager's
+/// `state_changed` events, with the task snapshot).
+pub const TASK_EVENT_LOG_TYPE: &str = "background_task_event";
 
 /// The replacement for secret values.
 pub const REDACTED: &str = "[REDACTED]";

@@ -49,7 +49,7 @@ pub mod settings_writer;
 mod subagent;
 
 pub use context::ContextState;
-pub use enforcer::{EnforcerOptions, PermissionEnforcer};
+pub use enforcer::{EnforcerOptions, PermissionEnforcer, PermissionWaitCallback};
 pub use error::{RuleError, SessionError, SettingsProblem};
 pub use events::{SessionEvent, SessionEventCallback, SessionWarning};
 pub use fs_resolver::FsPathResolver;

@@ -12,11 +12,11 @@
 //! directly.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
 use super::lock::SessionLock;
-use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent};
+use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent, TASK_EVENT_LOG_TYPE};
 use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore, StoreError};
 use super::usage::UsageTotals;
@@ -39,8 +39,9 @@ pub(crate) struct Persistence {
     record: Mutex<SessionRecord>,
     events: EventSink,
     lock: Mutex<Option<SessionLock>>,
-    /// Set once the lock is released (shutdown): nothing is written after that.
-    closed: AtomicBool,
+    /// Set once the lock is released (shutdown): nothing is written after that. Shared with the
+    /// background task logger ([`task_event_logger`](Self::task_event_logger)).
+    closed: Arc<AtomicBool>,
 }
 
 fn store_error(id: &str, error: StoreError) -> SessionError {
@@ -189,7 +190,7 @@ impl Persistence {
             record: Mutex::new(record),
             events,
             lock: Mutex::new(lock.lock),
-            closed: AtomicBool::new(false),
+            closed: Arc::new(AtomicBool::new(false)),
         };
         let init = {
             let record = persistence.lock();
@@ -225,6 +226,27 @@ impl Persistence {
         if let Some(log) = &self.log {
             let _reported = log.append(event);
         }
+    }
+
+    /// A listener writing every background task transition to the session log as a
+    /// `background_task_event` line (spec 000: task events are part of the session's record),
+    /// until the session is closed. `None` when the log could not be opened.
+    pub(crate) fn task_event_logger(
+        &self,
+    ) -> Option<crate::tools::builtins::BackgroundTaskListener> {
+        let log = self.log.clone()?;
+        let closed = Arc::clone(&self.closed);
+        Some(Arc::new(
+            move |event: &crate::tools::builtins::BackgroundTaskEvent| {
+                if closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Ok(serde_json::Value::Object(data)) = serde_json::to_value(event) {
+                    // A failed write is reported through the log's error callback.
+                    let _reported = log.append_custom(TASK_EVENT_LOG_TYPE, data);
+                }
+            },
+        ))
     }
 
     /// The callback that logs the engine's execution events.

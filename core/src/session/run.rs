@@ -631,6 +631,14 @@ impl Session {
             let save_now = recovery.is_some();
             Persistence::open(store, record, lock, resumed, save_now, events.clone())
         });
+        if let (Some(builtins), Some(logger)) = (
+            &builtins,
+            persistence
+                .as_ref()
+                .and_then(Persistence::task_event_logger),
+        ) {
+            builtins.background_tasks().subscribe(logger);
+        }
 
         Ok(Session {
             sandbox,
@@ -1988,6 +1996,16 @@ impl Session {
     /// True once [`shutdown`](Self::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::SeqCst)
+    }
+
+    /// Adds `text` as model-only context of the next prompt (beside SessionStart and background
+    /// hook context): what the model should read with the user's next message but the user did
+    /// not write, such as the summary of a finished group of background subagents.
+    pub fn add_context_for_next_prompt(&self, text: impl Into<String>) {
+        self.start_context
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(text.into());
     }
 
     /// Takes the results of background hooks that finished since the last prompt: failures and

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use super::enforcer::PermissionWaitCallback;
 use super::error::SessionError;
 use super::events::SessionEvent;
 use super::run::{accumulate, interrupted_before_start, Session, STOP_HOOK_MESSAGE_METADATA};
@@ -32,6 +33,7 @@ use crate::engine::{
 };
 use crate::hooks::{HookEvent, HookInput, SubagentStopInput, MAX_CONSECUTIVE_STOP_BLOCKS};
 use crate::message::{Conversation, Message, MODEL_CONTEXT_METADATA};
+use crate::permissions::PermissionMode;
 use crate::tools::ToolRegistry;
 
 /// Prefix of every tool that runs one of the session's commands (the framework projects its
@@ -75,6 +77,13 @@ pub struct SubagentRun {
     pub model: Option<String>,
     /// Receives the subagent's engine events (tool starts and ends, text), for progress display.
     pub on_event: Option<EventCallback>,
+    /// The permission mode the subagent asks for (its agent definition's `permissionMode`),
+    /// capped by the session's mode when it starts ([`PermissionMode::capped_by`]): a subagent
+    /// never runs more permissively than its parent. `None`: the session's mode.
+    pub permission_mode: Option<PermissionMode>,
+    /// Told `true` when one of the subagent's calls starts waiting for the host's permission
+    /// answer and `false` when the wait ends.
+    pub on_permission_wait: Option<PermissionWaitCallback>,
 }
 
 impl std::fmt::Debug for SubagentRun {
@@ -87,6 +96,7 @@ impl std::fmt::Debug for SubagentRun {
             .field("isolated_cwd", &self.isolated_cwd)
             .field("max_turns", &self.max_turns)
             .field("model", &self.model)
+            .field("permission_mode", &self.permission_mode)
             .finish_non_exhaustive()
     }
 }
@@ -166,10 +176,12 @@ impl Session {
             return Err(SessionError::ShutDown);
         }
         let provider = self.provider_for_model(run.model.as_deref())?;
+        let parent_mode = self.enforcer().permission_mode();
         let gate = self.enforcer().for_subagent(
             &run.agent_id,
             &run.agent_type,
             run.isolated_cwd.as_deref(),
+            run.on_permission_wait.clone(),
         );
         let cwd = run
             .isolated_cwd
@@ -177,6 +189,16 @@ impl Session {
             .unwrap_or_else(|| self.cwd().to_path_buf());
         let common = gate.hook_common(&cwd);
         let (tools, mut notes) = select_tools(&engine.tools(), &run);
+        if let Some(requested) = run.permission_mode {
+            let mode = requested.capped_by(parent_mode);
+            if mode != requested {
+                notes.push(format!(
+                    "the agent asks for permission mode `{requested}`, which would allow more \
+                     than the session's `{parent_mode}`; it runs in `{mode}`"
+                ));
+            }
+            gate.set_permission_mode(mode);
+        }
         let tool_names: Vec<String> = tools.names().into_iter().map(str::to_string).collect();
         let transcript_path = common.transcript_path.as_deref().and_then(|log| {
             let logs = std::path::Path::new(log).parent()?;

@@ -431,7 +431,8 @@ static cJSON *session_options(const cJSON *scenario, const char *cwd, const char
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "cwd", cwd);
   cJSON_AddFalseToObject(o, "load_project_context");
-  cJSON_AddFalseToObject(o, "builtin_tools");
+  cJSON_AddBoolToObject(o, "builtin_tools",
+                        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(scenario, "builtin_tools")));
   const cJSON *skills = cJSON_GetObjectItemCaseSensitive(scenario, "skills");
   if (skills != NULL) cJSON_AddItemToObject(o, "skills", cJSON_Duplicate(skills, 1));
   const cJSON *commands = cJSON_GetObjectItemCaseSensitive(scenario, "commands");
@@ -584,6 +585,7 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
 
   cJSON *events = cJSON_CreateArray();
   cJSON *commands = cJSON_CreateArray();
+  cJSON *background_tasks = cJSON_CreateArray();
   const cJSON *action;
   cJSON_ArrayForEach(action, cJSON_GetObjectItemCaseSensitive(scenario, "actions")) {
     if (r->problem[0] != '\0') break;
@@ -591,6 +593,10 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
     const cJSON *abort_after = cJSON_GetObjectItemCaseSensitive(action, "abort_after_event");
     const cJSON *command = cJSON_GetObjectItemCaseSensitive(action, "command");
     const cJSON *wait_idle = cJSON_GetObjectItemCaseSensitive(action, "wait_idle");
+    const cJSON *start_subagent =
+        cJSON_GetObjectItemCaseSensitive(action, "start_background_subagent");
+    const cJSON *list_tasks = cJSON_GetObjectItemCaseSensitive(action, "list_background_tasks");
+    const cJSON *cancel_task = cJSON_GetObjectItemCaseSensitive(action, "cancel_background_task");
     if (cJSON_IsString(submit)) {
       st = robota_session_submit(s, submit->valuestring, strlen(submit->valuestring), &err);
       if (st != ROBOTA_STATUS_OK) fail_run(r, "submit", st, err);
@@ -633,6 +639,41 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
     } else if (wait_idle != NULL) {
       st = robota_session_wait_idle(s, WAIT_MS, &err);
       if (st != ROBOTA_STATUS_OK) fail_run(r, "wait_idle", st, err);
+    } else if (cJSON_IsObject(start_subagent)) {
+      /* The action's object is the request as robota_session_start_background_subagent reads it. */
+      char *request = cJSON_PrintUnformatted(start_subagent);
+      char *json = NULL;
+      st = robota_session_start_background_subagent(s, request, strlen(request), &json, &err);
+      if (st != ROBOTA_STATUS_OK) fail_run(r, "start_background_subagent", st, err);
+      robota_string_free(json);
+      cJSON_free(request);
+    } else if (list_tasks != NULL) {
+      char *json = NULL;
+      st = robota_session_list_background_tasks(s, &json, &err);
+      if (st != ROBOTA_STATUS_OK) {
+        fail_run(r, "list_background_tasks", st, err);
+      } else {
+        cJSON *tasks = cJSON_Parse(json);
+        cJSON *listed = cJSON_CreateArray();
+        const cJSON *task;
+        cJSON_ArrayForEach(task, tasks) {
+          static const char *const KEYS[] = {"id", "kind", "status", "command"};
+          cJSON *n = cJSON_CreateObject();
+          for (size_t k = 0; k < sizeof KEYS / sizeof KEYS[0]; k++)
+            cJSON_AddItemToObject(n, KEYS[k],
+                                  copy_or_null(cJSON_GetObjectItemCaseSensitive(task, KEYS[k])));
+          cJSON_AddItemToArray(listed, n);
+        }
+        cJSON_AddItemToArray(background_tasks, listed);
+        cJSON_Delete(tasks);
+      }
+      robota_string_free(json);
+    } else if (cJSON_IsString(cancel_task)) {
+      char *json = NULL;
+      st = robota_session_cancel_background_task(s, cancel_task->valuestring,
+                                                 strlen(cancel_task->valuestring), &json, &err);
+      if (st != ROBOTA_STATUS_OK) fail_run(r, "cancel_background_task", st, err);
+      robota_string_free(json);
     } else {
       snprintf(r->problem, sizeof r->problem, "unknown action");
     }
@@ -669,17 +710,24 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
   /* The actual result, shaped like `expected`. */
   const cJSON *expected = cJSON_GetObjectItemCaseSensitive(scenario, "expected");
   result = cJSON_CreateObject();
-  cJSON_AddItemToObject(result, "events", normalize_events(events));
-  char *messages_text = messages_of(s);
-  cJSON *messages = cJSON_Parse(messages_text);
-  robota_string_free(messages_text);
-  cJSON *normalized = cJSON_CreateArray();
-  const cJSON *message;
-  cJSON_ArrayForEach(message, messages) {
-    cJSON_AddItemToArray(normalized, normalize_message(message));
+  if (cJSON_GetObjectItemCaseSensitive(expected, "events") != NULL)
+    cJSON_AddItemToObject(result, "events", normalize_events(events));
+  if (cJSON_GetObjectItemCaseSensitive(expected, "messages") != NULL) {
+    char *messages_text = messages_of(s);
+    cJSON *messages = cJSON_Parse(messages_text);
+    robota_string_free(messages_text);
+    cJSON *normalized = cJSON_CreateArray();
+    const cJSON *message;
+    cJSON_ArrayForEach(message, messages) {
+      cJSON_AddItemToArray(normalized, normalize_message(message));
+    }
+    cJSON_Delete(messages);
+    cJSON_AddItemToObject(result, "messages", normalized);
   }
-  cJSON_Delete(messages);
-  cJSON_AddItemToObject(result, "messages", normalized);
+  if (cJSON_GetObjectItemCaseSensitive(expected, "background_tasks") != NULL) {
+    cJSON_AddItemToObject(result, "background_tasks", background_tasks);
+    background_tasks = NULL;
+  }
   if (cJSON_GetObjectItemCaseSensitive(expected, "response") != NULL) {
     const cJSON *response = NULL;
     const cJSON *event;
@@ -703,6 +751,7 @@ static cJSON *play(const cJSON *scenario, robota_runtime *rt, run_state *r) {
     robota_string_free(name);
   }
   cJSON_Delete(commands);
+  cJSON_Delete(background_tasks);
   cJSON_Delete(events);
   pthread_mutex_lock(&perms->lock);
   if (perms->problems[0] != '\0' && r->problem[0] == '\0')
@@ -729,7 +778,8 @@ int main(int argc, char **argv) {
   static const char *const TOP_KEYS[] = {"name",    "description",        "provider",
                                          "host_tools", "permission_answers", "settings",
                                          "skills",  "commands",           "mcp_servers",
-                                         "actions", "expected", "host_commands"};
+                                         "actions", "expected", "host_commands",
+                                         "builtin_tools"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;

@@ -21,8 +21,10 @@
 //!
 //! Keys: `name` and `description` (required; a one-line description's `\n` become line breaks,
 //! as in Claude Code), `tools` (allowlist: a comma list or a YAML list; `*` means all),
-//! `disallowedTools` (denylist), `model`, `maxTurns`. Keys Claude Code knows that robota does not
-//! use (`color`, `permissionMode`, …) and unknown keys are [`AgentWarning`]s on the
+//! `disallowedTools` (denylist), `model`, `maxTurns`, `permissionMode` (`default`, `acceptEdits`,
+//! `plan`, `bypassPermissions`, `dontAsk`: the mode the subagent runs in, never more permissive
+//! than its parent session's mode — see [`PermissionMode::capped_by`]). Keys Claude Code knows
+//! that robota does not use (`color`, …) and unknown keys are [`AgentWarning`]s on the
 //! [`AgentCatalog`].
 //!
 //! **One bad file never stops the session.** A file that cannot be used — no frontmatter, YAML
@@ -40,6 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::{read_regular_text, FileError, AGENT_DEFINITION_FILE};
 use crate::framework::frontmatter;
+use crate::permissions::PermissionMode;
 
 /// The agent used when a request names none.
 pub const DEFAULT_AGENT_TYPE: &str = "general-purpose";
@@ -103,6 +106,11 @@ pub struct AgentDefinition {
     /// Most rounds per run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// The permission mode it asks to run in (`permissionMode`); `None` inherits the session's.
+    /// It is capped by the session's mode when the subagent starts: a subagent may narrow what
+    /// its parent may do, never widen it ([`PermissionMode::capped_by`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<PermissionMode>,
     /// Where it came from.
     pub source: AgentSource,
 }
@@ -276,6 +284,7 @@ pub fn builtin_agents() -> Vec<AgentDefinition> {
             disallowed_tools: Vec::new(),
             model: None,
             max_turns: None,
+            permission_mode: None,
             source: AgentSource::Builtin,
         },
         AgentDefinition {
@@ -291,6 +300,7 @@ pub fn builtin_agents() -> Vec<AgentDefinition> {
             disallowed_tools: read_only.clone(),
             model: None,
             max_turns: None,
+            permission_mode: None,
             source: AgentSource::Builtin,
         },
         AgentDefinition {
@@ -305,6 +315,7 @@ pub fn builtin_agents() -> Vec<AgentDefinition> {
             disallowed_tools: read_only,
             model: None,
             max_turns: None,
+            permission_mode: None,
             source: AgentSource::Builtin,
         },
     ]
@@ -313,7 +324,6 @@ pub fn builtin_agents() -> Vec<AgentDefinition> {
 /// Keys Claude Code's agent files may have that robota reads but does not act on.
 const IGNORED_KEYS: &[&str] = &[
     "color",
-    "permissionMode",
     "skills",
     "hooks",
     "mcpServers",
@@ -469,6 +479,8 @@ const KNOWN_KEYS: &[&str] = &[
     "maxTurns",
     "max_turns",
     "max-turns",
+    "permissionMode",
+    "permission-mode",
 ];
 
 /// Parses one definition file's text; returns the definition and warnings about keys it ignored.
@@ -544,6 +556,14 @@ pub fn parse_agent_definition(
             }
         },
     };
+    let permission_mode = match text_field(&["permissionMode", "permission-mode"])? {
+        None => None,
+        Some((m, _)) if m.is_empty() => None,
+        Some((m, line)) => Some(
+            m.parse::<PermissionMode>()
+                .map_err(|e| invalid(Some(line), format!("`permissionMode`: {e}")))?,
+        ),
+    };
     let list = |keys: &[&str]| -> Result<Option<Vec<String>>, AgentDefinitionError> {
         match parsed.first_of(keys) {
             None => Ok(None),
@@ -589,6 +609,7 @@ pub fn parse_agent_definition(
             disallowed_tools,
             model,
             max_turns,
+            permission_mode,
             source,
         },
         warnings,
@@ -607,7 +628,8 @@ mod tests {
     fn lists_blocks_and_quotes_parse() {
         let d = parse(
             "---\nname: \"rev\"\ndescription: >\n  Reviews\n  diffs\ntools:\n  - Read\n  - Grep\n\
-             disallowedTools: [Write, 'Edit']\nmaxTurns: 3\nmodel: inherit\n---\nBe careful.\n",
+             disallowedTools: [Write, 'Edit']\nmaxTurns: 3\nmodel: inherit\n\
+             permissionMode: acceptEdits\n---\nBe careful.\n",
         )
         .map_err(|e| e.to_string());
         let Ok(d) = d else {
@@ -619,6 +641,7 @@ mod tests {
         assert_eq!(d.disallowed_tools, ["Write", "Edit"]);
         assert_eq!(d.max_turns, Some(3));
         assert_eq!(d.model, None);
+        assert_eq!(d.permission_mode, Some(PermissionMode::AcceptEdits));
         assert_eq!(d.system_prompt, "Be careful.");
     }
 
@@ -643,6 +666,10 @@ mod tests {
                 "system prompt is empty",
             ),
             ("---\nname: a b\ndescription: y\n---\nb", "may only contain"),
+            (
+                "---\nname: x\ndescription: y\npermissionMode: yolo\n---\nb",
+                "a.md:4: invalid agent definition: `permissionMode`: unknown permission mode `yolo`",
+            ),
         ];
         for (text, expected) in cases {
             let message = parse(text)

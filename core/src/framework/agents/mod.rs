@@ -30,6 +30,7 @@ pub use definition::{
 pub use runner::{
     new_agent_id, resolve_subagent_model, run_subagent, Isolation, SubagentError, SubagentProgress,
     SubagentProgressCallback, SubagentReport, SubagentRequest, WorktreeReport,
+    FORK_WORKER_PROMPT_SUFFIX, SUBAGENT_PROMPT_SUFFIX,
 };
 pub use task_tool::{TaskTool, TASK_TOOL_NAME};
 pub use worktree::{

@@ -27,6 +27,21 @@ pub enum Isolation {
     Worktree,
 }
 
+impl std::str::FromStr for Isolation {
+    type Err = String;
+
+    /// `none` or `worktree`.
+    fn from_str(value: &str) -> Result<Self, String> {
+        match value {
+            "worktree" => Ok(Isolation::Worktree),
+            "none" => Ok(Isolation::None),
+            other => Err(format!(
+                "unknown isolation `{other}`; use `worktree` (or `none`)"
+            )),
+        }
+    }
+}
+
 /// A request to run a subagent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SubagentRequest {
@@ -43,6 +58,10 @@ pub struct SubagentRequest {
     /// current model, or a full model id. `None`: the definition's, else the session's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// True for a fork worker (a skill with `context: fork`): its prompt ends with the fork-worker
+    /// suffix (answer within 500 words) instead of the subagent suffix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fork_worker: bool,
 }
 
 /// Why a subagent could not be run.
@@ -225,6 +244,16 @@ pub enum SubagentProgress {
         /// True when it failed.
         is_error: bool,
     },
+    /// One of the subagent's tool calls waits for the host's permission answer.
+    PermissionWaiting {
+        /// The run's id.
+        agent_id: String,
+    },
+    /// The permission wait ended (answered, or abandoned on abort).
+    PermissionAnswered {
+        /// The run's id.
+        agent_id: String,
+    },
     /// The subagent finished (also when interrupted or failed).
     Finished {
         /// The result.
@@ -252,11 +281,27 @@ pub fn new_agent_id() -> String {
     format!("agent-{}", &id[..12])
 }
 
-/// The subagent's system prompt: the definition's body, then what a subagent needs to know.
+/// The framework suffix of a subagent's system prompt (spec 000 "Framework System Prompt
+/// Suffixes"): report concisely to the caller.
+pub const SUBAGENT_PROMPT_SUFFIX: &str = "# Subagent\nYou were started by another agent to carry \
+     out the task in the user message. Work on it on your own; nobody answers questions. When \
+     you are done, reply with a concise report of what you found or did: that reply is all the \
+     caller sees.";
+
+/// The framework suffix of a fork worker's system prompt (a skill run with `context: fork`):
+/// answer within 500 words.
+pub const FORK_WORKER_PROMPT_SUFFIX: &str = "# Fork worker\nYou are a forked worker carrying out \
+     the skill in the user message for another agent. Work on it on your own; nobody answers \
+     questions. When you are done, reply with the result in at most 500 words: that reply is all \
+     the caller sees.";
+
+/// The subagent's system prompt (spec 000 `assembleSubagentPrompt`): the definition's body,
+/// the project's instruction files, the framework suffix, then where it works.
 fn system_prompt(
     definition: &AgentDefinition,
     session: &Session,
     worktree: Option<&Worktree>,
+    fork_worker: bool,
 ) -> String {
     let mut prompt = definition.system_prompt.trim().to_string();
     // The project's instruction files (AGENTS.md, CLAUDE.md) bind the subagent as they bind
@@ -265,11 +310,12 @@ fn system_prompt(
         prompt.push_str("\n\n");
         prompt.push_str(instructions.trim());
     }
-    prompt.push_str(
-        "\n\n# Subagent\nYou were started by another agent to carry out the task in the user \
-         message. Work on it on your own; nobody answers questions. When you are done, reply \
-         with a concise report of what you found or did: that reply is all the caller sees.",
-    );
+    prompt.push_str("\n\n");
+    prompt.push_str(if fork_worker {
+        FORK_WORKER_PROMPT_SUFFIX
+    } else {
+        SUBAGENT_PROMPT_SUFFIX
+    });
     match worktree {
         Some(worktree) => {
             prompt.push_str(&format!(
@@ -389,17 +435,30 @@ pub async fn run_subagent(
             _ => {}
         }) as crate::engine::EventCallback
     });
+    let on_permission_wait = on_progress.clone().map(|callback| {
+        let agent_id = agent_id.clone();
+        Arc::new(move |waiting: bool| {
+            let agent_id = agent_id.clone();
+            callback(if waiting {
+                SubagentProgress::PermissionWaiting { agent_id }
+            } else {
+                SubagentProgress::PermissionAnswered { agent_id }
+            })
+        }) as crate::session::PermissionWaitCallback
+    });
     let run = SubagentRun {
         agent_id: agent_id.clone(),
         agent_type: definition.name.clone(),
         prompt: prompt.to_string(),
-        system_prompt: system_prompt(&definition, session, worktree.as_ref()),
+        system_prompt: system_prompt(&definition, session, worktree.as_ref(), request.fork_worker),
         allowed_tools: definition.tools.clone(),
         disallowed_tools: definition.disallowed_tools.clone(),
         isolated_cwd: worktree.as_ref().map(|w| w.cwd.clone()),
         max_turns: definition.max_turns.unwrap_or(0),
         model: Some(model.clone()),
         on_event: forward,
+        permission_mode: definition.permission_mode,
+        on_permission_wait,
     };
     let result = session.run_subagent(run, cancel).await;
     // The worktree is cleaned up whatever happened to the run.

@@ -66,6 +66,7 @@ fn parse_input(input: &Value) -> Result<(SubagentRequest, bool), String> {
             prompt: prompt.to_string(),
             isolation: Default::default(),
             model: optional_text(input, "model")?.map(str::to_string),
+            fork_worker: false,
         },
         background,
     ))

@@ -121,6 +121,7 @@ pub fn parse_agent_args(args: &str, catalog: &AgentCatalog) -> Result<SubagentRe
         prompt,
         isolation,
         model,
+        fork_worker: false,
     })
 }
 
@@ -140,17 +141,12 @@ fn parse_json_args(args: &str) -> Result<SubagentRequest, String> {
         prompt,
         isolation,
         model: text("model"),
+        fork_worker: false,
     })
 }
 
 fn parse_isolation(value: &str) -> Result<Isolation, String> {
-    match value {
-        "worktree" => Ok(Isolation::Worktree),
-        "none" => Ok(Isolation::None),
-        other => Err(format!(
-            "unknown isolation `{other}`; use `worktree` (or `none`)"
-        )),
-    }
+    value.parse()
 }
 
 /// The first whitespace-separated word and the rest.
@@ -243,6 +239,7 @@ mod tests {
                 prompt: "find the tests".into(),
                 isolation: Isolation::Worktree,
                 model: None,
+                fork_worker: false,
             })
         );
         let parsed = parse_agent_args("explain \"this\"", &catalog);

@@ -16,6 +16,7 @@ mod checkpoints;
 mod custom_commands;
 pub mod events;
 mod host;
+mod job_groups;
 mod skills;
 mod subagents;
 
@@ -55,6 +56,9 @@ pub use events::{
     ToolResultKind, ToolState, UsageSnapshot, DEFAULT_EVENT_BUFFER, MAX_TOOL_RESULT_DATA,
 };
 use host::SessionHost;
+pub use job_groups::{
+    BackgroundJobGroup, JobGroupRequest, JobGroupStatus, JobGroupSummary, JobGroupWaitPolicy,
+};
 use skills::{ActiveSkill, SkillSetup};
 
 /// Everything an interactive session is made from.
@@ -465,6 +469,8 @@ pub(crate) struct Inner {
     /// The custom commands, when skills were requested.
     custom: Option<crate::framework::commands::custom::CustomCommandCatalog>,
     checkpoints: Option<Arc<CheckpointRecorder>>,
+    /// Background job groups (see [`job_groups`]).
+    job_groups: job_groups::JobGroups,
 }
 
 /// The client-facing session. Cheap to share: [`InteractiveSession::new`] returns an `Arc`.
@@ -697,6 +703,7 @@ impl InteractiveSession {
             plugins,
             custom,
             checkpoints,
+            job_groups: Default::default(),
         });
         *weak_inner.lock().unwrap_or_else(PoisonError::into_inner) = Arc::downgrade(&inner);
         host.attach(&inner);

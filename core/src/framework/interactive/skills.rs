@@ -258,6 +258,7 @@ impl Inner {
             isolation: Default::default(),
             // The forked run goes to the skill's `model`; the session's model is untouched.
             model: skill.model.clone(),
+            fork_worker: true,
         };
         let result = self.run_subagent_for(&catalog, request).await;
         match result {

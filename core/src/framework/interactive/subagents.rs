@@ -117,6 +117,10 @@ impl Inner {
                         task.set_current_action(Some(format!("running {tool_name}")));
                     }
                     SubagentProgress::ToolEnd { .. } => task.set_current_action(None),
+                    SubagentProgress::PermissionWaiting { .. } => task.set_waiting_permission(true),
+                    SubagentProgress::PermissionAnswered { .. } => {
+                        task.set_waiting_permission(false)
+                    }
                     _ => {}
                 }
                 if let Some(inner) = weak.upgrade() {
@@ -172,7 +176,7 @@ impl InteractiveSession {
             .map_err(InteractiveError::Subagent)
     }
 
-    fn subagent_catalog(&self) -> Result<AgentCatalog, InteractiveError> {
+    pub(super) fn subagent_catalog(&self) -> Result<AgentCatalog, InteractiveError> {
         self.inner.agent_catalog().ok_or_else(|| {
             InteractiveError::Subagent(
                 "subagents are not enabled in this session: compose the agent command module \

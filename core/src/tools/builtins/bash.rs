@@ -71,6 +71,9 @@ const SCHEMA: InputSchema = InputSchema {
 pub struct BashTool {
     shared: Arc<Shared>,
     description: String,
+    /// The tool named as the origin of the background tasks it starts (`Bash`, or
+    /// `BackgroundProcess` when that tool starts its processes through this one).
+    origin_tool: &'static str,
 }
 
 impl BashTool {
@@ -109,6 +112,7 @@ with KillShell. A background task runs until it exits, is stopped, or the sessio
         BashTool {
             shared,
             description,
+            origin_tool: "Bash",
         }
     }
 }
@@ -178,6 +182,12 @@ were stopped when it finished: a Bash call's processes end with the call. Start 
 watchers with `run_in_background: true` instead.";
 
 impl BashTool {
+    /// This tool, naming `origin_tool` as the origin of the background tasks it starts.
+    pub(super) fn with_origin(mut self, origin_tool: &'static str) -> Self {
+        self.origin_tool = origin_tool;
+        self
+    }
+
     /// The sandbox `command` runs in (`Ok(None)`: unsandboxed), or why it may not run at all.
     fn placement(
         &self,
@@ -211,7 +221,7 @@ impl BashTool {
             command: &command,
             description: description.as_deref(),
             cwd: &context.cwd,
-            origin: TaskOrigin::tool("Bash", &context.tool_use_id),
+            origin: TaskOrigin::tool(self.origin_tool, &context.tool_use_id),
             max_runtime,
         };
         match process_runner::start(&shared.background, shared, request, sandbox) {

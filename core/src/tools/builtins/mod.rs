@@ -82,6 +82,7 @@ macro_rules! blocking_file_tool {
 }
 
 pub mod background;
+mod background_process;
 mod bash;
 mod bash_output;
 mod budget;
@@ -108,9 +109,10 @@ use std::time::Duration;
 
 pub use background::{
     BackgroundLimits, BackgroundOutput, BackgroundTaskEvent, BackgroundTaskInfo,
-    BackgroundTaskManager, BackgroundTasks, ExternalTask, ExternalTaskRequest, LogStream, TaskKind,
-    TaskLogPage, TaskOrigin, TaskStatus, TimeoutReason,
+    BackgroundTaskListener, BackgroundTaskManager, BackgroundTasks, ExternalTask,
+    ExternalTaskRequest, LogStream, TaskKind, TaskLogPage, TaskOrigin, TaskStatus, TimeoutReason,
 };
+pub use background_process::{BackgroundProcessTool, BACKGROUND_PROCESS_TOOL_NAME};
 pub use bash::{BashTool, DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 pub use bash_output::{BashOutputTool, KillShellTool};
 pub use budget::OutputLimit;
@@ -205,6 +207,9 @@ pub struct BuiltinToolsConfig {
     /// Limits and watchdogs of background tasks (how many at once, timeouts, output kept in
     /// memory).
     pub background: BackgroundLimits,
+    /// Also offer the `BackgroundProcess` tool ([`BackgroundProcessTool`]; off by default, as
+    /// Claude Code has no such tool and `Bash` with `run_in_background` does the same).
+    pub background_process_tool: bool,
 }
 
 impl Default for BuiltinToolsConfig {
@@ -222,6 +227,7 @@ impl Default for BuiltinToolsConfig {
             sandbox: None,
             processes: None,
             background: BackgroundLimits::default(),
+            background_process_tool: false,
         }
     }
 }
@@ -244,6 +250,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
             .field("sandbox", &self.sandbox.is_some())
             .field("processes", &self.processes)
             .field("background", &self.background)
+            .field("background_process_tool", &self.background_process_tool)
             .finish()
     }
 }
@@ -296,6 +303,8 @@ impl Shared {
 #[derive(Clone)]
 pub struct Builtins {
     shared: Arc<Shared>,
+    /// [`BuiltinToolsConfig::background_process_tool`].
+    background_process_tool: bool,
 }
 
 impl std::fmt::Debug for Builtins {
@@ -316,6 +325,7 @@ impl Builtins {
         let background =
             BackgroundTasks::with_limits(config.background, config.session_dir.clone());
         Builtins {
+            background_process_tool: config.background_process_tool,
             shared: Arc::new(Shared {
                 workspace: Workspace::new(
                     config.additional_roots,
@@ -338,9 +348,10 @@ impl Builtins {
         }
     }
 
-    /// All the built-in tools ([`BUILTIN_TOOL_NAMES`]).
+    /// All the built-in tools ([`BUILTIN_TOOL_NAMES`], then `BackgroundProcess` when
+    /// configured).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(BashTool::new(self)),
             Arc::new(BashOutputTool::new(self)),
             Arc::new(KillShellTool::new(self)),
@@ -354,7 +365,11 @@ impl Builtins {
             Arc::new(WebFetchTool::new(self)),
             Arc::new(WebSearchTool::new(self)),
             Arc::new(TodoWriteTool::new(self)),
-        ]
+        ];
+        if self.background_process_tool {
+            tools.push(Arc::new(BackgroundProcessTool::new(self)));
+        }
+        tools
     }
 
     /// The current TodoWrite task list.

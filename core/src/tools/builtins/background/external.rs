@@ -6,7 +6,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, Weak};
 
 use tokio_util::sync::CancellationToken;
@@ -43,6 +43,8 @@ pub struct ExternalTask {
     stop: CancellationToken,
     log: Mutex<std::fs::File>,
     finished: AtomicBool,
+    /// Calls of the work waiting for a permission answer (several can wait at once).
+    waiting_permissions: AtomicUsize,
 }
 
 impl std::fmt::Debug for ExternalTask {
@@ -84,6 +86,28 @@ impl ExternalTask {
             if let Some(task) = registry.find_mut(&self.id) {
                 task.info.current_action = action;
             }
+        }
+    }
+
+    /// Says that one of the work's calls started (`true`) or stopped (`false`) waiting for the
+    /// host's permission answer: the task is `waiting_permission` while any call waits, then
+    /// `running` again (spec 000 lifecycle).
+    pub fn set_waiting_permission(&self, waiting: bool) {
+        let to = if waiting {
+            let before = self.waiting_permissions.fetch_add(1, Ordering::SeqCst);
+            (before == 0).then_some(TaskStatus::WaitingPermission)
+        } else {
+            let before = self
+                .waiting_permissions
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    Some(n.saturating_sub(1))
+                })
+                .unwrap_or(0);
+            (before == 1).then_some(TaskStatus::Running)
+        };
+        if let (Some(to), Some(manager)) = (to, self.manager.upgrade()) {
+            // An ended task stays ended: the lifecycle refuses the change, which is right.
+            let _ = manager.transition(&self.id, to, |_| {});
         }
     }
 
@@ -191,6 +215,7 @@ impl BackgroundTasks {
             stop,
             log: Mutex::new(log),
             finished: AtomicBool::new(false),
+            waiting_permissions: AtomicUsize::new(0),
         })
     }
 }
@@ -237,6 +262,15 @@ mod tests {
             tasks.read_new_output("agent_1").expect("read").stdout,
             "REPORT"
         );
+        // Two calls wait for a permission answer: waiting until both are answered.
+        task.set_waiting_permission(true);
+        task.set_waiting_permission(true);
+        let status = |tasks: &BackgroundTasks| tasks.get("agent_1").map(|t| t.status);
+        assert_eq!(status(&tasks), Some(TaskStatus::WaitingPermission));
+        task.set_waiting_permission(false);
+        assert_eq!(status(&tasks), Some(TaskStatus::WaitingPermission));
+        task.set_waiting_permission(false);
+        assert_eq!(status(&tasks), Some(TaskStatus::Running));
         task.finish(TaskStatus::Completed, None);
         task.finish(TaskStatus::Failed, Some("ignored".into()));
         let info = tasks.get("agent_1").expect("listed");
