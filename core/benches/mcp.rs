@@ -171,7 +171,7 @@ fn main() -> BenchResult<()> {
         ms(three)
     );
     println!(
-        "  3 stdio servers connected (1st prompt) {:>7.2} ms",
+        "  3 servers connected (1st prompt)      {:>8.2} ms",
         ms(three_ready)
     );
     println!(
