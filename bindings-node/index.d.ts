@@ -124,6 +124,11 @@ export declare class NativeSession {
   /** The MCP servers of the session as JSON (see the facade's `listMcpServers`). */
   listMcpServers(): string
   /**
+   * Resolves when the MCP servers are done starting, or after `timeout_ms` (none: when they
+   * are): true when no server is still starting.
+   */
+  waitForMcpServers(timeoutMs?: number | undefined | null): Promise<boolean>
+  /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,
    * `prompt_input_exit`.

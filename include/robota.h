@@ -609,7 +609,9 @@ robota_status robota_session_options_set_permission_handler(struct robota_sessio
 // Sets the browser step of remote MCP servers' OAuth: when an HTTP or SSE server from the
 // session's configuration answers that it needs authorization, `callback` gets `{"server":
 // "name", "url": "https://…"}` and should open the URL in a browser (or show it to the user),
-// then resolve its completion (the answer is not used; a rejection changes nothing). The
+// then resolve its completion (the answer is not used; a rejection ends the authorization at
+// once: the server is `needs_auth`, its status naming the message). Servers connect in the
+// background, so the callback runs while the host goes on after `robota_session_new`. The
 // authorization completes through the session's redirect listener on 127.0.0.1 and the tokens
 // are kept in `~/.robota/mcp-oauth` for later sessions. Without a handler such a server's
 // status is `needs_auth` (`robota_session_list_mcp_servers`). Setting it again replaces it.
@@ -1274,7 +1276,9 @@ robota_status robota_session_rollback_edit_checkpoint(const struct robota_sessio
 // …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
 // "connected" | "failed" | "disabled" | "needs_auth" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 // Their tools are offered to the model; run a prompt with `robota_session_execute_command`
-// (`mcp__<server>__<prompt>` as the command).
+// (`mcp__<server>__<prompt>` as the command). Servers connect in the background from the moment
+// the session is created, so right after it they are `pending`
+// (`robota_session_wait_for_mcp_servers`).
 //
 // Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
 //
@@ -1283,6 +1287,20 @@ robota_status robota_session_rollback_edit_checkpoint(const struct robota_sessio
 robota_status robota_session_list_mcp_servers(const struct robota_session *s,
                                               char **out_json,
                                               struct robota_error **out_err);
+
+// Waits until the MCP servers are done starting (each `connected`, `failed`, `needs_auth` or
+// `disabled`), at most `timeout_ms` milliseconds. Prompts need not wait first: each waits for
+// servers still starting before its first model call.
+//
+// Returns `ROBOTA_STATUS_OK` when no server is still starting (also when the session has
+// none), `ROBOTA_STATUS_TIMEOUT` when the time ran out. Blocks the calling thread: refused
+// (`ROBOTA_STATUS_INVALID_STATE`) on engine threads, i.e. inside callbacks.
+//
+// # Safety
+// `s` is a live session; `out_err` is NULL or valid for writes.
+robota_status robota_session_wait_for_mcp_servers(const struct robota_session *s,
+                                                  uint64_t timeout_ms,
+                                                  struct robota_error **out_err);
 
 // The full history as a JSON array: chat messages and event entries (`{"id", "timestamp",
 // "category": "chat" | "event", "type", "data"}`).

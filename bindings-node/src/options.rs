@@ -10,8 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use robota::api::{
-    ApiError, HostCommand, HostHookSpec, HostMcpServerBuilder, HostPermissionHandler, HostProvider,
-    HostProviderInfo, HostTool, HostToolSpec, ProviderConfig, SessionConfig,
+    host_mcp_authorization_handler, ApiError, HostCommand, HostHookSpec, HostMcpServerBuilder,
+    HostPermissionHandler, HostProvider, HostProviderInfo, HostTool, HostToolSpec, ProviderConfig,
+    SessionConfig,
 };
 use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
@@ -60,6 +61,9 @@ struct NativeOptions {
     mcp_in_process: Vec<InProcessServerSpec>,
     #[serde(default)]
     permission_handler: bool,
+    /// True when the host gave `onMcpAuthorization` (the OAuth browser step).
+    #[serde(default)]
+    mcp_authorization: bool,
     #[serde(default)]
     hooks: Vec<Value>,
     #[serde(default)]
@@ -137,6 +141,12 @@ pub(crate) fn build_options(
     if options.permission_handler {
         let function = BridgeFunction::new(bridge, "permission", Value::Null);
         session.permission_handler = Some(HostPermissionHandler::new(function));
+    }
+    if options.mcp_authorization {
+        // Called on the MCP runtime while the servers connect in the background; the JavaScript
+        // thread is free then (the constructor returned), so the callback runs at once.
+        let function = BridgeFunction::new(bridge, "mcp_authorization", Value::Null);
+        session.mcp_authorization_handler = Some(host_mcp_authorization_handler(function));
     }
     for (index, hook) in options.hooks.into_iter().enumerate() {
         let spec = HostHookSpec::from_json_value(hook)?;

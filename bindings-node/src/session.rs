@@ -456,6 +456,16 @@ impl NativeSession {
         to_json(&self.session.list_mcp_servers())
     }
 
+    /// Resolves when the MCP servers are done starting, or after `timeout_ms` (none: when they
+    /// are): true when no server is still starting.
+    #[napi]
+    pub async fn wait_for_mcp_servers(&self, timeout_ms: Option<f64>) -> napi::Result<bool> {
+        let timeout = timeout_ms
+            .filter(|ms| ms.is_finite())
+            .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
+        Ok(self.session.wait_for_mcp_servers(timeout).await)
+    }
+
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the
     /// JavaScript functions. `reason`: `other` (default), `clear`, `logout`,
     /// `prompt_input_exit`.

@@ -1,5 +1,6 @@
 /** MCP servers from Node: a real server written with the `mcp` Python package (installed by
- * tests/mcp-servers/setup.sh) given in `mcpServers`, listed with its status and tools, its tool
+ * tests/mcp-servers/setup.sh) given in `mcpServers`, connecting in the background (pending
+ * right after the constructor, `waitForMcpServers`), listed with its status and tools, its tool
  * called by the model with the result reaching the model; a server that cannot start is
  * reported as failed while the session goes on. */
 
@@ -29,6 +30,14 @@ test('mcp: a server from mcpServers is listed and its tool results reach the mod
       gone: { command: '/nonexistent/mcp-server' },
     },
   });
+  // The servers connect in the background: right after the constructor they are pending (the
+  // Python server takes far longer than this to start), and a short wait runs out.
+  assert.deepEqual(
+    session.listMcpServers().find((s) => s.name === 'py')?.status,
+    { state: 'pending' },
+  );
+  assert.equal(await session.waitForMcpServers(1), false);
+  assert.equal(await within(30_000, session.waitForMcpServers(), 'the MCP start-up'), true);
   const byName = Object.fromEntries(session.listMcpServers().map((s) => [s.name, s]));
   const py = byName.py;
   const gone = byName.gone;

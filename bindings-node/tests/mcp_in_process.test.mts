@@ -79,6 +79,7 @@ describe('in-process MCP servers', () => {
       settings: { permissions: { allow: ['mcp__calc'] } },
       mcpServers: { calc: calculator(calls) },
     });
+    assert.equal(await within(20_000, session.waitForMcpServers(), 'the MCP start-up'), true);
     const [calc] = session.listMcpServers();
     assert.ok(calc !== undefined);
     assert.deepEqual(calc.status, { state: 'connected' });

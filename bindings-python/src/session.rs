@@ -102,8 +102,8 @@ fn interactive_error(e: InteractiveError) -> PyErr {
 
 /// The browser step of remote MCP servers' OAuth: `open(server, url)` (the `robota` package's
 /// adapter, which also runs a coroutine the host's function returns) is called on a thread of
-/// its own, not on the host's event loop, because the URL is asked for while the session is
-/// being created — when the loop is busy creating it — and the engine must not wait for it.
+/// its own, not on the host's event loop: the URL is asked for while the servers connect in the
+/// background, whatever the loop is doing then, and the engine must not wait for it.
 fn authorization_handler(open: Py<PyAny>) -> robota::mcp::McpAuthorizationHandler {
     let open = Arc::new(open);
     robota::mcp::McpAuthorizationHandler::new(move |server, url| {
@@ -463,6 +463,23 @@ impl NativeSession {
     /// The MCP servers of the session (see `robota.InteractiveSession.list_mcp_servers`).
     fn list_mcp_servers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         ser_to_py(py, &self.session.list_mcp_servers())
+    }
+
+    /// Waits until the MCP servers are done starting, for at most `timeout_ms` (`None`: until
+    /// they are); resolves with whether none is still starting.
+    #[pyo3(signature = (timeout_ms=None))]
+    fn wait_for_mcp_servers<'py>(
+        &self,
+        py: Python<'py>,
+        timeout_ms: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let session = Arc::clone(&self.session);
+        crate::aio::awaitable(py, async move {
+            Ok(session
+                .wait_for_mcp_servers(timeout_ms.map(std::time::Duration::from_millis))
+                .await)
+        })
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).

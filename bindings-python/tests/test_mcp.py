@@ -35,6 +35,9 @@ async def test_mcp_server_tools_reach_the_model(opts: Dict[str, Any]) -> None:
     servers = {"py": python_server(), "gone": {"command": "/nonexistent/mcp-server"}}
     settings = {"permissions": {"allow": ["mcp__py"]}}
     async with InteractiveSession(provider=provider, mcp_servers=servers, settings=settings, **opts) as session:
+        # The servers connect in the background; a short wait may end before they do.
+        assert not await session.wait_for_mcp_servers(timeout=0.01)
+        assert await session.wait_for_mcp_servers()
         listed = {s["name"]: s for s in session.list_mcp_servers()}
         assert listed["py"]["status"] == {"state": "connected"}
         assert listed["py"]["transport"] == "stdio"
@@ -126,6 +129,7 @@ async def test_a_remote_server_that_requires_oauth_is_authorized_through_the_hos
                 on_mcp_authorization=open_url,
                 **opts,
             ) as session:
+                assert await session.wait_for_mcp_servers()
                 listed = {s["name"]: s for s in session.list_mcp_servers()}
                 assert listed["secure"]["status"] == {"state": "connected"}, listed["secure"]
                 await session.submit("add")

@@ -75,6 +75,7 @@ async def test_in_process_server_tools_reach_the_model(mock_llm: MockLlm, opts: 
     async with InteractiveSession(
         provider=provider, mcp_servers={"calc": server}, settings=settings, **opts
     ) as session:
+        assert await session.wait_for_mcp_servers()
         listed = {s["name"]: s for s in session.list_mcp_servers()}
         assert listed["calc"]["status"] == {"state": "connected"}
         assert listed["calc"]["transport"] == "sdk"

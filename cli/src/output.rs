@@ -19,7 +19,7 @@ use robota::session::SessionEvent;
 use crate::args::{Cli, OutputFormat, PermissionPrompt};
 use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::prompt::{StdinLines, StdinPermissionHandler};
-use crate::render::{settings_warning_line, Progress, Terminal};
+use crate::render::{session_notice_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 use crate::{EXIT_INTERRUPTED, EXIT_REFUSED, EXIT_RUN_ERROR, EXIT_TRUNCATED};
 
@@ -93,8 +93,9 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
                 eprintln!("{line}");
             }
         } else if text_mode {
-            // Reported as the session opens, before the prompt's progress is followed.
-            if let Some(line) = settings_warning_line(&event) {
+            // Settings warnings as the session opens, MCP servers' status as it changes: apart
+            // from the prompt's progress.
+            if let Some(line) = session_notice_line(&event) {
                 shown.note(&line);
             }
         }
@@ -136,6 +137,17 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
         );
     }
     if format == OutputFormat::StreamJson {
+        // The init line lists the tools: those of MCP servers still connecting in the background
+        // belong in it (the prompt would wait for them anyway).
+        session.wait_for_mcp_servers(None).await;
+        let mcp_servers: Vec<Value> = session
+            .list_mcp_servers()
+            .iter()
+            .map(|server| {
+                let status = serde_json::to_value(&server.status).unwrap_or(Value::Null);
+                json!({"name": server.name, "status": status["state"]})
+            })
+            .collect();
         let init = json!({
             "type": "system",
             "subtype": "init",
@@ -144,6 +156,7 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
             "permission_mode": session.session().permission_mode(),
             "tools": session.session().tool_names(),
             "sandbox": sandbox,
+            "mcp_servers": mcp_servers,
             "warnings": warnings,
         });
         let mut stdout = std::io::stdout().lock();
@@ -428,6 +441,9 @@ pub fn describe(event: &SessionEvent) -> Option<String> {
         )),
         SessionEvent::Warning { source, message } => Some(format!("warning: {source}: {message}")),
         SessionEvent::SettingsWarning { warning } => Some(format!("warning: settings: {warning}")),
+        SessionEvent::McpServerStatus { .. } => {
+            session_notice_line(event).map(|line| line.trim_start().to_string())
+        }
         SessionEvent::PersistenceError { operation, message } => Some(format!(
             "warning: could not save the session ({operation}): {message}"
         )),

@@ -406,11 +406,24 @@ fn session_line(event: &SessionEvent) -> Option<String> {
     }
 }
 
-/// The line for a settings warning, which the session reports once as it opens — before any
-/// prompt's progress is followed, so it is shown from the session's own events (`on_event`).
-pub fn settings_warning_line(event: &SessionEvent) -> Option<String> {
+/// The line for what the session reports apart from a prompt's progress, so it is shown from
+/// the session's own events (`on_event`): a settings warning (once, as the session opens) and an
+/// MCP server's status change (its servers connect in the background, so `connected`, `failed`
+/// or `needs_auth` arrives whenever the server gets there; `pending` is not worth a line).
+pub fn session_notice_line(event: &SessionEvent) -> Option<String> {
+    use robota::mcp::McpServerStatus;
     match event {
         SessionEvent::SettingsWarning { warning } => Some(format!("! settings: {warning}")),
+        SessionEvent::McpServerStatus { server, status } => match status {
+            McpServerStatus::Connected => Some(format!("  mcp: server `{server}` connected")),
+            McpServerStatus::Failed { reason } => {
+                Some(format!("! mcp: server `{server}` failed: {reason}"))
+            }
+            McpServerStatus::NeedsAuth { reason } => Some(format!(
+                "! mcp: server `{server}` needs authorization: {reason}"
+            )),
+            McpServerStatus::Pending | McpServerStatus::Disabled { .. } => None,
+        },
         _ => None,
     }
 }

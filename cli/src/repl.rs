@@ -18,7 +18,7 @@ use crate::args::Cli;
 use crate::driver::{open_session, recovery_notice, resumed_notice, CliError};
 use crate::output::follow;
 use crate::prompt::{StdinLines, StdinPermissionHandler};
-use crate::render::{settings_warning_line, Progress, Terminal};
+use crate::render::{session_notice_line, Progress, Terminal};
 use crate::signals::{exit_now, note, shut_down, Signals, Termination};
 
 /// What the REPL does after a command.
@@ -159,7 +159,7 @@ fn open(
     // as the session opens.
     let shown = terminal.clone();
     let opened = open_session(cli, Some(handler), move |event| {
-        if let Some(line) = settings_warning_line(&event) {
+        if let Some(line) = session_notice_line(&event) {
             shown.note(&line);
         }
     })?;

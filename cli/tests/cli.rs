@@ -1730,10 +1730,13 @@ async fn mcp_config_adds_a_server_whose_tools_the_model_calls() {
     .await;
     let project = Project::new();
     project.use_mock(&mock);
-    let config = json!({"mcpServers": {"py": {
-        "command": servers.join(".venv/bin/python"),
-        "args": [servers.join("python_server.py")]
-    }}})
+    let config = json!({"mcpServers": {
+        "py": {
+            "command": servers.join(".venv/bin/python"),
+            "args": [servers.join("python_server.py")]
+        },
+        "gone": {"command": "/nonexistent/mcp-server"}
+    }})
     .to_string();
     let output = project.run(&[
         "-p",
@@ -1745,6 +1748,14 @@ async fn mcp_config_adds_a_server_whose_tools_the_model_calls() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output), "Added.\n");
+    // The servers connect in the background; the only prompt waited for them, and each status
+    // change was printed as it came.
+    let log = stderr(&output);
+    assert!(log.contains("mcp: server `py` connected"), "{log}");
+    assert!(
+        log.contains("! mcp: server `gone` failed: cannot run"),
+        "{log}"
+    );
     assert!(
         sent_text(&mock, 1).contains("42"),
         "{}",

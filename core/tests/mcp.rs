@@ -47,6 +47,16 @@ fn host_servers(value: Value) -> Vec<robota::mcp::McpServerEntry> {
     entries
 }
 
+/// The states `server` went through, from its `mcp_server_status` events.
+fn states_of(events: &Events, server: &str) -> Vec<String> {
+    events
+        .of("mcp_server_status")
+        .iter()
+        .filter(|e| e["server"] == server)
+        .filter_map(|e| e["status"]["state"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn pid_alive(pid: u32) -> bool {
     // Signal 0 checks for existence; a zombie (not yet reaped) counts as gone.
     let status = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -82,6 +92,10 @@ async fn stdio_everything_server_tools_resources_hooks_and_shutdown() {
     }}));
     let session = session(options);
 
+    // The server connects in the background; the first prompt waits for it, so its tools are
+    // in the first request.
+    let outcome = session.run("use the tools").await.expect("run");
+    assert_eq!(outcome.response, "done");
     let servers = session.mcp_servers();
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].status, McpServerStatus::Connected, "{servers:?}");
@@ -96,9 +110,6 @@ async fn stdio_everything_server_tools_resources_hooks_and_shutdown() {
         .map(|g| g.pgid)
         .expect("the server's process group is registered");
     assert!(pid_alive(pid));
-
-    let outcome = session.run("use the tools").await.expect("run");
-    assert_eq!(outcome.response, "done");
     // The server's schema reached the model.
     let tools = &mock.bodies()[0]["tools"];
     let echo = tools
@@ -174,6 +185,7 @@ async fn streamable_http_everything_server() {
         "headers": {"X-Test": "1"}
     }}));
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
     let outcome = session.run("sum").await.expect("run");
     assert_eq!(outcome.response, "done");
@@ -206,6 +218,7 @@ async fn python_server_results_budget_crash_restart_and_timeout() {
     options.mcp_servers = host_servers(json!({ "py": python_server() }));
     options.mcp_options.call_timeout = Duration::from_secs(8);
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     let info = &session.mcp_servers()[0];
     assert_eq!(info.status, McpServerStatus::Connected, "{info:?}");
     assert_eq!(info.prompts, ["review"]);
@@ -249,6 +262,12 @@ async fn misbehaving_servers_are_warnings_and_the_session_goes_on() {
     options.mcp_options.startup_timeout = Duration::from_secs(3);
     let started = Instant::now();
     let session = session(options);
+    // The servers start in the background: the session is there at once.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "construction waited for the servers"
+    );
+    assert!(session.wait_for_mcp_servers(None).await);
     assert!(started.elapsed() < Duration::from_secs(10), "start-up hung");
     for server in session.mcp_servers() {
         let McpServerStatus::Failed { reason } = &server.status else {
@@ -261,15 +280,10 @@ async fn misbehaving_servers_are_warnings_and_the_session_goes_on() {
             assert!(reason.contains("MCP_TIMEOUT"), "{reason}");
         }
     }
-    let warnings: Vec<String> = session.warnings().iter().map(|w| w.to_string()).collect();
-    assert_eq!(
-        warnings
-            .iter()
-            .filter(|w| w.contains("failed to start"))
-            .count(),
-        4,
-        "{warnings:#?}"
-    );
+    // Each failure arrived as a status event: pending, then failed with the reason.
+    for name in ["exits", "silent", "garbage", "missing"] {
+        assert_eq!(states_of(&events, name), ["pending", "failed"], "{name}");
+    }
     let outcome = session.run("hello").await.expect("run");
     assert_eq!(outcome.response, "still here");
     // No leftover processes once the session is gone.
@@ -309,6 +323,7 @@ async fn project_servers_need_approval_recorded_like_claude_code() {
     let local: Value = serde_json::from_str(&project.read(".claude/settings.local.json")).unwrap();
     assert_eq!(local["enabledMcpjsonServers"], json!(["py"]));
     let session2 = session(options(&project, &mock, &events));
+    assert!(session2.wait_for_mcp_servers(None).await);
     assert_eq!(session2.mcp_servers()[0].status, McpServerStatus::Connected);
     assert!(session2.mcp_servers()[0]
         .tools
@@ -340,6 +355,18 @@ async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
     let session =
         InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
 
+    // Typed at once, while the servers still start: the command waits for its server.
+    let ran = session
+        .execute_command("/mcp__py__review", "the parser")
+        .await
+        .expect("the prompt runs");
+    assert!(ran.success, "{}", ran.message);
+    session.wait_idle().await;
+    assert_eq!(
+        mock.user_texts(0).last().map(String::as_str),
+        Some("Please review the parser carefully.")
+    );
+
     let listed = session.execute_command("mcp", "").await.expect("mcp runs");
     assert!(listed.success, "{}", listed.message);
     assert!(
@@ -368,17 +395,6 @@ async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
     );
     let data = listed.data.expect("data");
     assert_eq!(data["servers"][1]["status"]["state"], "connected");
-
-    let ran = session
-        .execute_command("/mcp__py__review", "the parser")
-        .await
-        .expect("the prompt runs");
-    assert!(ran.success, "{}", ran.message);
-    session.wait_idle().await;
-    assert_eq!(
-        mock.user_texts(0).last().map(String::as_str),
-        Some("Please review the parser carefully.")
-    );
     let unknown = session.execute_command("mcp__py__nope", "").await;
     assert!(unknown.is_err(), "an unknown prompt is an unknown command");
     session
@@ -419,9 +435,10 @@ async fn mcp_tool_hooks_call_a_server_tool_with_the_event_fields() {
     let mut options = options(&project, &mock, &events);
     options.mcp_servers = host_servers(json!({ "py": python_server() }));
     let session = session(options);
-    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
 
+    // The prompt waits for the server still starting, so the hook finds it.
     let outcome = session.run("write both").await.expect("run");
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
     assert_eq!(outcome.response, "done");
     // The tool's JSON answer is the hook's decision: the secret stays unwritten.
     let denied = mock.result_for("toolu_1");
@@ -487,6 +504,7 @@ async fn tools_list_changed_refreshes_what_the_model_is_offered() {
     let mut options = options(&project, &mock, &events);
     options.mcp_servers = host_servers(json!({ "py": python_server() }));
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     assert!(session.tool("mcp__py__huge").is_some());
     assert!(session.tool("mcp__py__multiply").is_none());
 
@@ -534,17 +552,11 @@ async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events(
     }));
     let session =
         InteractiveSession::new(InteractiveSessionOptions::new(options)).expect("session");
-    let statuses = |server: &str| -> Vec<String> {
-        events
-            .of("mcp_server_status")
-            .iter()
-            .filter(|e| e["server"] == server)
-            .map(|e| e["status"]["state"].as_str().unwrap_or("").to_string())
-            .collect()
-    };
-    // Start-up reports every server's status.
-    assert_eq!(statuses("py"), ["connected"]);
-    assert_eq!(statuses("gone"), ["failed"]);
+    assert!(session.wait_for_mcp_servers(None).await);
+    let statuses = |server: &str| states_of(&events, server);
+    // Start-up reports every server's status: pending, then how its start went.
+    assert_eq!(statuses("py"), ["pending", "connected"]);
+    assert_eq!(statuses("gone"), ["pending", "failed"]);
     let server_pid = |session: &InteractiveSession| {
         session
             .session()
@@ -598,6 +610,7 @@ async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events(
     assert_eq!(
         statuses("py"),
         [
+            "pending",
             "connected",
             "disabled",
             "pending",
@@ -654,7 +667,7 @@ async fn mcp_command_reconnects_enables_and_disables_servers_with_status_events(
         failed.data.as_ref().unwrap()["error"]["kind"],
         "connect_failed"
     );
-    assert_eq!(statuses("gone"), ["failed", "pending", "failed"]);
+    assert_eq!(statuses("gone"), ["pending", "failed", "pending", "failed"]);
 
     let unknown = session
         .execute_command("mcp", "reconnect nope")
@@ -725,6 +738,7 @@ async fn legacy_sse_python_server_tools_and_prompts() {
         "headers": {"X-Test": "1"}
     }}));
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     let info = &session.mcp_servers()[0];
     assert_eq!(info.status, McpServerStatus::Connected, "{info:?}");
     assert_eq!(info.transport, "sse");
@@ -771,6 +785,7 @@ async fn legacy_sse_endpoint_on_another_origin_is_refused() {
         "headers": {"Authorization": "Bearer s3cret"}
     }}));
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     let McpServerStatus::Failed { reason } = &session.mcp_servers()[0].status else {
         panic!("{:?}", session.mcp_servers()[0]);
     };
@@ -778,4 +793,114 @@ async fn legacy_sse_endpoint_on_another_origin_is_refused() {
     // The session goes on without the server.
     assert_eq!(session.run("hi").await.expect("run").response, "ok");
     fake.abort();
+}
+
+/// The Python server behind a shell that first sleeps `seconds`: a stdio server slow to start.
+fn slow_python_server(seconds: u32) -> Value {
+    let dir = servers_dir();
+    let python = dir.join(".venv/bin/python").display().to_string();
+    let script = dir.join("python_server.py").display().to_string();
+    json!({
+        "command": "sh",
+        "args": ["-c", format!("sleep {seconds}; exec {} {}", quote(&python), quote(&script))]
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_start_in_the_background_and_the_first_prompt_waits_for_them() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"allow": ["mcp__slow"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "mcp__slow__add", json!({"a": 1, "b": 2})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({
+        "slow": slow_python_server(2),
+        "stuck": {"command": "sleep", "args": ["600"]}
+    }));
+    options.mcp_options.startup_timeout = Duration::from_secs(8);
+    let started = Instant::now();
+    let session = session(options);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "construction waited for the servers: {:?}",
+        started.elapsed()
+    );
+    for server in session.mcp_servers() {
+        assert_eq!(server.status, McpServerStatus::Pending, "{server:?}");
+        assert!(server.tools.is_empty());
+    }
+    assert!(session.tool("mcp__slow__add").is_none());
+    // A host's wait is bounded by its own timeout.
+    assert!(
+        !session
+            .wait_for_mcp_servers(Some(Duration::from_millis(200)))
+            .await
+    );
+
+    // The prompt waits: for `slow` until it connects, for `stuck` until the start-up timeout,
+    // never longer.
+    let outcome = session.run("add").await.expect("run");
+    let waited = started.elapsed();
+    assert_eq!(outcome.response, "done");
+    assert!(
+        waited < Duration::from_secs(8 + 4),
+        "the prompt waited past the start-up timeout: {waited:?}"
+    );
+    let first = offered(&mock.bodies()[0]);
+    assert!(first.contains(&"mcp__slow__add".to_string()), "{first:?}");
+    assert_eq!(mock.result_for("toolu_1"), "3");
+    assert_eq!(states_of(&events, "slow"), ["pending", "connected"]);
+    assert_eq!(states_of(&events, "stuck"), ["pending", "failed"]);
+    let McpServerStatus::Failed { reason } = &session.mcp_servers()[1].status else {
+        panic!("{:?}", session.mcp_servers());
+    };
+    assert!(reason.contains("MCP_TIMEOUT"), "{reason}");
+    assert!(session.wait_for_mcp_servers(Some(Duration::ZERO)).await);
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_while_a_server_starts_stops_it_and_its_process() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("unused")]})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.mcp_servers = host_servers(json!({ "slow": slow_python_server(30) }));
+    let session = session(options);
+    let server_pid = || {
+        session
+            .processes()
+            .list()
+            .iter()
+            .find(|g| g.label.contains("sleep 30"))
+            .map(|g| g.pgid)
+    };
+    eventually("the slow server's process runs", || server_pid().is_some()).await;
+    let pid = server_pid().expect("the process group is registered");
+    assert!(pid_alive(pid));
+    assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Pending);
+
+    let started = Instant::now();
+    session
+        .shutdown(robota::hooks::SessionEndReason::Other)
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown waited for the start: {:?}",
+        started.elapsed()
+    );
+    eventually("the starting server's process is gone", || !pid_alive(pid)).await;
+    let McpServerStatus::Failed { reason } = &session.mcp_servers()[0].status else {
+        panic!("{:?}", session.mcp_servers());
+    };
+    assert!(reason.contains("shut down"), "{reason}");
 }

@@ -123,6 +123,7 @@ async fn host_tools_reach_the_model_with_hooks_errors_panics_images_and_json() {
     )
     .await;
 
+    assert!(session.wait_for_mcp_servers(None).await);
     let servers = session.mcp_servers();
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].status, McpServerStatus::Connected, "{servers:?}");

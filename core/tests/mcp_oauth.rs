@@ -169,6 +169,7 @@ async fn add_through_the_model(
         server,
         Some(browser(handler)),
     ));
+    assert!(session.wait_for_mcp_servers(None).await);
     let info = &session.mcp_servers()[0];
     assert_eq!(info.status, McpServerStatus::Connected, "{info:?}");
     before_run();
@@ -285,6 +286,7 @@ async fn without_a_handler_or_a_completed_browser_step_the_server_needs_auth() {
     let events = Events::default();
     let started = Instant::now();
     let unattended = session(options_for(&project, &mock, &events, &server, None));
+    assert!(unattended.wait_for_mcp_servers(None).await);
     let McpServerStatus::NeedsAuth { reason } = &unattended.mcp_servers()[0].status else {
         panic!("{:?}", unattended.mcp_servers())
     };
@@ -311,12 +313,45 @@ async fn without_a_handler_or_a_completed_browser_step_the_server_needs_auth() {
     options.mcp_options.startup_timeout = Duration::from_secs(3);
     let started = Instant::now();
     let session = session(options);
+    assert!(session.wait_for_mcp_servers(None).await);
     let McpServerStatus::NeedsAuth { reason } = &session.mcp_servers()[0].status else {
         panic!("{:?}", session.mcp_servers())
     };
     assert!(reason.contains("not completed"), "{reason}");
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(opened.load(Ordering::SeqCst), 1);
+    assert!(token_files(&project).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_handler_that_fails_to_show_the_url_leaves_the_server_needs_auth_at_once() {
+    let server = Server::start(&["--oauth"]).await;
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [text_turn("done")]})).await;
+    let events = Events::default();
+    let handler = McpAuthorizationHandler::new_async(|_, _| {
+        Box::pin(std::future::ready(Err("no browser here".to_string())))
+    });
+    let started = Instant::now();
+    let session = session(options_for(
+        &project,
+        &mock,
+        &events,
+        &server,
+        Some(handler),
+    ));
+    assert!(session.wait_for_mcp_servers(None).await);
+    // Not the 20 s the browser step may take: the failure ends it.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let McpServerStatus::NeedsAuth { reason } = &session.mcp_servers()[0].status else {
+        panic!("{:?}", session.mcp_servers())
+    };
+    assert!(reason.contains("no browser here"), "{reason}");
+    assert!(reason.contains("/mcp auth secure"), "{reason}");
     assert!(token_files(&project).is_empty());
 }
 
@@ -341,6 +376,7 @@ async fn forged_metadata_sending_credentials_elsewhere_is_refused() {
             &server,
             Some(browser(&opened)),
         ));
+        assert!(session.wait_for_mcp_servers(None).await);
         let McpServerStatus::Failed { reason } = &session.mcp_servers()[0].status else {
             panic!("{:?}", session.mcp_servers())
         };
@@ -367,6 +403,7 @@ async fn mcp_logout_forgets_the_tokens_and_mcp_auth_authorizes_again() {
         &server,
         Some(browser(&opened)),
     ));
+    assert!(session.wait_for_mcp_servers(None).await);
     assert_eq!(session.mcp_servers()[0].status, McpServerStatus::Connected);
 
     let info = session

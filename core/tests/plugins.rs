@@ -243,6 +243,8 @@ async fn a_git_marketplace_plugin_is_installed_used_updated_disabled_and_uninsta
     // `plugin_formatter_db`.
     let session = interactive(&project, &mock);
     assert!(warnings(&session).is_empty(), "{:#?}", warnings(&session));
+    // The plugin's server connects in the background.
+    assert!(session.wait_for_mcp_servers(None).await);
     let listing = session.list_plugins();
     let plugin = &listing.plugins[0];
     let install_path = project.home.join(".robota/plugins/cache/tools/formatter");

@@ -174,7 +174,9 @@ pub unsafe extern "C" fn robota_session_options_set_permission_handler(
 /// Sets the browser step of remote MCP servers' OAuth: when an HTTP or SSE server from the
 /// session's configuration answers that it needs authorization, `callback` gets `{"server":
 /// "name", "url": "https://…"}` and should open the URL in a browser (or show it to the user),
-/// then resolve its completion (the answer is not used; a rejection changes nothing). The
+/// then resolve its completion (the answer is not used; a rejection ends the authorization at
+/// once: the server is `needs_auth`, its status naming the message). Servers connect in the
+/// background, so the callback runs while the host goes on after `robota_session_new`. The
 /// authorization completes through the session's redirect listener on 127.0.0.1 and the tokens
 /// are kept in `~/.robota/mcp-oauth` for later sessions. Without a handler such a server's
 /// status is `needs_auth` (`robota_session_list_mcp_servers`). Setting it again replaces it.

@@ -1271,7 +1271,9 @@ pub(crate) unsafe fn checkpoint_id(id: *const c_char, len: usize) -> Result<Stri
 /// …}, "transport": "stdio" | "http" | "sse" | "sdk" (in-process), "status": {"state":
 /// "connected" | "failed" | "disabled" | "needs_auth" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", …], "prompts": [...]}`, by name.
 /// Their tools are offered to the model; run a prompt with `robota_session_execute_command`
-/// (`mcp__<server>__<prompt>` as the command).
+/// (`mcp__<server>__<prompt>` as the command). Servers connect in the background from the moment
+/// the session is created, so right after it they are `pending`
+/// (`robota_session_wait_for_mcp_servers`).
 ///
 /// Ownership: `*out_json` is owned; free with `robota_string_free`. Threading: any thread.
 ///
@@ -1286,6 +1288,42 @@ pub unsafe extern "C" fn robota_session_list_mcp_servers(
     ffi_boundary!(out_err, {
         let shared = session_arg(s)?;
         write_json(out_json, "out_json", &shared.session.list_mcp_servers())
+    })
+}
+
+/// Waits until the MCP servers are done starting (each `connected`, `failed`, `needs_auth` or
+/// `disabled`), at most `timeout_ms` milliseconds. Prompts need not wait first: each waits for
+/// servers still starting before its first model call.
+///
+/// Returns `ROBOTA_STATUS_OK` when no server is still starting (also when the session has
+/// none), `ROBOTA_STATUS_TIMEOUT` when the time ran out. Blocks the calling thread: refused
+/// (`ROBOTA_STATUS_INVALID_STATE`) on engine threads, i.e. inside callbacks.
+///
+/// # Safety
+/// `s` is a live session; `out_err` is NULL or valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn robota_session_wait_for_mcp_servers(
+    s: *const robota_session,
+    timeout_ms: u64,
+    out_err: *mut *mut robota_error,
+) -> robota_status {
+    ffi_boundary!(out_err, {
+        let shared = session_arg(s)?;
+        refuse_on_engine_thread("robota_session_wait_for_mcp_servers")?;
+        let session = Arc::clone(&shared.session);
+        let started = shared.runtime.handle().block_on(async move {
+            session
+                .wait_for_mcp_servers(Some(Duration::from_millis(timeout_ms)))
+                .await
+        });
+        if started {
+            Ok(())
+        } else {
+            Err(FfiError::new(
+                ROBOTA_STATUS_TIMEOUT,
+                format!("MCP servers are still starting after {timeout_ms} ms"),
+            ))
+        }
     })
 }
 

@@ -549,11 +549,27 @@ export interface CommandModule {
   commands: Command[];
 }
 
+/** What `onMcpAuthorization` is called with: the remote MCP server that requires OAuth and the
+ * authorization URL to open in a browser. */
+export interface McpAuthorizationRequest {
+  /** The server's name. */
+  server: string;
+  /** The authorization URL (with its PKCE challenge and state). */
+  url: string;
+}
+
+/** Opens (or shows) the authorization URL of a remote MCP server that requires OAuth. Called on
+ * the JavaScript thread while the servers connect in the background; the redirect comes back to
+ * the session's listener on `127.0.0.1`. A throw (or a rejected Promise) is a `RobotaWarning`
+ * (`ROBOTA_MCP_AUTHORIZATION_HANDLER_THREW`) and the server ends `needs_auth`. */
+export type McpAuthorizationHandler = (request: McpAuthorizationRequest) => void | Promise<void>;
+
 /** The extensions of one session or query, as passed to the native constructor. */
 export interface HostExtensions {
   provider: ProviderLike;
   tools?: Tool[] | undefined;
   permissionHandler?: PermissionHandler | undefined;
+  onMcpAuthorization?: McpAuthorizationHandler | undefined;
   hooks?: HooksOption | undefined;
   commandModules?: CommandModule[] | undefined;
   /** Only the in-process servers ({@link SdkMcpServer}) are read here. */
@@ -580,6 +596,7 @@ interface HostRequest {
   kind:
     | 'tool'
     | 'mcp_tool'
+    | 'mcp_authorization'
     | 'permission'
     | 'hook'
     | 'command'
@@ -786,6 +803,23 @@ export function createDispatcher(
           throw new Error(`The permission handler failed (${described}); the call was denied.`);
         }
       }
+      case 'mcp_authorization': {
+        const open = extensions.onMcpAuthorization;
+        if (open === undefined) throw new Error('this session has no onMcpAuthorization');
+        const server = String(args.server);
+        try {
+          await open({ server, url: String(args.url) });
+          return null;
+        } catch (error) {
+          const described = describeThrown(error);
+          warn(
+            `onMcpAuthorization threw ${described}; MCP server \`${server}\` needs authorization`,
+            'ROBOTA_MCP_AUTHORIZATION_HANDLER_THREW',
+            error instanceof Error ? error.stack : undefined,
+          );
+          throw new Error(`onMcpAuthorization threw ${described}`);
+        }
+      }
       case 'hook': {
         const hook = hooks[Number(request.index)];
         if (hook === undefined) throw new Error(`no JavaScript hook number ${String(request.index)}`);
@@ -891,6 +925,18 @@ export function createDispatcher(
   };
 }
 
+/** Whether the host gave `onMcpAuthorization` (a function; anything else is refused). */
+function mcpAuthorization(open: unknown): boolean {
+  if (open === undefined || open === null) return false;
+  if (typeof open !== 'function') {
+    throw new RobotaError(
+      'invalid_argument',
+      `\`onMcpAuthorization\` must be a function ({server, url}) => void | Promise<void>, not ${describeValue(open)}`,
+    );
+  }
+  return true;
+}
+
 /** The extension declarations of the native options document (functions stay in JS). Shape
  * problems throw an `invalid_argument` {@link RobotaError} naming the extension; the engine
  * checks the rest (tool names and schemas, hook events and policies) when the session is made. */
@@ -932,6 +978,7 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
       }),
     })),
     permission_handler: typeof extensions.permissionHandler === 'function',
+    mcp_authorization: mcpAuthorization(extensions.onMcpAuthorization),
     hooks: hookRegistrations(extensions.hooks).map((h, index) => {
       if (h === null || typeof h !== 'object') throw invalid(`hooks[${index}] is not a hook registration`);
       const name = hookName(h, index);

@@ -21,6 +21,8 @@ export {
   tool,
   createSdkMcpServer,
   type SdkMcpServer,
+  type McpAuthorizationHandler,
+  type McpAuthorizationRequest,
   type Tool,
   type ToolContext,
   type ToolReturn,

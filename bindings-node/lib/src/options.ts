@@ -2,7 +2,14 @@
 
 import { RobotaError } from './errors.js';
 import { isSdkMcpServer } from './extensions.js';
-import type { CommandModule, HooksOption, PermissionHandler, SdkMcpServer, Tool } from './extensions.js';
+import type {
+  CommandModule,
+  HooksOption,
+  McpAuthorizationHandler,
+  PermissionHandler,
+  SdkMcpServer,
+  Tool,
+} from './extensions.js';
 import type { ProviderLike } from './providers.js';
 import type { McpServerConfig, PermissionMode } from './types.js';
 
@@ -74,12 +81,20 @@ export interface CommonOptions {
   /** MCP servers to connect, in `.mcp.json`'s `mcpServers` shape (`{name: {command, args, env}}`
    * or `{name: {type: 'http', url, headers}}`); their tools reach the model as
    * `mcp__<name>__<tool>`. See `listMcpServers()`. A value made by `createSdkMcpServer()` is a
-   * server whose tools are your JavaScript functions, run in-process. */
+   * server whose tools are your JavaScript functions, run in-process. The servers connect in
+   * the background: the constructor returns at once, each prompt waits for servers still
+   * starting (up to `mcpStartupTimeoutMs`), and `waitForMcpServers()` waits explicitly. */
   mcpServers?: Record<string, McpServerConfig | SdkMcpServer>;
   /** How long an MCP server may take to start, in ms (default 30 000). */
   mcpStartupTimeoutMs?: number;
   /** How long one MCP call may take, in ms (default 600 000). */
   mcpCallTimeoutMs?: number;
+  /** Opens the authorization URL of a remote MCP server that requires OAuth
+   * (`({server, url}) => void | Promise<void>`, e.g. with a browser). The redirect comes back
+   * to the session on `127.0.0.1`; tokens are kept in `~/.robota/mcp-oauth` for later sessions.
+   * Without it such a server is `needs_auth`; `executeCommand('mcp', 'auth <server>')` asks
+   * again. A throw is a `RobotaWarning` and the server ends `needs_auth`. */
+  onMcpAuthorization?: McpAuthorizationHandler;
   /** Custom slash commands you add, ahead of the project's `.claude/commands` and the user's
    * `~/.claude/commands`. Run one with `executeCommand(name, args)`; `listCommands()` lists
    * them with their source. */
@@ -156,6 +171,7 @@ const EXTENSION_KEYS = new Set([
   'allowedTools',
   'disallowedTools',
   'onTextDelta',
+  'onMcpAuthorization',
   'persistence',
 ]);
 

@@ -431,9 +431,22 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
 
   /** The MCP servers of this session (from `mcpServers` in the options, `.mcp.json` and
    * settings) with their status, tools (`mcp__<server>__<tool>`, offered to the model) and
-   * prompts (run with `executeCommand('mcp__<server>__<prompt>', args)`). */
+   * prompts (run with `executeCommand('mcp__<server>__<prompt>', args)`). Servers connect in the
+   * background from the moment the session is created, so right after it they are `pending`
+   * (each change is an `mcp_server_status` event; see `waitForMcpServers`). */
   listMcpServers(): McpServerInfo[] {
     return JSON.parse(native(() => this.#native.listMcpServers())) as McpServerInfo[];
+  }
+
+  /** Resolves when the MCP servers are done starting (each `connected`, `failed`, `needs_auth`
+   * or `disabled`), or after `timeoutMs` (default: when they are, which the start-up timeout
+   * bounds): `true` when none is still starting. Prompts need not wait first: each waits for
+   * servers still starting before its first model call. */
+  async waitForMcpServers(timeoutMs?: number): Promise<boolean> {
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0)) {
+      throw new RobotaError('invalid_argument', `waitForMcpServers(timeoutMs): \`timeoutMs\` must be a number of milliseconds, not ${describeValue(timeoutMs)}`);
+    }
+    return nativeAsync(() => this.#native.waitForMcpServers(timeoutMs));
   }
 
 

@@ -464,8 +464,8 @@ class InteractiveSession:
                 the authorization URL of a remote MCP server that requires OAuth (e.g. with
                 :func:`webbrowser.open`); the redirect comes back to the session on
                 ``127.0.0.1`` and tokens are kept in ``~/.robota/mcp-oauth``. It is called on a
-                thread of robota's, not on your event loop (the URL may be asked for while the
-                session is being created). Without it such a server is ``needs_auth`` (see
+                thread of robota's, not on your event loop (servers connect in the background
+                from the moment the session is created). Without it such a server is ``needs_auth`` (see
                 :meth:`list_mcp_servers`); ``execute_command("mcp", "auth <server>")`` asks
                 again.
             custom_commands: Custom slash commands of your own, ahead of the project's
@@ -725,11 +725,23 @@ class InteractiveSession:
     def list_mcp_servers(self) -> List[Dict[str, Any]]:
         """The MCP servers of this session (from ``mcp_servers`` in the options, ``.mcp.json``
         and settings), by name: ``[{"name", "origin": {"kind": "host" | "project" | "settings" |
-        "plugin", ...}, "transport": "stdio" | "http", "status": {"state": "connected" |
-        "failed" | "disabled" | "pending", "reason"?}, "tools": ["mcp__<server>__<tool>", ...],
-        "prompts": [...]}]``. Their tools are offered to the model; a prompt runs with
-        ``await session.execute_command("mcp__<server>__<prompt>", args)``."""
+        "plugin", ...}, "transport": "stdio" | "http" | "sse" | "sdk", "status": {"state":
+        "pending" | "connected" | "failed" | "needs_auth" | "disabled", "reason"?}, "tools":
+        ["mcp__<server>__<tool>", ...], "prompts": [...]}]``. Their tools are offered to the
+        model; a prompt runs with ``await session.execute_command("mcp__<server>__<prompt>",
+        args)``. Servers connect in the background from the moment the session is created, so
+        right after it they are ``pending`` (each change is a ``mcp_server_status`` event; see
+        :meth:`wait_for_mcp_servers`)."""
         return list(self._native.list_mcp_servers())
+
+    async def wait_for_mcp_servers(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the MCP servers are done starting (each ``connected``, ``failed``,
+        ``needs_auth`` or ``disabled``), for at most ``timeout`` seconds (``None``: until they
+        are, which the start-up timeout bounds). Returns ``True`` when none is still starting.
+        Prompts need not wait first: each waits for servers still starting before its first
+        model call."""
+        timeout_ms = None if timeout is None else max(0, int(timeout * 1000))
+        return bool(await self._native.wait_for_mcp_servers(timeout_ms))
 
     async def compact(self, instructions: Optional[str] = None) -> Dict[str, Any]:
         """Compacts the conversation now (refused with :class:`robota.BusyError` while a prompt
@@ -1001,7 +1013,8 @@ class InteractiveSession:
 def _authorization_adapter(open_url: Callable[[str, str], Any]) -> Callable[[str, str], None]:
     """What the engine calls, on a thread of its own, for ``on_mcp_authorization``: the host's
     function, and a coroutine it returns run to its end on that thread's own event loop (the
-    session's loop may be busy: the URL is asked for while the session is being created)."""
+    session's loop may be busy: the URL is asked for while the servers connect in the
+    background)."""
     if not callable(open_url):
         raise TypeError("on_mcp_authorization must be callable: on_mcp_authorization(server, url)")
 

@@ -154,10 +154,10 @@ impl McpToolHandler for HostMcpToolHandler {
 /// The browser step of a remote MCP server's OAuth as a host function: it is called with
 /// `{"server": name, "url": authorization URL}` and should open the URL (or show it); the
 /// authorization then completes through the session's loopback redirect listener, so the
-/// answer is not used and the engine does not wait for it. A rejection changes nothing: the
-/// server becomes `needs_auth` when the start-up wait runs out.
+/// answer's value is not used. A rejection (the host's callback threw) ends the authorization
+/// at once: the server is `needs_auth`, the status naming the message.
 pub fn host_mcp_authorization_handler(function: Arc<dyn HostFunction>) -> McpAuthorizationHandler {
-    McpAuthorizationHandler::new(move |server, url| {
+    McpAuthorizationHandler::new_async(move |server, url| {
         let function = Arc::clone(&function);
         let call = HostCall {
             request: json!({ "server": server, "url": url }),
@@ -165,18 +165,6 @@ pub fn host_mcp_authorization_handler(function: Arc<dyn HostFunction>) -> McpAut
             stream: None,
             context: None,
         };
-        let ask = async move {
-            let _answer = function.call(call).await;
-        };
-        // The handler is called from the MCP client's runtime; a host calling from elsewhere
-        // gets a thread of its own.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(ask);
-            }
-            Err(_) => {
-                std::thread::spawn(move || futures::executor::block_on(ask));
-            }
-        }
+        Box::pin(async move { function.call(call).await.map(|_| ()) })
     })
 }

@@ -9,10 +9,14 @@
 //! plugins, the host's own list); this module reads no settings. An [`McpHub`] owns every
 //! connection of one session:
 //!
-//! - **Start-up**: all servers connect in parallel, each bounded by
-//!   [`McpOptions::startup_timeout`]. A server that cannot be started, exits, never answers or
-//!   answers with garbage ends up `failed` with the reason (and the tail of its stderr); the
-//!   session goes on without it.
+//! - **Start-up**: [`McpHub::start`] returns at once; every server is `pending` and connects in
+//!   the background, all in parallel, each bounded by [`McpOptions::startup_timeout`]. A server
+//!   that cannot be started, exits, never answers or answers with garbage ends up `failed` with
+//!   the reason (and the tail of its stderr); the session goes on without it. The session's
+//!   prompts wait for servers still starting before their first model call (never past the
+//!   start-up timeout, [`McpHub::wait_for_startup_deadline`]); hosts can wait too
+//!   ([`McpHub::wait_for_startup`]). Shutting down while servers start stops those starts and
+//!   the processes they spawned.
 //! - **Calls**: each call has [`McpOptions::call_timeout`]; an abort drops the request, which
 //!   makes the SDK send `notifications/cancelled`. A failure is a tool error naming the server.
 //! - **Processes**: a stdio server runs in a process group of its own, registered in the
@@ -27,7 +31,9 @@
 //!   session.
 //!
 //! The hub runs its connections on a small runtime of its own, so a session can be created (and
-//! its servers connected) from any thread, inside or outside the host's async runtime.
+//! its servers connected) from any thread, inside or outside the host's async runtime, and a
+//! host callback the connection calls (the OAuth browser step) runs while the host's own thread
+//! is free.
 
 pub mod config;
 mod hook;
@@ -315,8 +321,14 @@ pub(crate) struct ServerState {
     restart: Mutex<RestartState>,
     /// Its tools as last listed (at start-up, after `tools/list_changed` or a reconnect).
     tools: Mutex<Vec<rmcp::model::Tool>>,
-    pub(crate) prompts: Vec<Prompt>,
-    pub(crate) has_resources: bool,
+    /// Its prompts, as listed when it first connected.
+    prompts: Mutex<Vec<Prompt>>,
+    /// True once a connection said the server offers resources.
+    has_resources: AtomicBool,
+    /// True while the server's first connection (the session's start-up) is in progress.
+    starting: AtomicBool,
+    /// The task of that first connection, until it ends (aborted by shutdown or by `/mcp`).
+    startup_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     stderr_tail: Arc<Mutex<String>>,
     /// Woken by the connection when the server sends `tools/list_changed`.
     events: ClientEvents,
@@ -347,8 +359,10 @@ impl ServerState {
             connection: Mutex::new(None),
             restart: Mutex::default(),
             tools: Mutex::default(),
-            prompts: Vec::new(),
-            has_resources: false,
+            prompts: Mutex::default(),
+            has_resources: AtomicBool::new(false),
+            starting: AtomicBool::new(false),
+            startup_task: Mutex::new(None),
             stderr_tail: Arc::default(),
             events: ClientEvents::default(),
             listener: Arc::default(),
@@ -358,6 +372,39 @@ impl ServerState {
     /// True once the server connected (in this session).
     pub(crate) fn ever_connected(&self) -> bool {
         self.ever_connected.load(Ordering::SeqCst)
+    }
+
+    /// The server's prompts (listed when it first connected).
+    pub(crate) fn prompts(&self) -> Vec<Prompt> {
+        self.prompts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// True when the server offers resources.
+    pub(crate) fn has_resources(&self) -> bool {
+        self.has_resources.load(Ordering::SeqCst)
+    }
+
+    /// Keeps a connection that just started, with what it listed.
+    fn record(&self, started: Started) {
+        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = started.tools;
+        *self.prompts.lock().unwrap_or_else(PoisonError::into_inner) = started.prompts;
+        self.has_resources
+            .store(started.has_resources, Ordering::SeqCst);
+        *self.peer.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(started.connection.service.peer().clone());
+        *self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(started.connection);
+        self.ever_connected.store(true, Ordering::SeqCst);
+    }
+
+    /// True while the server's start-up connection is in progress.
+    fn is_starting(&self) -> bool {
+        self.starting.load(Ordering::SeqCst)
     }
 
     /// The server's tools as last listed.
@@ -422,6 +469,16 @@ impl ServerState {
             .clone()
     }
 
+    /// `reason` followed by the last lines the server wrote to stderr, when it wrote any.
+    fn with_stderr_tail(&self, reason: String) -> String {
+        let tail = self.stderr_tail();
+        if tail.is_empty() {
+            reason
+        } else {
+            format!("{reason}; its stderr ends with: {tail}")
+        }
+    }
+
     /// The last lines the server wrote to stderr, for error messages.
     pub(crate) fn stderr_tail(&self) -> String {
         self.stderr_tail
@@ -441,10 +498,17 @@ pub struct McpHub {
     pub(crate) options: McpOptions,
     /// The session's built-in tools, for the shared spill directory of long outputs.
     pub(crate) builtins: OnceLock<Builtins>,
-    warnings: Vec<String>,
     /// Shared with every server (see [`ServerState::set_status`]).
     status_listener: Arc<Mutex<Option<McpStatusListener>>>,
-    tools_listener: Mutex<Option<McpToolsListener>>,
+    /// Shared with the start-up tasks, which announce the tools of a server that connected.
+    tools_listener: Arc<Mutex<Option<McpToolsListener>>>,
+    /// How many servers are still in their start-up connection; waiters watch it reach 0.
+    starting: Arc<tokio::sync::watch::Sender<usize>>,
+    /// When the start-up connections began plus the start-up timeout: prompts wait for
+    /// pending servers until then, never longer.
+    startup_deadline: OnceLock<std::time::Instant>,
+    /// Set by [`McpHub::shutdown`]: no connection is started any more.
+    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -456,10 +520,11 @@ impl std::fmt::Debug for McpHub {
 }
 
 impl McpHub {
-    /// Connects to every server of `entries` in parallel (each bounded by
-    /// `options.startup_timeout`) and records `skipped` ones as disabled. Blocks the calling
-    /// thread until every server is connected or has failed; callable from any thread.
-    pub fn connect(
+    /// The hub of `entries` (each `pending`, not yet started) and of `skipped` ones (disabled).
+    /// Returns at once: [`start`](Self::start) connects the servers in the background, so that
+    /// the listeners ([`on_status_change`](Self::on_status_change),
+    /// [`on_tools_change`](Self::on_tools_change)) can be attached first and miss nothing.
+    pub fn new(
         entries: Vec<McpServerEntry>,
         skipped: Vec<McpSkippedServer>,
         context: McpConnectContext,
@@ -471,23 +536,16 @@ impl McpHub {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the MCP runtime: {e}"))?;
-        let handle = runtime.handle().clone();
-        let hub_context = context.clone();
-        let connect = async move {
-            let futures = entries
-                .into_iter()
-                .map(|entry| connect_one(entry, &context, options));
-            futures::future::join_all(futures).await
-        };
-        // `block_on` on a thread of our own: legal whether or not the caller is inside a runtime.
-        let connected = std::thread::scope(|scope| {
-            scope
-                .spawn(|| handle.block_on(connect))
-                .join()
-                .map_err(|_| "the MCP start-up thread panicked".to_string())
-        })?;
         let status_listener: Arc<Mutex<Option<McpStatusListener>>> = Arc::default();
-        let mut states: Vec<ServerState> = connected;
+        let mut states: Vec<ServerState> = entries
+            .into_iter()
+            .map(|entry| {
+                let state = ServerState::new(entry, McpServerStatus::Pending);
+                state.starting.store(true, Ordering::SeqCst);
+                state
+            })
+            .collect();
+        let starting = states.len();
         for skipped in skipped {
             states.push(ServerState::new(
                 skipped.entry,
@@ -504,34 +562,127 @@ impl McpHub {
             })
             .collect();
         servers.sort_by(|a, b| a.entry.name.cmp(&b.entry.name));
-        let warnings = servers
-            .iter()
-            .filter_map(|server| match server.status() {
-                McpServerStatus::Failed { reason } => Some(format!(
-                    "MCP server `{}` ({}) failed to start: {reason}",
-                    server.entry.name,
-                    server.entry.origin.describe()
-                )),
-                McpServerStatus::NeedsAuth { reason } => Some(format!(
-                    "MCP server `{}` ({}) needs authorization: {reason}",
-                    server.entry.name,
-                    server.entry.origin.describe()
-                )),
-                _ => None,
-            })
-            .collect();
         let hub = Arc::new(McpHub {
             runtime: Some(runtime),
-            context: hub_context,
+            context,
             servers,
             options,
             builtins: OnceLock::new(),
-            warnings,
             status_listener,
-            tools_listener: Mutex::new(None),
+            tools_listener: Arc::default(),
+            starting: Arc::new(tokio::sync::watch::Sender::new(starting)),
+            startup_deadline: OnceLock::new(),
+            closed: AtomicBool::new(false),
         });
         hub.watch_tool_lists();
         Ok(hub)
+    }
+
+    /// Starts connecting every pending server, all in parallel on the hub's runtime, each
+    /// bounded by the start-up timeout; returns at once. Each server's status changes (to
+    /// `connected`, `failed` or `needs_auth`) reach the status listener as they happen, and the
+    /// tools of a server that connected reach the tools listener. Only the first call starts.
+    pub fn start(&self) {
+        let Some(runtime) = &self.runtime else {
+            return;
+        };
+        if self
+            .startup_deadline
+            .set(std::time::Instant::now() + self.options.startup_timeout)
+            .is_err()
+        {
+            return;
+        }
+        for server in self.servers.iter().filter(|s| s.is_starting()) {
+            let task = runtime.spawn(start_up(
+                Arc::clone(server),
+                self.context.clone(),
+                self.options,
+                Arc::clone(&self.tools_listener),
+                Arc::clone(&self.starting),
+            ));
+            *server
+                .startup_task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(task);
+        }
+    }
+
+    /// True while any server's start-up connection is in progress.
+    pub fn is_starting(&self) -> bool {
+        *self.starting.borrow() > 0
+    }
+
+    /// Waits until no server is in its start-up connection any more (each is `connected`,
+    /// `failed`, `needs_auth` or `disabled`), for at most `timeout` (`None`: as long as that
+    /// takes, which the start-up timeout bounds). True when none is starting any more.
+    pub async fn wait_for_startup(&self, timeout: Option<Duration>) -> bool {
+        if self.startup_deadline.get().is_none() {
+            // Not started: nothing is connecting, and waiting would never end.
+            return !self.is_starting();
+        }
+        self.wait_until(timeout, |_| true).await
+    }
+
+    /// Waits as a prompt does before its first model call: until no server is starting, but
+    /// never past the start-up deadline (the start-up timeout after the servers began to
+    /// connect). True when none is starting any more.
+    pub async fn wait_for_startup_deadline(&self) -> bool {
+        self.wait_until(Some(self.until_deadline()), |_| true).await
+    }
+
+    /// The time left until the start-up deadline (none before [`start`](Self::start): nothing
+    /// is connecting then, so there is nothing to wait for).
+    fn until_deadline(&self) -> Duration {
+        self.startup_deadline
+            .get()
+            .map(|deadline| deadline.saturating_duration_since(std::time::Instant::now()))
+            .unwrap_or_default()
+    }
+
+    /// Waits, for at most `timeout`, until no server that `which` selects is starting.
+    async fn wait_until(
+        &self,
+        timeout: Option<Duration>,
+        which: impl Fn(&ServerState) -> bool + Send + Sync + 'static,
+    ) -> bool {
+        let Some(runtime) = &self.runtime else {
+            return true;
+        };
+        let servers: Vec<Arc<ServerState>> =
+            self.servers.iter().filter(|s| which(s)).cloned().collect();
+        let settled = move || !servers.iter().any(|s| s.is_starting());
+        if settled() {
+            return true;
+        }
+        let mut changes = self.starting.subscribe();
+        // On the hub's runtime: the caller's may have no timer.
+        let wait = runtime.spawn(async move {
+            let settle = changes.wait_for(|_| settled());
+            match timeout {
+                Some(timeout) => matches!(tokio::time::timeout(timeout, settle).await, Ok(Ok(_))),
+                None => settle.await.is_ok(),
+            }
+        });
+        wait.await.unwrap_or(false)
+    }
+
+    /// Stops `server`'s start-up connection if it is still in progress (before `/mcp` acts on
+    /// the server, or at shutdown); its status is left to the caller.
+    async fn cancel_startup(&self, server: &ServerState) {
+        let task = server
+            .startup_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            task.abort();
+            // Awaiting the aborted task means its future, with any process it spawned, is gone.
+            let _ = task.await;
+        }
+        if server.starting.swap(false, Ordering::SeqCst) {
+            self.starting.send_modify(|n| *n = n.saturating_sub(1));
+        }
     }
 
     /// One task per server that re-lists its tools whenever it sends `tools/list_changed`.
@@ -618,6 +769,7 @@ impl McpHub {
     /// browser step (`/mcp auth <server>`).
     pub async fn authorize(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
         let server = self.enabled_target(name)?;
+        self.cancel_startup(&server).await;
         let timeout = self
             .options
             .startup_timeout
@@ -637,6 +789,7 @@ impl McpHub {
                 })
             }
         };
+        self.cancel_startup(&server).await;
         if let Some(folder) = &self.context.oauth_folder {
             oauth::forget_tokens(folder, name, &url).map_err(|reason| {
                 McpControlError::ConnectFailed {
@@ -661,6 +814,7 @@ impl McpHub {
     /// refused: [`enable`](Self::enable) it.
     pub async fn reconnect(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
         let server = self.enabled_target(name)?;
+        self.cancel_startup(&server).await;
         self.restart(&server).await
     }
 
@@ -679,6 +833,7 @@ impl McpHub {
     /// saying it is disabled, until it is enabled again.
     pub async fn disable(&self, name: &str) -> Result<McpServerInfo, McpControlError> {
         let server = self.control_target(name)?;
+        self.cancel_startup(&server).await;
         let connection = server.take_connection();
         *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
         server.set_status(McpServerStatus::Disabled {
@@ -704,7 +859,7 @@ impl McpHub {
     }
 
     fn control_target(&self, name: &str) -> Result<Arc<ServerState>, McpControlError> {
-        if self.runtime.is_none() {
+        if self.runtime.is_none() || self.closed.load(Ordering::SeqCst) {
             return Err(McpControlError::Closed);
         }
         self.server(name)
@@ -732,62 +887,34 @@ impl McpHub {
         let old = server.take_connection();
         *server.peer.lock().unwrap_or_else(PoisonError::into_inner) = None;
         server.set_status(McpServerStatus::Pending);
-        let entry = server.entry.clone();
         let context = self.context.clone();
-        let tail = Arc::clone(&server.stderr_tail);
-        let events = server.events.clone();
+        let restarting = Arc::clone(server);
+        let options = McpOptions {
+            startup_timeout: timeout,
+            ..self.options
+        };
         let started = runtime
             .spawn(async move {
                 if let Some(old) = old {
                     close(old).await;
                 }
-                let connection =
-                    tokio::time::timeout(timeout, start(&entry, &context, tail, events, timeout))
-                        .await
-                        .unwrap_or_else(|_| {
-                            Err(format!(
-                                "it did not complete the MCP handshake within {} ms (MCP_TIMEOUT)",
-                                timeout.as_millis()
-                            ))
-                        })?;
-                let tools = tokio::time::timeout(timeout, list_tools(&connection))
-                    .await
-                    .unwrap_or_else(|_| Err("it did not list its tools in time".into()));
-                match tools {
-                    Ok(tools) => Ok((connection, tools)),
-                    Err(reason) => {
-                        close(connection).await;
-                        Err(format!("listing its tools failed: {reason}"))
-                    }
-                }
+                connect_one(&restarting, &context, options).await
             })
             .await
             .unwrap_or_else(|e| Err(format!("the restart failed: {e}")));
         match started {
-            Ok((connection, tools)) => {
-                *server.tools.lock().unwrap_or_else(PoisonError::into_inner) = tools;
-                *server.peer.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(connection.service.peer().clone());
-                *server
-                    .connection
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(connection);
+            Ok(started) => {
+                server.record(started);
                 *server
                     .restart
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = RestartState::default();
-                server.ever_connected.store(true, Ordering::SeqCst);
                 server.set_status(McpServerStatus::Connected);
                 self.tools_changed();
                 Ok(self.info(server))
             }
             Err(reason) => {
-                let tail = server.stderr_tail();
-                let reason = if tail.is_empty() {
-                    reason
-                } else {
-                    format!("{reason}; its stderr ends with: {tail}")
-                };
+                let reason = server.with_stderr_tail(reason);
                 server.set_status(failure_status(reason.clone()));
                 self.tools_changed();
                 Err(McpControlError::ConnectFailed {
@@ -828,17 +955,16 @@ impl McpHub {
                 Vec::new()
             },
             prompts: if connected {
-                server.prompts.iter().map(|p| p.name.to_string()).collect()
+                server
+                    .prompts()
+                    .iter()
+                    .map(|p| p.name.to_string())
+                    .collect()
             } else {
                 Vec::new()
             },
             status,
         }
-    }
-
-    /// Start-up problems (a server that failed), one sentence each.
-    pub fn warnings(&self) -> &[String] {
-        &self.warnings
     }
 
     /// The tools the session gets: each connected server's tools, and the resource tools when a
@@ -883,7 +1009,7 @@ impl McpHub {
                 )));
             }
         }
-        if self.servers.iter().any(|s| s.has_resources) {
+        if self.servers.iter().any(|s| s.has_resources()) {
             tools.push(Arc::new(resources::ListResourcesTool::new(Arc::clone(
                 self,
             ))));
@@ -907,6 +1033,15 @@ impl McpHub {
     /// attempts (1 s, doubling up to 60 s); meanwhile calls fail at once with the reason.
     pub(crate) async fn peer(&self, server: &Arc<ServerState>) -> Result<Peer<RoleClient>, String> {
         let name = &server.entry.name;
+        if server.is_starting() {
+            // A call made while the session's servers are still starting (a hook, a prompt's
+            // slash command) waits for this one, up to the start-up deadline.
+            let starting = Arc::clone(server);
+            self.wait_until(Some(self.until_deadline()), move |s| {
+                std::ptr::eq(s, Arc::as_ptr(&starting))
+            })
+            .await;
+        }
         if let Some(peer) = server.current_peer() {
             return Ok(peer);
         }
@@ -917,6 +1052,12 @@ impl McpHub {
             }
             McpServerStatus::NeedsAuth { reason } => {
                 return Err(format!("MCP server `{name}` needs authorization: {reason}"))
+            }
+            McpServerStatus::Pending => {
+                return Err(format!(
+                    "MCP server `{name}` is still starting (it has not connected within the \
+                     start-up timeout)"
+                ))
             }
             _ => return Err(format!("MCP server `{name}` is not connected")),
         };
@@ -1025,7 +1166,7 @@ impl McpHub {
     /// order; `None` when the server has no such prompt.
     pub fn prompt_arguments(&self, server: &str, prompt: &str) -> Option<Vec<String>> {
         let state = self.server(server).filter(|s| s.ever_connected())?;
-        let found = state.prompts.iter().find(|p| p.name == prompt)?;
+        let found = state.prompts().into_iter().find(|p| p.name == prompt)?;
         Some(
             found
                 .arguments
@@ -1073,8 +1214,21 @@ impl McpHub {
         Ok(parts.join("\n\n"))
     }
 
-    /// Closes every connection and stops the stdio servers' process groups.
+    /// Stops the start-up connections still in progress (with the processes they started),
+    /// closes every connection and stops the stdio servers' process groups.
     pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for server in &self.servers {
+            if server.is_starting() {
+                self.cancel_startup(server).await;
+                // Unless the start finished just before it could be stopped.
+                if server.status() == McpServerStatus::Pending {
+                    server.set_status(McpServerStatus::Failed {
+                        reason: "the session shut down before the server connected".into(),
+                    });
+                }
+            }
+        }
         let connections: Vec<Connection> = self
             .servers
             .iter()
@@ -1095,6 +1249,16 @@ impl McpHub {
 impl Drop for McpHub {
     fn drop(&mut self) {
         for server in &self.servers {
+            // A start-up still in progress is dropped with the runtime below; aborting it first
+            // lets its process group go as soon as possible.
+            if let Some(task) = server
+                .startup_task
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+            {
+                task.abort();
+            }
             // Dropping a process group handle kills the group at once.
             if let Some(connection) = server.take_connection() {
                 drop(connection.group);
@@ -1130,71 +1294,74 @@ async fn close(connection: Connection) {
     drop(connection.group);
 }
 
-/// The tools of a just-started connection (none when it offers no tools).
-async fn list_tools(connection: &Connection) -> Result<Vec<rmcp::model::Tool>, String> {
-    let offers_tools = connection
-        .service
-        .peer_info()
-        .is_some_and(|info| info.capabilities.tools.is_some());
-    if !offers_tools {
-        return Ok(Vec::new());
-    }
-    connection
-        .service
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| e.to_string())
+/// What a server's start-up connection found.
+struct Started {
+    connection: Connection,
+    tools: Vec<rmcp::model::Tool>,
+    prompts: Vec<Prompt>,
+    has_resources: bool,
 }
 
-/// Connects one server; the result's status says how it went.
+/// A server's start-up connection, a task of its own on the hub's runtime: connects (bounded by
+/// the start-up timeout), records the connection, tools and prompts, announces the tools (so
+/// the session's model sees them) and then the status.
+async fn start_up(
+    server: Arc<ServerState>,
+    context: McpConnectContext,
+    options: McpOptions,
+    tools_listener: Arc<Mutex<Option<McpToolsListener>>>,
+    starting: Arc<tokio::sync::watch::Sender<usize>>,
+) {
+    let started = connect_one(&server, &context, options).await;
+    // From here to the end nothing awaits: an abort (`/mcp`, shutdown) either comes before and
+    // drops the attempt, or after, and finds the connection recorded.
+    match started {
+        Ok(started) => {
+            server.record(started);
+            let listener = tools_listener
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(listener) = listener {
+                listener();
+            }
+            server.set_status(McpServerStatus::Connected);
+        }
+        Err(reason) => server.set_status(failure_status(server.with_stderr_tail(reason))),
+    }
+    *server
+        .startup_task
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = None;
+    if server.starting.swap(false, Ordering::SeqCst) {
+        starting.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Connects one server and lists its tools and prompts, all within the start-up timeout.
 async fn connect_one(
-    entry: McpServerEntry,
+    server: &ServerState,
     context: &McpConnectContext,
     options: McpOptions,
-) -> ServerState {
-    let stderr_tail: Arc<Mutex<String>> = Arc::default();
-    let events = ClientEvents::default();
-    let attempt = tokio::time::timeout(
-        options.startup_timeout,
+) -> Result<Started, String> {
+    let deadline = tokio::time::Instant::now() + options.startup_timeout;
+    let connection = tokio::time::timeout_at(
+        deadline,
         start(
-            &entry,
+            &server.entry,
             context,
-            Arc::clone(&stderr_tail),
-            events.clone(),
+            Arc::clone(&server.stderr_tail),
+            server.events.clone(),
             options.startup_timeout,
         ),
     )
-    .await;
-    let failed = |reason: String, stderr_tail: Arc<Mutex<String>>| {
-        let tail = stderr_tail
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .trim()
-            .to_string();
-        let reason = if tail.is_empty() {
-            reason
-        } else {
-            format!("{reason}; its stderr ends with: {tail}")
-        };
-        let mut state = ServerState::new(entry.clone(), failure_status(reason));
-        state.stderr_tail = Arc::clone(&stderr_tail);
-        state.events = events.clone();
-        state
-    };
-    let connection = match attempt {
-        Ok(Ok(connection)) => connection,
-        Ok(Err(reason)) => return failed(reason, stderr_tail),
-        Err(_) => {
-            return failed(
-                format!(
-                    "it did not complete the MCP handshake within {} ms (MCP_TIMEOUT)",
-                    options.startup_timeout.as_millis()
-                ),
-                stderr_tail,
-            )
-        }
-    };
+    .await
+    .map_err(|_| {
+        format!(
+            "it did not complete the MCP handshake within {} ms (MCP_TIMEOUT)",
+            options.startup_timeout.as_millis()
+        )
+    })??;
     let peer = connection.service.peer().clone();
     let capabilities = connection
         .service
@@ -1202,7 +1369,7 @@ async fn connect_one(
         .and_then(|info| serde_json::to_value(&*info).ok())
         .map(|info| info["capabilities"].clone())
         .unwrap_or(Value::Null);
-    let listing = tokio::time::timeout(options.startup_timeout, async {
+    let listing = tokio::time::timeout_at(deadline, async {
         let tools = if capabilities.get("tools").is_some() {
             peer.list_all_tools().await.map_err(|e| e.to_string())?
         } else {
@@ -1219,25 +1386,20 @@ async fn connect_one(
     let (tools, prompts) = match listing {
         Ok(Ok(lists)) => lists,
         Ok(Err(reason)) => {
-            return failed(format!("listing its tools failed: {reason}"), stderr_tail)
+            close(connection).await;
+            return Err(format!("listing its tools failed: {reason}"));
         }
         Err(_) => {
-            return failed(
-                "it did not list its tools within the start-up timeout".into(),
-                stderr_tail,
-            )
+            close(connection).await;
+            return Err("it did not list its tools within the start-up timeout".into());
         }
     };
-    let mut state = ServerState::new(entry, McpServerStatus::Connected);
-    state.ever_connected = AtomicBool::new(true);
-    state.peer = Mutex::new(Some(peer));
-    state.connection = Mutex::new(Some(connection));
-    state.tools = Mutex::new(tools);
-    state.events = events;
-    state.prompts = prompts;
-    state.has_resources = capabilities.get("resources").is_some();
-    state.stderr_tail = stderr_tail;
-    state
+    Ok(Started {
+        connection,
+        tools,
+        prompts,
+        has_resources: capabilities.get("resources").is_some(),
+    })
 }
 
 /// Starts the transport and completes the MCP handshake.
@@ -1519,7 +1681,7 @@ pub(crate) async fn list_resources(
 ) -> Result<Vec<(String, Resource)>, String> {
     let mut all = Vec::new();
     for server in &hub.servers {
-        if only.is_some_and(|name| name != server.entry.name) || !server.has_resources {
+        if only.is_some_and(|name| name != server.entry.name) || !server.has_resources() {
             continue;
         }
         if !server.ever_connected() {

@@ -67,20 +67,47 @@ pub struct McpOAuthConfig {
 /// browser, prints it, or in tests follows it. It must not block; the redirect arrives on
 /// robota's loopback listener.
 #[derive(Clone)]
-pub struct McpAuthorizationHandler(Arc<OpenAuthorizationUrl>);
+pub struct McpAuthorizationHandler(Arc<OpenAuthorizationUrlAsync>);
 
-/// The function behind an [`McpAuthorizationHandler`]: `(server, url)`.
+/// The function behind an [`McpAuthorizationHandler::new`]: `(server, url)`.
 pub type OpenAuthorizationUrl = dyn Fn(&str, &str) + Send + Sync;
+
+/// The function behind an [`McpAuthorizationHandler::new_async`]: `(server, url)` → whether the
+/// host could show the URL.
+pub type OpenAuthorizationUrlAsync =
+    dyn Fn(&str, &str) -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync;
 
 impl McpAuthorizationHandler {
     /// Wraps a function of `(server, url)`.
     pub fn new(open: impl Fn(&str, &str) + Send + Sync + 'static) -> Self {
+        McpAuthorizationHandler(Arc::new(move |server: &str, url: &str| {
+            open(server, url);
+            Box::pin(std::future::ready(Ok(())))
+                as futures::future::BoxFuture<'static, Result<(), String>>
+        }))
+    }
+
+    /// Wraps a function of `(server, url)` whose future says whether the host could show the
+    /// URL (a host callback that threw is an `Err` with its message): a failure ends the
+    /// authorization at once, the server `needs_auth` with the message, instead of waiting for
+    /// a browser that never opened. Success only means the URL was shown; robota goes on
+    /// waiting for the redirect.
+    pub fn new_async(
+        open: impl Fn(&str, &str) -> futures::future::BoxFuture<'static, Result<(), String>>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
         McpAuthorizationHandler(Arc::new(open))
     }
 
-    /// Hands the URL to the host.
-    pub fn open(&self, server: &str, url: &str) {
-        (self.0)(server, url);
+    /// Hands the URL to the host; the future ends when the host has shown it (or failed to).
+    pub fn open(
+        &self,
+        server: &str,
+        url: &str,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        (self.0)(server, url)
     }
 }
 
@@ -363,9 +390,18 @@ pub(crate) async fn authorize(
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, e)| auth_error("client registration", e))?;
-    handler.open(server, session.get_authorization_url());
+    let opened = handler.open(server, session.get_authorization_url());
     let expected_state = query_field(session.get_authorization_url(), "state");
-    let redirect = receive_redirect(&listener, &redirect_uri, expected_state.as_deref()).await?;
+    let redirect = tokio::select! {
+        redirect = receive_redirect(&listener, &redirect_uri, expected_state.as_deref()) => redirect?,
+        // A host that could not show the URL: no browser will come back.
+        Err(reason) = opened => {
+            return Err(format!(
+                "{NEEDS_AUTH}: the host's authorization handler failed ({reason}); authorize \
+                 with `/mcp auth {server}`"
+            ))
+        }
+    };
     session
         .handle_callback_url(&redirect)
         .await

@@ -360,7 +360,7 @@ impl Session {
         };
         // OAuth tokens of remote servers live in the user's folder, never the project's.
         let mcp_oauth_folder = home.as_deref().map(crate::mcp::oauth::token_folder);
-        let mcp = connect_mcp(
+        let mcp = build_mcp_hub(
             mcp_servers,
             mcp_skipped,
             options.mcp_servers,
@@ -457,6 +457,18 @@ impl Session {
                         .tool_classes
                         .insert(name.to_string(), ToolClass::ReadOnly);
                 }
+            }
+        }
+        if mcp.is_some() {
+            // Robota's own resource tools arrive once a server offering resources has connected
+            // (in the background); they only read, as the built-in read tools do.
+            for name in [
+                crate::mcp::LIST_RESOURCES_TOOL,
+                crate::mcp::READ_RESOURCE_TOOL,
+            ] {
+                context
+                    .tool_classes
+                    .insert(name.to_string(), ToolClass::ReadOnly);
             }
         }
 
@@ -576,6 +588,9 @@ impl Session {
                 recorder: options.file_mutation_recorder.clone(),
                 events: events.clone(),
             }));
+            // In the background: the session is usable at once; prompts wait for servers still
+            // starting (see `wait_for_mcp_startup`).
+            hub.start();
         }
 
         for warning in &warnings {
@@ -708,6 +723,34 @@ impl Session {
             None => Err(crate::mcp::McpControlError::UnknownServer {
                 name: server.to_string(),
             }),
+        }
+    }
+
+    /// Waits until the session's MCP servers are done starting (each `connected`, `failed`,
+    /// `needs_auth` or `disabled`; they connect in the background from the moment the session
+    /// is created), for at most `timeout` (`None`: until they are, which the start-up timeout
+    /// bounds). True when no server is still starting (also when the session has none).
+    /// Prompts need not call this: each waits for servers still starting before its first
+    /// model call.
+    pub async fn wait_for_mcp_servers(&self, timeout: Option<std::time::Duration>) -> bool {
+        match &self.mcp {
+            Some(hub) => hub.wait_for_startup(timeout).await,
+            None => true,
+        }
+    }
+
+    /// Before a prompt's first model call: waits for MCP servers still starting, so that the
+    /// prompt sees their tools, never past the start-up timeout; an abort ends the wait.
+    async fn wait_for_mcp_startup(&self, cancel: &CancellationToken) {
+        let Some(hub) = &self.mcp else {
+            return;
+        };
+        if !hub.is_starting() {
+            return;
+        }
+        tokio::select! {
+            _ = hub.wait_for_startup_deadline() => {}
+            () = cancel.cancelled() => {}
         }
     }
 
@@ -1302,6 +1345,12 @@ impl Session {
         typed: Option<&str>,
         cancel: &CancellationToken,
     ) -> Result<RunOutcome, SessionError> {
+        // First, so SessionStart hooks (an `mcp_tool` one) and the model find the servers'
+        // tools, as when the session had connected them before it was returned.
+        self.wait_for_mcp_startup(cancel).await;
+        if cancel.is_cancelled() {
+            return Ok(interrupted_before_start());
+        }
         self.start().await;
         // Before the prompt is processed, so compaction never interrupts a response stream
         // (spec 002 "Auto-Compaction").
@@ -2418,11 +2467,12 @@ fn validate_session_id(id: String) -> Result<String, SessionError> {
     }
 }
 
-/// Connects the MCP servers of the settings, `.mcp.json` and the host (the host's replace
-/// same-named ones); `None` when no server is configured. Every server that fails is a warning.
+/// The MCP hub of the servers of the settings, `.mcp.json` and the host (the host's replace
+/// same-named ones), not connected yet (the session starts it once its listeners are attached);
+/// `None` when no server is configured.
 /// An in-process server sharing its name with any other server is an error: replacing either
 /// silently would hide tools the host or the user relies on.
-fn connect_mcp(
+fn build_mcp_hub(
     from_settings: Vec<crate::mcp::McpServerEntry>,
     skipped: Vec<crate::mcp::McpSkippedServer>,
     from_host: Vec<crate::mcp::McpServerEntry>,
@@ -2469,11 +2519,8 @@ fn connect_mcp(
             server.entry.name, server.reason
         )));
     }
-    match crate::mcp::McpHub::connect(by_name.into_values().collect(), skipped, context, options) {
-        Ok(hub) => {
-            warnings.extend(hub.warnings().iter().cloned().map(mcp_warning));
-            Ok(Some(hub))
-        }
+    match crate::mcp::McpHub::new(by_name.into_values().collect(), skipped, context, options) {
+        Ok(hub) => Ok(Some(hub)),
         Err(message) => {
             warnings.push(mcp_warning(message));
             Ok(None)

@@ -490,6 +490,11 @@ static void test_mcp_servers(robota_runtime *rt) {
   robota_session *s = make_session(p, o);
   robota_session_options_free(o);
   robota_provider_free(p);
+  /* The servers connect in the background: a wait shorter than the Python server's start runs
+   * out, a long one sees them done. */
+  EXPECT_STATUS(ROBOTA_STATUS_TIMEOUT, robota_session_wait_for_mcp_servers(s, 1, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_for_mcp_servers(s, 30000, &e_));
+  EXPECT_STATUS(ROBOTA_STATUS_NULL_ARGUMENT, robota_session_wait_for_mcp_servers(NULL, 1, &e_));
   char *json = NULL;
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_mcp_servers(s, &json, &e_));
   CHECK(contains(json, "\"name\":\"py\""));

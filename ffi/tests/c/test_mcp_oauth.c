@@ -95,6 +95,7 @@ static void test_authorized_through_the_callback(robota_runtime *rt, const char 
   for (int run = 0; run < 2; run++) {
     robota_session *s = open_session(rt, mock_url, server_url, home, &b);
     char *servers = NULL;
+    EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_for_mcp_servers(s, 30000, &e_));
     EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_mcp_servers(s, &servers, &e_));
     CHECK(contains(servers, "\"state\":\"connected\""));
     CHECK(contains(servers, "mcp__secure__add"));

@@ -85,6 +85,7 @@ static void test_calls_reach_the_model(robota_runtime *rt, const char *url) {
   robota_provider_free(p);
 
   char *servers = NULL;
+  EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_wait_for_mcp_servers(s, 20000, &e_));
   EXPECT_STATUS(ROBOTA_STATUS_OK, robota_session_list_mcp_servers(s, &servers, &e_));
   CHECK(contains(servers, "\"transport\":\"sdk\""));
   CHECK(contains(servers, "\"state\":\"connected\""));

@@ -918,7 +918,7 @@ impl InteractiveSession {
                 let args = format!("{name} {}", args.trim());
                 return Box::pin(self.execute_command(SKILLS_COMMAND, args.trim_end())).await;
             }
-            Err(CommandError::UnknownCommand { .. }) if self.mcp_prompt(name).is_some() => {
+            Err(CommandError::UnknownCommand { .. }) if self.may_be_mcp_prompt(name).await => {
                 return self.run_mcp_prompt(name, args).await;
             }
             Err(error) => return Err(error.into()),
@@ -1014,6 +1014,21 @@ impl InteractiveSession {
         Some((server.to_string(), prompt.to_string(), arguments))
     }
 
+    /// True when `name` is a server prompt (`/mcp__<server>__<prompt>`); while the servers are
+    /// still starting, it waits for them first (up to the start-up deadline), so that a prompt
+    /// command typed at once finds its server.
+    async fn may_be_mcp_prompt(&self, name: &str) -> bool {
+        if !name.trim().trim_start_matches('/').starts_with("mcp__") {
+            return false;
+        }
+        if let Some(hub) = self.inner.session.mcp_hub() {
+            if hub.is_starting() {
+                hub.wait_for_startup_deadline().await;
+            }
+        }
+        self.mcp_prompt(name).is_some()
+    }
+
     /// Runs a server prompt as Claude Code does: the words of `args` fill the prompt's
     /// arguments in order (the last one takes the rest), the server renders the prompt, and its
     /// text is submitted as the user's prompt.
@@ -1059,8 +1074,18 @@ impl InteractiveSession {
     }
 
     /// The session's MCP servers with their status, tools and prompts (what `/mcp` lists).
+    /// Servers connect in the background from the moment the session is created: right after
+    /// it they are `pending` (see [`wait_for_mcp_servers`](Self::wait_for_mcp_servers)).
     pub fn list_mcp_servers(&self) -> Vec<crate::mcp::McpServerInfo> {
         self.inner.session.mcp_servers()
+    }
+
+    /// Waits until the MCP servers are done starting (each `connected`, `failed`,
+    /// `needs_auth` or `disabled`), for at most `timeout` (`None`: until they are, which the
+    /// start-up timeout bounds). True when no server is still starting. Prompts need not wait
+    /// first: each waits for servers still starting before its first model call.
+    pub async fn wait_for_mcp_servers(&self, timeout: Option<std::time::Duration>) -> bool {
+        self.inner.session.wait_for_mcp_servers(timeout).await
     }
 
     /// True when `name` (with or without a leading `/`) is a skill of this session.
