@@ -385,6 +385,17 @@ impl NativeSession {
         to_json(&self.session.list_mcp_servers())
     }
 
+    /// Waits until the MCP servers, which connect in the background, are done starting, at most
+    /// `timeout_ms` (`None`: as long as the start-up timeout allows). True when none is still
+    /// starting.
+    pub async fn wait_for_mcp_servers(&self, timeout_ms: Option<u64>) -> bool {
+        let session = Arc::clone(&self.session);
+        let timeout = timeout_ms.map(Duration::from_millis);
+        on_runtime(async move { Ok(session.wait_for_mcp_servers(timeout).await) })
+            .await
+            .unwrap_or(false)
+    }
+
     /// The background tasks (oldest first) as a JSON array.
     pub fn list_background_tasks(&self) -> Result<String, RobotaError> {
         to_json(&self.session.list_background_tasks())

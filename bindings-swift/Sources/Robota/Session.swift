@@ -392,6 +392,16 @@ public final class InteractiveSession: Sendable {
         try decodeJSON([McpServerInfo].self, callNative { try native.listMcpServers() })
     }
 
+    /// Waits until the MCP servers are done starting (each connected, failed, needing
+    /// authorization or disabled), at most `timeout` seconds (`nil`: as long as the start-up
+    /// timeout allows). Servers connect in the background: right after the session is created
+    /// they are `pending`, and each prompt waits for them before its first model call anyway.
+    /// True when no server is still starting.
+    public func waitForMcpServers(timeout: TimeInterval? = nil) async -> Bool {
+        let milliseconds = timeout.map { UInt64(max(0, $0) * 1000) }
+        return await native.waitForMcpServers(timeoutMs: milliseconds)
+    }
+
     /// The edit checkpoints, oldest first. Files that Write, Edit, MultiEdit, NotebookEdit and
     /// tools declaring `mutatedFileFields` change are saved before each prompt first changes
     /// them; changes made by Bash are not tracked.

@@ -1690,6 +1690,13 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func waitBackgroundTask(id: String, timeoutMs: UInt64) async throws  -> String
     
     /**
+     * Waits until the MCP servers, which connect in the background, are done starting, at most
+     * `timeout_ms` (`None`: as long as the start-up timeout allows). True when none is still
+     * starting.
+     */
+    func waitForMcpServers(timeoutMs: UInt64?) async  -> Bool
+    
+    /**
      * Waits until no prompt is running or queued.
      */
     func waitIdle() async throws 
@@ -2244,6 +2251,28 @@ open func waitBackgroundTask(id: String, timeoutMs: UInt64)async throws  -> Stri
             freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
             liftFunc: FfiConverterString.lift,
             errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Waits until the MCP servers, which connect in the background, are done starting, at most
+     * `timeout_ms` (`None`: as long as the start-up timeout allows). True when none is still
+     * starting.
+     */
+open func waitForMcpServers(timeoutMs: UInt64?)async  -> Bool  {
+    return
+        try!  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_wait_for_mcp_servers(
+                        self.uniffiCloneHandle(),FfiConverterOptionUInt64.lower(timeoutMs)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_i8,
+            completeFunc: ffi_robota_swift_rust_future_complete_i8,
+            freeFunc: ffi_robota_swift_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: nil
+            
         )
 }
     
@@ -3699,6 +3728,30 @@ fileprivate struct FfiConverterOptionUInt32: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionUInt64: FfiConverterRustBuffer {
+    typealias SwiftType = UInt64?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterUInt64.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterUInt64.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterOptionString: FfiConverterRustBuffer {
     typealias SwiftType = String?
 
@@ -4341,6 +4394,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_wait_background_task() != 46590) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_wait_for_mcp_servers() != 1583) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_wait_idle() != 3572) {

@@ -47,6 +47,9 @@ final class McpTests: XCTestCase {
             "exits": .stdio(command: "/bin/sh", args: ["-c", "echo bye >&2; exit 3"]),
         ]
         let session = try InteractiveSession(options: options)
+        // Servers connect in the background: pending at first, then each ends in a status.
+        let done = await session.waitForMcpServers(timeout: 20)
+        XCTAssertTrue(done)
         let servers = try session.listMcpServers().sorted { $0.name < $1.name }
         XCTAssertEqual(servers.map(\.name), ["exits", "gone"])
         for server in servers {
@@ -95,6 +98,8 @@ final class McpTests: XCTestCase {
         options.mcpServers = ["calc": .sdk(version: "2.0.0", tools: [add, stats])]
         options.settings = ["permissions": ["allow": ["mcp__calc"]]]
         let session = try InteractiveSession(options: options)
+        let calcStarted = await session.waitForMcpServers(timeout: 20)
+        XCTAssertTrue(calcStarted)
         let listed = try XCTUnwrap(try session.listMcpServers().first { $0.name == "calc" })
         XCTAssertEqual(listed.status.state, "connected")
         XCTAssertEqual(listed.transport, "sdk")
@@ -157,9 +162,11 @@ final class McpTests: XCTestCase {
                 // listener on 127.0.0.1, which URLSession follows.
                 _ = try await URLSession.shared.data(from: url)
             }
-            // Creating the session waits for the servers (and so for the authorization): off
-            // the cooperative pool, which the handler runs on.
-            let session = try await createOffThePool(options)
+            // The servers connect in the background: the session is created at once, and the
+            // handler runs on the cooperative pool while the test waits.
+            let session = try InteractiveSession(options: options)
+            let authorized = await session.waitForMcpServers(timeout: 30)
+            XCTAssertTrue(authorized)
             let listed = try XCTUnwrap(try session.listMcpServers().first { $0.name == "secure" })
             XCTAssertEqual(listed.status.state, "connected", "\(listed.status)")
             let result = try await session.submit("add")
@@ -195,14 +202,4 @@ final class OpenedURLs: @unchecked Sendable {
     func append(_ server: String, _ url: URL) { lock.withLock { opened.append((server, url)) } }
 
     var all: [(String, URL)] { lock.withLock { opened } }
-}
-
-/// Creates a session on a thread of its own: `InteractiveSession(options:)` waits for the MCP
-/// servers to start, and the Swift handlers they call need the cooperative pool.
-func createOffThePool(_ options: SessionOptions) async throws -> InteractiveSession {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            continuation.resume(with: Result { try InteractiveSession(options: options) })
-        }
-    }
 }
