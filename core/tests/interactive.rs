@@ -400,7 +400,8 @@ async fn commands_apply_their_effects() {
     assert!(cleared
         .effects
         .contains(&CommandEffect::ConversationHistoryCleared));
-    assert!(session.get_messages().is_empty());
+    let left = serde_json::to_string(&session.get_messages()).expect("json");
+    assert!(session.get_messages().is_empty(), "{left}");
 
     match session.execute_command("nope", "").await {
         Err(InteractiveError::Command(e)) => assert!(e.to_string().contains("nope")),
@@ -546,6 +547,55 @@ async fn the_model_can_schedule_a_compaction_for_the_end_of_its_turn() {
         messages.to_string().contains("SUMMARY OF THE TURN"),
         "{messages}"
     );
+}
+
+/// A host acts on a prompt's result at once: a command sent while the session still tidies up
+/// after it (here a slow compaction the model scheduled) waits for that instead of failing Busy.
+#[tokio::test]
+async fn a_command_sent_right_after_a_result_waits_for_the_tidy_up_instead_of_failing_busy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut first = options(
+        &dir,
+        vec![
+            ScriptedTurn::tool_call("t1", "robota_command_compact", json!({"args": ""})),
+            ScriptedTurn::text("answered"),
+            ScriptedTurn::chunks(["SUMMARY ", "OF THE TURN"]).with_delay_ms(400),
+            ScriptedTurn::text("SECOND SUMMARY"),
+        ],
+    );
+    first.session = first
+        .session
+        .with_permission_mode(PermissionMode::BypassPermissions);
+    let session = start(first);
+    let ticket = session
+        .submit_tracked("compact please", None)
+        .await
+        .expect("submit");
+    assert!(matches!(
+        ticket.result().await,
+        PromptResult::Complete { .. }
+    ));
+    // The compaction is still running: a blocking command waits for it, then runs.
+    let result = session
+        .execute_command("compact", "")
+        .await
+        .expect("not busy after the result");
+    assert!(result.success, "{result:?}");
+    let messages = serde_json::to_string(&session.get_messages()).expect("json");
+    assert!(messages.contains("SECOND SUMMARY"), "{messages}");
+    // A command sent while a prompt really runs is still refused.
+    let other = tempfile::tempdir().expect("tempdir");
+    let busy = start(options(
+        &other,
+        vec![ScriptedTurn::chunks(["slowly"]).with_delay_ms(2000)],
+    ));
+    let running = busy.submit_tracked("slow", None).await.expect("submit");
+    let refused = busy.execute_command("compact", "").await;
+    assert!(
+        matches!(refused, Err(InteractiveError::Busy(_))),
+        "{refused:?}"
+    );
+    drop(running);
 }
 
 mod over_mock_llm {
@@ -854,7 +904,8 @@ async fn an_empty_prompt_is_refused_and_a_shut_down_session_refuses_every_action
     // The final state can still be read; abort and cancel_queue are harmless.
     session.abort();
     assert_eq!(session.cancel_queue(), None);
-    assert!(session.get_messages().is_empty());
+    let left = serde_json::to_string(&session.get_messages()).expect("json");
+    assert!(session.get_messages().is_empty(), "{left}");
     let error = robota::api::ApiError::from(InteractiveError::ShutDown);
     assert_eq!(error.kind, robota::api::ApiErrorKind::ShutDown);
 }

@@ -425,6 +425,9 @@ struct Prompt {
 #[derive(Default)]
 struct State {
     executing: bool,
+    /// A prompt's result has reached the host and the session is tidying up after it (a
+    /// compaction the model asked for); commands the host sends now wait for it to finish.
+    settling: bool,
     pending: Option<Prompt>,
     /// Cancelled by `abort` for the prompt being run.
     cancel: Option<CancellationToken>,
@@ -896,6 +899,19 @@ impl InteractiveSession {
         }
     }
 
+    /// Waits while the prompt that just ended tidies up (its result already reached the host,
+    /// which may act on it at once); returns at once otherwise, and never waits for a prompt
+    /// that is running or queued.
+    async fn wait_settled(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            if !self.inner.lock().settling {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Runs a command on the user's behalf. Effects the session can apply itself are applied by
     /// the command through the host facade (clear, rename, permission mode, compact); the result
     /// still lists every effect so the host can update its own state (and apply exit, model
@@ -923,8 +939,11 @@ impl InteractiveSession {
             }
             Err(error) => return Err(error.into()),
         };
-        if registered.descriptor().lifecycle.needs_execution_guard() && self.is_executing() {
-            return Err(InteractiveError::Busy(registered.name.clone()));
+        if registered.descriptor().lifecycle.needs_execution_guard() {
+            self.wait_settled().await;
+            if self.is_executing() {
+                return Err(InteractiveError::Busy(registered.name.clone()));
+            }
         }
         let host = SessionHost::default();
         host.attach(&self.inner);
@@ -1233,6 +1252,7 @@ impl InteractiveSession {
         instructions: Option<String>,
     ) -> Result<crate::session::compaction::CompactionSummary, InteractiveError> {
         self.check_open()?;
+        self.wait_settled().await;
         if self.is_executing() {
             return Err(InteractiveError::Busy("compact".into()));
         }
@@ -1612,8 +1632,13 @@ impl Inner {
                 None => ended,
             };
             // The prompt is over before anyone hears that it ended: a host that acts on the
-            // result at once (restores a checkpoint) must not find it still running.
-            self.lock().running_prompt = None;
+            // result at once (restores a checkpoint, runs a command) must not find it still
+            // running.
+            {
+                let mut state = self.lock();
+                state.running_prompt = None;
+                state.settling = true;
+            }
             let event_seq = self.hub.emit(ended.event());
             if let Some(done) = prompt.done.take() {
                 // The host may have dropped its ticket; nothing then waits for the result.
@@ -1634,15 +1659,19 @@ impl Inner {
                     });
                 }
             }
-            let mut state = self.lock();
-            state.cancel = None;
-            state.running_prompt = None;
-            next = state.pending.take();
-            if next.is_none() {
-                state.executing = false;
+            {
+                let mut state = self.lock();
+                state.cancel = None;
+                state.running_prompt = None;
+                state.settling = false;
+                next = state.pending.take();
+                if next.is_none() {
+                    state.executing = false;
+                }
             }
+            // Wakes `wait_idle` after the last prompt, and `wait_settled` after each.
+            self.idle.notify_waiters();
         }
-        self.idle.notify_waiters();
     }
 
     /// One run, re-sending the abort until the run stops: an abort that lands before the run
