@@ -10,13 +10,15 @@
 
 mod session_common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use robota::framework::agents::{
     SubagentRequest, FORK_WORKER_PROMPT_SUFFIX, SUBAGENT_PROMPT_SUFFIX,
 };
-use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+use robota::framework::interactive::{
+    InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
+};
 use robota::hooks::SessionEndReason;
 use robota::session::SessionOptions;
 use robota::tools::builtins::{LogStream, TaskKind, TaskStatus};
@@ -82,7 +84,23 @@ async fn the_agent_model_the_callers_override_and_a_live_switch_choose_the_child
     .await;
     let events = Events::default();
     let session = interactive(options(&project, &mock, &events));
+    let parents = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&parents);
+    let _subscription = session.subscribe(move |event| {
+        if let InteractiveEventKind::BackgroundTaskEvent { data } = &event.kind {
+            if data["event"] == "started" {
+                seen.lock()
+                    .expect("lock")
+                    .push(data["parent_tool_use_id"].clone());
+            }
+        }
+    });
     prompt(&session, "delegate").await;
+    // Each subagent's `started` names the `Task` call that started it (a host draws the tree).
+    assert_eq!(
+        *parents.lock().expect("lock"),
+        [json!("toolu_one"), json!("toolu_two")]
+    );
 
     // The definition's alias maps to the provider's haiku; the caller's `opus` beats it; the
     // parent stays on the session's model.

@@ -47,6 +47,7 @@ pub fn subagent_request(
         isolation,
         model: text(model),
         fork_worker: false,
+        parent_tool_use_id: None,
     })
 }
 

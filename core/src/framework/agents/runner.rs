@@ -62,6 +62,11 @@ pub struct SubagentRequest {
     /// suffix (answer within 500 words) instead of the subagent suffix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fork_worker: bool,
+    /// The model's tool call that started it (the `Task` call's `tool_use_id`), reported on
+    /// the `started` progress so a host can hang the subagent under that call; `None` when
+    /// host code or a command started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_tool_use_id: Option<String>,
 }
 
 /// Why a subagent could not be run.
@@ -223,6 +228,9 @@ pub enum SubagentProgress {
         /// The worktree, for isolated runs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         worktree_path: Option<std::path::PathBuf>,
+        /// The parent's tool call that started it ([`SubagentRequest::parent_tool_use_id`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent_tool_use_id: Option<String>,
     },
     /// The subagent started a tool.
     ToolStart {
@@ -411,6 +419,7 @@ pub async fn run_subagent(
         agent_type: definition.name.clone(),
         isolation: request.isolation,
         worktree_path: worktree.as_ref().map(|w| w.path.clone()),
+        parent_tool_use_id: request.parent_tool_use_id.clone(),
     });
     let forward = on_progress.clone().map(|callback| {
         let agent_id = agent_id.clone();

@@ -67,6 +67,7 @@ fn parse_input(input: &Value) -> Result<(SubagentRequest, bool), String> {
             isolation: Default::default(),
             model: optional_text(input, "model")?.map(str::to_string),
             fork_worker: false,
+            parent_tool_use_id: None,
         },
         background,
     ))
@@ -121,10 +122,11 @@ impl Tool for TaskTool {
     }
 
     async fn execute(&self, input: Value, context: ToolContext) -> ToolOutput {
-        let (request, background) = match parse_input(&input) {
+        let (mut request, background) = match parse_input(&input) {
             Ok(parsed) => parsed,
             Err(message) => return ToolOutput::error(message),
         };
+        request.parent_tool_use_id = Some(context.tool_use_id.clone());
         let description = optional_text(&input, "description")
             .ok()
             .flatten()

@@ -122,6 +122,7 @@ pub fn parse_agent_args(args: &str, catalog: &AgentCatalog) -> Result<SubagentRe
         isolation,
         model,
         fork_worker: false,
+        parent_tool_use_id: None,
     })
 }
 
@@ -142,6 +143,7 @@ fn parse_json_args(args: &str) -> Result<SubagentRequest, String> {
         isolation,
         model: text("model"),
         fork_worker: false,
+        parent_tool_use_id: None,
     })
 }
 
@@ -240,6 +242,7 @@ mod tests {
                 isolation: Isolation::Worktree,
                 model: None,
                 fork_worker: false,
+                parent_tool_use_id: None,
             })
         );
         let parsed = parse_agent_args("explain \"this\"", &catalog);

@@ -259,6 +259,7 @@ impl Inner {
             // The forked run goes to the skill's `model`; the session's model is untouched.
             model: skill.model.clone(),
             fork_worker: true,
+            parent_tool_use_id: None,
         };
         let result = self.run_subagent_for(&catalog, request).await;
         match result {
