@@ -390,12 +390,23 @@ pub(crate) async fn authorize(
     let session = AuthorizationSession::new(manager, request)
         .await
         .map_err(|(_, e)| auth_error("client registration", e))?;
+    // The host's browser step runs on a task of its own, to its end: once the redirect has
+    // arrived it is no longer waited for, but never cancelled. Cancelling a host's future from
+    // here (a Swift task inside URLSession, say) runs the host's cancellation on this thread,
+    // which can wait for the very redirect answer this runtime is sending: a deadlock.
     let opened = handler.open(server, session.get_authorization_url());
+    let (failed_tx, failed) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        if let Err(reason) = opened.await {
+            let _ = failed_tx.send(reason);
+        }
+    });
     let expected_state = query_field(session.get_authorization_url(), "state");
     let redirect = tokio::select! {
         redirect = receive_redirect(&listener, &redirect_uri, expected_state.as_deref()) => redirect?,
-        // A host that could not show the URL: no browser will come back.
-        Err(reason) = opened => {
+        // A host that could not show the URL: no browser will come back. (A handler that ended
+        // well closes the channel without a reason; the redirect is then waited for alone.)
+        Ok(reason) = failed => {
             return Err(format!(
                 "{NEEDS_AUTH}: the host's authorization handler failed ({reason}); authorize \
                  with `/mcp auth {server}`"
