@@ -8,7 +8,7 @@
 //!   none (slim containers), where `rmcp`'s default client would panic.
 
 /// Redirects one request may follow.
-const MAX_REDIRECTS: usize = 10;
+pub(super) const MAX_REDIRECTS: usize = 10;
 
 /// The same-origin redirect policy of the given reqwest crate.
 macro_rules! same_origin_redirects {
@@ -42,14 +42,18 @@ pub(crate) fn streamable_http_client() -> Result<mcp_reqwest::Client, String> {
             .redirect(same_origin_redirects!(mcp_reqwest))
     };
     builder().build().or_else(|system_roots| {
-        let bundled = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-            .iter()
-            .filter_map(|der| mcp_reqwest::Certificate::from_der(der).ok());
         builder()
-            .tls_certs_only(bundled)
+            .tls_certs_only(bundled_roots())
             .build()
             .map_err(|e| format!("cannot create the HTTP client ({system_roots}; {e})"))
     })
+}
+
+/// Mozilla's root certificates bundled with robota, for machines without system roots.
+pub(super) fn bundled_roots() -> impl Iterator<Item = mcp_reqwest::Certificate> {
+    webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .filter_map(|der| mcp_reqwest::Certificate::from_der(der).ok())
 }
 
 /// The client of a legacy SSE server (the workspace's reqwest bundles its roots).

@@ -16,10 +16,11 @@ use rmcp::transport::auth::{
 };
 use url::{Host, Url};
 
+use super::http_client::{bundled_roots, MAX_REDIRECTS};
+
 /// `rmcp`'s limits for one OAuth request.
 const TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_BODY_BYTES: usize = 1024 * 1024;
-const MAX_REDIRECTS: usize = 10;
 
 /// Where an address may be reached from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,14 +181,11 @@ impl BundledRootsOAuthClient {
     pub(crate) fn new(server_url: &Url) -> Result<Self, String> {
         let policy = Arc::new(AddressPolicy::for_server(server_url));
         let build = |redirect: mcp_reqwest::redirect::Policy| {
-            let bundled = webpki_root_certs::TLS_SERVER_ROOT_CERTS
-                .iter()
-                .filter_map(|der| mcp_reqwest::Certificate::from_der(der).ok());
             mcp_reqwest::Client::builder()
                 .timeout(TIMEOUT)
                 .redirect(redirect)
                 .dns_resolver(Arc::new(FilteringResolver(policy.clone())))
-                .tls_certs_only(bundled)
+                .tls_certs_only(bundled_roots())
                 .build()
                 .map_err(|e| format!("cannot create the OAuth HTTP client ({e})"))
         };
