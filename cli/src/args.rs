@@ -40,6 +40,10 @@ pub struct Cli {
     /// Most model/tool rounds for the prompt (0 = no cap).
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// Structured output: the final answer must be JSON matching this JSON Schema (inline JSON);
+    /// the validated value is the result's `structured_output` (`--output-format json`).
+    #[arg(long, value_name = "SCHEMA_JSON")]
+    pub json_schema: Option<String>,
     /// Resume the saved session with this id.
     #[arg(long, value_name = "ID", conflicts_with = "continue_session")]
     pub resume: Option<String>,

@@ -17,6 +17,7 @@ use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
+use robota::session::structured_output::OutputFormat;
 use robota::session::{
     PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };
@@ -106,6 +107,11 @@ pub fn open_session(
         .with_on_event(on_event);
     if let Some(max_turns) = cli.max_turns {
         options = options.with_max_turns(max_turns);
+    }
+    if let Some(schema) = &cli.json_schema {
+        let schema: serde_json::Value = serde_json::from_str(schema)
+            .map_err(|error| CliError::usage(format!("--json-schema: not valid JSON: {error}")))?;
+        options.output_format = Some(OutputFormat::json_schema(schema));
     }
     if let Some(mode) = &cli.permission_mode {
         let mode: PermissionMode =

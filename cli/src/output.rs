@@ -250,6 +250,12 @@ pub async fn run_headless(cli: &Cli, prompt: String) -> Result<u8, CliError> {
     if let Some(refusal) = &outcome.refusal {
         result_line["refusal"] = json!(refusal);
     }
+    if let Some(value) = &outcome.structured_output {
+        result_line["structured_output"] = value.clone();
+    }
+    if !outcome.structured_output_errors.is_empty() {
+        result_line["structured_output_errors"] = json!(outcome.structured_output_errors);
+    }
     if let Some(error) = &error {
         result_line["error"] = json!(error);
     }
@@ -413,6 +419,8 @@ fn empty_outcome() -> RunOutcome {
         refusal: None,
         tools_executed: Vec::new(),
         execution_id: String::new(),
+        structured_output: None,
+        structured_output_errors: Vec::new(),
     }
 }
 

@@ -57,6 +57,12 @@ pub struct HttpProviderConfig {
     /// How long Anthropic keeps the cached prefix: `"5m"` (the default) or `"1h"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_ttl: Option<String>,
+    /// Native structured output for prompts with an `output_format`: OpenAI-compatible
+    /// `response_format: {"type": "json_schema", …}` (default: on for OpenAI itself, off for
+    /// other base URLs) or Anthropic `output_config.format` (default off). The answer is
+    /// validated against the schema either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_outputs: Option<bool>,
 }
 
 impl HttpProviderConfig {
@@ -229,6 +235,7 @@ impl ProviderConfig {
                     // Unset: on, unless DISABLE_PROMPT_CACHING turned it off.
                     None => config.prompt_caching = config.prompt_caching.map(|_| ttl),
                 }
+                config.structured_outputs = c.structured_outputs.unwrap_or(false);
                 let provider = AnthropicProvider::new(config).map_err(|e| provider_error(&e))?;
                 Ok(Arc::new(provider))
             }
@@ -237,6 +244,7 @@ impl ProviderConfig {
                 config.api_key = c.api_key.clone().or(config.api_key);
                 config.base_url = c.base_url.clone().or(config.base_url);
                 config.max_tokens = c.max_tokens;
+                config.structured_outputs = c.structured_outputs;
                 c.apply_http(&mut config.http);
                 let provider = OpenAiProvider::new(config).map_err(|e| provider_error(&e))?;
                 Ok(Arc::new(provider))

@@ -16,6 +16,7 @@ use crate::mcp::{parse_mcp_servers, McpServerOrigin};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::session::store::SessionStore;
+use crate::session::structured_output::{OutputFormat, StructuredOutput};
 use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
 use crate::tools::ToolRegistry;
 
@@ -109,6 +110,14 @@ pub struct SessionConfig {
     pub mcp_startup_timeout_ms: Option<u64>,
     /// How long one MCP call may take, in milliseconds (default 600 000).
     pub mcp_call_timeout_ms: Option<u64>,
+    /// Structured output (the Claude Agent SDK's option): `{"type": "json_schema", "schema":
+    /// {...}}`. Every prompt's final answer must be one JSON value matching the schema; results
+    /// and `complete` events carry it as `structured_output`. A schema that is not a valid JSON
+    /// Schema is an error when the session is created.
+    pub output_format: Option<Value>,
+    /// Follow-ups an answer that does not match `output_format` gets before the prompt fails
+    /// (default 5).
+    pub max_structured_output_retries: Option<u32>,
 }
 
 impl SessionConfig {
@@ -246,6 +255,19 @@ impl SessionConfig {
             options.engine.context_window = Some(window);
         }
         options.sandbox = self.sandbox;
+        if let Some(format) = self.output_format {
+            let format = OutputFormat::from_json_value(format)
+                .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+            if let Some(retries) = self.max_structured_output_retries {
+                options.max_structured_output_retries = retries;
+            }
+            // Checked here, so a bad schema is an error of the options, not of the first prompt.
+            StructuredOutput::new(&format, options.max_structured_output_retries)
+                .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+            options.output_format = Some(format);
+        } else if let Some(retries) = self.max_structured_output_retries {
+            options.max_structured_output_retries = retries;
+        }
         options.mcp_servers = mcp_servers;
         if let Some(ms) = self.mcp_startup_timeout_ms.filter(|ms| *ms > 0) {
             options.mcp_options.startup_timeout = std::time::Duration::from_millis(ms);

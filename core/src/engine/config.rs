@@ -98,6 +98,9 @@ pub struct RunOptions {
     /// Lets something outside the run (a tool call of the run) send the rest of the run to
     /// another provider; see [`ProviderSwitch`].
     pub provider_switch: Option<ProviderSwitch>,
+    /// The JSON Schema the final answer must match, sent to providers with native structured
+    /// output (validation is the caller's, see [`crate::session::structured_output`]).
+    pub output_schema: Option<crate::provider::OutputSchema>,
 }
 
 /// A handle through which the provider of a run in progress is replaced: every model call of the
@@ -183,6 +186,12 @@ impl RunOptions {
         self
     }
 
+    /// Asks providers with native structured output to shape the answer by `schema`.
+    pub fn with_output_schema(mut self, schema: Option<crate::provider::OutputSchema>) -> Self {
+        self.output_schema = schema;
+        self
+    }
+
     /// Caps this run at `max_turns` rounds (`0` = no cap).
     pub fn with_max_turns(mut self, max_turns: u32) -> Self {
         self.max_turns = Some(max_turns);
@@ -202,6 +211,27 @@ impl std::fmt::Debug for RunOptions {
                 &self.provider.as_ref().map(|p| p.model().to_string()),
             )
             .finish()
+    }
+}
+
+/// One way a structured answer does not match its JSON Schema (see
+/// [`RunOutcome::structured_output_errors`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructuredOutputError {
+    /// Where in the answer (a JSON Pointer; empty for the whole answer).
+    pub path: String,
+    /// What is wrong there.
+    pub message: String,
+}
+
+impl std::fmt::Display for StructuredOutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = if self.path.is_empty() {
+            "(root)"
+        } else {
+            &self.path
+        };
+        write!(f, "{path}: {}", self.message)
     }
 }
 
@@ -228,6 +258,9 @@ pub enum RunStopReason {
     /// continuation (for example [`CONTINUE_PROMPT`](crate::engine::CONTINUE_PROMPT)) to have
     /// the model go on, or raise the limit.
     Truncated,
+    /// The answer still did not match the structured output schema after the allowed
+    /// follow-ups; [`RunOutcome::structured_output_errors`] has the last validation errors.
+    MaxStructuredOutputRetries,
 }
 
 impl RunStopReason {
@@ -242,6 +275,7 @@ impl RunStopReason {
             RunStopReason::Error => "error",
             RunStopReason::Refused => "refused",
             RunStopReason::Truncated => "truncated",
+            RunStopReason::MaxStructuredOutputRetries => "max_structured_output_retries",
         }
     }
 }
@@ -272,4 +306,11 @@ pub struct RunOutcome {
     pub tools_executed: Vec<String>,
     /// Id of this run; every [`ExecutionEvent`] of the run carries it.
     pub execution_id: String,
+    /// The answer parsed and validated against the prompt's structured output schema (see
+    /// [`crate::session::structured_output`]); `None` without a schema or when it never matched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<serde_json::Value>,
+    /// The last validation errors, when the stop reason is `max_structured_output_retries`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub structured_output_errors: Vec<StructuredOutputError>,
 }

@@ -53,8 +53,8 @@ pub use budget::{
 };
 pub use config::{
     EngineConfig, EventCallback, ExecutionEventCallback, ProviderSwitch, RunOptions, RunOutcome,
-    RunStopReason, DEFAULT_MAX_CONSECUTIVE_UNKNOWN_TOOL_ROUNDS, DEFAULT_MAX_TOOL_CONCURRENCY,
-    DEFAULT_MAX_TURNS, DEFAULT_TOOL_ABORT_GRACE,
+    RunStopReason, StructuredOutputError, DEFAULT_MAX_CONSECUTIVE_UNKNOWN_TOOL_ROUNDS,
+    DEFAULT_MAX_TOOL_CONCURRENCY, DEFAULT_MAX_TURNS, DEFAULT_TOOL_ABORT_GRACE,
 };
 pub use events::{BatchMode, EngineEvent, ExecutionEvent, HistoryMutation};
 pub use gate::{GateCall, GateDecision, ToolCallGate};

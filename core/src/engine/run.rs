@@ -86,6 +86,7 @@ pub(crate) struct Run<'a> {
     message_count: usize,
     /// Where a new provider for the rest of the run may arrive.
     provider_switch: Option<ProviderSwitch>,
+    output_schema: Option<crate::provider::OutputSchema>,
 }
 
 impl<'a> Run<'a> {
@@ -135,6 +136,7 @@ impl<'a> Run<'a> {
             context_window,
             message_count,
             provider_switch: options.provider_switch,
+            output_schema: options.output_schema,
         }
     }
 
@@ -193,6 +195,8 @@ impl<'a> Run<'a> {
             refusal,
             tools_executed: self.tools_executed,
             execution_id: self.execution_id,
+            structured_output: None,
+            structured_output_errors: Vec::new(),
         }
     }
 
@@ -390,6 +394,7 @@ impl<'a> Run<'a> {
             max_tokens: config.max_tokens,
             temperature: config.temperature,
             thinking: config.thinking,
+            output_schema: self.output_schema.clone(),
         }
     }
 

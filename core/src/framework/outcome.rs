@@ -65,7 +65,9 @@ impl OutcomeStatus {
             | RunStopReason::ContextLimit => OutcomeStatus::Complete,
             RunStopReason::Refused => OutcomeStatus::Refused,
             RunStopReason::Truncated => OutcomeStatus::Truncated,
-            RunStopReason::Error => OutcomeStatus::Error,
+            RunStopReason::Error | RunStopReason::MaxStructuredOutputRetries => {
+                OutcomeStatus::Error
+            }
             RunStopReason::Interrupted => OutcomeStatus::Interrupted,
         }
     }
@@ -140,6 +142,30 @@ impl ErrorInfo {
             retryable: error.retryable,
             retry_after_ms: error.retry_after.map(duration_ms),
         }
+    }
+
+    /// The error of a run that ended `error` on its own (not a failed model call): the answer
+    /// never matched the structured output schema (kind `structured_output`, the last
+    /// validation errors in the message and in the outcome's `structured_output_errors`).
+    pub fn from_outcome(outcome: &RunOutcome) -> Self {
+        if let Some(error) = &outcome.error {
+            return Self::from_provider(error);
+        }
+        if outcome.stop_reason == RunStopReason::MaxStructuredOutputRetries {
+            let errors: Vec<String> = outcome
+                .structured_output_errors
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            return ErrorInfo::new(
+                "structured_output",
+                format!(
+                    "the answer did not match the output schema after the allowed retries: {}",
+                    errors.join("; ")
+                ),
+            );
+        }
+        ErrorInfo::new("provider", "the model call failed")
     }
 
     /// A prompt the session could not run.

@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::engine::{RunStopReason, CONTINUE_PROMPT};
+use crate::engine::{RunOutcome, RunStopReason, StructuredOutputError, CONTINUE_PROMPT};
 use crate::framework::outcome::OutcomeStatus;
 use crate::message::{Message, ProviderError, Usage};
 use crate::permissions::PermissionMode;
 use crate::provider::{Provider, Refusal};
+use crate::session::structured_output::OutputFormat;
 use crate::session::{
     PermissionHandler, Session, SessionError, SessionEvent, SessionOptions, SessionPersistence,
     SessionSettings,
@@ -118,6 +119,14 @@ pub struct QueryResult {
     /// What the provider said about the refusal, when `status` is `refused`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
+    /// The final answer parsed and validated against the `output_format` schema (`None`
+    /// without one). The Claude Agent SDK's `structured_output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<serde_json::Value>,
+    /// When the answer never matched the schema (status `error`, stop reason
+    /// `max_structured_output_retries`): the last validation errors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub structured_output_errors: Vec<StructuredOutputError>,
 }
 
 /// Why a query did not run.
@@ -228,6 +237,30 @@ impl Query {
         let started = Instant::now();
         let before = self.session.usage();
         let outcome = self.session.run(prompt).await?;
+        self.result(outcome, started, before)
+    }
+
+    /// Like [`query`](Self::query), with this query's final answer shaped by `format` (instead
+    /// of the session's `output_format`): the result's `structured_output` holds the validated
+    /// value; an answer that never matches ends with status `error`, stop reason
+    /// `max_structured_output_retries` and the last `structured_output_errors`.
+    pub async fn query_with_output_format(
+        &self,
+        prompt: &str,
+        format: &OutputFormat,
+    ) -> Result<QueryResult, QueryError> {
+        let started = Instant::now();
+        let before = self.session.usage();
+        let outcome = self.session.run_with_output_format(prompt, format).await?;
+        self.result(outcome, started, before)
+    }
+
+    fn result(
+        &self,
+        outcome: RunOutcome,
+        started: Instant,
+        before: crate::session::usage::UsageTotals,
+    ) -> Result<QueryResult, QueryError> {
         if let Some(error) = &outcome.error {
             return Err(QueryError::Provider(error.clone()));
         }
@@ -248,6 +281,8 @@ impl Query {
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             session_id: self.session.session_id().to_string(),
             stop_reason: outcome.stop_reason,
+            structured_output: outcome.structured_output,
+            structured_output_errors: outcome.structured_output_errors,
         })
     }
 

@@ -95,6 +95,11 @@ pub struct AnthropicConfig {
     pub prompt_caching: Option<CacheTtl>,
     /// Timeouts, retries, size caps, extra headers.
     pub http: HttpOptions,
+    /// Native structured output: when a prompt has an output schema, send it as
+    /// `output_config: {"format": {"type": "json_schema", "schema": …}}`. Off by default (only
+    /// some models accept it, and a model that does not rejects the whole request); the session
+    /// validates and retries the answer either way.
+    pub structured_outputs: bool,
 }
 
 /// How long Anthropic keeps a cached prompt prefix after its last use.
@@ -143,6 +148,7 @@ impl AnthropicConfig {
             anthropic_version: DEFAULT_ANTHROPIC_VERSION.to_string(),
             prompt_caching: Some(CacheTtl::FiveMinutes),
             http: HttpOptions::default(),
+            structured_outputs: false,
         }
     }
 
@@ -191,6 +197,7 @@ pub struct AnthropicProvider {
     model: String,
     max_tokens: Option<u32>,
     prompt_caching: Option<CacheTtl>,
+    structured_outputs: bool,
     base_url: String,
     transport: HttpTransport,
 }
@@ -268,6 +275,7 @@ impl AnthropicProvider {
             model: config.model,
             max_tokens: config.max_tokens,
             prompt_caching: config.prompt_caching,
+            structured_outputs: config.structured_outputs,
             base_url,
             transport,
         })
@@ -291,6 +299,16 @@ impl AnthropicProvider {
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
         let mut body = build_body(&self.model, self.max_tokens, request);
+        if let (true, Some(schema), Some(map)) = (
+            self.structured_outputs,
+            &request.output_schema,
+            body.as_object_mut(),
+        ) {
+            map.insert(
+                "output_config".into(),
+                serde_json::json!({"format": {"type": "json_schema", "schema": schema.schema}}),
+            );
+        }
         if let Some(ttl) = self.prompt_caching {
             mark_cache_breakpoints(&mut body, ttl);
         }
@@ -318,6 +336,7 @@ impl Provider for AnthropicProvider {
             model: model.to_string(),
             max_tokens: self.max_tokens,
             prompt_caching: self.prompt_caching,
+            structured_outputs: self.structured_outputs,
             base_url: self.base_url.clone(),
             transport: self.transport.clone(),
         }))

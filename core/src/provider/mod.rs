@@ -64,6 +64,19 @@ pub struct ProviderRequest {
     /// How the model may use `tools`; the provider's default (auto) when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
+    /// The JSON Schema the answer must match, for providers with native structured output
+    /// (others ignore it; the session validates the answer either way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A JSON Schema for the model's answer, as native structured output sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// The schema's name (OpenAI's `json_schema.name`).
+    pub name: String,
+    /// The JSON Schema.
+    pub schema: serde_json::Value,
 }
 
 /// Whether and how the model may call the tools it is given.

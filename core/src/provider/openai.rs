@@ -51,6 +51,11 @@ pub struct OpenAiConfig {
     /// Sends `stream_options: {include_usage: true}` so the server reports token usage (default
     /// true). Turn it off for servers that reject the field.
     pub include_usage: bool,
+    /// Whether the server accepts `response_format: {"type": "json_schema", …}` (native
+    /// structured output), sent when a prompt has an output schema. `None`: yes for the default
+    /// base URL (OpenAI itself), no for other servers (many compatible servers reject the field);
+    /// set it for a server that supports it (vLLM, Ollama, LM Studio, …).
+    pub structured_outputs: Option<bool>,
 }
 
 impl OpenAiConfig {
@@ -64,6 +69,7 @@ impl OpenAiConfig {
             http: HttpOptions::default(),
             name: "openai".to_string(),
             include_usage: true,
+            structured_outputs: None,
         }
     }
 
@@ -104,6 +110,7 @@ pub struct OpenAiProvider {
     model: String,
     max_tokens: Option<u32>,
     include_usage: bool,
+    structured_outputs: bool,
     base_url: String,
     transport: HttpTransport,
 }
@@ -154,6 +161,9 @@ impl OpenAiProvider {
             .unwrap_or(DEFAULT_BASE_URL)
             .trim_end_matches('/')
             .to_string();
+        let structured_outputs = config
+            .structured_outputs
+            .unwrap_or(base_url == DEFAULT_BASE_URL.trim_end_matches('/'));
         let mut headers = HeaderMap::new();
         if let Some(key) = api_key {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
@@ -183,6 +193,7 @@ impl OpenAiProvider {
             model: config.model,
             max_tokens: config.max_tokens,
             include_usage: config.include_usage,
+            structured_outputs,
             base_url,
             transport,
         })
@@ -205,7 +216,27 @@ impl OpenAiProvider {
 
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        build_body(&self.model, self.max_tokens, self.include_usage, request)
+        let mut body = build_body(&self.model, self.max_tokens, self.include_usage, request);
+        if let (true, Some(schema), Some(map)) = (
+            self.structured_outputs,
+            &request.output_schema,
+            body.as_object_mut(),
+        ) {
+            // `strict` only when the schema meets OpenAI's strict subset; otherwise the server
+            // would reject the request, and best-effort shaping plus our validation is better.
+            map.insert(
+                "response_format".into(),
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": schema.name,
+                        "schema": schema.schema,
+                        "strict": is_strict_compatible(&schema.schema),
+                    },
+                }),
+            );
+        }
+        body
     }
 }
 
@@ -225,6 +256,7 @@ impl Provider for OpenAiProvider {
             model: model.to_string(),
             max_tokens: self.max_tokens,
             include_usage: self.include_usage,
+            structured_outputs: self.structured_outputs,
             base_url: self.base_url.clone(),
             transport: self.transport.clone(),
         }))
@@ -291,6 +323,30 @@ fn uses_max_completion_tokens(model: &str) -> bool {
     ["o1", "o3", "o4", "gpt-5"]
         .iter()
         .any(|prefix| model.starts_with(prefix))
+}
+
+/// Whether `schema` meets OpenAI's strict structured-output subset: every object lists all its
+/// properties as required and closes itself with `additionalProperties: false`.
+fn is_strict_compatible(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                let required: Vec<&str> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .map(|r| r.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if map.get("additionalProperties") != Some(&Value::Bool(false))
+                    || properties.keys().any(|k| !required.contains(&k.as_str()))
+                {
+                    return false;
+                }
+            }
+            map.values().all(is_strict_compatible)
+        }
+        Value::Array(items) => items.iter().all(is_strict_compatible),
+        _ => true,
+    }
 }
 
 /// Builds the Chat Completions request body.

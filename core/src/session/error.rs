@@ -146,6 +146,13 @@ pub enum SessionError {
         /// The id given.
         id: String,
     },
+    /// The structured output format (`output_format`) cannot be used: it is not
+    /// `{"type": "json_schema", "schema": …}`, or the schema is not a valid JSON Schema.
+    #[error("invalid output_format: {message}")]
+    InvalidOutputFormat {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// The working directory cannot be used.
     #[error("the session's working directory {} cannot be used: {message}", cwd.display())]
     InvalidCwd {

@@ -21,6 +21,8 @@
 //! - [`Session::run_subagent`] (`subagent`): one subagent run inside the session — a child
 //!   engine over the session's provider and a subset of its tools, gated by the session's
 //!   permissions and hooks, between SubagentStart and SubagentStop.
+//! - [`structured_output`]: the `output_format` option, the check of a prompt's final answer
+//!   against its JSON Schema and the follow-ups that ask the model to fix it.
 //! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
 //!   prompt, its completeness check and the compacted history.
 
@@ -46,6 +48,7 @@ pub mod permission_handler;
 mod persist;
 mod run;
 pub mod settings_writer;
+pub mod structured_output;
 mod subagent;
 
 pub use context::ContextState;

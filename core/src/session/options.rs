@@ -241,6 +241,14 @@ pub struct SessionOptions {
     ///
     /// [`Tool::mutated_paths`]: crate::tools::Tool::mutated_paths
     pub file_mutation_recorder: Option<Arc<dyn crate::tools::FileMutationRecorder>>,
+    /// Structured output: every prompt's final answer must be one JSON value matching this
+    /// schema (see [`structured_output`](super::structured_output)); checked when the session
+    /// is created. `None`: free text.
+    pub output_format: Option<super::structured_output::OutputFormat>,
+    /// Follow-ups an answer that does not match `output_format` gets before the prompt fails
+    /// with stop reason `max_structured_output_retries` (default
+    /// [`DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES`](super::structured_output::DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES)).
+    pub max_structured_output_retries: u32,
 }
 
 impl SessionOptions {
@@ -279,6 +287,9 @@ impl SessionOptions {
             sandbox: None,
             warnings: Vec::new(),
             file_mutation_recorder: None,
+            output_format: None,
+            max_structured_output_retries:
+                super::structured_output::DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES,
         }
     }
 

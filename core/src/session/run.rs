@@ -84,6 +84,7 @@ use super::permission_handler::SettingsTarget;
 use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
 use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
+use super::structured_output::{OutputFormat, StructuredOutput, StructuredOutputCheck};
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
@@ -179,6 +180,12 @@ pub struct Session {
     usage: Mutex<UsageTotals>,
     prices: PriceTable,
     budget: Option<Budget>,
+    /// The session's `output_format`, compiled; `None`: answers are free text.
+    structured_output: Option<StructuredOutput>,
+    /// Follow-ups an invalid structured answer gets (for per-prompt formats too).
+    max_structured_output_retries: u32,
+    /// A per-prompt format ([`Session::run_with_output_format`]), taken by the next run.
+    run_structured_output: Mutex<Option<StructuredOutput>>,
     /// The window context tracking measures against.
     context_window: u64,
     /// The last measured context state; `None` until the first measurement.
@@ -265,6 +272,11 @@ impl Session {
             })?),
             None => None,
         };
+        let structured_output = options
+            .output_format
+            .as_ref()
+            .map(|format| StructuredOutput::new(format, options.max_structured_output_retries))
+            .transpose()?;
         let events = EventSink::new(options.on_event.clone());
         let ResolvedSettings {
             home,
@@ -694,6 +706,9 @@ impl Session {
             usage: Mutex::new(usage),
             prices: options.prices,
             budget,
+            structured_output,
+            max_structured_output_retries: options.max_structured_output_retries,
+            run_structured_output: Mutex::new(None),
             context_window,
             context: Mutex::new(None),
             compaction: Mutex::new(compaction),
@@ -1252,6 +1267,29 @@ impl Session {
         self.run_with_context(prompt, Vec::new()).await
     }
 
+    /// Like [`run`](Self::run), with this prompt's final answer shaped by `format` instead of the
+    /// session's `output_format` (see [`structured_output`](super::structured_output)): the
+    /// outcome's `structured_output` holds the validated value. A schema that is not a valid
+    /// JSON Schema is [`SessionError::InvalidOutputFormat`] and nothing is sent.
+    pub async fn run_with_output_format(
+        &self,
+        prompt: impl Into<String>,
+        format: &OutputFormat,
+    ) -> Result<RunOutcome, SessionError> {
+        let output = StructuredOutput::new(format, self.max_structured_output_retries)?;
+        *self
+            .run_structured_output
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(output);
+        let result = self.run(prompt).await;
+        // Not taken when the run could not start (busy, shut down, over budget).
+        self.run_structured_output
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        result
+    }
+
     /// Like [`run`](Self::run), with `context` (e.g. the contents of `@file` references) sent to
     /// the model with this prompt only, as model-only context like a hook's
     /// `additionalContext`; the history keeps `prompt` as typed.
@@ -1327,6 +1365,17 @@ impl Session {
         self.run_turn(prompt, typed, &cancel).await
     }
 
+    /// The structured output checks of the run starting now: its per-prompt format, else the
+    /// session's.
+    fn structured_output_check(&self) -> Option<StructuredOutputCheck> {
+        self.run_structured_output
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .or_else(|| self.structured_output.clone())
+            .map(StructuredOutputCheck::new)
+    }
+
     /// Registers a new cancellation token as the current run's (so [`abort`](Self::abort)
     /// reaches it). The caller holds the run lock.
     fn begin_exclusive(&self) -> CancellationToken {
@@ -1359,6 +1408,7 @@ impl Session {
             return Ok(interrupted_before_start());
         }
         self.drain_async_hook_results();
+        let mut structured = self.structured_output_check();
         let mut context: Vec<String> = std::mem::take(
             &mut *self
                 .start_context
@@ -1405,6 +1455,9 @@ impl Session {
             context.extend(outcome.additional_context);
         }
 
+        if let Some(check) = &structured {
+            context.push(check.instructions());
+        }
         let mut message = Message::user(prompt);
         if !context.is_empty() {
             message.metadata.insert(
@@ -1446,7 +1499,8 @@ impl Session {
                 .run(
                     &mut conversation,
                     message,
-                    self.run_options(cancel, &accounting),
+                    self.run_options(cancel, &accounting)
+                        .with_output_schema(structured.as_ref().map(|c| c.native_schema())),
                 )
                 .await;
             let outcome = accumulate(&mut total, outcome);
@@ -1458,6 +1512,12 @@ impl Session {
                 break;
             }
             let Some(reason) = self.stop_hooks(&outcome, stop_blocks > 0, cancel).await else {
+                // The model is done: an answer that does not match the output schema gets a
+                // follow-up with the validation errors (up to the retry limit).
+                if let Some(follow_up) = structured.as_mut().and_then(|c| c.review(&mut total)) {
+                    message = follow_up;
+                    continue;
+                }
                 break;
             };
             if stop_blocks >= MAX_CONSECUTIVE_STOP_BLOCKS {
@@ -2389,6 +2449,8 @@ pub(super) fn accumulate(total: &mut Option<RunOutcome>, next: RunOutcome) -> Ru
                 refusal: next.refusal,
                 tools_executed: sum.tools_executed,
                 execution_id: next.execution_id,
+                structured_output: next.structured_output,
+                structured_output_errors: next.structured_output_errors,
             }
         }
     };
@@ -2407,6 +2469,8 @@ pub(super) fn interrupted_before_start() -> RunOutcome {
         refusal: None,
         tools_executed: Vec::new(),
         execution_id: uuid::Uuid::new_v4().to_string(),
+        structured_output: None,
+        structured_output_errors: Vec::new(),
     }
 }
 

@@ -262,10 +262,7 @@ impl PromptResult {
             OutcomeStatus::Refused => PromptResult::Refused { outcome },
             OutcomeStatus::Truncated => PromptResult::Truncated { outcome },
             OutcomeStatus::Error => {
-                let error = match &outcome.error {
-                    Some(error) => ErrorInfo::from_provider(error),
-                    None => ErrorInfo::new("provider", "the model call failed"),
-                };
+                let error = ErrorInfo::from_outcome(&outcome);
                 PromptResult::Error {
                     message: error.message.clone(),
                     error,
