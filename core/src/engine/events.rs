@@ -315,7 +315,7 @@ mod tests {
             model: "m".into(),
             request: ProviderRequest {
                 system: Some("sys".into()),
-                messages: vec![Message::user("hi")],
+                messages: vec![Message::user("hi").into()],
                 tools: vec![ToolDefinition {
                     name: "t".into(),
                     description: "d".into(),

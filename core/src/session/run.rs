@@ -81,7 +81,9 @@ use super::inputs::{ProjectPromptBuilder, PromptFacts, ResolvedSettings};
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
-use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
+use super::persist::{
+    load_resumed, lock_for_writing, repair_files, Persistence, Restored, SnapshotWhen,
+};
 use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
 use super::usage::{Budget, PriceTable, UsageTotals};
@@ -95,7 +97,8 @@ use crate::hooks::{
     SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
-    Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
+    Conversation, Message, MessageSize, ProviderError, ProviderErrorKind, Usage,
+    MODEL_CONTEXT_METADATA,
 };
 use crate::permissions::{
     BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
@@ -861,7 +864,7 @@ impl Session {
         let provider = self.provider_for_model(Some(model))?;
         *self.switched.lock().unwrap_or_else(PoisonError::into_inner) =
             (model != self.model).then_some(provider);
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().message_sizes());
         self.update_context(state);
         Ok(self.active_context_window())
     }
@@ -996,7 +999,7 @@ impl Session {
         if policy.enabled {
             self.auto_compact.store(true, Ordering::SeqCst);
         }
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().message_sizes());
         self.update_context(state);
         Ok(())
     }
@@ -1049,12 +1052,18 @@ impl Session {
                 })
                 .unwrap_or(0),
         };
-        entries[start..].to_vec()
+        entries[start..].iter().map(|e| (**e).clone()).collect()
     }
 
-    /// The chat messages of the history, in order.
+    /// The chat messages of the history, in order (copies: prefer
+    /// [`message_count`](Self::message_count) when only the number matters).
     pub fn messages(&self) -> Vec<Message> {
         self.lock_conversation().messages().cloned().collect()
+    }
+
+    /// The number of chat messages in the history (without copying them).
+    pub fn message_count(&self) -> usize {
+        self.lock_conversation().message_count()
     }
 
     /// True while a run is in progress.
@@ -1419,7 +1428,11 @@ impl Session {
 
         let mut conversation = self.lock_conversation().clone();
         // Pre-send estimate (spec 002 "Usage And Context Refresh").
-        let estimate = self.estimate(conversation.messages().chain(std::iter::once(&message)));
+        let estimate = self.estimate(
+            conversation
+                .message_sizes()
+                .chain(std::iter::once(MessageSize::of(&message))),
+        );
         self.update_context(estimate);
         if let Some(persistence) = &self.persistence {
             persistence.turn_started();
@@ -1484,7 +1497,7 @@ impl Session {
         // Post-response reconciliation: the provider's count when it gave one.
         let state = match last_call.as_ref().and_then(exact_tokens) {
             Some(tokens) => ContextState::new(tokens, self.active_context_window(), false),
-            None => self.estimate(conversation.messages()),
+            None => self.estimate(conversation.message_sizes()),
         };
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::TurnEnd {
@@ -1496,7 +1509,7 @@ impl Session {
             });
         }
         *self.lock_conversation() = conversation;
-        self.save();
+        self.save(SnapshotWhen::Due);
         self.update_context(state);
         Ok(outcome)
     }
@@ -1517,12 +1530,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push(message);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1541,12 +1554,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push_event(event_type, data);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1565,15 +1578,16 @@ impl Session {
                 usage: None,
             });
         }
-        let state = self.estimate(cleared.messages());
+        let state = self.estimate(cleared.message_sizes());
         *self.lock_conversation() = cleared;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(state);
         Ok(())
     }
 
-    /// Saves the snapshot (when the session is saved); errors become `persistence_error` events.
-    fn save(&self) {
+    /// Flushes the log and saves the snapshot when `when` says so or it is due (when the session
+    /// is saved); errors become `persistence_error` events.
+    fn save(&self, when: SnapshotWhen) {
         if let Some(persistence) = &self.persistence {
             let conversation = self.conversation();
             persistence.save(
@@ -1581,12 +1595,13 @@ impl Session {
                 &self.usage(),
                 self.get_name(),
                 self.permission_mode().as_str(),
+                when,
             );
         }
     }
 
     /// The estimated context state of a request with these messages.
-    fn estimate<'a>(&self, messages: impl IntoIterator<Item = &'a Message>) -> ContextState {
+    fn estimate(&self, messages: impl IntoIterator<Item = MessageSize>) -> ContextState {
         let tokens = estimated_tokens(
             self.system_prompt.as_deref(),
             &self.engine.tools().definitions(),
@@ -1609,7 +1624,7 @@ impl Session {
             Some(state) => state,
             None => {
                 let conversation = self.conversation();
-                self.estimate(conversation.messages())
+                self.estimate(conversation.message_sizes())
             }
         }
     }
@@ -1640,7 +1655,7 @@ impl Session {
             persistence.log(&LogEvent::SessionRenamed { name });
             // Saving mid-run would record a log position inside an unfinished turn.
             if let Ok(_idle) = self.run_lock.try_lock() {
-                self.save();
+                self.save(SnapshotWhen::Now);
             }
         }
     }
@@ -1739,10 +1754,10 @@ impl Session {
         // No system prompt and no tools: the model is only asked to write the summary, and
         // without tool definitions it cannot answer with a tool call instead.
         let request = ProviderRequest {
-            messages: vec![Message::user(summary_prompt(
+            messages: vec![Arc::new(Message::user(summary_prompt(
                 conversation.messages(),
                 instructions.as_deref(),
-            ))],
+            )))],
             max_tokens: self.max_tokens,
             ..ProviderRequest::default()
         };
@@ -1789,16 +1804,16 @@ impl Session {
         };
 
         let compacted = compacted_history(&conversation, &summary);
-        let after = self.estimate(compacted.messages());
+        let after = self.estimate(compacted.message_sizes());
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::HistoryReplace {
                 reason: "compaction".into(),
-                entries: compacted.entries().to_vec(),
+                entries: compacted.to_entries(),
                 usage: None,
             });
         }
         *self.lock_conversation() = compacted;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(after);
 
         if self.hooks.has_hooks(HookEvent::PostCompact) {
@@ -1974,7 +1989,7 @@ impl Session {
                     persistence.log(&LogEvent::SessionShutdown {
                         reason: reason.as_str().to_string(),
                     });
-                    self.save();
+                    self.save(SnapshotWhen::Now);
                     persistence.sync();
                     // The session writes nothing more: another process may open it now.
                     persistence.close();
