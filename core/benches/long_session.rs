@@ -5,9 +5,11 @@
 //! target directory, so `fsync` costs what it costs there) runs `--turns` prompts against an
 //! in-process model that answers about 2 KB of text per turn in 20 deltas, with provider usage,
 //! no compaction. The session runs on the main thread in a current-thread runtime, so the
-//! thread's CPU time is the engine's and the persistence's work (the model costs nothing). The
-//! figures are means over windows of 10 prompts ending at each reported turn. Then the session
-//! is shut down and resumed by a new `Session` (construction time), and listed.
+//! thread's CPU time is the engine's and the persistence's work (the model costs nothing); wall
+//! time adds the `fsync`s. The figures are means over the 10 (and 100) prompts ending at each
+//! reported turn: the 100-prompt mean includes the occasional snapshot rewrite of a long
+//! session. Then the session is shut down and resumed by a new `Session` (construction time),
+//! and listed.
 //!
 //! Run: `cargo bench -p robota --bench long_session` (add `-- --turns N` to change the count, `--keep` to keep
 //! the session's files and print where they are).
@@ -177,20 +179,37 @@ fn bench(turns: usize) -> Result<(), BoxError> {
 
     println!("long session: {turns} prompts, ~2 KB answer per prompt, project persistence on, no compaction");
     println!(
-        "{:>6}  {:>14}  {:>14}  {:>12}",
-        "turn", "wall ms/prompt", "CPU ms/prompt", "CPU vs t10"
+        "{:>6}  {:>22}  {:>22}  {:>24}  {:>10}",
+        "turn", "wall ms/prompt (10)", "CPU ms/prompt (10)", "wall ms/prompt (100)", "CPU vs t10"
     );
-    let window = |end: usize, samples: &[Duration]| mean(&samples[end.saturating_sub(10)..end]);
-    let base_cpu = window(10.min(turns), &cpu);
+    let window = |end: usize, size: usize, samples: &[Duration]| {
+        mean(&samples[end.saturating_sub(size)..end])
+    };
+    let base_cpu = window(10.min(turns), 10, &cpu);
     for end in REPORTED.into_iter().filter(|end| *end <= turns) {
-        let cpu_at = window(end, &cpu);
+        let cpu_at = window(end, 10, &cpu);
+        let wide = if end >= 100 {
+            format!("{:.3}", millis(window(end, 100, &wall)))
+        } else {
+            "-".to_string()
+        };
         println!(
-            "{end:>6}  {:>14.3}  {:>14.3}  {:>11.2}×",
-            millis(window(end, &wall)),
+            "{end:>6}  {:>22.3}  {:>22.3}  {wide:>24}  {:>9.2}×",
+            millis(window(end, 10, &wall)),
             millis(cpu_at),
             cpu_at.as_secs_f64() / base_cpu.as_secs_f64().max(f64::EPSILON)
         );
     }
+    let slowest = wall
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, time)| **time)
+        .map_or((0, Duration::ZERO), |(at, time)| (at + 1, *time));
+    println!(
+        "slowest prompt: turn {} at {:.3} ms wall (a snapshot rewrite)",
+        slowest.0,
+        millis(slowest.1)
+    );
     println!(
         "total: wall {:.2} s, CPU {:.2} s",
         wall.iter().sum::<Duration>().as_secs_f64(),

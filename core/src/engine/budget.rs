@@ -6,7 +6,7 @@
 //! tokens) is the best measure of what is already in the context; messages added after it are
 //! only known by their size, so they are added to it by the same chars/4 rule.
 
-use crate::message::{Message, MessageSize};
+use crate::message::{HistorySize, Message};
 
 /// Share of the context window above which no model call is made.
 pub const HARD_LIMIT_RATIO: f64 = 0.95;
@@ -42,32 +42,15 @@ pub(crate) struct ContextEstimate {
     pub serialized_chars: u64,
 }
 
-/// Estimates the context a request with messages of these sizes occupies (the conversation
-/// measures each message once, when it is added: [`Conversation::model_message_sizes`]).
-/// `fixed_chars` covers the parts sent with every call (system prompt and tool definitions).
+/// Estimates the context a request with messages of this size occupies (the conversation keeps
+/// its size as messages are added: [`Conversation::model_size`]). `fixed_chars` covers the parts
+/// sent with every call (system prompt and tool definitions).
 ///
-/// [`Conversation::model_message_sizes`]: crate::message::Conversation::model_message_sizes
-pub(crate) fn estimate(
-    fixed_chars: u64,
-    sizes: impl IntoIterator<Item = MessageSize>,
-) -> ContextEstimate {
-    let mut total_chars = fixed_chars;
-    // Characters of the messages after the last one carrying provider usage.
-    let mut chars_after_usage = 0u64;
-    let mut usage_tokens = 0u64;
-    for MessageSize {
-        chars,
-        reported_tokens: reported,
-    } in sizes
-    {
-        total_chars += chars;
-        if reported > 0 {
-            usage_tokens = reported;
-            chars_after_usage = 0;
-        } else {
-            chars_after_usage += chars;
-        }
-    }
+/// [`Conversation::model_size`]: crate::message::Conversation::model_size
+pub(crate) fn estimate(fixed_chars: u64, history: HistorySize) -> ContextEstimate {
+    let total_chars = fixed_chars + history.chars;
+    let usage_tokens = history.reported_tokens;
+    let chars_after_usage = history.chars_after_reported;
     let provider_usage_floor = if usage_tokens > 0 {
         usage_tokens + tokens_for_chars(chars_after_usage)
     } else {
@@ -161,7 +144,7 @@ mod tests {
         let user = Message::user("x".repeat(400));
         let user_chars = serialized_chars(&user);
         let messages = [Message::user("hi"), assistant, user];
-        let estimate = estimate(0, messages.iter().map(MessageSize::of));
+        let estimate = estimate(0, HistorySize::of_messages(&messages));
         assert_eq!(
             estimate.provider_usage_floor,
             1010 + tokens_for_chars(user_chars)
@@ -173,7 +156,7 @@ mod tests {
     #[test]
     fn without_usage_the_serialized_size_counts() {
         let messages = [Message::user("x".repeat(4000))];
-        let estimate = estimate(100, messages.iter().map(MessageSize::of));
+        let estimate = estimate(100, HistorySize::of_messages(&messages));
         assert_eq!(estimate.provider_usage_floor, 0);
         assert!(estimate.estimated_tokens > 1000);
         assert_eq!(estimate.estimated_tokens, estimate.serialized_tokens);

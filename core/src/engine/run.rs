@@ -215,8 +215,7 @@ impl<'a> Run<'a> {
             self.take_switched_provider();
 
             // Hard guard: a request that cannot fit is not sent.
-            let estimate =
-                budget::estimate(self.fixed_chars, self.conversation.model_message_sizes());
+            let estimate = budget::estimate(self.fixed_chars, self.conversation.model_size());
             if budget::exceeds(
                 estimate.estimated_tokens,
                 self.context_window,

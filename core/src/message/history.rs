@@ -135,6 +135,10 @@ pub struct Conversation {
     measured: Vec<MeasuredEntry>,
     /// Number of chat entries.
     message_count: usize,
+    /// The size of the chat messages as stored, kept up to date as entries are added.
+    stored_size: HistorySize,
+    /// The size of [`messages_for_model`](Self::messages_for_model), kept up to date.
+    model_size: HistorySize,
 }
 
 /// What one history entry costs in a request, worked out when the entry is added.
@@ -142,11 +146,59 @@ pub struct Conversation {
 struct MeasuredEntry {
     /// Serialized characters of the stored message (0 for an event entry).
     chars: u64,
-    /// The message as the model sees it (`None` for event entries and system messages); the
-    /// stored message itself unless it needs an annotation or its model-only context.
-    for_model: Option<Arc<Message>>,
-    /// Serialized characters of `for_model`.
+    /// The message as the model sees it.
+    for_model: ModelView,
+    /// Serialized characters of the model's view.
     model_chars: u64,
+}
+
+/// What the model is sent for one history entry.
+#[derive(Debug, Clone, Default)]
+enum ModelView {
+    /// Nothing: an event entry or a system message (the system prompt is sent separately).
+    #[default]
+    Nothing,
+    /// The stored message as it is.
+    Stored,
+    /// A copy with an annotation or the message's model-only context.
+    Changed(Arc<Message>),
+}
+
+/// The size of a run of messages, as the context estimate needs it: their serialized
+/// characters, the provider's count from the last assistant message that reported usage and
+/// the characters of the messages after that one. Kept by [`Conversation`] as messages are
+/// added, so an estimate costs the same however long the history is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistorySize {
+    /// Serialized characters of every message.
+    pub chars: u64,
+    /// Total tokens the provider reported for the last message that carried usage (0: none did).
+    pub reported_tokens: u64,
+    /// Serialized characters of the messages after that message (all of them when none did).
+    pub chars_after_reported: u64,
+}
+
+impl HistorySize {
+    /// The size of these messages.
+    pub fn of_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Self {
+        messages
+            .into_iter()
+            .fold(HistorySize::default(), |size, message| {
+                size.plus(MessageSize::of(message))
+            })
+    }
+
+    /// This size with one more message after the others.
+    pub fn plus(mut self, message: MessageSize) -> Self {
+        self.chars += message.chars;
+        if message.reported_tokens > 0 {
+            self.reported_tokens = message.reported_tokens;
+            self.chars_after_reported = 0;
+        } else {
+            self.chars_after_reported += message.chars;
+        }
+        self
+    }
 }
 
 /// The size of one message in a request: what the context estimate needs to know about it.
@@ -207,7 +259,7 @@ impl MeasuredEntry {
         if data.role == Role::System {
             return MeasuredEntry {
                 chars,
-                for_model: None,
+                for_model: ModelView::Nothing,
                 model_chars: 0,
             };
         }
@@ -215,11 +267,11 @@ impl MeasuredEntry {
             Some(view) => MeasuredEntry {
                 chars,
                 model_chars: serialized_chars(&view),
-                for_model: Some(Arc::new(view)),
+                for_model: ModelView::Changed(Arc::new(view)),
             },
             None => MeasuredEntry {
                 chars,
-                for_model: Some(Arc::clone(data)),
+                for_model: ModelView::Stored,
                 model_chars: chars,
             },
         }
@@ -285,7 +337,7 @@ impl Conversation {
         let mut conversation = Conversation {
             entries: Vec::with_capacity(entries.len()),
             measured: Vec::with_capacity(entries.len()),
-            message_count: 0,
+            ..Conversation::default()
         };
         for entry in entries {
             conversation.push_entry(entry);
@@ -294,10 +346,22 @@ impl Conversation {
     }
 
     fn push_entry(&mut self, entry: HistoryEntry) -> &Arc<HistoryEntry> {
-        if matches!(entry, HistoryEntry::Chat { .. }) {
+        let measured = MeasuredEntry::of(&entry);
+        if let Some(message) = entry.message() {
             self.message_count += 1;
+            let reported_tokens = reported_tokens(message);
+            self.stored_size = self.stored_size.plus(MessageSize {
+                chars: measured.chars,
+                reported_tokens,
+            });
+            if !matches!(measured.for_model, ModelView::Nothing) {
+                self.model_size = self.model_size.plus(MessageSize {
+                    chars: measured.model_chars,
+                    reported_tokens,
+                });
+            }
         }
-        self.measured.push(MeasuredEntry::of(&entry));
+        self.measured.push(measured);
         self.entries.push(Arc::new(entry));
         &self.entries[self.entries.len() - 1]
     }
@@ -348,28 +412,14 @@ impl Conversation {
         self.messages().next_back()
     }
 
-    /// The sizes of the chat messages as stored (system messages included), in order.
-    pub fn message_sizes(&self) -> impl Iterator<Item = MessageSize> + '_ {
-        self.entries
-            .iter()
-            .zip(&self.measured)
-            .filter_map(|(entry, measured)| {
-                entry.message().map(|message| MessageSize {
-                    chars: measured.chars,
-                    reported_tokens: reported_tokens(message),
-                })
-            })
+    /// The size of the chat messages as stored (system messages included).
+    pub fn size(&self) -> HistorySize {
+        self.stored_size
     }
 
-    /// The sizes of the messages [`messages_for_model`](Self::messages_for_model) returns, in
-    /// the same order.
-    pub fn model_message_sizes(&self) -> impl Iterator<Item = MessageSize> + '_ {
-        self.measured.iter().filter_map(|measured| {
-            measured.for_model.as_ref().map(|message| MessageSize {
-                chars: measured.model_chars,
-                reported_tokens: reported_tokens(message),
-            })
-        })
+    /// The size of the messages [`messages_for_model`](Self::messages_for_model) returns.
+    pub fn model_size(&self) -> HistorySize {
+        self.model_size
     }
 
     /// The messages as the model should see them: system messages are left out (the system prompt
@@ -378,9 +428,14 @@ impl Conversation {
     /// cut it off) after its text, and a user message's [`MODEL_CONTEXT_METADATA`] comes before
     /// its text as a separate text block. The messages are shared with the history, not copied.
     pub fn messages_for_model(&self) -> Vec<Arc<Message>> {
-        self.measured
+        self.entries
             .iter()
-            .filter_map(|measured| measured.for_model.clone())
+            .zip(&self.measured)
+            .filter_map(|(entry, measured)| match &measured.for_model {
+                ModelView::Nothing => None,
+                ModelView::Stored => entry.shared_message().cloned(),
+                ModelView::Changed(message) => Some(Arc::clone(message)),
+            })
             .collect()
     }
 }
@@ -487,6 +542,50 @@ mod tests {
             for_model[0].text(),
             "[This response was interrupted by the user]"
         );
+    }
+
+    #[test]
+    fn kept_sizes_match_measuring_the_messages_again() {
+        let mut conversation = Conversation::new();
+        conversation.push(Message::system("frame"));
+        let mut prompt = Message::user("fix the bug");
+        prompt
+            .metadata
+            .insert(MODEL_CONTEXT_METADATA.into(), "branch: main".into());
+        conversation.push(prompt);
+        let mut answer =
+            Message::assistant(vec![ContentBlock::text("done")], MessageState::Complete);
+        answer.usage = Some(crate::message::Usage {
+            input_tokens: 120,
+            output_tokens: 8,
+            ..crate::message::Usage::default()
+        });
+        conversation.push(answer);
+        conversation.push_event("tool-summary", serde_json::json!({"summary": "x"}));
+        conversation.push(Message::user("héllo again"));
+        conversation.push(Message::assistant(
+            vec![ContentBlock::text("partial")],
+            MessageState::Interrupted,
+        ));
+
+        assert_eq!(
+            conversation.size(),
+            HistorySize::of_messages(conversation.messages())
+        );
+        let for_model = conversation.messages_for_model();
+        assert_eq!(
+            conversation.model_size(),
+            HistorySize::of_messages(for_model.iter().map(|m| m.as_ref()))
+        );
+        assert_eq!(conversation.model_size().reported_tokens, 128);
+        assert_eq!(conversation.message_count(), 5);
+        // A rebuilt conversation (a resumed session) measures the same.
+        let rebuilt = Conversation::from_entries(conversation.to_entries());
+        assert_eq!(rebuilt.size(), conversation.size());
+        assert_eq!(rebuilt.model_size(), conversation.model_size());
+        // Unchanged messages are shared with the request, not copied.
+        let stored = conversation.entries()[2].shared_message().cloned();
+        assert!(stored.is_some_and(|stored| Arc::ptr_eq(&stored, &for_model[1])));
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod history;
 
 pub use error::{ProviderError, ProviderErrorKind};
 pub use history::{
-    serialized_chars, Conversation, HistoryCategory, HistoryEntry, MessageSize,
+    serialized_chars, Conversation, HistoryCategory, HistoryEntry, HistorySize, MessageSize,
     INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA, PROVIDER_ERROR_ANNOTATION,
     PROVIDER_ERROR_METADATA, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
 };

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::budget::{estimate, serialized_chars};
-use crate::message::{MessageSize, Usage};
+use crate::message::{HistorySize, Usage};
 use crate::provider::ToolDefinition;
 
 /// How full the context window is.
@@ -73,7 +73,7 @@ pub(crate) fn exact_tokens(usage: &Usage) -> Option<u64> {
 pub(crate) fn estimated_tokens(
     system_prompt: Option<&str>,
     tools: &[ToolDefinition],
-    messages: impl IntoIterator<Item = MessageSize>,
+    messages: HistorySize,
 ) -> u64 {
     let fixed = system_prompt.map_or(0, |s| s.chars().count() as u64) + serialized_chars(tools);
     estimate(fixed, messages).estimated_tokens

@@ -11,7 +11,8 @@
 //! still small ([`SNAPSHOT_EVERY_TURN_BELOW_CHARS`]), when the log has grown since the last
 //! snapshot by as much as the history holds ([`SNAPSHOT_TAIL_RATIO`]), and always on shutdown,
 //! compaction, clearing, renaming and a permission-mode change. Resume applies the log lines
-//! written after the snapshot (see `store`), so nothing is lost between two snapshots, and the
+//! written after the snapshot (see `store`), so nothing is lost between two snapshots (a turn
+//! that does not rewrite the snapshot syncs the log to disk instead), and the
 //! cost of a turn stays flat however long the session is: a snapshot of `n` bytes is written
 //! once per `n` bytes of log, so each turn pays for about as many snapshot bytes as it logs,
 //! and resume reads at most about twice the snapshot.
@@ -292,26 +293,17 @@ impl Persistence {
         self.log.as_ref().map(SessionLog::execution_callback)
     }
 
-    /// Flushes the log and, when `when` says so or it is due, updates the record from the
-    /// session and rewrites the snapshot (after the flush, so the recorded log position covers
-    /// everything the snapshot holds).
+    /// Updates the record from the session and rewrites the snapshot (after flushing the log,
+    /// so the recorded log position covers everything the snapshot holds). At the end of a turn
+    /// the session asks [`snapshot_due`](Self::snapshot_due) first and only syncs the log
+    /// ([`sync`](Self::sync)) when the snapshot is not due.
     pub(crate) fn save(
         &self,
         conversation: &Conversation,
         usage: &UsageTotals,
         name: Option<String>,
         permission_mode: &str,
-        when: SnapshotWhen,
     ) {
-        if self.closed.load(Ordering::SeqCst) {
-            return;
-        }
-        if when == SnapshotWhen::Due && !self.snapshot_due(conversation, &name, permission_mode) {
-            if let Some(log) = &self.log {
-                let _reported = log.flush();
-            }
-            return;
-        }
         {
             let mut record = self.lock();
             record.set_conversation(conversation);
@@ -322,9 +314,17 @@ impl Persistence {
         self.save_record();
     }
 
-    /// Whether the snapshot must be rewritten at the end of a turn (see the module doc). Cheap:
-    /// the conversation knows its messages' sizes.
-    fn snapshot_due(&self, conversation: &Conversation, name: &Option<String>, mode: &str) -> bool {
+    /// Whether the snapshot must be rewritten at the end of a turn (see the module doc), for a
+    /// history of `history_chars` serialized characters (the conversation keeps its size).
+    pub(crate) fn snapshot_due(
+        &self,
+        history_chars: u64,
+        name: &Option<String>,
+        mode: &str,
+    ) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
         {
             let record = self.lock();
             // Not in the log: only the snapshot keeps them.
@@ -339,7 +339,6 @@ impl Persistence {
         if !last.written {
             return true;
         }
-        let history_chars: u64 = conversation.message_sizes().map(|size| size.chars).sum();
         if history_chars < SNAPSHOT_EVERY_TURN_BELOW_CHARS {
             return true;
         }
@@ -397,8 +396,13 @@ impl Persistence {
         }
     }
 
-    /// Writes pending log text and asks for it to reach the disk (shutdown).
+    /// Writes pending log text and asks for it to reach the disk: at shutdown, and at the end of
+    /// a turn that does not rewrite the snapshot (so the turn survives power loss as it would
+    /// with the snapshot).
     pub(crate) fn sync(&self) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         if let Some(log) = &self.log {
             let _reported = log.sync();
         }

@@ -97,7 +97,7 @@ use crate::hooks::{
     SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
-    Conversation, Message, MessageSize, ProviderError, ProviderErrorKind, Usage,
+    Conversation, HistorySize, Message, MessageSize, ProviderError, ProviderErrorKind, Usage,
     MODEL_CONTEXT_METADATA,
 };
 use crate::permissions::{
@@ -864,7 +864,7 @@ impl Session {
         let provider = self.provider_for_model(Some(model))?;
         *self.switched.lock().unwrap_or_else(PoisonError::into_inner) =
             (model != self.model).then_some(provider);
-        let state = self.estimate(self.lock_conversation().message_sizes());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(self.active_context_window())
     }
@@ -999,7 +999,7 @@ impl Session {
         if policy.enabled {
             self.auto_compact.store(true, Ordering::SeqCst);
         }
-        let state = self.estimate(self.lock_conversation().message_sizes());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(())
     }
@@ -1428,11 +1428,7 @@ impl Session {
 
         let mut conversation = self.lock_conversation().clone();
         // Pre-send estimate (spec 002 "Usage And Context Refresh").
-        let estimate = self.estimate(
-            conversation
-                .message_sizes()
-                .chain(std::iter::once(MessageSize::of(&message))),
-        );
+        let estimate = self.estimate(conversation.size().plus(MessageSize::of(&message)));
         self.update_context(estimate);
         if let Some(persistence) = &self.persistence {
             persistence.turn_started();
@@ -1497,7 +1493,7 @@ impl Session {
         // Post-response reconciliation: the provider's count when it gave one.
         let state = match last_call.as_ref().and_then(exact_tokens) {
             Some(tokens) => ContextState::new(tokens, self.active_context_window(), false),
-            None => self.estimate(conversation.message_sizes()),
+            None => self.estimate(conversation.size()),
         };
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::TurnEnd {
@@ -1578,30 +1574,35 @@ impl Session {
                 usage: None,
             });
         }
-        let state = self.estimate(cleared.message_sizes());
+        let state = self.estimate(cleared.size());
         *self.lock_conversation() = cleared;
         self.save(SnapshotWhen::Now);
         self.update_context(state);
         Ok(())
     }
 
-    /// Flushes the log and saves the snapshot when `when` says so or it is due (when the session
-    /// is saved); errors become `persistence_error` events.
+    /// Saves the session (when it is saved): the snapshot now, or with [`SnapshotWhen::Due`]
+    /// only when it is due and else the log synced to disk. Errors become `persistence_error`
+    /// events.
     fn save(&self, when: SnapshotWhen) {
-        if let Some(persistence) = &self.persistence {
-            let conversation = self.conversation();
-            persistence.save(
-                &conversation,
-                &self.usage(),
-                self.get_name(),
-                self.permission_mode().as_str(),
-                when,
-            );
+        let Some(persistence) = &self.persistence else {
+            return;
+        };
+        let name = self.get_name();
+        let mode = self.permission_mode();
+        if when == SnapshotWhen::Due {
+            let history_chars = self.lock_conversation().size().chars;
+            if !persistence.snapshot_due(history_chars, &name, mode.as_str()) {
+                persistence.sync();
+                return;
+            }
         }
+        let conversation = self.conversation();
+        persistence.save(&conversation, &self.usage(), name, mode.as_str());
     }
 
     /// The estimated context state of a request with these messages.
-    fn estimate(&self, messages: impl IntoIterator<Item = MessageSize>) -> ContextState {
+    fn estimate(&self, messages: HistorySize) -> ContextState {
         let tokens = estimated_tokens(
             self.system_prompt.as_deref(),
             &self.engine.tools().definitions(),
@@ -1624,7 +1625,7 @@ impl Session {
             Some(state) => state,
             None => {
                 let conversation = self.conversation();
-                self.estimate(conversation.message_sizes())
+                self.estimate(conversation.size())
             }
         }
     }
@@ -1804,7 +1805,7 @@ impl Session {
         };
 
         let compacted = compacted_history(&conversation, &summary);
-        let after = self.estimate(compacted.message_sizes());
+        let after = self.estimate(compacted.size());
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::HistoryReplace {
                 reason: "compaction".into(),
