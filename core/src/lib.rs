@@ -21,4 +21,5 @@ pub mod process;
 pub mod provider;
 pub mod sandbox;
 pub mod session;
+pub mod telemetry;
 pub mod tools;
