@@ -2077,6 +2077,23 @@ impl Session {
         }
     }
 
+    /// Makes `parent` (the host's W3C trace context) the parent of the next prompt's span only,
+    /// e.g. the host's request that submits it; later prompts go back to the session's parent.
+    /// Without telemetry it is checked and otherwise ignored.
+    pub fn set_next_prompt_trace_parent(
+        &self,
+        parent: &crate::telemetry::TraceParent,
+    ) -> Result<(), SessionError> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.set_next_trace_parent(parent),
+            None => parent
+                .validate()
+                .map_err(|e| SessionError::InvalidTelemetry {
+                    message: e.to_string(),
+                }),
+        }
+    }
+
     /// The session's tracing, for its subagents.
     pub(super) fn telemetry(&self) -> Option<&Arc<SessionTelemetry>> {
         self.telemetry.as_ref()

@@ -41,6 +41,8 @@ pub(crate) struct SessionTelemetry {
     prices: PriceTable,
     /// The host's span (from `traceparent`), the parent of every prompt.
     host_parent: Mutex<Option<TraceSpan>>,
+    /// The host's span for the next prompt only (a per-prompt `traceparent`).
+    next_parent: Mutex<Option<TraceSpan>>,
     /// The prompt in progress: the parent of its model calls, tool calls, hooks and compaction.
     prompt: Mutex<Option<TraceSpan>>,
     /// Model and tool calls in progress, by `chat/{execution id}/{round}` and
@@ -95,6 +97,7 @@ impl SessionTelemetry {
             session_id,
             prices,
             host_parent: Mutex::new(None),
+            next_parent: Mutex::new(None),
             prompt: Mutex::new(None),
             open: Mutex::new(HashMap::new()),
         };
@@ -108,19 +111,25 @@ impl SessionTelemetry {
         &self,
         parent: Option<&TraceParent>,
     ) -> Result<(), SessionError> {
-        let span = match parent {
-            Some(parent) => {
-                parent.validate().map_err(invalid)?;
-                Some(self.telemetry.remote_parent(parent).ok_or_else(|| {
-                    SessionError::InvalidTelemetry {
-                        message: format!("traceparent `{}` could not be read", parent.traceparent),
-                    }
-                })?)
-            }
-            None => None,
-        };
+        let span = parent.map(|p| self.remote(p)).transpose()?;
         *lock(&self.host_parent) = span;
         Ok(())
+    }
+
+    /// Makes `parent` the parent of the next prompt only.
+    pub(crate) fn set_next_trace_parent(&self, parent: &TraceParent) -> Result<(), SessionError> {
+        let span = self.remote(parent)?;
+        *lock(&self.next_parent) = Some(span);
+        Ok(())
+    }
+
+    fn remote(&self, parent: &TraceParent) -> Result<TraceSpan, SessionError> {
+        parent.validate().map_err(invalid)?;
+        self.telemetry
+            .remote_parent(parent)
+            .ok_or_else(|| SessionError::InvalidTelemetry {
+                message: format!("traceparent `{}` could not be read", parent.traceparent),
+            })
     }
 
     /// The span new work outside a model or tool call hangs under: the prompt in progress, else
@@ -133,7 +142,9 @@ impl SessionTelemetry {
 
     /// Starts the span of a prompt on `model` (by `provider`).
     pub(crate) fn begin_prompt(&self, provider: &str, model: &str) -> TraceSpan {
-        let parent = lock(&self.host_parent).clone();
+        let parent = lock(&self.next_parent)
+            .take()
+            .or_else(|| lock(&self.host_parent).clone());
         let span = self.telemetry.start_span(
             "invoke_agent robota".into(),
             SpanRole::Internal,

@@ -58,11 +58,15 @@ pub struct TelemetryConfig {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// The `service.name` resource attribute. `None`: `OTEL_SERVICE_NAME`, else `robota`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        alias = "service_name"
+    )]
     pub service_name: Option<String>,
     /// How long one export may take, and how long [`Telemetry::flush`] at shutdown waits at
     /// most. `None`: [`DEFAULT_EXPORT_TIMEOUT`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "timeout_ms")]
     pub timeout_ms: Option<u64>,
 }
 
