@@ -290,3 +290,64 @@ async fn a_malformed_traceparent_is_refused() {
         "{error:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_is_a_child_of_its_task_call() {
+    use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+    let receiver = OtlpReceiver::start().await.expect("receiver");
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"allow": ["Task"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_task", "Task", json!({"description": "a task", "prompt": "look around", "subagent_type": "general-purpose"})),
+        {"text": "CHILD", "usage": {"input_tokens": 5, "output_tokens": 1}},
+        text_turn("parent done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.telemetry = Some(
+        Telemetry::start(&TelemetryConfig {
+            endpoint: Some(receiver.http_endpoint()),
+            ..TelemetryConfig::default()
+        })
+        .expect("exporters"),
+    );
+    options.trace_parent = Some(host_parent());
+    let session = InteractiveSession::new(InteractiveSessionOptions::new(options))
+        .unwrap_or_else(|e| panic!("session: {e}"));
+    session
+        .submit("delegate", None, None)
+        .await
+        .expect("submit");
+    session.wait_idle().await;
+    session.shutdown(SessionEndReason::Other).await;
+
+    let spans = receiver
+        .wait_for_spans(Duration::from_secs(10), |spans| {
+            spans
+                .iter()
+                .any(|s| s.name == "invoke_agent general-purpose")
+        })
+        .await;
+    let task = one(&spans, "execute_tool Task");
+    let child = one(&spans, "invoke_agent general-purpose");
+    assert_eq!(
+        child.parent_span_id, task.span_id,
+        "the subagent hangs under its Task call"
+    );
+    assert_eq!(child.trace_id, TRACE_ID);
+    assert!(child.text("gen_ai.agent.id").is_some());
+    let child_chats: Vec<&ReceivedSpan> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat ") && s.parent_span_id == child.span_id)
+        .collect();
+    assert_eq!(
+        child_chats.len(),
+        1,
+        "the subagent's model call: {spans:#?}"
+    );
+    assert_eq!(child_chats[0].int("gen_ai.usage.input_tokens"), Some(5));
+}
