@@ -72,6 +72,7 @@ pub fn open_session(
     let overrides = settings_overrides(cli)?;
     let loaded = load_settings(&SettingsOptions::from_env(&cwd).with_overrides(overrides))
         .map_err(|error| CliError::usage(error.to_string()))?;
+    let settings_telemetry = loaded.merged.get("telemetry").cloned();
 
     let built = match &cli.replay {
         // A replay needs no key and no network: the recorded responses are the model.
@@ -139,6 +140,15 @@ pub fn open_session(
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }
+    if let Some(config) = telemetry_config(cli, &settings_telemetry, &env)? {
+        options.telemetry = Some(
+            robota::telemetry::Telemetry::start(&config)
+                .map_err(|error| CliError::usage(error.to_string()))?,
+        );
+        let traceparent = cli.traceparent.clone().or_else(|| env("TRACEPARENT"));
+        options.trace_parent = robota::api::trace_parent(traceparent, env("TRACESTATE"))
+            .map_err(|error| CliError::usage(format!("--traceparent: {}", error.message)))?;
+    }
     let session =
         InteractiveSession::new(InteractiveSessionOptions::new(options)).map_err(|error| {
             match error {
@@ -150,6 +160,37 @@ pub fn open_session(
         session,
         base_url: built.base_url,
     })
+}
+
+/// The OTLP export the flags, the settings' `telemetry` and the environment ask for; `None`
+/// when none does (no exporter is built then).
+fn telemetry_config(
+    cli: &Cli,
+    settings: &Option<serde_json::Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<robota::telemetry::TelemetryConfig>, CliError> {
+    let from_env = env("ROBOTA_ENABLE_TELEMETRY").is_some_and(|v| v == "1" || v == "true");
+    let mut config = match settings {
+        Some(value) => serde_json::from_value(value.clone())
+            .map_err(|error| CliError::usage(format!("settings `telemetry`: {error}")))?,
+        None if from_env || cli.otel_endpoint.is_some() || cli.otel_protocol.is_some() => {
+            robota::telemetry::TelemetryConfig::default()
+        }
+        None => return Ok(None),
+    };
+    if let Some(endpoint) = &cli.otel_endpoint {
+        config.endpoint = Some(endpoint.clone());
+    }
+    if let Some(protocol) = &cli.otel_protocol {
+        config.protocol = Some(robota::telemetry::OtlpProtocol::parse(protocol).ok_or_else(
+            || {
+                CliError::usage(format!(
+                    "--otel-protocol `{protocol}`: use `http` (HTTP/protobuf) or `grpc`"
+                ))
+            },
+        )?);
+    }
+    Ok(Some(config))
 }
 
 fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {

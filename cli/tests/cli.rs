@@ -1810,3 +1810,48 @@ async fn the_repl_rewinds_an_edit_and_keeps_project_memory() {
         .expect("memory index");
     assert!(memory.contains("Use make check") && !memory.contains("hunter2x"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_flags_export_the_prompt_into_the_given_trace() {
+    let receiver = otlp_receiver::OtlpReceiver::start()
+        .await
+        .expect("OTLP receiver");
+    let mock =
+        mock(json!([{"text": "Traced.", "usage": {"input_tokens": 7, "output_tokens": 2}}])).await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "telemetry": {"serviceName": "cli-under-test"}
+    }));
+    let endpoint = receiver.http_endpoint();
+    let output = project.run(&[
+        "-p",
+        "trace me",
+        "--otel-endpoint",
+        &endpoint,
+        "--traceparent",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Traced.\n");
+    // The CLI flushes at shutdown, before it exits.
+    let spans = receiver.spans();
+    let prompt = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent robota")
+        .unwrap_or_else(|| panic!("no prompt span: {spans:#?}"));
+    assert_eq!(prompt.trace_id, "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(prompt.parent_span_id, "b7ad6b7169203331");
+    assert_eq!(prompt.service_name.as_deref(), Some("cli-under-test"));
+    assert!(spans
+        .iter()
+        .any(|s| s.name == "chat claude-sonnet-4-5" && s.parent_span_id == prompt.span_id));
+
+    let bad = project.run(&["-p", "x", "--otel-protocol", "carrier-pigeon"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--otel-protocol"), "{}", stderr(&bad));
+}

@@ -110,6 +110,28 @@ export interface CommonOptions {
    * answers something unrecognised blocks the call (unless `onFailure: 'allow'`); every hook
    * failure is also a process warning. */
   hooks?: HooksOption;
+  /** Export OpenTelemetry traces and metrics over OTLP (spans per prompt, model call, tool
+   * call, hook and compaction; GenAI token/duration metrics). `{}` takes everything from the
+   * `OTEL_EXPORTER_OTLP_*` variables. Absent: nothing is traced. */
+  telemetry?: TelemetryOptions;
+  /** Your W3C `traceparent`: the session's prompt spans join your trace under that span. */
+  traceparent?: string;
+  /** The W3C `tracestate` that goes with `traceparent`. */
+  tracestate?: string;
+}
+
+/** Where and how a session's traces and metrics are exported (OTLP). */
+export interface TelemetryOptions {
+  /** The collector's base URL (`http://collector:4318` for HTTP, `:4317` for gRPC). */
+  endpoint?: string;
+  /** `http` (HTTP/protobuf, the default) or `grpc`. */
+  protocol?: 'http' | 'grpc';
+  /** Headers sent with every export (an API key, say). */
+  headers?: Record<string, string>;
+  /** The `service.name` resource attribute (default `OTEL_SERVICE_NAME`, else `robota`). */
+  serviceName?: string;
+  /** How long one export, and the flush at shutdown, may take (default 5000 ms). */
+  timeoutMs?: number;
 }
 
 /** Options of an `InteractiveSession`. */
@@ -158,6 +180,9 @@ const SESSION_KEYS: Record<string, string> = {
   mcpStartupTimeoutMs: 'mcp_startup_timeout_ms',
   mcpCallTimeoutMs: 'mcp_call_timeout_ms',
   customCommands: 'commands',
+  telemetry: 'telemetry',
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
 };
 
 const EXTENSION_KEYS = new Set([

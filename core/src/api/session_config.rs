@@ -17,6 +17,7 @@ use crate::permissions::PermissionMode;
 use crate::provider::Provider;
 use crate::session::store::SessionStore;
 use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
+use crate::telemetry::{Telemetry, TelemetryConfig, TraceParent};
 use crate::tools::ToolRegistry;
 
 /// Where a session is saved.
@@ -109,6 +110,16 @@ pub struct SessionConfig {
     pub mcp_startup_timeout_ms: Option<u64>,
     /// How long one MCP call may take, in milliseconds (default 600 000).
     pub mcp_call_timeout_ms: Option<u64>,
+    /// Export the session's traces and metrics over OTLP: `{"endpoint":
+    /// "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": "…",
+    /// "timeoutMs": 5000}`; `{}` takes everything from the standard `OTEL_EXPORTER_OTLP_*`
+    /// variables. Absent: no telemetry (nothing is built).
+    pub telemetry: Option<TelemetryConfig>,
+    /// The host's W3C `traceparent`: the session's prompt spans become children of that span,
+    /// in the host's trace (with `telemetry`).
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with `traceparent`.
+    pub tracestate: Option<String>,
 }
 
 impl SessionConfig {
@@ -253,6 +264,52 @@ impl SessionConfig {
         if let Some(ms) = self.mcp_call_timeout_ms.filter(|ms| *ms > 0) {
             options.mcp_options.call_timeout = std::time::Duration::from_millis(ms);
         }
+        options.trace_parent = trace_parent(self.traceparent, self.tracestate)?;
+        if let Some(config) = &self.telemetry {
+            options.telemetry = Some(
+                Telemetry::start(config)
+                    .map_err(|e| ApiError::invalid_argument(format!("`telemetry`: {e}")))?,
+            );
+        }
         Ok(options)
+    }
+}
+
+/// The host's trace context from `traceparent` / `tracestate` option values (checked; `None`
+/// without a `traceparent`). Bindings use it for the per-prompt `traceparent` too.
+pub fn trace_parent(
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+) -> Result<Option<TraceParent>, ApiError> {
+    let Some(traceparent) = traceparent.filter(|t| !t.trim().is_empty()) else {
+        if tracestate.is_some() {
+            return Err(ApiError::invalid_argument(
+                "`tracestate` needs the `traceparent` it belongs to",
+            ));
+        }
+        return Ok(None);
+    };
+    let parent = TraceParent {
+        traceparent,
+        tracestate: tracestate.filter(|t| !t.trim().is_empty()),
+    };
+    parent
+        .validate()
+        .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+    Ok(Some(parent))
+}
+
+/// Makes `traceparent` (with `tracestate`) the parent of `session`'s next prompt: the
+/// per-prompt `traceparent` option of the bindings' submit/query. `None`: nothing changes.
+pub fn trace_next_prompt(
+    session: &crate::session::Session,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+) -> Result<(), ApiError> {
+    match trace_parent(traceparent, tracestate)? {
+        Some(parent) => session
+            .set_next_prompt_trace_parent(&parent)
+            .map_err(|e| ApiError::invalid_argument(e.to_string())),
+        None => Ok(()),
     }
 }

@@ -47,6 +47,7 @@ mod persist;
 mod run;
 pub mod settings_writer;
 mod subagent;
+mod telemetry;
 
 pub use context::ContextState;
 pub use enforcer::{EnforcerOptions, PermissionEnforcer, PermissionWaitCallback};

@@ -241,6 +241,14 @@ pub struct SessionOptions {
     ///
     /// [`Tool::mutated_paths`]: crate::tools::Tool::mutated_paths
     pub file_mutation_recorder: Option<Arc<dyn crate::tools::FileMutationRecorder>>,
+    /// Exports the session's traces and metrics (spans per prompt, model call, tool call, hook
+    /// and compaction) through these exporters; build them once with
+    /// [`Telemetry::start`](crate::telemetry::Telemetry::start) and share them between
+    /// sessions. `None` (the default): nothing is traced and nothing is built.
+    pub telemetry: Option<crate::telemetry::Telemetry>,
+    /// The host's trace context (W3C `traceparent`/`tracestate`): the session's prompt spans
+    /// become children of that span, in the host's trace. Only used with `telemetry`.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
 impl SessionOptions {
@@ -279,6 +287,8 @@ impl SessionOptions {
             sandbox: None,
             warnings: Vec::new(),
             file_mutation_recorder: None,
+            telemetry: None,
+            trace_parent: None,
         }
     }
 
@@ -433,6 +443,8 @@ impl std::fmt::Debug for SessionOptions {
             .field("fork_session", &self.fork_session)
             .field("max_budget_usd", &self.max_budget_usd)
             .field("auto_compact", &self.auto_compact)
+            .field("telemetry", &self.telemetry.is_some())
+            .field("trace_parent", &self.trace_parent)
             .finish()
     }
 }

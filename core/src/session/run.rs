@@ -86,6 +86,7 @@ use super::persist::{
 };
 use super::recovery::RecoveryReport;
 use super::store::{SessionRecord, SessionStore};
+use super::telemetry::SessionTelemetry;
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
@@ -192,6 +193,8 @@ pub struct Session {
     compact_instructions: Option<String>,
     /// The instruction files' sections of the system prompt (for subagents).
     project_instructions: Option<String>,
+    /// Traces and metrics, when the host configured telemetry.
+    telemetry: Option<Arc<SessionTelemetry>>,
 }
 
 /// What the execution callback gathers during one turn: every call's usage, priced, and the
@@ -475,6 +478,15 @@ impl Session {
             }
         }
 
+        let telemetry = match options.telemetry {
+            Some(exporters) => Some(Arc::new(SessionTelemetry::new(
+                exporters,
+                id.clone(),
+                options.prices.clone(),
+                options.trace_parent.as_ref(),
+            )?)),
+            None => None,
+        };
         let mut runner_options = HookRunnerOptions::new(&cwd)
             .with_env(env)
             .with_provider(Arc::clone(&options.provider))
@@ -482,6 +494,9 @@ impl Session {
         runner_options.provider_for_model = None;
         runner_options.processes = processes.clone();
         runner_options.kill_grace = kill_grace;
+        runner_options.observer = telemetry
+            .clone()
+            .map(|t| t as Arc<dyn crate::hooks::HookObserver>);
         if sandbox.settings().hooks {
             runner_options.sandbox = Some(Arc::clone(&sandbox));
         }
@@ -703,6 +718,7 @@ impl Session {
             auto_compact: AtomicBool::new(options.auto_compact),
             compact_instructions,
             project_instructions,
+            telemetry,
         })
     }
 
@@ -1333,7 +1349,13 @@ impl Session {
             .run_switch
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = ProviderSwitch::new();
-        self.run_turn(prompt, typed, &cancel).await
+        let Some(telemetry) = &self.telemetry else {
+            return self.run_turn(prompt, typed, &cancel).await;
+        };
+        let span = telemetry.begin_prompt(self.provider.name(), model.unwrap_or(&current));
+        let result = self.run_turn(prompt, typed, &cancel).await;
+        telemetry.end_prompt(span, &result);
+        result
     }
 
     /// Registers a new cancellation token as the current run's (so [`abort`](Self::abort)
@@ -1705,8 +1727,24 @@ impl Session {
             .await;
     }
 
-    /// The compaction flow; the caller holds the run lock.
+    /// The compaction flow (traced when telemetry is on); the caller holds the run lock.
     async fn compact_locked(
+        &self,
+        trigger: CompactTrigger,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionSummary, SessionError> {
+        let started = std::time::SystemTime::now();
+        let result = self.compact_untraced(trigger, instructions, cancel).await;
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.compaction(trigger, started, &result, |s| {
+                (s.tokens_before, s.tokens_after)
+            });
+        }
+        result
+    }
+
+    async fn compact_untraced(
         &self,
         trigger: CompactTrigger,
         instructions: Option<String>,
@@ -1920,6 +1958,7 @@ impl Session {
             .as_ref()
             .and_then(Persistence::execution_callback);
         let accounting = Arc::clone(accounting);
+        let traced = self.telemetry.as_ref().map(|t| t.execution_observer(None));
         let prices = self.prices.clone();
         let run_provider = self
             .run_provider
@@ -1965,6 +2004,9 @@ impl Session {
                     let mut turn = accounting.lock().unwrap_or_else(PoisonError::into_inner);
                     turn.totals.record_call(&prices, model, &response.usage);
                     turn.last_call = Some(response.usage);
+                }
+                if let Some(traced) = &traced {
+                    traced.observe(&event);
                 }
                 if let Some(log) = &log {
                     log(event.clone());
@@ -2017,8 +2059,60 @@ impl Session {
                         .settle(std::time::Duration::from_secs(5))
                         .await;
                 }
+                // Last, so the SessionEnd hooks' spans go too; bounded by the export timeout.
+                self.flush_telemetry().await;
             })
             .await;
+    }
+
+    /// Sends the spans and metrics recorded so far to the collector now, waiting the export
+    /// timeout at most (an unreachable collector does not hold the caller longer). True when
+    /// everything was handed over in time, and when the session has no telemetry.
+    /// [`shutdown`](Self::shutdown) does this too.
+    pub async fn flush_telemetry(&self) -> bool {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.flush().await,
+            None => true,
+        }
+    }
+
+    /// Makes `parent` (the host's W3C trace context) the parent of the following prompts'
+    /// spans, e.g. the host's request span of each prompt; `None`: each prompt starts a trace of
+    /// its own. Without telemetry it is checked and otherwise ignored.
+    pub fn set_trace_parent(
+        &self,
+        parent: Option<&crate::telemetry::TraceParent>,
+    ) -> Result<(), SessionError> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.set_trace_parent(parent),
+            None => parent.map_or(Ok(()), |p| {
+                p.validate().map_err(|e| SessionError::InvalidTelemetry {
+                    message: e.to_string(),
+                })
+            }),
+        }
+    }
+
+    /// Makes `parent` (the host's W3C trace context) the parent of the next prompt's span only,
+    /// e.g. the host's request that submits it; later prompts go back to the session's parent.
+    /// Without telemetry it is checked and otherwise ignored.
+    pub fn set_next_prompt_trace_parent(
+        &self,
+        parent: &crate::telemetry::TraceParent,
+    ) -> Result<(), SessionError> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.set_next_trace_parent(parent),
+            None => parent
+                .validate()
+                .map_err(|e| SessionError::InvalidTelemetry {
+                    message: e.to_string(),
+                }),
+        }
+    }
+
+    /// The session's tracing, for its subagents.
+    pub(super) fn telemetry(&self) -> Option<&Arc<SessionTelemetry>> {
+        self.telemetry.as_ref()
     }
 
     /// The live process groups of the session (tool calls, background tasks, command hooks):
