@@ -16,7 +16,7 @@ use robota::framework::interactive::{
 use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
-use robota::session::store::SessionStore;
+use robota::session::store::{FileSessionStore, SessionStore};
 use robota::session::{
     PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };
@@ -170,7 +170,7 @@ fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
 /// The id of the most recently updated saved session of the project (a session whose snapshot
 /// is damaged is listed from its log, and resuming it rebuilds it from there).
 fn latest_session(cwd: &Path) -> Result<String, CliError> {
-    let listing = SessionStore::for_project(cwd)
+    let listing = FileSessionStore::for_project(cwd)
         .list()
         .map_err(|error| CliError::usage(format!("cannot list saved sessions: {error}")))?;
     if let Some(summary) = listing.sessions.first() {

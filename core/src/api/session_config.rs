@@ -15,7 +15,7 @@ use crate::framework::skills::SkillRegistration;
 use crate::mcp::{parse_mcp_servers, McpServerOrigin};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
-use crate::session::store::SessionStore;
+use crate::session::store::FileSessionStore;
 use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
 use crate::tools::ToolRegistry;
 
@@ -222,7 +222,10 @@ impl SessionConfig {
             PersistenceConfig::Store {
                 sessions_dir,
                 logs_dir,
-            } => SessionPersistence::Store(SessionStore::with_dirs(sessions_dir, logs_dir)),
+            } => SessionPersistence::Store(Arc::new(FileSessionStore::with_dirs(
+                sessions_dir,
+                logs_dir,
+            ))),
         };
         if self.fork_session == Some(true) && self.resume_session_id.is_none() {
             return Err(ApiError::invalid_argument(

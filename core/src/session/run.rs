@@ -83,7 +83,7 @@ use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
 use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
 use super::recovery::RecoveryReport;
-use super::store::{SessionRecord, SessionStore};
+use super::store::{FileSessionStore, SessionRecord, SessionStore};
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
@@ -223,13 +223,16 @@ impl Session {
         let cwd = absolute_cwd(&options.cwd)?;
         let store = match &options.persistence {
             SessionPersistence::None => None,
-            SessionPersistence::Project => Some(SessionStore::for_project(&cwd)),
-            SessionPersistence::Store(store) => Some(store.clone()),
+            SessionPersistence::Project => {
+                Some(Arc::new(FileSessionStore::for_project(&cwd)) as Arc<dyn SessionStore>)
+            }
+            SessionPersistence::Store(store) => Some(Arc::clone(store)),
         };
         // A saved session is locked for writing before anything is read or written.
         let (restored, lock) = match (&store, &options.resume_session_id) {
             (Some(store), Some(resume_id)) => {
-                let (restored, lock) = load_resumed(store, resume_id, options.fork_session)?;
+                let (restored, lock) =
+                    load_resumed(store.as_ref(), resume_id, options.fork_session)?;
                 (Some(restored), Some(lock))
             }
             (None, Some(resume_id)) => {
@@ -248,7 +251,7 @@ impl Session {
         };
         let lock = match (&store, lock) {
             (Some(_), Some(lock)) => Some(lock),
-            (Some(store), None) => Some(lock_for_writing(store, &id)?),
+            (Some(store), None) => Some(lock_for_writing(store.as_ref(), &id)?),
             (None, _) => None,
         };
         // A restored session keeps its mode, except bypassPermissions, which must be asked for
@@ -345,7 +348,7 @@ impl Session {
                 if config.session_dir.is_none() {
                     // Spilled outputs stay with the saved session (readable after a resume,
                     // deleted with it); an unsaved session uses a private temp directory.
-                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id).ok());
+                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id));
                 }
                 config
                     .additional_roots
@@ -519,7 +522,7 @@ impl Session {
         // conversation as it happens (the snapshot is only rewritten between turns).
         let transcript_path = store
             .as_ref()
-            .and_then(|store| store.log_path(&id).ok())
+            .and_then(|store| store.log_file(&id))
             .map(|path| path.to_string_lossy().into_owned());
         let enforcer = PermissionEnforcer::new(EnforcerOptions {
             session_id: id.clone(),
@@ -623,7 +626,7 @@ impl Session {
             let resumed = restored.is_some();
             let record = match restored {
                 Some(mut restored) => {
-                    repair_files(&store, &mut restored);
+                    repair_files(store.as_ref(), &mut restored);
                     recovery = Some(restored.report).filter(RecoveryReport::needs_notice);
                     restored.record
                 }
