@@ -26,6 +26,8 @@
 //! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
 //!   prompt, its completeness check and the compacted history.
 
+#[cfg(feature = "store-conformance")]
+pub mod conformance;
 mod file_store;
 pub mod lock;
 pub mod log;
