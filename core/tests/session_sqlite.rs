@@ -239,3 +239,31 @@ async fn a_session_in_sqlite_resumes_like_one_in_files_in_this_and_another_proce
     );
     assert_eq!(usage.turns, 4);
 }
+
+#[test]
+fn a_session_config_picks_the_sqlite_store_by_json() {
+    use robota::api::SessionConfig;
+    use robota::provider::scripted::ScriptedProvider;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = SessionConfig::from_json_value(json!({
+        "cwd": dir.path(),
+        "persistence": {"sqlite": {"path": "db/sessions.db"}}
+    }))
+    .unwrap_or_else(|e| panic!("config: {e}"));
+    let options = config
+        .into_session_options(Arc::new(ScriptedProvider::new(Vec::new())))
+        .unwrap_or_else(|e| panic!("options: {e}"));
+    let SessionPersistence::Store(store) = &options.persistence else {
+        panic!("not a store: {:?}", options.persistence);
+    };
+    assert!(
+        dir.path().join("db/sessions.db").is_file(),
+        "relative to cwd"
+    );
+    assert!(store
+        .list()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .sessions
+        .is_empty());
+    assert!(SessionConfig::from_json_value(json!({"persistence": {"sqlite": {}}})).is_err());
+}

@@ -35,6 +35,7 @@ pub mod recovery;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_store;
 pub mod store;
+pub mod store_choice;
 pub mod usage;
 
 mod agent_hook;

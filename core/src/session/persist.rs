@@ -11,17 +11,35 @@
 //! callback (which fires when writing starts failing, not for every line), snapshot errors
 //! directly.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
+use super::inputs::ResolvedSettings;
 use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent, TASK_EVENT_LOG_TYPE};
 use super::recovery::RecoveryReport;
-use super::store::{SessionLease, SessionRecord, SessionStore, StoreError};
+use super::store::{FileSessionStore, SessionLease, SessionRecord, SessionStore, StoreError};
 use super::usage::UsageTotals;
-use super::SessionError;
+use super::{SessionError, SettingsProblem};
 use crate::engine::ExecutionEventCallback;
 use crate::message::Conversation;
+
+/// The store of a session saved "in the project": the settings' `sessionStore`, else the
+/// project's file store.
+pub(crate) fn project_store(
+    cwd: &Path,
+    resolved: &ResolvedSettings,
+) -> Result<Arc<dyn SessionStore>, SessionError> {
+    match &resolved.session_store {
+        Some(choice) => choice.open(cwd, resolved.home.as_deref()).map_err(|error| {
+            SessionError::Settings(SettingsProblem::new(format!(
+                "cannot open the session store of the settings' `sessionStore`: {error}"
+            )))
+        }),
+        None => Ok(Arc::new(FileSessionStore::for_project(cwd))),
+    }
+}
 
 /// What was restored from a saved session.
 pub(crate) struct Restored {

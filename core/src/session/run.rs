@@ -81,9 +81,11 @@ use super::inputs::{ProjectPromptBuilder, PromptFacts, ResolvedSettings};
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
-use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
+use super::persist::{
+    load_resumed, lock_for_writing, project_store, repair_files, Persistence, Restored,
+};
 use super::recovery::RecoveryReport;
-use super::store::{FileSessionStore, SessionRecord, SessionStore};
+use super::store::SessionRecord;
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
@@ -223,9 +225,7 @@ impl Session {
         let cwd = absolute_cwd(&options.cwd)?;
         let store = match &options.persistence {
             SessionPersistence::None => None,
-            SessionPersistence::Project => {
-                Some(Arc::new(FileSessionStore::for_project(&cwd)) as Arc<dyn SessionStore>)
-            }
+            SessionPersistence::Project => Some(project_store(&cwd, &resolved)?),
             SessionPersistence::Store(store) => Some(Arc::clone(store)),
         };
         // A saved session is locked for writing before anything is read or written.
@@ -284,6 +284,7 @@ impl Session {
             sandbox: sandbox_settings,
             mcp_servers,
             mcp_skipped,
+            session_store: _,
         } = resolved;
         let mode = options
             .permission_mode
