@@ -81,7 +81,7 @@ fn log_turn(
             round,
             provider: "anthropic".into(),
             model: "claude-sonnet-4-6".into(),
-            request: ProviderRequest::default(),
+            request: ProviderRequest::default().into(),
         })?;
         let usage = Usage {
             input_tokens: 2_000,

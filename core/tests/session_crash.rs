@@ -86,7 +86,7 @@ fn padding() -> Vec<HistoryEntry> {
             ));
         }
     }
-    conversation.entries().to_vec()
+    conversation.to_entries()
 }
 
 /// The turns recorded in a history: `(n, messages)` for every "turn n" user message.

@@ -239,7 +239,7 @@ fn big_history(messages: usize) -> Vec<HistoryEntry> {
             ));
         }
     }
-    conversation.entries().to_vec()
+    conversation.to_entries()
 }
 
 /// Re-runs this test binary to execute one `#[ignore]`d helper test in a child process.
@@ -653,7 +653,7 @@ async fn a_turn_the_snapshot_missed_comes_back_from_the_log() {
         "{:?}",
         resumed.diagnostics
     );
-    assert_eq!(resumed.record.history, driver.conversation.entries());
+    assert_eq!(resumed.record.history, driver.conversation.to_entries());
     assert_eq!(resumed.record.usage.turns, 3);
     assert_eq!(resumed.record.log_position, Some(driver.log.position()));
 }
@@ -710,7 +710,7 @@ async fn a_torn_last_log_line_is_ignored_and_the_log_goes_on() {
     }
     let rebuilt = store.resume("s1").unwrap();
     assert!(matches!(rebuilt.source, ResumeSource::LogReplay { .. }));
-    assert_eq!(rebuilt.record.history, driver.conversation.entries());
+    assert_eq!(rebuilt.record.history, driver.conversation.to_entries());
     assert!(
         rebuilt
             .diagnostics
@@ -741,7 +741,7 @@ async fn a_torn_last_log_line_is_ignored_and_the_log_goes_on() {
         last_seq = seq;
     }
     let rebuilt = store.rebuild_from_log("s1").unwrap();
-    assert_eq!(rebuilt.record.history, driver.conversation.entries());
+    assert_eq!(rebuilt.record.history, driver.conversation.to_entries());
     assert!(
         rebuilt.diagnostics.iter().any(|d| d.contains("unreadable")),
         "{:?}",

@@ -92,12 +92,7 @@ fn message(id: &str, role: Role, text: &str) -> Message {
 }
 
 fn chat(message: Message) -> HistoryEntry {
-    HistoryEntry::Chat {
-        id: message.id.clone(),
-        timestamp: message.timestamp.clone(),
-        role: message.role,
-        data: message,
-    }
+    HistoryEntry::chat(message)
 }
 
 fn record_with(id: &str, messages: usize, text: &str) -> SessionRecord {

@@ -1719,12 +1719,7 @@ fn count_chats(entries: &[HistoryEntry]) -> usize {
 }
 
 fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::Chat {
-        id: message.id.clone(),
-        timestamp: message.timestamp.clone(),
-        role: message.role,
-        data: message,
-    }
+    HistoryEntry::chat(message)
 }
 
 /// Opens a log for reading: a regular file only (a FIFO or a link to a device is refused, never

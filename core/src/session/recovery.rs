@@ -22,6 +22,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -309,7 +310,8 @@ pub fn repair_tool_pairs(history: &mut Vec<HistoryEntry>) -> Vec<String> {
             continue;
         };
         if data.role == Role::Tool {
-            data.content.retain(|block| match block {
+            // The entries were just read, so the message is not shared and is not copied.
+            Arc::make_mut(&mut data).content.retain(|block| match block {
                 ContentBlock::ToolResult { tool_use_id, .. } => {
                     match open.iter().position(|(id, _)| id == tool_use_id) {
                         Some(at) => {
@@ -366,12 +368,7 @@ fn close_calls(
             "the result of the {name} call {id} was lost; an error result stands in for it"
         ));
         let message = Message::tool_result(id, LOST_TOOL_RESULT, true);
-        history.push(HistoryEntry::Chat {
-            id: message.id.clone(),
-            timestamp: message.timestamp.clone(),
-            role: message.role,
-            data: message,
-        });
+        history.push(HistoryEntry::chat(message));
     }
 }
 
@@ -381,12 +378,7 @@ mod tests {
     use crate::message::MessageState;
 
     fn chat(message: Message) -> HistoryEntry {
-        HistoryEntry::Chat {
-            id: message.id.clone(),
-            timestamp: message.timestamp.clone(),
-            role: message.role,
-            data: message,
-        }
+        HistoryEntry::chat(message)
     }
 
     fn call(id: &str) -> Message {

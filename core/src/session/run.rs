@@ -83,6 +83,7 @@ use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
 use super::persist::{
     load_resumed, lock_for_writing, project_store, repair_files, Persistence, Restored,
+    SnapshotWhen,
 };
 use super::recovery::RecoveryReport;
 use super::store::SessionRecord;
@@ -97,7 +98,8 @@ use crate::hooks::{
     SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
-    Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
+    Conversation, HistorySize, Message, MessageSize, ProviderError, ProviderErrorKind, Usage,
+    MODEL_CONTEXT_METADATA,
 };
 use crate::permissions::{
     BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
@@ -865,7 +867,7 @@ impl Session {
         let provider = self.provider_for_model(Some(model))?;
         *self.switched.lock().unwrap_or_else(PoisonError::into_inner) =
             (model != self.model).then_some(provider);
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(self.active_context_window())
     }
@@ -1000,7 +1002,7 @@ impl Session {
         if policy.enabled {
             self.auto_compact.store(true, Ordering::SeqCst);
         }
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(())
     }
@@ -1053,12 +1055,18 @@ impl Session {
                 })
                 .unwrap_or(0),
         };
-        entries[start..].to_vec()
+        entries[start..].iter().map(|e| (**e).clone()).collect()
     }
 
-    /// The chat messages of the history, in order.
+    /// The chat messages of the history, in order (copies: prefer
+    /// [`message_count`](Self::message_count) when only the number matters).
     pub fn messages(&self) -> Vec<Message> {
         self.lock_conversation().messages().cloned().collect()
+    }
+
+    /// The number of chat messages in the history (without copying them).
+    pub fn message_count(&self) -> usize {
+        self.lock_conversation().message_count()
     }
 
     /// True while a run is in progress.
@@ -1423,7 +1431,7 @@ impl Session {
 
         let mut conversation = self.lock_conversation().clone();
         // Pre-send estimate (spec 002 "Usage And Context Refresh").
-        let estimate = self.estimate(conversation.messages().chain(std::iter::once(&message)));
+        let estimate = self.estimate(conversation.size().plus(MessageSize::of(&message)));
         self.update_context(estimate);
         if let Some(persistence) = &self.persistence {
             persistence.turn_started();
@@ -1488,7 +1496,7 @@ impl Session {
         // Post-response reconciliation: the provider's count when it gave one.
         let state = match last_call.as_ref().and_then(exact_tokens) {
             Some(tokens) => ContextState::new(tokens, self.active_context_window(), false),
-            None => self.estimate(conversation.messages()),
+            None => self.estimate(conversation.size()),
         };
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::TurnEnd {
@@ -1500,7 +1508,7 @@ impl Session {
             });
         }
         *self.lock_conversation() = conversation;
-        self.save();
+        self.save(SnapshotWhen::Due);
         self.update_context(state);
         Ok(outcome)
     }
@@ -1521,12 +1529,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push(message);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1545,12 +1553,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push_event(event_type, data);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1569,28 +1577,35 @@ impl Session {
                 usage: None,
             });
         }
-        let state = self.estimate(cleared.messages());
+        let state = self.estimate(cleared.size());
         *self.lock_conversation() = cleared;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(state);
         Ok(())
     }
 
-    /// Saves the snapshot (when the session is saved); errors become `persistence_error` events.
-    fn save(&self) {
-        if let Some(persistence) = &self.persistence {
-            let conversation = self.conversation();
-            persistence.save(
-                &conversation,
-                &self.usage(),
-                self.get_name(),
-                self.permission_mode().as_str(),
-            );
+    /// Saves the session (when it is saved): the snapshot now, or with [`SnapshotWhen::Due`]
+    /// only when it is due and else the log synced to disk. Errors become `persistence_error`
+    /// events.
+    fn save(&self, when: SnapshotWhen) {
+        let Some(persistence) = &self.persistence else {
+            return;
+        };
+        let name = self.get_name();
+        let mode = self.permission_mode();
+        if when == SnapshotWhen::Due {
+            let history_chars = self.lock_conversation().size().chars;
+            if !persistence.snapshot_due(history_chars, &name, mode.as_str()) {
+                persistence.sync();
+                return;
+            }
         }
+        let conversation = self.conversation();
+        persistence.save(&conversation, &self.usage(), name, mode.as_str());
     }
 
     /// The estimated context state of a request with these messages.
-    fn estimate<'a>(&self, messages: impl IntoIterator<Item = &'a Message>) -> ContextState {
+    fn estimate(&self, messages: HistorySize) -> ContextState {
         let tokens = estimated_tokens(
             self.system_prompt.as_deref(),
             &self.engine.tools().definitions(),
@@ -1613,7 +1628,7 @@ impl Session {
             Some(state) => state,
             None => {
                 let conversation = self.conversation();
-                self.estimate(conversation.messages())
+                self.estimate(conversation.size())
             }
         }
     }
@@ -1644,7 +1659,7 @@ impl Session {
             persistence.log(&LogEvent::SessionRenamed { name });
             // Saving mid-run would record a log position inside an unfinished turn.
             if let Ok(_idle) = self.run_lock.try_lock() {
-                self.save();
+                self.save(SnapshotWhen::Now);
             }
         }
     }
@@ -1743,10 +1758,10 @@ impl Session {
         // No system prompt and no tools: the model is only asked to write the summary, and
         // without tool definitions it cannot answer with a tool call instead.
         let request = ProviderRequest {
-            messages: vec![Message::user(summary_prompt(
+            messages: vec![Arc::new(Message::user(summary_prompt(
                 conversation.messages(),
                 instructions.as_deref(),
-            ))],
+            )))],
             max_tokens: self.max_tokens,
             ..ProviderRequest::default()
         };
@@ -1793,16 +1808,16 @@ impl Session {
         };
 
         let compacted = compacted_history(&conversation, &summary);
-        let after = self.estimate(compacted.messages());
+        let after = self.estimate(compacted.size());
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::HistoryReplace {
                 reason: "compaction".into(),
-                entries: compacted.entries().to_vec(),
+                entries: compacted.to_entries(),
                 usage: None,
             });
         }
         *self.lock_conversation() = compacted;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(after);
 
         if self.hooks.has_hooks(HookEvent::PostCompact) {
@@ -1978,7 +1993,7 @@ impl Session {
                     persistence.log(&LogEvent::SessionShutdown {
                         reason: reason.as_str().to_string(),
                     });
-                    self.save();
+                    self.save(SnapshotWhen::Now);
                     persistence.sync();
                     // The session writes nothing more: another process may open it now.
                     persistence.close();

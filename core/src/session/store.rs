@@ -234,7 +234,7 @@ impl SessionRecord {
 
     /// Replaces the history with the conversation's entries.
     pub fn set_conversation(&mut self, conversation: &Conversation) {
-        self.history = conversation.entries().to_vec();
+        self.history = conversation.to_entries();
     }
 }
 
@@ -1478,12 +1478,7 @@ fn ts_message(value: &Value, entry_id: Option<&str>, entry_ts: Option<&str>) -> 
 }
 
 fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::Chat {
-        id: message.id.clone(),
-        timestamp: message.timestamp.clone(),
-        role: message.role,
-        data: message,
-    }
+    HistoryEntry::chat(message)
 }
 
 /// `updated_at` as a sortable instant (unparsable values sort last).
