@@ -46,6 +46,11 @@ pub struct Cli {
     /// Resume the most recent session of this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
+    /// Where sessions are saved: `file` (`.robota/sessions` and `.robota/logs`, the default) or
+    /// `sqlite:PATH` (one database file for many sessions; a relative PATH is in the project).
+    /// Above the settings' `sessionStore`.
+    #[arg(long, value_name = "STORE")]
+    pub session_store: Option<String>,
     /// With --resume/--continue: continue in a copy with a new id.
     #[arg(long)]
     pub fork: bool,

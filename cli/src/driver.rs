@@ -17,6 +17,7 @@ use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
+use robota::session::store_choice::StoreChoice;
 use robota::session::{
     PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };
@@ -90,9 +91,22 @@ pub fn open_session(
             .map_err(|error| CliError::usage(error.to_string()))?,
     };
 
+    // `--session-store` above the settings' `sessionStore` above the project's files.
+    let choice = match &cli.session_store {
+        Some(argument) => StoreChoice::from_argument(argument)
+            .map_err(|error| CliError::usage(format!("--session-store: {error}")))?,
+        None => match loaded.merged.get("sessionStore") {
+            Some(value) => StoreChoice::from_settings(value).map_err(CliError::usage)?,
+            None => StoreChoice::File,
+        },
+    };
+    let chosen = cli.session_store.is_some() || loaded.merged.get("sessionStore").is_some();
+    let store = choice
+        .open(&cwd, loaded.home.as_deref())
+        .map_err(|error| CliError::usage(format!("cannot open the session store: {error}")))?;
     let resume = match (&cli.resume, cli.continue_session) {
         (Some(id), _) => Some(id.clone()),
-        (None, true) => Some(latest_session(&cwd)?),
+        (None, true) => Some(latest_session(store.as_ref(), &cwd)?),
         (None, false) => None,
     };
     if cli.fork && resume.is_none() {
@@ -103,7 +117,11 @@ pub fn open_session(
 
     let mut options = SessionOptions::new(&cwd, built.provider.clone())
         .with_settings(SessionSettings::Loaded(Box::new(loaded)))
-        .with_persistence(SessionPersistence::Project)
+        .with_persistence(if chosen {
+            SessionPersistence::Store(store)
+        } else {
+            SessionPersistence::Project
+        })
         .with_on_event(on_event);
     if let Some(max_turns) = cli.max_turns {
         options = options.with_max_turns(max_turns);
@@ -210,8 +228,8 @@ fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
 
 /// The id of the most recently updated saved session of the project (a session whose snapshot
 /// is damaged is listed from its log, and resuming it rebuilds it from there).
-fn latest_session(cwd: &Path) -> Result<String, CliError> {
-    let listing = SessionStore::for_project(cwd)
+fn latest_session(store: &dyn SessionStore, cwd: &Path) -> Result<String, CliError> {
+    let listing = store
         .list()
         .map_err(|error| CliError::usage(format!("cannot list saved sessions: {error}")))?;
     if let Some(summary) = listing.sessions.first() {

@@ -237,6 +237,50 @@ async fn resume_continue_and_fork_use_the_saved_sessions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_go_to_sqlite_from_the_settings_or_the_flag() {
+    let mock = mock(json!([
+        {"text": "first answer"}, {"text": "second answer"}, {"text": "third answer"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "sessionStore": {"type": "sqlite", "path": ".robota/sessions.db"}
+    }));
+
+    let first = json_result(&project.run(&["-p", "remember MANGO", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+    assert!(project.path().join(".robota/sessions.db").is_file());
+    assert!(
+        !project.path().join(".robota/sessions").exists(),
+        "no snapshot files beside the database"
+    );
+
+    let continued =
+        json_result(&project.run(&["-p", "what fruit?", "--continue", "--output-format", "json"]));
+    assert_eq!(continued["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 1).contains("MANGO"),
+        "--continue finds the session in the database"
+    );
+
+    // The flag wins over the settings: the project's files know nothing of the session.
+    let output = project.run(&["-p", "x", "--resume", &id, "--session-store", "file"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let output = project.run(&["-p", "x", "--session-store", "mysql:x"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--session-store"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_reproduces_a_recorded_run_offline() {
     let mock = mock(json!([
         {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "data.txt"}}]},

@@ -27,7 +27,7 @@ use robota::provider::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StopReason, StreamEvent,
     StreamSink,
 };
-use robota::session::store::SessionStore;
+use robota::session::store::{FileSessionStore, SessionStore};
 use robota::session::{Session, SessionOptions, SessionPersistence, SessionSettings};
 use tokio_util::sync::CancellationToken;
 
@@ -216,7 +216,7 @@ fn bench(turns: usize) -> Result<(), BoxError> {
         cpu.iter().sum::<Duration>().as_secs_f64()
     );
 
-    let store = SessionStore::for_project(&root);
+    let store = FileSessionStore::for_project(&root);
     let snapshot = store.snapshot_path(&id)?;
     let log = store.log_path(&id)?;
     println!(

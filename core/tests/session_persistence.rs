@@ -8,7 +8,7 @@
 mod session_common;
 
 use robota::hooks::SessionEndReason;
-use robota::session::{SessionError, SessionPersistence};
+use robota::session::{SessionError, SessionPersistence, SessionStore};
 use robota::tools::ToolRegistry;
 use serde_json::{json, Value};
 use session_common::*;
@@ -284,7 +284,7 @@ async fn a_long_session_snapshot_follows_when_due_and_resume_applies_the_log() {
         before_turns,
         "five short turns on a large history are not worth a snapshot rewrite each"
     );
-    let stored = robota::session::store::SessionStore::for_project(&project.root)
+    let stored = robota::session::store::FileSessionStore::for_project(&project.root)
         .resume(&id)
         .unwrap();
     assert_eq!(stored.record.message_count(), 11);

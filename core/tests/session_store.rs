@@ -18,7 +18,8 @@ use robota::session::log::{
     replay_log, LogError, LogOptions, SessionLog, SessionLogEvent, REDACTED,
 };
 use robota::session::store::{
-    validate_session_id, ResumeSource, SessionRecord, SessionStore, StoreError, MAX_SESSION_ID_LEN,
+    validate_session_id, FileSessionStore, ResumeSource, SessionRecord, SessionStore, StoreError,
+    MAX_SESSION_ID_LEN,
 };
 use robota::session::usage::{
     format_usd, Budget, BudgetStatus, CostStatus, Price, PriceMatch, PriceTable, UsageTotals,
@@ -67,7 +68,7 @@ fn script_turns(n: usize) -> Vec<ScriptedTurn> {
 }
 
 struct Driver {
-    store: SessionStore,
+    store: FileSessionStore,
     log: SessionLog,
     record: SessionRecord,
     conversation: Conversation,
@@ -77,7 +78,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(store: &SessionStore, id: &str) -> Self {
+    fn new(store: &FileSessionStore, id: &str) -> Self {
         let log = store
             .open_log(id, LogOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
@@ -208,8 +209,8 @@ fn assert_consistent(history: &[HistoryEntry]) {
     assert!(open.is_empty(), "tool calls without results: {open:?}");
 }
 
-fn store_in(dir: &Path) -> SessionStore {
-    SessionStore::for_project(dir)
+fn store_in(dir: &Path) -> FileSessionStore {
+    FileSessionStore::for_project(dir)
 }
 
 fn files_in(dir: &Path) -> Vec<String> {

@@ -23,7 +23,12 @@ export type SkillRegistration = { dir: string } | { name: string; content: strin
 export type CommandRegistration = { dir: string } | { name: string; content: string };
 
 /** Where a session is saved. */
-export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
+export type Persistence =
+  | 'none'
+  | 'project'
+  | { sessionsDir: string; logsDir: string }
+  /** One SQLite database for many sessions (a relative path is in `cwd`). */
+  | { sqlite: string };
 
 /** Options shared by sessions and queries. */
 export interface CommonOptions {
@@ -225,7 +230,9 @@ export function sessionConfig(options: CommonOptions): Record<string, unknown> {
     config.persistence =
       typeof persistence === 'string'
         ? persistence
-        : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
+        : 'sqlite' in persistence
+          ? { sqlite: { path: persistence.sqlite } }
+          : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
   }
   return config;
 }

@@ -439,7 +439,9 @@ class InteractiveSession:
             env: Variables for ``$ENV:NAME`` references in settings.
             builtin_tools: ``False`` leaves out the built-in file, shell and web tools.
             persistence: Where the session is saved: ``"none"`` (default), ``"project"``
-                (``<cwd>/.robota/``) or ``{"store": {"sessions_dir": ..., "logs_dir": ...}}``.
+                (``<cwd>/.robota/``), ``{"store": {"sessions_dir": ..., "logs_dir": ...}}`` or
+                ``{"sqlite": {"path": ...}}`` (one SQLite database for many sessions; a relative
+                path is in ``cwd``).
             session_store: A directory to save sessions in (``sessions/`` and ``logs/``
                 under it); the short form of ``persistence={"store": ...}``.
             resume_session_id: Resume this saved session (needs ``persistence`` or

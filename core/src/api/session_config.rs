@@ -15,7 +15,8 @@ use crate::framework::skills::SkillRegistration;
 use crate::mcp::{parse_mcp_servers, McpServerOrigin};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
-use crate::session::store::SessionStore;
+use crate::session::store::FileSessionStore;
+use crate::session::store_choice::StoreChoice;
 use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
 use crate::telemetry::{Telemetry, TelemetryConfig, TraceParent};
 use crate::tools::ToolRegistry;
@@ -35,6 +36,12 @@ pub enum PersistenceConfig {
         sessions_dir: PathBuf,
         /// Where logs go.
         logs_dir: PathBuf,
+    },
+    /// In a SQLite database (`{"sqlite": {"path": …}}`, relative to `cwd`): one file for many
+    /// sessions, shared by every process that opens it.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
     },
 }
 
@@ -198,6 +205,7 @@ impl SessionConfig {
             }
             mcp_servers = entries;
         }
+        let home_dir = self.home.clone();
         let mut options = SessionOptions::new(cwd.clone(), provider);
         options.settings = if self.settings_from_environment == Some(true) {
             if self.home.is_some() || self.settings.is_some() || !self.env.is_empty() {
@@ -233,7 +241,17 @@ impl SessionConfig {
             PersistenceConfig::Store {
                 sessions_dir,
                 logs_dir,
-            } => SessionPersistence::Store(SessionStore::with_dirs(sessions_dir, logs_dir)),
+            } => SessionPersistence::Store(Arc::new(FileSessionStore::with_dirs(
+                sessions_dir,
+                logs_dir,
+            ))),
+            PersistenceConfig::Sqlite { path } => SessionPersistence::Store(
+                StoreChoice::Sqlite { path }
+                    .open(&cwd, home_dir.as_deref())
+                    .map_err(|error| {
+                        ApiError::invalid_argument(format!("`persistence`: {error}"))
+                    })?,
+            ),
         };
         if self.fork_session == Some(true) && self.resume_session_id.is_none() {
             return Err(ApiError::invalid_argument(

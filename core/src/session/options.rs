@@ -89,8 +89,9 @@ pub enum SessionPersistence {
     None,
     /// Saved in the project: `<cwd>/.robota/sessions/{id}.json` and `<cwd>/.robota/logs/{id}.jsonl`.
     Project,
-    /// Saved in this store.
-    Store(SessionStore),
+    /// Saved in this store (a [`FileSessionStore`](super::store::FileSessionStore) with other
+    /// directories, a database store, a host's own store).
+    Store(Arc<dyn SessionStore>),
 }
 
 /// A host hook callback and when it runs.

@@ -22,18 +22,35 @@
 //! callback (which fires when writing starts failing, not for every line), snapshot errors
 //! directly.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
-use super::lock::SessionLock;
+use super::inputs::ResolvedSettings;
 use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent, TASK_EVENT_LOG_TYPE};
 use super::recovery::RecoveryReport;
-use super::store::{SessionRecord, SessionStore, StoreError};
+use super::store::{FileSessionStore, SessionLease, SessionRecord, SessionStore, StoreError};
 use super::usage::UsageTotals;
-use super::SessionError;
+use super::{SessionError, SettingsProblem};
 use crate::engine::ExecutionEventCallback;
 use crate::message::Conversation;
+
+/// The store of a session saved "in the project": the settings' `sessionStore`, else the
+/// project's file store.
+pub(crate) fn project_store(
+    cwd: &Path,
+    resolved: &ResolvedSettings,
+) -> Result<Arc<dyn SessionStore>, SessionError> {
+    match &resolved.session_store {
+        Some(choice) => choice.open(cwd, resolved.home.as_deref()).map_err(|error| {
+            SessionError::Settings(SettingsProblem::new(format!(
+                "cannot open the session store of the settings' `sessionStore`: {error}"
+            )))
+        }),
+        None => Ok(Arc::new(FileSessionStore::for_project(cwd))),
+    }
+}
 
 /// What was restored from a saved session.
 pub(crate) struct Restored {
@@ -71,12 +88,12 @@ struct LastSnapshot {
 
 /// A session's store, log and record, and its write lock.
 pub(crate) struct Persistence {
-    store: SessionStore,
+    store: Arc<dyn SessionStore>,
     log: Option<SessionLog>,
     record: Mutex<SessionRecord>,
     last_snapshot: Mutex<LastSnapshot>,
     events: EventSink,
-    lock: Mutex<Option<SessionLock>>,
+    lock: Mutex<Option<Box<dyn SessionLease>>>,
     /// Set once the lock is released (shutdown): nothing is written after that. Shared with the
     /// background task logger ([`task_event_logger`](Self::task_event_logger)).
     closed: Arc<AtomicBool>,
@@ -96,12 +113,15 @@ fn store_error(id: &str, error: StoreError) -> SessionError {
 /// lock file cannot be created: then neither can the session's other files, and the failed
 /// writes are reported as `persistence_error` events like any other).
 pub(crate) struct WriteLock {
-    lock: Option<SessionLock>,
+    lock: Option<Box<dyn SessionLease>>,
     problem: Option<String>,
 }
 
 /// Locks session `id` for writing: [`SessionError::Locked`] when another writer holds it.
-pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLock, SessionError> {
+pub(crate) fn lock_for_writing(
+    store: &dyn SessionStore,
+    id: &str,
+) -> Result<WriteLock, SessionError> {
     match store.lock(id) {
         Ok(lock) => Ok(WriteLock {
             lock: Some(lock),
@@ -121,7 +141,7 @@ pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLo
 /// session is only read (no lock on it) and continued in a locked copy. A missing or
 /// unreadable session is an error: the caller asked for that session by id.
 pub(crate) fn load_resumed(
-    store: &SessionStore,
+    store: &dyn SessionStore,
     id: &str,
     fork: bool,
 ) -> Result<(Restored, WriteLock), SessionError> {
@@ -131,7 +151,7 @@ pub(crate) fn load_resumed(
         let resumed = store.resume(&new_id).map_err(|e| store_error(&new_id, e))?;
         let mut report = RecoveryReport::from_resumed(&new_id, store, &source);
         report.forked_from = Some(id.to_string());
-        report.log_path = store.log_path(id).ok();
+        report.log_path = Some(store.log_location(id));
         if report.snapshot.is_some() {
             report.details.push(
                 "a fork only reads the session it copies: its files were left as they are".into(),
@@ -147,7 +167,7 @@ pub(crate) fn load_resumed(
     let lock = lock_for_writing(store, id)?;
     let resumed = store.resume(id).map_err(|e| store_error(id, e))?;
     let mut report = RecoveryReport::from_resumed(id, store, &resumed);
-    if let Some(previous) = lock.lock.as_ref().and_then(SessionLock::previous_holder) {
+    if let Some(previous) = lock.lock.as_ref().and_then(|lock| lock.previous_holder()) {
         report.details.push(format!(
             "took over the session lock of {previous}, which ended without closing the session"
         ));
@@ -163,7 +183,7 @@ pub(crate) fn load_resumed(
 /// The repairs only the writer of a resumed session makes (a fork leaves the files it copied
 /// alone): a damaged snapshot is moved aside, a log with unreadable lines is copied aside; the
 /// report says where they went (or why they could not be moved).
-pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
+pub(crate) fn repair_files(store: &dyn SessionStore, restored: &mut Restored) {
     if restored.forked {
         return;
     }
@@ -177,7 +197,7 @@ pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
     }
     if !report.skipped_lines.is_empty() {
         match store.copy_log_aside(id) {
-            Ok(copy) => report.log_copy = Some(copy),
+            Ok(copy) => report.log_copy = copy,
             Err(error) => report.details.push(error.to_string()),
         }
     }
@@ -189,7 +209,7 @@ impl Persistence {
     /// `lock` is the session's write lock, released by [`close`](Self::close) or on drop (a
     /// lock that could not be taken is reported as a `persistence_error`).
     pub(crate) fn open(
-        store: SessionStore,
+        store: Arc<dyn SessionStore>,
         record: SessionRecord,
         lock: WriteLock,
         resumed: bool,

@@ -145,7 +145,7 @@ impl RecoveryReport {
     /// What [`SessionStore::resume`](super::store::SessionStore::resume) found for session
     /// `session_id`, before the writer's own repairs (moving the snapshot aside, copying the
     /// log), which fill in [`SnapshotRepair::moved_to`] and [`RecoveryReport::log_copy`].
-    pub fn from_resumed(session_id: &str, store: &SessionStore, resumed: &Resumed) -> Self {
+    pub fn from_resumed(session_id: &str, store: &dyn SessionStore, resumed: &Resumed) -> Self {
         let mut lost = Vec::new();
         if let Some(first) = resumed.skipped_lines.first() {
             lost.push(if resumed.skipped_lines.len() == 1 {
@@ -165,12 +165,12 @@ impl RecoveryReport {
         RecoveryReport {
             session_id: session_id.to_string(),
             forked_from: None,
-            log_path: store.log_path(&resumed.record.id).ok(),
+            log_path: Some(store.log_location(&resumed.record.id)),
             snapshot: resumed
                 .snapshot_error
                 .as_ref()
                 .map(|problem| SnapshotRepair {
-                    path: store.snapshot_path(&resumed.record.id).unwrap_or_default(),
+                    path: store.snapshot_location(&resumed.record.id),
                     problem: problem.clone(),
                     moved_to: None,
                 }),

@@ -82,10 +82,11 @@ use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
 use super::persist::{
-    load_resumed, lock_for_writing, repair_files, Persistence, Restored, SnapshotWhen,
+    load_resumed, lock_for_writing, project_store, repair_files, Persistence, Restored,
+    SnapshotWhen,
 };
 use super::recovery::RecoveryReport;
-use super::store::{SessionRecord, SessionStore};
+use super::store::SessionRecord;
 use super::telemetry::SessionTelemetry;
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
@@ -229,13 +230,14 @@ impl Session {
         let cwd = absolute_cwd(&options.cwd)?;
         let store = match &options.persistence {
             SessionPersistence::None => None,
-            SessionPersistence::Project => Some(SessionStore::for_project(&cwd)),
-            SessionPersistence::Store(store) => Some(store.clone()),
+            SessionPersistence::Project => Some(project_store(&cwd, &resolved)?),
+            SessionPersistence::Store(store) => Some(Arc::clone(store)),
         };
         // A saved session is locked for writing before anything is read or written.
         let (restored, lock) = match (&store, &options.resume_session_id) {
             (Some(store), Some(resume_id)) => {
-                let (restored, lock) = load_resumed(store, resume_id, options.fork_session)?;
+                let (restored, lock) =
+                    load_resumed(store.as_ref(), resume_id, options.fork_session)?;
                 (Some(restored), Some(lock))
             }
             (None, Some(resume_id)) => {
@@ -254,7 +256,7 @@ impl Session {
         };
         let lock = match (&store, lock) {
             (Some(_), Some(lock)) => Some(lock),
-            (Some(store), None) => Some(lock_for_writing(store, &id)?),
+            (Some(store), None) => Some(lock_for_writing(store.as_ref(), &id)?),
             (None, _) => None,
         };
         // A restored session keeps its mode, except bypassPermissions, which must be asked for
@@ -287,6 +289,7 @@ impl Session {
             sandbox: sandbox_settings,
             mcp_servers,
             mcp_skipped,
+            session_store: _,
         } = resolved;
         let mode = options
             .permission_mode
@@ -351,7 +354,7 @@ impl Session {
                 if config.session_dir.is_none() {
                     // Spilled outputs stay with the saved session (readable after a resume,
                     // deleted with it); an unsaved session uses a private temp directory.
-                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id).ok());
+                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id));
                 }
                 config
                     .additional_roots
@@ -537,7 +540,7 @@ impl Session {
         // conversation as it happens (the snapshot is only rewritten between turns).
         let transcript_path = store
             .as_ref()
-            .and_then(|store| store.log_path(&id).ok())
+            .and_then(|store| store.log_file(&id))
             .map(|path| path.to_string_lossy().into_owned());
         let enforcer = PermissionEnforcer::new(EnforcerOptions {
             session_id: id.clone(),
@@ -641,7 +644,7 @@ impl Session {
             let resumed = restored.is_some();
             let record = match restored {
                 Some(mut restored) => {
-                    repair_files(&store, &mut restored);
+                    repair_files(store.as_ref(), &mut restored);
                     recovery = Some(restored.report).filter(RecoveryReport::needs_notice);
                     restored.record
                 }

@@ -121,6 +121,15 @@ pub(crate) fn validate_layer(
                 }
             }
             "autoCompactThreshold" => validator.threshold(value, &path)?,
+            "sessionStore" => {
+                if crate::session::store_choice::StoreChoice::from_settings(value).is_err() {
+                    return Err(validator.invalid(
+                        &path,
+                        "{\"type\": \"file\"} or {\"type\": \"sqlite\", \"path\": \"…\"}",
+                        value,
+                    ));
+                }
+            }
             "taskContext" => {
                 let map = validator.object(value, &path, "an object like {\"enabled\": true}")?;
                 for (key, value) in map {
