@@ -74,7 +74,7 @@ export declare class NativeSession {
    * ended. Synchronous, so prompts are accepted in call order (acceptance never waits: the
    * prompt runs on a background task).
    */
-  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null): NativePromptTicket
+  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): NativePromptTicket
   /**
    * Resolves when no prompt is running or queued, with the `seq` of the last event emitted by
    * then (0 when event delivery has stopped): the facade waits for that event to reach the
@@ -128,6 +128,11 @@ export declare class NativeSession {
    * are): true when no server is still starting.
    */
   waitForMcpServers(timeoutMs?: number | undefined | null): Promise<boolean>
+  /**
+   * Sends the recorded spans and metrics now (the export timeout at most); true when all
+   * went out in time.
+   */
+  flushTelemetry(): Promise<boolean>
   /**
    * Shuts the session down (SessionEnd fires once), stops event delivery and releases the
    * JavaScript functions. `reason`: `other` (default), `clear`, `logout`,

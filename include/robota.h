@@ -557,7 +557,8 @@ robota_status robota_session_options_add_mcp_server(struct robota_session_option
 // `append_system_prompt`, `max_turns`, `session_id`, `load_project_context`, `home`,
 // `settings`, `settings_from_environment`, `env`, `builtin_tools` (false: only host tools),
 // `persistence`, `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
-// `context_window`, `pull_events`). Checked now: errors `ROBOTA_STATUS_INVALID_UTF8`,
+// `context_window`, `telemetry`, `traceparent`, `tracestate`, `pull_events`). Checked now:
+// errors `ROBOTA_STATUS_INVALID_UTF8`,
 // `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_NULL_ARGUMENT`.
 //
 // Ownership: `*out` is owned by the caller; free with `robota_session_options_free`.
@@ -880,8 +881,13 @@ void robota_runtime_shutdown(struct robota_runtime *runtime,
 // (settings object applied above every file), `settings_from_environment` (`true`: real
 // `HOME` and environment, like the CLI), `env`, `builtin_tools` (`false`: no built-in
 // file/shell/web tools), `persistence` (`"none"`, `"project"`, `{"store": {"sessions_dir",
-// "logs_dir"}}`), `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
-// `context_window` and `pull_events` (`true`: subscription id 0 of
+// "logs_dir"}}` or `{"sqlite": {"path"}}`: one SQLite database for many sessions),
+// `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+// `context_window`, `telemetry` (OpenTelemetry export over OTLP: `{"endpoint":
+// "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": …,
+// "timeoutMs": …}`; `{}` reads the `OTEL_EXPORTER_OTLP_*` variables), `traceparent` and
+// `tracestate` (the host's W3C trace context: the prompts' spans join that trace) and
+// `pull_events` (`true`: subscription id 0 of
 // `robota_session_next_event` receives every event from creation on). Unknown fields are
 // rejected. Without a permission handler, calls that need approval are denied.
 //

@@ -213,8 +213,12 @@ impl NativeSession {
         input: String,
         display_input: Option<String>,
         raw_input: Option<String>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> napi::Result<NativePromptTicket> {
         let session = Arc::clone(&self.session);
+        robota::api::trace_next_prompt(session.session(), traceparent, tracestate)
+            .map_err(api_error)?;
         let ticket = block_on(async move {
             session.submit_tracked_as_typed(&input, display_input.as_deref(), raw_input.as_deref())
         })
@@ -464,6 +468,13 @@ impl NativeSession {
             .filter(|ms| ms.is_finite())
             .map(|ms| Duration::from_millis(ms.max(0.0) as u64));
         Ok(self.session.wait_for_mcp_servers(timeout).await)
+    }
+
+    /// Sends the recorded spans and metrics now (the export timeout at most); true when all
+    /// went out in time.
+    #[napi]
+    pub async fn flush_telemetry(&self) -> napi::Result<bool> {
+        Ok(self.session.session().flush_telemetry().await)
     }
 
     /// Shuts the session down (SessionEnd fires once), stops event delivery and releases the

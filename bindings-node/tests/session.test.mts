@@ -1,7 +1,7 @@
 /** InteractiveSession end to end: scripted provider and mock-llm, JS extensions, errors. */
 
 import assert from 'node:assert/strict';
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -567,6 +567,30 @@ describe('control', () => {
       provider: scripted([{ text: 'second answer' }]),
     });
     assert.equal(resumed.getSessionId(), id);
+    assert.deepEqual(resumed.getMessages().map((m) => m.role), ['user', 'assistant']);
+    await resumed.submit('and now?');
+    assert.equal(resumed.getMessages().length, 4);
+    await resumed.shutdown();
+  });
+
+  test('a session saved in SQLite resumes with its history, one writer at a time', async () => {
+    const database = path.join(tempDir(), 'sessions.db');
+    const base = hermetic();
+    const first = new InteractiveSession({ ...base, persistence: { sqlite: database }, provider: scripted([{ text: 'first answer' }]) });
+    await first.submit('remember this');
+    const id = first.getSessionId();
+    assert.throws(
+      () => new InteractiveSession({ ...base, persistence: { sqlite: database }, resumeSessionId: id, provider: scripted([]) }),
+      (e: unknown) => e instanceof RobotaError && e.code === 'session_locked',
+    );
+    await first.shutdown();
+    assert.ok(existsSync(database));
+    const resumed = new InteractiveSession({
+      ...base,
+      persistence: { sqlite: database },
+      resumeSessionId: id,
+      provider: scripted([{ text: 'second answer' }]),
+    });
     assert.deepEqual(resumed.getMessages().map((m) => m.role), ['user', 'assistant']);
     await resumed.submit('and now?');
     assert.equal(resumed.getMessages().length, 4);

@@ -181,16 +181,20 @@ impl NativeSession {
     /// The prompt is accepted (started or queued) or refused *here*, before the awaitable is
     /// returned, so prompts submitted one after the other (`asyncio.gather(submit(a),
     /// submit(b))`) are accepted in that order; a refusal raises at once.
-    #[pyo3(signature = (input, display_input=None, raw_input=None))]
+    #[pyo3(signature = (input, display_input=None, raw_input=None, traceparent=None, tracestate=None))]
     fn submit<'py>(
         &self,
         py: Python<'py>,
         input: String,
         display_input: Option<String>,
         raw_input: Option<String>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
         let session = Arc::clone(&self.session);
+        robota::api::trace_next_prompt(session.session(), traceparent, tracestate)
+            .map_err(api_error)?;
         let ticket = py
             .detach(|| {
                 let _guard = runtime().enter();
@@ -480,6 +484,17 @@ impl NativeSession {
                 .wait_for_mcp_servers(timeout_ms.map(std::time::Duration::from_millis))
                 .await)
         })
+    }
+
+    /// Sends the recorded spans and metrics now (the export timeout at most); true when all
+    /// went out in time.
+    fn flush_telemetry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.slot.capture(py);
+        let session = Arc::clone(&self.session);
+        crate::aio::awaitable(
+            py,
+            async move { Ok(session.session().flush_telemetry().await) },
+        )
     }
 
     /// Shuts the session down (aborts any run; SessionEnd hooks fire once).

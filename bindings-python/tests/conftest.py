@@ -77,6 +77,18 @@ def mock_llm_binary() -> Path:
     return binary
 
 
+def workspace_binary(name: str, env: str) -> Path:
+    """A test binary of the workspace (`$<env>` when set), built with cargo when missing."""
+    explicit = os.environ.get(env)
+    if explicit:
+        return Path(explicit)
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO / "target")
+    binary = target / "debug" / name
+    if not binary.exists():
+        subprocess.run(["cargo", "build", "-q", "-p", name], cwd=REPO, check=True)
+    return binary
+
+
 @pytest.fixture(scope="session")
 def mock_llm() -> Iterator[MockLlm]:
     """One mock-llm server for the whole test run (scripts are replaced per test)."""

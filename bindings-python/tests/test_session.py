@@ -413,6 +413,27 @@ async def test_resume_a_saved_session(tmp_path: Path) -> None:
         assert len(resumed.get_messages()) == 4
 
 
+async def test_a_session_saved_in_sqlite_resumes_and_has_one_writer(tmp_path: Path) -> None:
+    opts = hermetic(tmp_path)
+    persistence = {"sqlite": {"path": str(tmp_path / "sessions.db")}}
+    async with InteractiveSession(
+        provider=ScriptedProvider(["I will remember."]), persistence=persistence, **opts
+    ) as first:
+        assert (await first.submit("Remember 42")).ok
+        session_id = first.session_id
+        with pytest.raises(robota.SessionLockedError):
+            InteractiveSession(
+                provider=ScriptedProvider([]), persistence=persistence, resume_session_id=session_id, **opts
+            )
+    assert (tmp_path / "sessions.db").is_file()
+    assert not (tmp_path / "work" / ".robota" / "logs").exists()
+    async with InteractiveSession(
+        provider=ScriptedProvider(["You said 42."]), persistence=persistence, resume_session_id=session_id, **opts
+    ) as resumed:
+        assert [m["role"] for m in resumed.get_messages()] == ["user", "assistant"]
+        assert (await resumed.submit("What did I say?")).response == "You said 42."
+
+
 async def test_resume_after_damage_reports_it_and_one_writer_at_a_time(tmp_path: Path) -> None:
     opts = hermetic(tmp_path)
     store = tmp_path / "store"

@@ -50,6 +50,11 @@ pub struct Cli {
     /// Resume the most recent session of this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
+    /// Where sessions are saved: `file` (`.robota/sessions` and `.robota/logs`, the default) or
+    /// `sqlite:PATH` (one database file for many sessions; a relative PATH is in the project).
+    /// Above the settings' `sessionStore`.
+    #[arg(long, value_name = "STORE")]
+    pub session_store: Option<String>,
     /// With --resume/--continue: continue in a copy with a new id.
     #[arg(long)]
     pub fork: bool,
@@ -89,6 +94,18 @@ pub struct Cli {
     /// Run the Setup hooks with trigger `maintenance` before the session starts, then continue.
     #[arg(long)]
     pub maintenance: bool,
+    /// Export OpenTelemetry traces and metrics to this OTLP collector (base URL, e.g.
+    /// `http://localhost:4318`). Also on with settings `telemetry` or `ROBOTA_ENABLE_TELEMETRY=1`
+    /// (then the `OTEL_EXPORTER_OTLP_*` variables say where).
+    #[arg(long, value_name = "URL")]
+    pub otel_endpoint: Option<String>,
+    /// The OTLP transport: `http` (HTTP/protobuf) or `grpc`.
+    #[arg(long, value_name = "PROTOCOL")]
+    pub otel_protocol: Option<String>,
+    /// The W3C traceparent the session's spans join (default: `$TRACEPARENT`, with
+    /// `$TRACESTATE`).
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub traceparent: Option<String>,
 }
 
 impl Cli {

@@ -18,6 +18,7 @@ use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
 use robota::session::structured_output::OutputFormat;
+use robota::session::store_choice::StoreChoice;
 use robota::session::{
     PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };
@@ -73,6 +74,7 @@ pub fn open_session(
     let overrides = settings_overrides(cli)?;
     let loaded = load_settings(&SettingsOptions::from_env(&cwd).with_overrides(overrides))
         .map_err(|error| CliError::usage(error.to_string()))?;
+    let settings_telemetry = loaded.merged.get("telemetry").cloned();
 
     let built = match &cli.replay {
         // A replay needs no key and no network: the recorded responses are the model.
@@ -90,9 +92,22 @@ pub fn open_session(
             .map_err(|error| CliError::usage(error.to_string()))?,
     };
 
+    // `--session-store` above the settings' `sessionStore` above the project's files.
+    let choice = match &cli.session_store {
+        Some(argument) => StoreChoice::from_argument(argument)
+            .map_err(|error| CliError::usage(format!("--session-store: {error}")))?,
+        None => match loaded.merged.get("sessionStore") {
+            Some(value) => StoreChoice::from_settings(value).map_err(CliError::usage)?,
+            None => StoreChoice::File,
+        },
+    };
+    let chosen = cli.session_store.is_some() || loaded.merged.get("sessionStore").is_some();
+    let store = choice
+        .open(&cwd, loaded.home.as_deref())
+        .map_err(|error| CliError::usage(format!("cannot open the session store: {error}")))?;
     let resume = match (&cli.resume, cli.continue_session) {
         (Some(id), _) => Some(id.clone()),
-        (None, true) => Some(latest_session(&cwd)?),
+        (None, true) => Some(latest_session(store.as_ref(), &cwd)?),
         (None, false) => None,
     };
     if cli.fork && resume.is_none() {
@@ -103,7 +118,11 @@ pub fn open_session(
 
     let mut options = SessionOptions::new(&cwd, built.provider.clone())
         .with_settings(SessionSettings::Loaded(Box::new(loaded)))
-        .with_persistence(SessionPersistence::Project)
+        .with_persistence(if chosen {
+            SessionPersistence::Store(store)
+        } else {
+            SessionPersistence::Project
+        })
         .with_on_event(on_event);
     if let Some(max_turns) = cli.max_turns {
         options = options.with_max_turns(max_turns);
@@ -145,6 +164,15 @@ pub fn open_session(
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }
+    if let Some(config) = telemetry_config(cli, &settings_telemetry, &env)? {
+        options.telemetry = Some(
+            robota::telemetry::Telemetry::start(&config)
+                .map_err(|error| CliError::usage(error.to_string()))?,
+        );
+        let traceparent = cli.traceparent.clone().or_else(|| env("TRACEPARENT"));
+        options.trace_parent = robota::api::trace_parent(traceparent, env("TRACESTATE"))
+            .map_err(|error| CliError::usage(format!("--traceparent: {}", error.message)))?;
+    }
     let session =
         InteractiveSession::new(InteractiveSessionOptions::new(options)).map_err(|error| {
             match error {
@@ -156,6 +184,37 @@ pub fn open_session(
         session,
         base_url: built.base_url,
     })
+}
+
+/// The OTLP export the flags, the settings' `telemetry` and the environment ask for; `None`
+/// when none does (no exporter is built then).
+fn telemetry_config(
+    cli: &Cli,
+    settings: &Option<serde_json::Value>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<robota::telemetry::TelemetryConfig>, CliError> {
+    let from_env = env("ROBOTA_ENABLE_TELEMETRY").is_some_and(|v| v == "1" || v == "true");
+    let mut config = match settings {
+        Some(value) => serde_json::from_value(value.clone())
+            .map_err(|error| CliError::usage(format!("settings `telemetry`: {error}")))?,
+        None if from_env || cli.otel_endpoint.is_some() || cli.otel_protocol.is_some() => {
+            robota::telemetry::TelemetryConfig::default()
+        }
+        None => return Ok(None),
+    };
+    if let Some(endpoint) = &cli.otel_endpoint {
+        config.endpoint = Some(endpoint.clone());
+    }
+    if let Some(protocol) = &cli.otel_protocol {
+        config.protocol = Some(robota::telemetry::OtlpProtocol::parse(protocol).ok_or_else(
+            || {
+                CliError::usage(format!(
+                    "--otel-protocol `{protocol}`: use `http` (HTTP/protobuf) or `grpc`"
+                ))
+            },
+        )?);
+    }
+    Ok(Some(config))
 }
 
 fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
@@ -175,8 +234,8 @@ fn project_dir(cli: &Cli) -> Result<PathBuf, CliError> {
 
 /// The id of the most recently updated saved session of the project (a session whose snapshot
 /// is damaged is listed from its log, and resuming it rebuilds it from there).
-fn latest_session(cwd: &Path) -> Result<String, CliError> {
-    let listing = SessionStore::for_project(cwd)
+fn latest_session(store: &dyn SessionStore, cwd: &Path) -> Result<String, CliError> {
+    let listing = store
         .list()
         .map_err(|error| CliError::usage(format!("cannot list saved sessions: {error}")))?;
     if let Some(summary) = listing.sessions.first() {

@@ -237,6 +237,50 @@ async fn resume_continue_and_fork_use_the_saved_sessions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_go_to_sqlite_from_the_settings_or_the_flag() {
+    let mock = mock(json!([
+        {"text": "first answer"}, {"text": "second answer"}, {"text": "third answer"}
+    ]))
+    .await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "sessionStore": {"type": "sqlite", "path": ".robota/sessions.db"}
+    }));
+
+    let first = json_result(&project.run(&["-p", "remember MANGO", "--output-format", "json"]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+    assert!(project.path().join(".robota/sessions.db").is_file());
+    assert!(
+        !project.path().join(".robota/sessions").exists(),
+        "no snapshot files beside the database"
+    );
+
+    let continued =
+        json_result(&project.run(&["-p", "what fruit?", "--continue", "--output-format", "json"]));
+    assert_eq!(continued["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 1).contains("MANGO"),
+        "--continue finds the session in the database"
+    );
+
+    // The flag wins over the settings: the project's files know nothing of the session.
+    let output = project.run(&["-p", "x", "--resume", &id, "--session-store", "file"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let output = project.run(&["-p", "x", "--session-store", "mysql:x"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("--session-store"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_reproduces_a_recorded_run_offline() {
     let mock = mock(json!([
         {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "data.txt"}}]},
@@ -1809,4 +1853,49 @@ async fn the_repl_rewinds_an_edit_and_keeps_project_memory() {
     let memory = std::fs::read_to_string(project.path().join(".robota/memory/MEMORY.md"))
         .expect("memory index");
     assert!(memory.contains("Use make check") && !memory.contains("hunter2x"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_flags_export_the_prompt_into_the_given_trace() {
+    let receiver = otlp_receiver::OtlpReceiver::start()
+        .await
+        .expect("OTLP receiver");
+    let mock =
+        mock(json!([{"text": "Traced.", "usage": {"input_tokens": 7, "output_tokens": 2}}])).await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "telemetry": {"serviceName": "cli-under-test"}
+    }));
+    let endpoint = receiver.http_endpoint();
+    let output = project.run(&[
+        "-p",
+        "trace me",
+        "--otel-endpoint",
+        &endpoint,
+        "--traceparent",
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "Traced.\n");
+    // The CLI flushes at shutdown, before it exits.
+    let spans = receiver.spans();
+    let prompt = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent robota")
+        .unwrap_or_else(|| panic!("no prompt span: {spans:#?}"));
+    assert_eq!(prompt.trace_id, "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(prompt.parent_span_id, "b7ad6b7169203331");
+    assert_eq!(prompt.service_name.as_deref(), Some("cli-under-test"));
+    assert!(spans
+        .iter()
+        .any(|s| s.name == "chat claude-sonnet-4-5" && s.parent_span_id == prompt.span_id));
+
+    let bad = project.run(&["-p", "x", "--otel-protocol", "carrier-pigeon"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--otel-protocol"), "{}", stderr(&bad));
 }

@@ -18,7 +18,7 @@ use robota::engine::{ExecutionEvent, HistoryMutation};
 use robota::message::{ContentBlock, Conversation, Message, MessageState, Usage};
 use robota::provider::{ProviderRequest, ProviderResponse, ProviderToolCall, StopReason};
 use robota::session::log::{LogOptions, SessionLog, SessionLogEvent};
-use robota::session::store::{ResumeSource, SessionRecord, SessionStore};
+use robota::session::store::{FileSessionStore, ResumeSource, SessionRecord, SessionStore};
 use robota::session::usage::{PriceTable, UsageTotals};
 use robota::tools::ToolOutput;
 use serde_json::json;
@@ -81,7 +81,7 @@ fn log_turn(
             round,
             provider: "anthropic".into(),
             model: "claude-sonnet-4-6".into(),
-            request: ProviderRequest::default(),
+            request: ProviderRequest::default().into(),
         })?;
         let usage = Usage {
             input_tokens: 2_000,
@@ -184,7 +184,7 @@ struct Built {
     count: usize,
 }
 
-fn build(store: &SessionStore, id: &str, messages: usize) -> Result<Built, BoxError> {
+fn build(store: &FileSessionStore, id: &str, messages: usize) -> Result<Built, BoxError> {
     let log = store.open_log(id, LogOptions::default())?;
     let mut record = SessionRecord::new(id, "/project");
     record.model = Some("claude-sonnet-4-6".into());
@@ -255,7 +255,7 @@ fn bench(runs: usize) -> Result<(), BoxError> {
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
     std::fs::create_dir_all(&base)?;
     let dir = tempfile::tempdir_in(&base)?;
-    let store = SessionStore::for_project(dir.path());
+    let store = FileSessionStore::for_project(dir.path());
 
     let started = Instant::now();
     let built = build(&store, "big", MESSAGES)?;

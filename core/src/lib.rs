@@ -7,6 +7,8 @@
 //! hooks) and says when they are stopped; it sits at the bottom with [`message`]. Beneath them
 //! all, [`files`] reads the files robota reads on its own (settings, instruction files,
 //! definitions, scripts, session files): regular files only, each kind under a size cap.
+//! [`telemetry`] exports sessions' traces and metrics over OTLP when a host configures it (core's
+//! `otel` feature); `session` decides which moments become spans.
 #![warn(missing_docs)]
 
 pub mod api;
@@ -21,4 +23,5 @@ pub mod process;
 pub mod provider;
 pub mod sandbox;
 pub mod session;
+pub mod telemetry;
 pub mod tools;

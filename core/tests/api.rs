@@ -188,7 +188,10 @@ async fn max_retry_wait_ms_bounds_the_wait_a_provider_sits_out() {
     .expect("config");
     let provider = config.build().expect("provider");
     let request = robota::provider::ProviderRequest {
-        messages: vec![robota::message::Message::user("hi")],
+        messages: vec![robota::message::Message::user("hi")]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         ..Default::default()
     };
     let error = provider

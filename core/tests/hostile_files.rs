@@ -18,7 +18,7 @@ use robota::framework::agents::load_agent_definitions;
 use robota::framework::assembly::provider::{open_replay, provider_from_settings};
 use robota::framework::config::{load_settings, SettingsError, SettingsOptions};
 use robota::framework::context::{load_project_context, ContextOptions};
-use robota::session::store::SessionStore;
+use robota::session::store::{FileSessionStore, SessionStore};
 use robota::session::{Session, SessionError, SessionOptions};
 use serde_json::json;
 
@@ -336,7 +336,7 @@ fn a_replay_log_that_is_a_device_or_fifo_is_refused() {
 #[test]
 fn a_session_snapshot_or_log_that_is_a_device_or_fifo_is_refused() {
     let dirs = dirs();
-    let store = SessionStore::for_project(&dirs.project);
+    let store = FileSessionStore::for_project(&dirs.project);
     link_to_dev_zero(&dirs.project.join(".robota/sessions/abc.json"));
     let error = within_seconds(move || store.load("abc").map(|_| ())).expect_err("refused");
     let message = error.to_string();
@@ -345,7 +345,7 @@ fn a_session_snapshot_or_log_that_is_a_device_or_fifo_is_refused() {
         "{message}"
     );
 
-    let store = SessionStore::for_project(&dirs.project);
+    let store = FileSessionStore::for_project(&dirs.project);
     sparse(&dirs.project.join(".robota/sessions/big.json"), 300 * MIB);
     let error = store.load("big").expect_err("refused");
     assert!(

@@ -47,7 +47,10 @@ fn provider(mock: &MockLlm) -> AnthropicProvider {
 
 fn hello() -> ProviderRequest {
     ProviderRequest {
-        messages: vec![Message::user("hello")],
+        messages: vec![Message::user("hello")]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         ..ProviderRequest::default()
     }
 }
@@ -164,7 +167,10 @@ async fn request_headers_and_body_field_by_field() {
             Message::tool_result("toolu_a", "A", false),
             Message::tool_result("toolu_b", "invalid arguments", true),
             Message::user(""),
-        ],
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
         tools: vec![ToolDefinition {
             name: "Read".into(),
             description: "Read a file".into(),

@@ -68,7 +68,10 @@ async fn stream(provider: &Arc<dyn Provider>) -> (Result<ProviderResponse, Provi
     let events = Mutex::new(Vec::new());
     let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
     let request = ProviderRequest {
-        messages: vec![robota::message::Message::user("hello")],
+        messages: vec![robota::message::Message::user("hello")]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         ..ProviderRequest::default()
     };
     let result = provider

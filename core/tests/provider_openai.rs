@@ -54,7 +54,10 @@ fn provider(mock: &MockLlm) -> OpenAiProvider {
 
 fn hello() -> ProviderRequest {
     ProviderRequest {
-        messages: vec![Message::user("hello")],
+        messages: vec![Message::user("hello")]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         ..ProviderRequest::default()
     }
 }
@@ -166,7 +169,10 @@ async fn request_headers_and_body_field_by_field() {
             Message::tool_result("call_b", "invalid arguments", true),
             Message::assistant(vec![ContentBlock::text("Done.")], MessageState::Complete),
             Message::user("thanks"),
-        ],
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
         tools: vec![ToolDefinition {
             name: "Read".into(),
             description: "Read a file".into(),

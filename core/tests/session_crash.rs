@@ -30,7 +30,9 @@ use robota::engine::{Engine, EngineConfig, EngineEvent, RunOptions};
 use robota::message::{ContentBlock, Conversation, HistoryEntry, Message, MessageState, Role};
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use robota::session::log::{LogOptions, SessionLogEvent};
-use robota::session::store::{ResumeSource, SessionRecord, SessionStore, StoreError};
+use robota::session::store::{
+    FileSessionStore, ResumeSource, SessionRecord, SessionStore, StoreError,
+};
 use robota::session::usage::{PriceTable, UsageTotals};
 use robota::tools::{Tool, ToolContext, ToolOutput, ToolRegistry};
 use serde_json::{json, Value};
@@ -84,7 +86,7 @@ fn padding() -> Vec<HistoryEntry> {
             ));
         }
     }
-    conversation.entries().to_vec()
+    conversation.to_entries()
 }
 
 /// The turns recorded in a history: `(n, messages)` for every "turn n" user message.
@@ -118,7 +120,7 @@ fn crash_child_session_loop() {
 }
 
 async fn child_loop(project: &Path) {
-    let store = SessionStore::for_project(project);
+    let store = FileSessionStore::for_project(project);
     let log = store.open_log(SESSION, LogOptions::default()).unwrap();
     let (mut record, source) = match store.resume(SESSION) {
         Ok(resumed) => (resumed.record, format!("{:?}", resumed.source)),
@@ -339,7 +341,7 @@ impl Run {
 /// Checks the files after a kill; returns whether the log ended in a torn line and how many
 /// complete turns resume found.
 fn check_files(
-    store: &SessionStore,
+    store: &FileSessionStore,
     must_have: Option<usize>,
     closed_fragments: usize,
     damaged_by_test: bool,
@@ -427,7 +429,7 @@ fn check_files(
     (torn, turns_of(&resumed.record.history).len())
 }
 
-fn temp_files(store: &SessionStore) -> usize {
+fn temp_files(store: &FileSessionStore) -> usize {
     std::fs::read_dir(store.sessions_dir())
         .map(|entries| {
             entries
@@ -445,7 +447,7 @@ fn sigkill_mid_turn_and_mid_save_never_loses_a_completed_turn() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(60);
     let dir = tempfile::tempdir().unwrap();
-    let store = SessionStore::for_project(dir.path());
+    let store = FileSessionStore::for_project(dir.path());
     let mut rng = rand::rng();
     let mut must_have: Option<usize> = None;
     let mut torn_tails = 0;

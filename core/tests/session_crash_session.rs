@@ -32,7 +32,7 @@ use rand::Rng;
 use robota::engine::EngineEvent;
 use robota::message::{ContentBlock, HistoryEntry, Message, MessageState, Role};
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use robota::session::store::{ResumeSource, SessionStore, StoreError};
+use robota::session::store::{FileSessionStore, ResumeSource, SessionStore, StoreError};
 use robota::session::{Session, SessionEvent, SessionOptions};
 use serde_json::{json, Value};
 
@@ -79,7 +79,7 @@ fn crash_child_real_session() {
 }
 
 async fn child_loop(project: &Path) {
-    let store = SessionStore::for_project(project);
+    let store = FileSessionStore::for_project(project);
     let exists =
         store.snapshot_path(SESSION).unwrap().exists() || store.log_path(SESSION).unwrap().exists();
     // The first turn this child runs (the scripted provider needs it up front).
@@ -234,7 +234,7 @@ fn check_history(what: &str, messages: &[&Message], must_have: Option<usize>) ->
 /// complete turns resume found.
 fn check_files(
     project: &Path,
-    store: &SessionStore,
+    store: &FileSessionStore,
     must_have: Option<usize>,
     closed_fragments: usize,
     damaged_by_test: bool,
@@ -298,7 +298,7 @@ fn check_files(
     (torn, found)
 }
 
-fn temp_files(store: &SessionStore) -> usize {
+fn temp_files(store: &FileSessionStore) -> usize {
     std::fs::read_dir(store.sessions_dir())
         .map(|entries| {
             entries
@@ -317,7 +317,7 @@ fn sigkill_a_real_session_never_loses_a_completed_turn() {
         .unwrap_or(20);
     let dir = tempfile::tempdir().unwrap();
     let project = std::fs::canonicalize(dir.path()).unwrap();
-    let store = SessionStore::for_project(&project);
+    let store = FileSessionStore::for_project(&project);
     let mut rng = rand::rng();
     let mut must_have: Option<usize> = None;
     let mut torn_tails = 0;

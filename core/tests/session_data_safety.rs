@@ -33,7 +33,7 @@ use robota::hooks::SessionEndReason;
 use robota::message::{ContentBlock, HistoryEntry, Message, Role};
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use robota::session::recovery::LOST_TOOL_RESULT;
-use robota::session::store::SessionStore;
+use robota::session::store::{FileSessionStore, SessionStore};
 use robota::session::{RecoveryReport, Session, SessionError, SessionEvent, SessionOptions};
 use serde_json::{json, Value};
 
@@ -161,7 +161,7 @@ async fn child_turns(project: &Path, id: &str, wait: bool) {
 }
 
 async fn child_loop(project: &Path, id: &str) {
-    let store = SessionStore::for_project(project);
+    let store = FileSessionStore::for_project(project);
     let exists = store.log_path(id).unwrap().exists();
     let first = if exists {
         let resumed = store.resume(id).unwrap();
@@ -258,7 +258,7 @@ async fn a_second_writer_process_is_refused_with_the_holder_named() {
     let (_dir, project) = project();
     let id = "shared";
     saved_session(&project, id, "p", 1).await;
-    let store = SessionStore::for_project(&project);
+    let store = FileSessionStore::for_project(&project);
 
     // A runs two turns and keeps the session open.
     let mut env = turns_env("a", 2);
@@ -340,7 +340,7 @@ async fn writers_racing_for_one_session_take_turns_and_lose_nothing() {
     let (_dir, project) = project();
     let id = "raced";
     saved_session(&project, id, "p", 1).await;
-    let store = SessionStore::for_project(&project);
+    let store = FileSessionStore::for_project(&project);
     let tags = ["a", "b", "c", "d"];
     let turns = 3;
     let mut writers: Vec<ChildRun> = tags
@@ -400,7 +400,7 @@ async fn a_stale_lock_left_by_a_killed_writer_is_taken_over_once() {
     let (_dir, project) = project();
     let id = "stale";
     saved_session(&project, id, "p", 1).await;
-    let store = SessionStore::for_project(&project);
+    let store = FileSessionStore::for_project(&project);
     let lock_path = store.lock_path(id).unwrap();
 
     let mut env = turns_env("a", 1);
@@ -473,9 +473,9 @@ async fn one_process_cannot_open_a_session_twice() {
 // Damaged files.
 
 /// A closed session with three turns, and its store.
-async fn three_turns(project: &Path, id: &str) -> SessionStore {
+async fn three_turns(project: &Path, id: &str) -> FileSessionStore {
     saved_session(project, id, "", 3).await;
-    SessionStore::for_project(project)
+    FileSessionStore::for_project(project)
 }
 
 /// Resumes `id`, starts it, and returns the session, its report and the `session_recovered`
@@ -774,7 +774,7 @@ fn a_kill_loop_reports_every_unfinished_prompt_and_keeps_every_finished_turn() {
         .unwrap_or(10);
     let (_dir, project) = project();
     let id = "killed";
-    let store = SessionStore::for_project(&project);
+    let store = FileSessionStore::for_project(&project);
     let mut rng = rand::rng();
     let mut finished: Option<usize> = None;
     let mut expected: Option<String> = None;

@@ -8,7 +8,7 @@
 mod session_common;
 
 use robota::hooks::SessionEndReason;
-use robota::session::{SessionError, SessionPersistence};
+use robota::session::{SessionError, SessionPersistence, SessionStore};
 use robota::tools::ToolRegistry;
 use serde_json::{json, Value};
 use session_common::*;
@@ -243,4 +243,68 @@ async fn session_start_fires_with_source_resume_or_fork() {
         .map(|r| r["source"].as_str().unwrap_or("").to_string())
         .collect();
     assert_eq!(sources, vec!["startup", "resume", "fork"]);
+}
+
+/// The `messageCount` the snapshot of session `id` holds now.
+fn snapshot_message_count(project: &Project, id: &str) -> u64 {
+    let snapshot: Value =
+        serde_json::from_str(&project.read(&format!(".robota/sessions/{id}.json"))).unwrap();
+    snapshot["messageCount"].as_u64().unwrap()
+}
+
+/// A long session does not rewrite its whole snapshot after every turn (that made each turn's
+/// cost grow with the history): once the history is large, the turns go to the log and the
+/// snapshot follows when it is due. Nothing is lost in between: a resume (also after the session
+/// was dropped without shutdown) applies the log written after the snapshot, and shutdown
+/// leaves the snapshot current.
+#[tokio::test]
+async fn a_long_session_snapshot_follows_when_due_and_resume_applies_the_log() {
+    let project = Project::new();
+    let mock = Mock::start(json!({
+        "repeat": true,
+        "turns": [{"text": "short answer", "usage": {"input_tokens": 7, "output_tokens": 2}}]
+    }))
+    .await;
+    let events = Events::default();
+    let original = session(saved(&project, &mock, &events));
+    let id = original.session_id().to_string();
+    // 300 KB of history: above the size below which every turn rewrites the snapshot. The first
+    // save of a session always writes one.
+    original
+        .inject_message(robota::message::Message::user("x".repeat(300_000)))
+        .unwrap();
+    let before_turns = snapshot_message_count(&project, &id);
+    assert_eq!(before_turns, 1);
+    for n in 0..5 {
+        original.run(format!("turn {n}")).await.unwrap();
+    }
+    assert_eq!(original.messages().len(), 11);
+    assert_eq!(
+        snapshot_message_count(&project, &id),
+        before_turns,
+        "five short turns on a large history are not worth a snapshot rewrite each"
+    );
+    let stored = robota::session::store::FileSessionStore::for_project(&project.root)
+        .resume(&id)
+        .unwrap();
+    assert_eq!(stored.record.message_count(), 11);
+    assert!(
+        matches!(
+            stored.source,
+            robota::session::store::ResumeSource::SnapshotAndLog { turns_replayed: 5 }
+        ),
+        "{:?}",
+        stored.source
+    );
+    let usage = original.usage();
+    drop(original);
+
+    let events = Events::default();
+    let resumed = session(saved(&project, &mock, &events).with_resume(&id, false));
+    assert_eq!(resumed.messages().len(), 11);
+    assert_eq!(resumed.usage().usage, usage.usage);
+    resumed.run("turn 5").await.unwrap();
+    resumed.shutdown(SessionEndReason::Other).await;
+    assert_eq!(snapshot_message_count(&project, &id), 13);
+    assert!(events.of("persistence_error").is_empty());
 }

@@ -18,7 +18,7 @@ use robota::message::ContentBlock;
 use robota::permissions::PermissionMode;
 use robota::process::ProcessKind;
 use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use robota::session::store::SessionStore;
+use robota::session::store::{FileSessionStore, SessionStore};
 use robota::session::{
     FnPermissionHandler, PermissionResponse, Session, SessionOptions, SessionPersistence,
     SessionSettings,
@@ -268,7 +268,7 @@ async fn spilled_output_lives_with_the_saved_session_and_goes_with_it() {
     drop(resumed);
 
     // Deleting the session deletes its files.
-    assert!(SessionStore::for_project(&project.root)
+    assert!(FileSessionStore::for_project(&project.root)
         .delete(&id)
         .unwrap());
     assert!(!session_dir.exists());

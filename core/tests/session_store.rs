@@ -18,7 +18,8 @@ use robota::session::log::{
     replay_log, LogError, LogOptions, SessionLog, SessionLogEvent, REDACTED,
 };
 use robota::session::store::{
-    validate_session_id, ResumeSource, SessionRecord, SessionStore, StoreError, MAX_SESSION_ID_LEN,
+    validate_session_id, FileSessionStore, ResumeSource, SessionRecord, SessionStore, StoreError,
+    MAX_SESSION_ID_LEN,
 };
 use robota::session::usage::{
     format_usd, Budget, BudgetStatus, CostStatus, Price, PriceMatch, PriceTable, UsageTotals,
@@ -67,7 +68,7 @@ fn script_turns(n: usize) -> Vec<ScriptedTurn> {
 }
 
 struct Driver {
-    store: SessionStore,
+    store: FileSessionStore,
     log: SessionLog,
     record: SessionRecord,
     conversation: Conversation,
@@ -77,7 +78,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(store: &SessionStore, id: &str) -> Self {
+    fn new(store: &FileSessionStore, id: &str) -> Self {
         let log = store
             .open_log(id, LogOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
@@ -208,8 +209,8 @@ fn assert_consistent(history: &[HistoryEntry]) {
     assert!(open.is_empty(), "tool calls without results: {open:?}");
 }
 
-fn store_in(dir: &Path) -> SessionStore {
-    SessionStore::for_project(dir)
+fn store_in(dir: &Path) -> FileSessionStore {
+    FileSessionStore::for_project(dir)
 }
 
 fn files_in(dir: &Path) -> Vec<String> {
@@ -238,7 +239,7 @@ fn big_history(messages: usize) -> Vec<HistoryEntry> {
             ));
         }
     }
-    conversation.entries().to_vec()
+    conversation.to_entries()
 }
 
 /// Re-runs this test binary to execute one `#[ignore]`d helper test in a child process.
@@ -652,7 +653,7 @@ async fn a_turn_the_snapshot_missed_comes_back_from_the_log() {
         "{:?}",
         resumed.diagnostics
     );
-    assert_eq!(resumed.record.history, driver.conversation.entries());
+    assert_eq!(resumed.record.history, driver.conversation.to_entries());
     assert_eq!(resumed.record.usage.turns, 3);
     assert_eq!(resumed.record.log_position, Some(driver.log.position()));
 }
@@ -709,7 +710,7 @@ async fn a_torn_last_log_line_is_ignored_and_the_log_goes_on() {
     }
     let rebuilt = store.resume("s1").unwrap();
     assert!(matches!(rebuilt.source, ResumeSource::LogReplay { .. }));
-    assert_eq!(rebuilt.record.history, driver.conversation.entries());
+    assert_eq!(rebuilt.record.history, driver.conversation.to_entries());
     assert!(
         rebuilt
             .diagnostics
@@ -740,7 +741,7 @@ async fn a_torn_last_log_line_is_ignored_and_the_log_goes_on() {
         last_seq = seq;
     }
     let rebuilt = store.rebuild_from_log("s1").unwrap();
-    assert_eq!(rebuilt.record.history, driver.conversation.entries());
+    assert_eq!(rebuilt.record.history, driver.conversation.to_entries());
     assert!(
         rebuilt.diagnostics.iter().any(|d| d.contains("unreadable")),
         "{:?}",

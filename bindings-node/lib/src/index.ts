@@ -50,6 +50,7 @@ export type {
   SessionOptions,
   SkillRegistration,
   CommandRegistration,
+  TelemetryOptions,
 } from './options.js';
 export {
   InteractiveSession,

@@ -23,7 +23,12 @@ export type SkillRegistration = { dir: string } | { name: string; content: strin
 export type CommandRegistration = { dir: string } | { name: string; content: string };
 
 /** Where a session is saved. */
-export type Persistence = 'none' | 'project' | { sessionsDir: string; logsDir: string };
+export type Persistence =
+  | 'none'
+  | 'project'
+  | { sessionsDir: string; logsDir: string }
+  /** One SQLite database for many sessions (a relative path is in `cwd`). */
+  | { sqlite: string };
 
 /** Options shared by sessions and queries. */
 export interface CommonOptions {
@@ -110,6 +115,28 @@ export interface CommonOptions {
    * answers something unrecognised blocks the call (unless `onFailure: 'allow'`); every hook
    * failure is also a process warning. */
   hooks?: HooksOption;
+  /** Export OpenTelemetry traces and metrics over OTLP (spans per prompt, model call, tool
+   * call, hook and compaction; GenAI token/duration metrics). `{}` takes everything from the
+   * `OTEL_EXPORTER_OTLP_*` variables. Absent: nothing is traced. */
+  telemetry?: TelemetryOptions;
+  /** Your W3C `traceparent`: the session's prompt spans join your trace under that span. */
+  traceparent?: string;
+  /** The W3C `tracestate` that goes with `traceparent`. */
+  tracestate?: string;
+}
+
+/** Where and how a session's traces and metrics are exported (OTLP). */
+export interface TelemetryOptions {
+  /** The collector's base URL (`http://collector:4318` for HTTP, `:4317` for gRPC). */
+  endpoint?: string;
+  /** `http` (HTTP/protobuf, the default) or `grpc`. */
+  protocol?: 'http' | 'grpc';
+  /** Headers sent with every export (an API key, say). */
+  headers?: Record<string, string>;
+  /** The `service.name` resource attribute (default `OTEL_SERVICE_NAME`, else `robota`). */
+  serviceName?: string;
+  /** How long one export, and the flush at shutdown, may take (default 5000 ms). */
+  timeoutMs?: number;
 }
 
 /** Options of an `InteractiveSession`. */
@@ -158,6 +185,9 @@ const SESSION_KEYS: Record<string, string> = {
   mcpStartupTimeoutMs: 'mcp_startup_timeout_ms',
   mcpCallTimeoutMs: 'mcp_call_timeout_ms',
   customCommands: 'commands',
+  telemetry: 'telemetry',
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
 };
 
 const EXTENSION_KEYS = new Set([
@@ -200,7 +230,9 @@ export function sessionConfig(options: CommonOptions): Record<string, unknown> {
     config.persistence =
       typeof persistence === 'string'
         ? persistence
-        : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
+        : 'sqlite' in persistence
+          ? { sqlite: { path: persistence.sqlite } }
+          : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
   }
   return config;
 }

@@ -47,6 +47,11 @@ export interface SubmitOptions {
   rawInput?: string;
   /** Aborting it aborts this prompt (or drops it from the queue); other prompts are left alone. */
   signal?: AbortSignal;
+  /** Your W3C `traceparent` for this prompt only (with the session's `telemetry`): its span
+   * joins your trace under that span. */
+  traceparent?: string;
+  /** The W3C `tracestate` that goes with `traceparent`. */
+  tracestate?: string;
 }
 
 /** Why a session ended (`SessionEnd` hook `reason`). */
@@ -241,14 +246,14 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     if (typeof prompt !== 'string') {
       throw new RobotaError('invalid_argument', 'submit(prompt): `prompt` must be a string');
     }
-    const { signal, displayInput, rawInput } = options;
+    const { signal, displayInput, rawInput, traceparent, tracestate } = options;
     if (signal?.aborted === true) {
       return { status: 'cancelled' };
     }
     // Synchronous: accepted in call order.
     let ticket: InstanceType<typeof nativeAddon.NativePromptTicket>;
     try {
-      ticket = this.#native.submit(prompt, displayInput, rawInput);
+      ticket = this.#native.submit(prompt, displayInput, rawInput, traceparent, tracestate);
     } catch (error) {
       throw toRobotaError(error);
     }
@@ -449,6 +454,13 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     return nativeAsync(() => this.#native.waitForMcpServers(timeoutMs));
   }
 
+
+  /** Sends the spans and metrics recorded so far to the collector now (with `telemetry`),
+   * waiting the export timeout at most; `true` when all went out in time. `shutdown()` flushes
+   * too. */
+  async flushTelemetry(): Promise<boolean> {
+    return nativeAsync(() => this.#native.flushTelemetry());
+  }
 
   /** Ends the session: aborts any run, fires `SessionEnd`, stops events and releases every
    * callback. Pending `submit()`s resolve. Afterwards every method that acts (`submit`,

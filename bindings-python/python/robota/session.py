@@ -398,6 +398,9 @@ class InteractiveSession:
         custom_commands: Sequence[Union[PathLike, Mapping[str, Any]]] = (),
         event_buffer: Optional[int] = None,
         edit_checkpoints: Optional[bool] = None,
+        telemetry: Optional[Mapping[str, Any]] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> None:
         """Creates the session.
 
@@ -436,7 +439,9 @@ class InteractiveSession:
             env: Variables for ``$ENV:NAME`` references in settings.
             builtin_tools: ``False`` leaves out the built-in file, shell and web tools.
             persistence: Where the session is saved: ``"none"`` (default), ``"project"``
-                (``<cwd>/.robota/``) or ``{"store": {"sessions_dir": ..., "logs_dir": ...}}``.
+                (``<cwd>/.robota/``), ``{"store": {"sessions_dir": ..., "logs_dir": ...}}`` or
+                ``{"sqlite": {"path": ...}}`` (one SQLite database for many sessions; a relative
+                path is in ``cwd``).
             session_store: A directory to save sessions in (``sessions/`` and ``logs/``
                 under it); the short form of ``persistence={"store": ...}``.
             resume_session_id: Resume this saved session (needs ``persistence`` or
@@ -481,6 +486,15 @@ class InteractiveSession:
                 checkpoint under ``<cwd>/.robota/checkpoints/``: files that Write, Edit,
                 MultiEdit, NotebookEdit and tools with ``mutates_files`` change are saved
                 first, so :meth:`restore_edit_checkpoint` can undo them (Bash is not tracked).
+            telemetry: Export OpenTelemetry traces and metrics over OTLP:
+                ``{"endpoint": "http://collector:4318", "protocol": "http" | "grpc",
+                "headers": {...}, "serviceName": ..., "timeoutMs": ...}``; ``{}`` takes
+                everything from the ``OTEL_EXPORTER_OTLP_*`` variables. Spans: one per prompt
+                (``invoke_agent robota``), model call (``chat <model>``, GenAI conventions),
+                tool call, hook and compaction. Unset: nothing is traced.
+            traceparent: Your W3C ``traceparent`` (e.g. the current span's): the prompts'
+                spans join your trace under that span. :meth:`submit` takes one per prompt too.
+            tracestate: The W3C ``tracestate`` that goes with ``traceparent``.
         """
         if persistence is not None and session_store is not None:
             raise _native.InvalidArgumentError("pass either `persistence` or `session_store`, not both")
@@ -522,6 +536,9 @@ class InteractiveSession:
             ),
             mcp_startup_timeout_ms=mcp_startup_timeout_ms,
             mcp_call_timeout_ms=mcp_call_timeout_ms,
+            telemetry=dict(telemetry) if telemetry is not None else None,
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -547,17 +564,25 @@ class InteractiveSession:
     # -- prompts ---------------------------------------------------------------------------
 
     async def submit(
-        self, input: str, *, display_input: Optional[str] = None, raw_input: Optional[str] = None
+        self,
+        input: str,
+        *,
+        display_input: Optional[str] = None,
+        raw_input: Optional[str] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> TurnResult:
         """Submits a prompt and waits until its run ends. While another prompt runs, this one
         is queued (one at most; a second raises :class:`robota.QueueFullError`). Cancelling the
         awaiting task (Ctrl-C, ``task.cancel()``, a timeout) cancels this prompt only: a queued
-        one is dropped, a running one aborted (the prompt queued behind it still runs)."""
+        one is dropped, a running one aborted (the prompt queued behind it still runs).
+        ``traceparent``/``tracestate`` (W3C) make this prompt's span a child of yours (with
+        ``telemetry``)."""
         self._check_open()
         if not isinstance(input, str):
             raise TypeError(f"input must be a str, not {type(input).__name__}")
         self._start_pump()
-        value = await self._native.submit(input, display_input, raw_input)
+        value = await self._native.submit(input, display_input, raw_input, traceparent, tracestate)
         result = TurnResult._from_native(value)
         if self._pump is not None and result.event is not None:
             await self._pump.wait_delivered(result.event.seq)
@@ -748,6 +773,12 @@ class InteractiveSession:
         runs)."""
         self._check_open()
         return dict(await self._native.compact(instructions))
+
+    async def flush_telemetry(self) -> bool:
+        """Sends the spans and metrics recorded so far to the collector now, waiting the
+        export timeout at most; ``True`` when all went out in time (and without telemetry).
+        :meth:`shutdown` flushes too."""
+        return bool(await self._native.flush_telemetry())
 
     async def shutdown(self, reason: Optional[str] = None) -> None:
         """Aborts any run, drops the queue and ends the session (SessionEnd hooks run once).

@@ -82,6 +82,13 @@ public struct SessionOptions: Sendable {
     /// How many events each `events` stream may fall behind before `textDelta`s are joined
     /// (default 256; no other event is ever dropped).
     public var eventBuffer: UInt32?
+    /// Export OpenTelemetry traces and metrics over OTLP (spans per prompt, model call, tool
+    /// call, hook and compaction). `nil`: nothing is traced.
+    public var telemetry: TelemetryOptions?
+    /// Your W3C `traceparent`: the session's prompt spans join your trace under that span.
+    public var traceparent: String?
+    /// The W3C `tracestate` that goes with `traceparent`.
+    public var tracestate: String?
 
     /// Options with `provider`; set the rest as properties or arguments.
     public init(
@@ -129,6 +136,9 @@ public struct SessionOptions: Sendable {
             config["commands"] = .array(customCommands.map(\.json))
         }
         set("edit_checkpoints", editCheckpoints.map(JSONValue.bool))
+        set("telemetry", telemetry?.json)
+        set("traceparent", traceparent.map(JSONValue.string))
+        set("tracestate", tracestate.map(JSONValue.string))
         return try specJSON(.object(config))
     }
 
@@ -484,3 +494,41 @@ public final class InteractiveSession: Sendable {
     /// The session id.
     public var sessionId: String { (try? native.getSessionId()) ?? "" }
 }
+
+/// Where and how a session's traces and metrics are exported (OTLP). Unset fields come from the
+/// `OTEL_EXPORTER_OTLP_*` and `OTEL_SERVICE_NAME` environment variables.
+public struct TelemetryOptions: Sendable {
+    /// The collector's base URL (`http://collector:4318` for HTTP, `:4317` for gRPC).
+    public var endpoint: String?
+    /// `"http"` (HTTP/protobuf, the default) or `"grpc"`.
+    public var otlpProtocol: String?
+    /// Headers sent with every export (an API key, say).
+    public var headers: [String: String]
+    /// The `service.name` resource attribute (default `robota`).
+    public var serviceName: String?
+    /// How long one export, and the flush at shutdown, may take (default 5000 ms).
+    public var timeoutMs: UInt64?
+
+    /// Options exporting to `endpoint` over `otlpProtocol`.
+    public init(
+        endpoint: String? = nil, otlpProtocol: String? = nil, headers: [String: String] = [:],
+        serviceName: String? = nil, timeoutMs: UInt64? = nil
+    ) {
+        self.endpoint = endpoint
+        self.otlpProtocol = otlpProtocol
+        self.headers = headers
+        self.serviceName = serviceName
+        self.timeoutMs = timeoutMs
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        if let endpoint { object["endpoint"] = .string(endpoint) }
+        if let otlpProtocol { object["protocol"] = .string(otlpProtocol) }
+        if !headers.isEmpty { object["headers"] = .object(headers.mapValues(JSONValue.string)) }
+        if let serviceName { object["serviceName"] = .string(serviceName) }
+        if let timeoutMs { object["timeoutMs"] = .number(Double(timeoutMs)) }
+        return .object(object)
+    }
+}
+

@@ -26,7 +26,7 @@ pub use host::{
 };
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
-pub use session_config::{PersistenceConfig, SessionConfig};
+pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
 pub use subagents::{subagent_request, subagent_request_from_json};
 
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in

@@ -15,9 +15,11 @@ use crate::framework::skills::SkillRegistration;
 use crate::mcp::{parse_mcp_servers, McpServerOrigin};
 use crate::permissions::PermissionMode;
 use crate::provider::Provider;
-use crate::session::store::SessionStore;
 use crate::session::structured_output::{OutputFormat, StructuredOutput};
+use crate::session::store::FileSessionStore;
+use crate::session::store_choice::StoreChoice;
 use crate::session::{SessionOptions, SessionPersistence, SessionSettings};
+use crate::telemetry::{Telemetry, TelemetryConfig, TraceParent};
 use crate::tools::ToolRegistry;
 
 /// Where a session is saved.
@@ -35,6 +37,12 @@ pub enum PersistenceConfig {
         sessions_dir: PathBuf,
         /// Where logs go.
         logs_dir: PathBuf,
+    },
+    /// In a SQLite database (`{"sqlite": {"path": …}}`, relative to `cwd`): one file for many
+    /// sessions, shared by every process that opens it.
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
     },
 }
 
@@ -118,6 +126,16 @@ pub struct SessionConfig {
     /// Follow-ups an answer that does not match `output_format` gets before the prompt fails
     /// (default 5).
     pub max_structured_output_retries: Option<u32>,
+    /// Export the session's traces and metrics over OTLP: `{"endpoint":
+    /// "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": "…",
+    /// "timeoutMs": 5000}`; `{}` takes everything from the standard `OTEL_EXPORTER_OTLP_*`
+    /// variables. Absent: no telemetry (nothing is built).
+    pub telemetry: Option<TelemetryConfig>,
+    /// The host's W3C `traceparent`: the session's prompt spans become children of that span,
+    /// in the host's trace (with `telemetry`).
+    pub traceparent: Option<String>,
+    /// The W3C `tracestate` that goes with `traceparent`.
+    pub tracestate: Option<String>,
 }
 
 impl SessionConfig {
@@ -196,6 +214,7 @@ impl SessionConfig {
             }
             mcp_servers = entries;
         }
+        let home_dir = self.home.clone();
         let mut options = SessionOptions::new(cwd.clone(), provider);
         options.settings = if self.settings_from_environment == Some(true) {
             if self.home.is_some() || self.settings.is_some() || !self.env.is_empty() {
@@ -231,7 +250,17 @@ impl SessionConfig {
             PersistenceConfig::Store {
                 sessions_dir,
                 logs_dir,
-            } => SessionPersistence::Store(SessionStore::with_dirs(sessions_dir, logs_dir)),
+            } => SessionPersistence::Store(Arc::new(FileSessionStore::with_dirs(
+                sessions_dir,
+                logs_dir,
+            ))),
+            PersistenceConfig::Sqlite { path } => SessionPersistence::Store(
+                StoreChoice::Sqlite { path }
+                    .open(&cwd, home_dir.as_deref())
+                    .map_err(|error| {
+                        ApiError::invalid_argument(format!("`persistence`: {error}"))
+                    })?,
+            ),
         };
         if self.fork_session == Some(true) && self.resume_session_id.is_none() {
             return Err(ApiError::invalid_argument(
@@ -275,6 +304,52 @@ impl SessionConfig {
         if let Some(ms) = self.mcp_call_timeout_ms.filter(|ms| *ms > 0) {
             options.mcp_options.call_timeout = std::time::Duration::from_millis(ms);
         }
+        options.trace_parent = trace_parent(self.traceparent, self.tracestate)?;
+        if let Some(config) = &self.telemetry {
+            options.telemetry = Some(
+                Telemetry::start(config)
+                    .map_err(|e| ApiError::invalid_argument(format!("`telemetry`: {e}")))?,
+            );
+        }
         Ok(options)
+    }
+}
+
+/// The host's trace context from `traceparent` / `tracestate` option values (checked; `None`
+/// without a `traceparent`). Bindings use it for the per-prompt `traceparent` too.
+pub fn trace_parent(
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+) -> Result<Option<TraceParent>, ApiError> {
+    let Some(traceparent) = traceparent.filter(|t| !t.trim().is_empty()) else {
+        if tracestate.is_some() {
+            return Err(ApiError::invalid_argument(
+                "`tracestate` needs the `traceparent` it belongs to",
+            ));
+        }
+        return Ok(None);
+    };
+    let parent = TraceParent {
+        traceparent,
+        tracestate: tracestate.filter(|t| !t.trim().is_empty()),
+    };
+    parent
+        .validate()
+        .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+    Ok(Some(parent))
+}
+
+/// Makes `traceparent` (with `tracestate`) the parent of `session`'s next prompt: the
+/// per-prompt `traceparent` option of the bindings' submit/query. `None`: nothing changes.
+pub fn trace_next_prompt(
+    session: &crate::session::Session,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+) -> Result<(), ApiError> {
+    match trace_parent(traceparent, tracestate)? {
+        Some(parent) => session
+            .set_next_prompt_trace_parent(&parent)
+            .map_err(|e| ApiError::invalid_argument(e.to_string())),
+        None => Ok(()),
     }
 }

@@ -6,9 +6,7 @@
 //! tokens) is the best measure of what is already in the context; messages added after it are
 //! only known by their size, so they are added to it by the same chars/4 rule.
 
-use serde::Serialize;
-
-use crate::message::{Message, Role};
+use crate::message::{HistorySize, Message};
 
 /// Share of the context window above which no model call is made.
 pub const HARD_LIMIT_RATIO: f64 = 0.95;
@@ -28,27 +26,7 @@ pub(crate) fn tokens_for_chars(chars: u64) -> u64 {
     chars.div_ceil(CHARS_PER_TOKEN)
 }
 
-/// Characters (not bytes) of `value` serialized as JSON, without building the string.
-pub(crate) fn serialized_chars<T: Serialize + ?Sized>(value: &T) -> u64 {
-    let mut counter = CharCounter(0);
-    // Serializing plain data into a counter cannot fail; a failure would only under-count.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
-
-/// Counts UTF-8 characters written to it (every byte that is not a continuation byte).
-struct CharCounter(u64);
-
-impl std::io::Write for CharCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.iter().filter(|b| (**b & 0xC0) != 0x80).count() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub(crate) use crate::message::serialized_chars;
 
 /// The context estimate for one request, with the parts it was made from (the hard guard's
 /// diagnostic message reports them).
@@ -64,30 +42,15 @@ pub(crate) struct ContextEstimate {
     pub serialized_chars: u64,
 }
 
-/// Estimates the context a request with these messages occupies. `fixed_chars` covers the parts
+/// Estimates the context a request with messages of this size occupies (the conversation keeps
+/// its size as messages are added: [`Conversation::model_size`]). `fixed_chars` covers the parts
 /// sent with every call (system prompt and tool definitions).
-pub(crate) fn estimate<'a>(
-    fixed_chars: u64,
-    messages: impl IntoIterator<Item = &'a Message>,
-) -> ContextEstimate {
-    let mut total_chars = fixed_chars;
-    // Characters of the messages after the last one carrying provider usage.
-    let mut chars_after_usage = 0u64;
-    let mut usage_tokens = 0u64;
-    for message in messages {
-        let chars = serialized_chars(message);
-        total_chars += chars;
-        let reported = match (&message.usage, message.role) {
-            (Some(usage), Role::Assistant) => usage.total_tokens(),
-            _ => 0,
-        };
-        if reported > 0 {
-            usage_tokens = reported;
-            chars_after_usage = 0;
-        } else {
-            chars_after_usage += chars;
-        }
-    }
+///
+/// [`Conversation::model_size`]: crate::message::Conversation::model_size
+pub(crate) fn estimate(fixed_chars: u64, history: HistorySize) -> ContextEstimate {
+    let total_chars = fixed_chars + history.chars;
+    let usage_tokens = history.reported_tokens;
+    let chars_after_usage = history.chars_after_reported;
     let provider_usage_floor = if usage_tokens > 0 {
         usage_tokens + tokens_for_chars(chars_after_usage)
     } else {
@@ -180,8 +143,8 @@ mod tests {
         });
         let user = Message::user("x".repeat(400));
         let user_chars = serialized_chars(&user);
-        let messages = vec![Message::user("hi"), assistant, user];
-        let estimate = estimate(0, &messages);
+        let messages = [Message::user("hi"), assistant, user];
+        let estimate = estimate(0, HistorySize::of_messages(&messages));
         assert_eq!(
             estimate.provider_usage_floor,
             1010 + tokens_for_chars(user_chars)
@@ -192,8 +155,8 @@ mod tests {
 
     #[test]
     fn without_usage_the_serialized_size_counts() {
-        let messages = vec![Message::user("x".repeat(4000))];
-        let estimate = estimate(100, &messages);
+        let messages = [Message::user("x".repeat(4000))];
+        let estimate = estimate(100, HistorySize::of_messages(&messages));
         assert_eq!(estimate.provider_usage_floor, 0);
         assert!(estimate.estimated_tokens > 1000);
         assert_eq!(estimate.estimated_tokens, estimate.serialized_tokens);

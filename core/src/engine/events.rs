@@ -105,9 +105,10 @@ pub enum ExecutionEvent {
         provider: String,
         /// Model name.
         model: String,
-        /// What was sent: `system`, `messages`, `tools`, `max_tokens`, …
+        /// What was sent: `system`, `messages`, `tools`, `max_tokens`, … (shared with the call,
+        /// not copied).
         #[serde(flatten)]
-        request: ProviderRequest,
+        request: std::sync::Arc<ProviderRequest>,
     },
     /// A text delta reached the engine (in order; `sequence` counts from 0 per call).
     ProviderStreamRawDelta {
@@ -313,9 +314,9 @@ mod tests {
             round: 1,
             provider: "scripted".into(),
             model: "m".into(),
-            request: ProviderRequest {
+            request: std::sync::Arc::new(ProviderRequest {
                 system: Some("sys".into()),
-                messages: vec![Message::user("hi")],
+                messages: vec![Message::user("hi").into()],
                 tools: vec![ToolDefinition {
                     name: "t".into(),
                     description: "d".into(),
@@ -325,7 +326,7 @@ mod tests {
                 temperature: Some(0.5),
                 thinking: None,
                 tool_choice: Some(crate::provider::ToolChoice::None),
-            },
+            }),
         };
         assert_eq!(round_trip(&request), request);
         let json = serde_json::to_value(&request).unwrap_or_default();

@@ -50,12 +50,13 @@ impl Run<'_> {
         let provider = &*self.provider;
         let emitter = &self.emitter;
         let execution_id = self.execution_id.as_str();
+        let request = std::sync::Arc::new(request);
         emitter.execution(|| ExecutionEvent::ProviderRequest {
             execution_id: execution_id.to_string(),
             round,
             provider: provider.name().to_string(),
             model: provider.model().to_string(),
-            request: request.clone(),
+            request: std::sync::Arc::clone(&request),
         });
 
         let streamed = Mutex::new(String::new());

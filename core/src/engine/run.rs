@@ -219,8 +219,7 @@ impl<'a> Run<'a> {
             self.take_switched_provider();
 
             // Hard guard: a request that cannot fit is not sent.
-            let messages = self.conversation.messages_for_model();
-            let estimate = budget::estimate(self.fixed_chars, &messages);
+            let estimate = budget::estimate(self.fixed_chars, self.conversation.model_size());
             if budget::exceeds(
                 estimate.estimated_tokens,
                 self.context_window,
@@ -255,7 +254,7 @@ impl<'a> Run<'a> {
                 });
             }
             self.rounds = round;
-            let request = self.request(messages, true);
+            let request = self.request(self.conversation.messages_for_model(), true);
             let call = self.call_model(round, request).await;
             let response = match call.result {
                 Ok(response) => response,
@@ -376,7 +375,7 @@ impl<'a> Run<'a> {
     }
 
     /// The request for a model call; `with_tools: false` for the forced summary.
-    pub(crate) fn request(&self, messages: Vec<Message>, with_tools: bool) -> ProviderRequest {
+    pub(crate) fn request(&self, messages: Vec<Arc<Message>>, with_tools: bool) -> ProviderRequest {
         let config = &self.engine.config;
         // The tools of this moment: they may have changed since the run began.
         let tool_definitions = self.engine.tools().definitions();

@@ -6,6 +6,7 @@
 //! Its failure is never an error of the run: the fallback text is used instead.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::events::EngineEvent;
 use super::round::assistant_message;
@@ -67,7 +68,7 @@ impl Run<'_> {
         let mut messages = self.conversation.messages_for_model();
         let mut synthetic = Message::user(instruction);
         synthetic.metadata.insert("synthetic".into(), true.into());
-        messages.push(synthetic);
+        messages.push(Arc::new(synthetic));
         let request = self.request(messages, false);
         let call = self.call_model(round, request).await;
 

@@ -84,7 +84,7 @@ pub use output::{
 };
 pub use prompt::AgentHookExecutor;
 pub use runner::{
-    default_timeout, AsyncHookResult, CallbackId, HookConditionEvaluator, HookRunner,
+    default_timeout, AsyncHookResult, CallbackId, HookConditionEvaluator, HookObserver, HookRunner,
     HookRunnerOptions, ModelProviderResolver, ToolNameCondition, AGENT_TIMEOUT, DEFAULT_TIMEOUT,
     PROMPT_TIMEOUT, SESSION_END_BUDGET, SESSION_END_BUDGET_MAX, USER_PROMPT_SUBMIT_TIMEOUT,
 };

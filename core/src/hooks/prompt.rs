@@ -111,7 +111,7 @@ pub(crate) async fn run(
     } else {
         let request = ProviderRequest {
             system: Some(SYSTEM_PROMPT.to_string()),
-            messages: vec![Message::user(prompt)],
+            messages: vec![std::sync::Arc::new(Message::user(prompt))],
             ..ProviderRequest::default()
         };
         let sink = |_event| {};

@@ -100,6 +100,13 @@ impl HookConditionEvaluator for ToolNameCondition {
 /// Picks the provider for a prompt/agent hook's `model`.
 pub type ModelProviderResolver = Arc<dyn Fn(&str) -> Option<Arc<dyn Provider>> + Send + Sync>;
 
+/// Told about every handler that ran, after its run (the session traces hooks this way).
+pub trait HookObserver: Send + Sync {
+    /// `report` is the handler's run for `event`; `matcher` is the matcher it was configured or
+    /// registered under (empty when it had none).
+    fn handler_ran(&self, event: HookEvent, matcher: &str, report: &HandlerReport);
+}
+
 /// How hooks run: project directory, environment, model access, limits.
 #[derive(Clone)]
 pub struct HookRunnerOptions {
@@ -140,6 +147,8 @@ pub struct HookRunnerOptions {
     /// The process groups command hooks join while they run (a session passes its own, so
     /// that its shutdown stops them); a fresh registry by default.
     pub processes: ProcessGroups,
+    /// Told about every handler run; `None` (the default) costs nothing.
+    pub observer: Option<Arc<dyn HookObserver>>,
 }
 
 impl std::fmt::Debug for HookRunnerOptions {
@@ -161,6 +170,7 @@ impl std::fmt::Debug for HookRunnerOptions {
             .field("session_end_budget", &self.session_end_budget)
             .field("sandbox", &self.sandbox.is_some())
             .field("processes", &self.processes)
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -187,6 +197,7 @@ impl HookRunnerOptions {
             session_end_budget,
             sandbox: None,
             processes: ProcessGroups::new(),
+            observer: None,
         }
     }
 
@@ -249,7 +260,8 @@ pub struct AsyncHookResult {
 /// One handler picked for a run.
 #[derive(Clone)]
 enum Planned {
-    Configured(ConfiguredHook),
+    /// A configured handler and the matcher of its group.
+    Configured(ConfiguredHook, String),
     Callback(CallbackRegistration),
 }
 
@@ -549,7 +561,10 @@ impl HookRunner {
                         once_done.insert(key);
                     }
                 }
-                plan.push(Planned::Configured(hook.clone()));
+                plan.push(Planned::Configured(
+                    hook.clone(),
+                    group.matcher.as_str().to_string(),
+                ));
             }
         }
         drop(once_done);
@@ -618,6 +633,15 @@ impl HookRunner {
             self.run_one(planned, input, &input_json, timeout, cancel, extra_env)
         });
         let reports = futures::future::join_all(runs).await;
+        if let Some(observer) = &self.options.observer {
+            for (planned, report) in plan.iter().zip(&reports) {
+                let matcher = match planned {
+                    Planned::Configured(_, matcher) => matcher.as_str(),
+                    Planned::Callback(registration) => registration.matcher.as_str(),
+                };
+                observer.handler_ran(event, matcher, report);
+            }
+        }
         Self::outcome_of(event, reports)
     }
 
@@ -632,7 +656,7 @@ impl HookRunner {
     ) -> HandlerReport {
         let started = Instant::now();
         let summary = summarize(planned, timeout);
-        if let Planned::Configured(hook) = planned {
+        if let Planned::Configured(hook, _) = planned {
             if let HandlerKind::Command(command) = &hook.handler.kind {
                 if command.run_async || command.async_rewake {
                     self.spawn_background(hook.clone(), input, input_json, timeout, extra_env);
@@ -667,7 +691,7 @@ impl HookRunner {
         extra_env: &[(String, String)],
     ) -> RawResult {
         match planned {
-            Planned::Configured(hook) => match &hook.handler.kind {
+            Planned::Configured(hook, _) => match &hook.handler.kind {
                 HandlerKind::Command(command) => {
                     let cwd = self.hook_cwd(input);
                     let mut ctx = self.command_context(&cwd);
@@ -810,7 +834,7 @@ impl HookRunner {
         let input_json = input_json.to_string();
         let cancel = self.background.child_token();
         let tx = self.async_tx.clone();
-        let summary = summarize(&Planned::Configured(hook), timeout);
+        let summary = summarize(&Planned::Configured(hook, String::new()), timeout);
         let pending = Arc::clone(&self.pending);
         pending.send_modify(|n| *n += 1);
         tokio::spawn(async move {
@@ -859,14 +883,14 @@ fn same_handler(
 
 fn configured_timeout(planned: &Planned) -> Option<Duration> {
     match planned {
-        Planned::Configured(hook) => hook.handler.timeout_duration(),
+        Planned::Configured(hook, _) => hook.handler.timeout_duration(),
         Planned::Callback(registration) => registration.timeout,
     }
 }
 
 fn handler_type(planned: &Planned) -> HandlerType {
     match planned {
-        Planned::Configured(hook) => match hook.handler.kind {
+        Planned::Configured(hook, _) => match hook.handler.kind {
             HandlerKind::Command(_) => HandlerType::Command,
             HandlerKind::Http(_) => HandlerType::Http,
             HandlerKind::Prompt(_) => HandlerType::Prompt,
@@ -880,7 +904,7 @@ fn handler_type(planned: &Planned) -> HandlerType {
 fn summarize(planned: &Planned, timeout: Duration) -> HandlerSummary {
     let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
     match planned {
-        Planned::Configured(hook) => {
+        Planned::Configured(hook, _) => {
             let label = match &hook.handler.kind {
                 HandlerKind::Command(c) => match &c.args {
                     Some(args) if !args.is_empty() => format!("{} {}", c.command, args.join(" ")),

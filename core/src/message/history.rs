@@ -1,6 +1,8 @@
 //! The append-only conversation history: chat entries (messages) and event entries (tool
 //! summaries, notices), in the shape of the TypeScript SDK's `IHistoryEntry`.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::{new_id, now_rfc3339, ContentBlock, Message, MessageState, Role};
@@ -55,8 +57,8 @@ pub enum HistoryEntry {
         /// The message role.
         #[serde(rename = "type")]
         role: Role,
-        /// The message.
-        data: Message,
+        /// The message (shared with the requests that send it).
+        data: Arc<Message>,
     },
     /// A structured event (e.g. `tool-summary`, `usage-summary`, `skill-activation`).
     Event {
@@ -73,6 +75,16 @@ pub enum HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// A chat entry holding `message` (its id, timestamp and role become the entry's).
+    pub fn chat(message: Message) -> Self {
+        HistoryEntry::Chat {
+            id: message.id.clone(),
+            timestamp: message.timestamp.clone(),
+            role: message.role,
+            data: Arc::new(message),
+        }
+    }
+
     /// The entry's category.
     pub fn category(&self) -> HistoryCategory {
         match self {
@@ -95,15 +107,223 @@ impl HistoryEntry {
             HistoryEntry::Event { .. } => None,
         }
     }
+
+    /// The shared message, for chat entries.
+    pub fn shared_message(&self) -> Option<&Arc<Message>> {
+        match self {
+            HistoryEntry::Chat { data, .. } => Some(data),
+            HistoryEntry::Event { .. } => None,
+        }
+    }
 }
 
 /// Append-only conversation history.
 ///
 /// Messages are only ever added; nothing is edited or removed (compaction, owned by the session
 /// layer, is the one documented exception and replaces the whole history explicitly).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// **Cheap to copy, cheap to measure.** Entries and messages are shared (`Arc`), so cloning a
+/// conversation (the session hands a copy to each run) copies pointers, not text, and
+/// [`messages_for_model`](Self::messages_for_model) shares the stored messages with the request.
+/// Each message's serialized size and its model view are worked out once, when it is added, so
+/// the context estimate before every model call adds up numbers instead of serializing the whole
+/// history: the per-turn cost stays flat however long the session runs.
+#[derive(Debug, Clone, Default)]
 pub struct Conversation {
-    entries: Vec<HistoryEntry>,
+    entries: Vec<Arc<HistoryEntry>>,
+    /// One per entry: what the model is sent for it and how big it is.
+    measured: Vec<MeasuredEntry>,
+    /// Number of chat entries.
+    message_count: usize,
+    /// The size of the chat messages as stored, kept up to date as entries are added.
+    stored_size: HistorySize,
+    /// The size of [`messages_for_model`](Self::messages_for_model), kept up to date.
+    model_size: HistorySize,
+}
+
+/// What one history entry costs in a request, worked out when the entry is added.
+#[derive(Debug, Clone, Default)]
+struct MeasuredEntry {
+    /// Serialized characters of the stored message (0 for an event entry).
+    chars: u64,
+    /// The message as the model sees it.
+    for_model: ModelView,
+    /// Serialized characters of the model's view.
+    model_chars: u64,
+}
+
+/// What the model is sent for one history entry.
+#[derive(Debug, Clone, Default)]
+enum ModelView {
+    /// Nothing: an event entry or a system message (the system prompt is sent separately).
+    #[default]
+    Nothing,
+    /// The stored message as it is.
+    Stored,
+    /// A copy with an annotation or the message's model-only context.
+    Changed(Arc<Message>),
+}
+
+/// The size of a run of messages, as the context estimate needs it: their serialized
+/// characters, the provider's count from the last assistant message that reported usage and
+/// the characters of the messages after that one. Kept by [`Conversation`] as messages are
+/// added, so an estimate costs the same however long the history is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistorySize {
+    /// Serialized characters of every message.
+    pub chars: u64,
+    /// Total tokens the provider reported for the last message that carried usage (0: none did).
+    pub reported_tokens: u64,
+    /// Serialized characters of the messages after that message (all of them when none did).
+    pub chars_after_reported: u64,
+}
+
+impl HistorySize {
+    /// The size of these messages.
+    pub fn of_messages<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Self {
+        messages
+            .into_iter()
+            .fold(HistorySize::default(), |size, message| {
+                size.plus(MessageSize::of(message))
+            })
+    }
+
+    /// This size with one more message after the others.
+    pub fn plus(mut self, message: MessageSize) -> Self {
+        self.chars += message.chars;
+        if message.reported_tokens > 0 {
+            self.reported_tokens = message.reported_tokens;
+            self.chars_after_reported = 0;
+        } else {
+            self.chars_after_reported += message.chars;
+        }
+        self
+    }
+}
+
+/// The size of one message in a request: what the context estimate needs to know about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageSize {
+    /// Characters of the message serialized as JSON.
+    pub chars: u64,
+    /// The total tokens the provider reported for the call that produced it (assistant messages
+    /// with usage; 0 otherwise).
+    pub reported_tokens: u64,
+}
+
+impl MessageSize {
+    /// The size of `message` (serializes it once).
+    pub fn of(message: &Message) -> Self {
+        MessageSize {
+            chars: serialized_chars(message),
+            reported_tokens: reported_tokens(message),
+        }
+    }
+}
+
+fn reported_tokens(message: &Message) -> u64 {
+    match (&message.usage, message.role) {
+        (Some(usage), Role::Assistant) => usage.total_tokens(),
+        _ => 0,
+    }
+}
+
+/// Characters (not bytes) of `value` serialized as JSON, without building the string.
+pub fn serialized_chars<T: Serialize + ?Sized>(value: &T) -> u64 {
+    let mut counter = CharCounter(0);
+    // Serializing plain data into a counter cannot fail; a failure would only under-count.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// Counts UTF-8 characters written to it (every byte that is not a continuation byte).
+struct CharCounter(u64);
+
+impl std::io::Write for CharCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.iter().filter(|b| (**b & 0xC0) != 0x80).count() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl MeasuredEntry {
+    fn of(entry: &HistoryEntry) -> Self {
+        let HistoryEntry::Chat { data, .. } = entry else {
+            return MeasuredEntry::default();
+        };
+        let chars = serialized_chars(data.as_ref());
+        if data.role == Role::System {
+            return MeasuredEntry {
+                chars,
+                for_model: ModelView::Nothing,
+                model_chars: 0,
+            };
+        }
+        match model_view(data) {
+            Some(view) => MeasuredEntry {
+                chars,
+                model_chars: serialized_chars(&view),
+                for_model: ModelView::Changed(Arc::new(view)),
+            },
+            None => MeasuredEntry {
+                chars,
+                for_model: ModelView::Stored,
+                model_chars: chars,
+            },
+        }
+    }
+}
+
+/// The message the model is sent instead of `message`, when it differs: an interrupted
+/// assistant message carries [`INTERRUPTED_ANNOTATION`] (or [`PROVIDER_ERROR_ANNOTATION`]) after
+/// its text, and a user message's [`MODEL_CONTEXT_METADATA`] comes before its text as a separate
+/// text block.
+fn model_view(message: &Message) -> Option<Message> {
+    if message.role == Role::Assistant && message.state == MessageState::Interrupted {
+        return Some(annotate_interrupted(message));
+    }
+    let context = model_context(message)?;
+    let mut enriched = message.clone();
+    // The blank line keeps context and prompt apart when a provider joins the text blocks of a
+    // message into one string (OpenAI chat format).
+    enriched
+        .content
+        .insert(0, ContentBlock::text(format!("{context}\n\n")));
+    Some(enriched)
+}
+
+impl PartialEq for Conversation {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Serialize for Conversation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Stored<'a> {
+            entries: &'a [Arc<HistoryEntry>],
+        }
+        Stored {
+            entries: &self.entries,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Conversation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            #[serde(default)]
+            entries: Vec<HistoryEntry>,
+        }
+        Stored::deserialize(deserializer).map(|stored| Conversation::from_entries(stored.entries))
+    }
 }
 
 impl Conversation {
@@ -114,28 +334,52 @@ impl Conversation {
 
     /// Rebuilds a conversation from stored entries (e.g. a session file).
     pub fn from_entries(entries: Vec<HistoryEntry>) -> Self {
-        Conversation { entries }
+        let mut conversation = Conversation {
+            entries: Vec::with_capacity(entries.len()),
+            measured: Vec::with_capacity(entries.len()),
+            ..Conversation::default()
+        };
+        for entry in entries {
+            conversation.push_entry(entry);
+        }
+        conversation
+    }
+
+    fn push_entry(&mut self, entry: HistoryEntry) -> &Arc<HistoryEntry> {
+        let measured = MeasuredEntry::of(&entry);
+        if let Some(message) = entry.message() {
+            self.message_count += 1;
+            let reported_tokens = reported_tokens(message);
+            self.stored_size = self.stored_size.plus(MessageSize {
+                chars: measured.chars,
+                reported_tokens,
+            });
+            if !matches!(measured.for_model, ModelView::Nothing) {
+                self.model_size = self.model_size.plus(MessageSize {
+                    chars: measured.model_chars,
+                    reported_tokens,
+                });
+            }
+        }
+        self.measured.push(measured);
+        self.entries.push(Arc::new(entry));
+        &self.entries[self.entries.len() - 1]
     }
 
     /// Appends a message as a chat entry and returns it.
     pub fn push(&mut self, message: Message) -> &Message {
-        let entry = HistoryEntry::Chat {
-            id: message.id.clone(),
-            timestamp: message.timestamp.clone(),
-            role: message.role,
-            data: message,
-        };
-        self.entries.push(entry);
-        match self.entries.last() {
-            Some(HistoryEntry::Chat { data, .. }) => data,
+        match self.push_entry(HistoryEntry::chat(message)).as_ref() {
+            HistoryEntry::Chat { data, .. } => data,
             // The entry pushed on the line above is a chat entry.
-            _ => unreachable!("the last entry is the chat entry just pushed"),
+            HistoryEntry::Event { .. } => {
+                unreachable!("the last entry is the chat entry just pushed")
+            }
         }
     }
 
     /// Appends an event entry.
     pub fn push_event(&mut self, event_type: impl Into<String>, data: serde_json::Value) {
-        self.entries.push(HistoryEntry::Event {
+        self.push_entry(HistoryEntry::Event {
             id: new_id(),
             timestamp: now_rfc3339(),
             event_type: event_type.into(),
@@ -144,47 +388,53 @@ impl Conversation {
     }
 
     /// Every entry, chat and event, in order.
-    pub fn entries(&self) -> &[HistoryEntry] {
+    pub fn entries(&self) -> &[Arc<HistoryEntry>] {
         &self.entries
     }
 
+    /// Copies of every entry, in order (the messages themselves stay shared).
+    pub fn to_entries(&self) -> Vec<HistoryEntry> {
+        self.entries.iter().map(|entry| (**entry).clone()).collect()
+    }
+
     /// The chat messages in order.
-    pub fn messages(&self) -> impl Iterator<Item = &Message> + '_ {
-        self.entries.iter().filter_map(HistoryEntry::message)
+    pub fn messages(&self) -> impl DoubleEndedIterator<Item = &Message> + '_ {
+        self.entries.iter().filter_map(|entry| entry.message())
     }
 
     /// Number of chat messages.
     pub fn message_count(&self) -> usize {
-        self.messages().count()
+        self.message_count
     }
 
     /// The last chat message.
     pub fn last_message(&self) -> Option<&Message> {
-        self.entries.iter().rev().find_map(HistoryEntry::message)
+        self.messages().next_back()
+    }
+
+    /// The size of the chat messages as stored (system messages included).
+    pub fn size(&self) -> HistorySize {
+        self.stored_size
+    }
+
+    /// The size of the messages [`messages_for_model`](Self::messages_for_model) returns.
+    pub fn model_size(&self) -> HistorySize {
+        self.model_size
     }
 
     /// The messages as the model should see them: system messages are left out (the system prompt
     /// is sent separately), an interrupted assistant message carries
     /// [`INTERRUPTED_ANNOTATION`] (or [`PROVIDER_ERROR_ANNOTATION`] when a failure, not the user,
     /// cut it off) after its text, and a user message's [`MODEL_CONTEXT_METADATA`] comes before
-    /// its text as a separate text block.
-    pub fn messages_for_model(&self) -> Vec<Message> {
-        self.messages()
-            .filter(|message| message.role != Role::System)
-            .map(|message| {
-                if message.role == Role::Assistant && message.state == MessageState::Interrupted {
-                    annotate_interrupted(message)
-                } else if let Some(context) = model_context(message) {
-                    let mut enriched = message.clone();
-                    // The blank line keeps context and prompt apart when a provider joins the
-                    // text blocks of a message into one string (OpenAI chat format).
-                    enriched
-                        .content
-                        .insert(0, ContentBlock::text(format!("{context}\n\n")));
-                    enriched
-                } else {
-                    message.clone()
-                }
+    /// its text as a separate text block. The messages are shared with the history, not copied.
+    pub fn messages_for_model(&self) -> Vec<Arc<Message>> {
+        self.entries
+            .iter()
+            .zip(&self.measured)
+            .filter_map(|(entry, measured)| match &measured.for_model {
+                ModelView::Nothing => None,
+                ModelView::Stored => entry.shared_message().cloned(),
+                ModelView::Changed(message) => Some(Arc::clone(message)),
             })
             .collect()
     }
@@ -295,6 +545,50 @@ mod tests {
     }
 
     #[test]
+    fn kept_sizes_match_measuring_the_messages_again() {
+        let mut conversation = Conversation::new();
+        conversation.push(Message::system("frame"));
+        let mut prompt = Message::user("fix the bug");
+        prompt
+            .metadata
+            .insert(MODEL_CONTEXT_METADATA.into(), "branch: main".into());
+        conversation.push(prompt);
+        let mut answer =
+            Message::assistant(vec![ContentBlock::text("done")], MessageState::Complete);
+        answer.usage = Some(crate::message::Usage {
+            input_tokens: 120,
+            output_tokens: 8,
+            ..crate::message::Usage::default()
+        });
+        conversation.push(answer);
+        conversation.push_event("tool-summary", serde_json::json!({"summary": "x"}));
+        conversation.push(Message::user("héllo again"));
+        conversation.push(Message::assistant(
+            vec![ContentBlock::text("partial")],
+            MessageState::Interrupted,
+        ));
+
+        assert_eq!(
+            conversation.size(),
+            HistorySize::of_messages(conversation.messages())
+        );
+        let for_model = conversation.messages_for_model();
+        assert_eq!(
+            conversation.model_size(),
+            HistorySize::of_messages(for_model.iter().map(|m| m.as_ref()))
+        );
+        assert_eq!(conversation.model_size().reported_tokens, 128);
+        assert_eq!(conversation.message_count(), 5);
+        // A rebuilt conversation (a resumed session) measures the same.
+        let rebuilt = Conversation::from_entries(conversation.to_entries());
+        assert_eq!(rebuilt.size(), conversation.size());
+        assert_eq!(rebuilt.model_size(), conversation.model_size());
+        // Unchanged messages are shared with the request, not copied.
+        let stored = conversation.entries()[2].shared_message().cloned();
+        assert!(stored.is_some_and(|stored| Arc::ptr_eq(&stored, &for_model[1])));
+    }
+
+    #[test]
     fn history_entries_serialize_in_the_ts_shape() {
         let mut conversation = Conversation::new();
         conversation.push(Message::user("hello"));
@@ -306,6 +600,6 @@ mod tests {
         assert_eq!(json[1]["category"], "event");
         assert_eq!(json[1]["type"], "tool-summary");
         let back: Vec<HistoryEntry> = serde_json::from_value(json).unwrap_or_default();
-        assert_eq!(back.as_slice(), conversation.entries());
+        assert_eq!(back, conversation.to_entries());
     }
 }

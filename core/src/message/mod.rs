@@ -9,8 +9,9 @@ mod history;
 
 pub use error::{ProviderError, ProviderErrorKind};
 pub use history::{
-    Conversation, HistoryCategory, HistoryEntry, INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA,
-    PROVIDER_ERROR_ANNOTATION, PROVIDER_ERROR_METADATA, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
+    serialized_chars, Conversation, HistoryCategory, HistoryEntry, HistorySize, MessageSize,
+    INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA, PROVIDER_ERROR_ANNOTATION,
+    PROVIDER_ERROR_METADATA, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
 };
 
 use serde::{Deserialize, Serialize};

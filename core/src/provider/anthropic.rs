@@ -557,9 +557,10 @@ fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
 /// Tool messages become user messages of `tool_result` blocks, and consecutive messages of the same
 /// wire role are merged: the API wants strictly alternating roles, and it wants every `tool_result`
 /// answering an assistant turn in the one user message that follows it.
-fn convert_messages(messages: &[Message]) -> Vec<Value> {
+fn convert_messages<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<Value> {
     let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in messages {
+        let message: &Message = message.borrow();
         let (role, blocks) = match message.role {
             Role::System => continue, // folded into `system`
             Role::Assistant => ("assistant", assistant_blocks(message)),
@@ -1221,7 +1222,7 @@ mod tests {
 
     fn request(messages: Vec<Message>) -> ProviderRequest {
         ProviderRequest {
-            messages,
+            messages: messages.into_iter().map(Into::into).collect(),
             ..ProviderRequest::default()
         }
     }
@@ -1252,7 +1253,7 @@ mod tests {
     fn body_fields_system_tools_temperature_thinking() {
         let req = ProviderRequest {
             system: Some("be brief".into()),
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi").into()],
             tools: vec![ToolDefinition {
                 name: "Read".into(),
                 description: "reads".into(),
@@ -1283,7 +1284,7 @@ mod tests {
     #[test]
     fn tool_choice_maps_to_anthropic_shapes() {
         let mut req = ProviderRequest {
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi").into()],
             tools: vec![ToolDefinition {
                 name: "Read".into(),
                 description: "reads".into(),
@@ -1337,7 +1338,7 @@ mod tests {
     fn system_messages_join_the_system_prompt() {
         let req = ProviderRequest {
             system: Some("a".into()),
-            messages: vec![Message::system("b"), Message::user("hi")],
+            messages: vec![Message::system("b").into(), Message::user("hi").into()],
             ..ProviderRequest::default()
         };
         let body = build_body("m", None, &req);

@@ -15,6 +15,7 @@ pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -47,8 +48,9 @@ pub struct ProviderRequest {
     /// System prompt, sent in the provider's system slot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The conversation as the model should see it (no system messages).
-    pub messages: Vec<Message>,
+    /// The conversation as the model should see it (no system messages). The messages are
+    /// shared with the session's history (a request copies pointers, not text).
+    pub messages: Vec<Arc<Message>>,
     /// Tools the model may call this round (empty: no tools are sent).
     #[serde(default)]
     pub tools: Vec<ToolDefinition>,

@@ -426,12 +426,16 @@ fn tool_message(tool_call_id: &str, content: &str) -> Value {
 }
 
 /// Converts the conversation to chat messages, the system prompt first.
-fn convert_messages(system: Option<&str>, messages: &[Message]) -> Vec<Value> {
+fn convert_messages<M: std::borrow::Borrow<Message>>(
+    system: Option<&str>,
+    messages: &[M],
+) -> Vec<Value> {
     let mut wire = Vec::with_capacity(messages.len() + 1);
     if let Some(system) = system.filter(|s| !s.trim().is_empty()) {
         wire.push(json!({"role": "system", "content": system}));
     }
     for message in messages {
+        let message: &Message = message.borrow();
         match message.role {
             Role::System => {
                 let text = joined_text(&message.content);
@@ -924,7 +928,7 @@ mod tests {
 
     fn request(messages: Vec<Message>) -> ProviderRequest {
         ProviderRequest {
-            messages,
+            messages: messages.into_iter().map(Into::into).collect(),
             ..ProviderRequest::default()
         }
     }
@@ -949,7 +953,7 @@ mod tests {
     fn body_fields_system_tools_max_tokens_temperature() {
         let req = ProviderRequest {
             system: Some("be brief".into()),
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi").into()],
             tools: vec![ToolDefinition {
                 name: "Read".into(),
                 description: "reads".into(),

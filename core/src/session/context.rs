@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::engine::budget::{estimate, serialized_chars};
-use crate::message::{Message, Usage};
+use crate::message::{HistorySize, Usage};
 use crate::provider::ToolDefinition;
 
 /// How full the context window is.
@@ -70,10 +70,10 @@ pub(crate) fn exact_tokens(usage: &Usage) -> Option<u64> {
 }
 
 /// The estimated context of a request with this system prompt, these tools and messages.
-pub(crate) fn estimated_tokens<'a>(
+pub(crate) fn estimated_tokens(
     system_prompt: Option<&str>,
     tools: &[ToolDefinition],
-    messages: impl IntoIterator<Item = &'a Message>,
+    messages: HistorySize,
 ) -> u64 {
     let fixed = system_prompt.map_or(0, |s| s.chars().count() as u64) + serialized_chars(tools);
     estimate(fixed, messages).estimated_tokens

@@ -214,6 +214,13 @@ pub enum SessionError {
         /// What is wrong.
         message: String,
     },
+    /// The telemetry options cannot be used (a malformed `traceparent`, an unusable exporter
+    /// configuration, or a build without OpenTelemetry export).
+    #[error("invalid telemetry options: {message}")]
+    InvalidTelemetry {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// The saved session to resume or fork could not be loaded.
     #[error("cannot resume session `{id}`: {message}")]
     Resume {

@@ -45,6 +45,8 @@ pub(crate) struct ResolvedSettings {
     pub(crate) mcp_servers: Vec<crate::mcp::McpServerEntry>,
     /// MCP servers left out (disabled, or waiting for approval).
     pub(crate) mcp_skipped: Vec<crate::mcp::McpSkippedServer>,
+    /// The settings' `sessionStore`: where a session saved "in the project" goes.
+    pub(crate) session_store: Option<super::store_choice::StoreChoice>,
 }
 
 /// What the system prompt's environment section states that only the session knows once it is

@@ -326,7 +326,9 @@ struct Shared {
 }
 
 struct State {
-    file: File,
+    appender: Box<dyn LogAppender>,
+    /// Lines accepted but not yet handed to a batched appender (see [`LogAppender::batched`]).
+    batch: Vec<u8>,
     seq: u64,
     offset: u64,
     /// The last write may have left a fragment: start the next line on a new line.
@@ -357,34 +359,29 @@ impl SessionLog {
     /// created with mode 0600 and new directories with 0700 on Unix.
     pub fn open(path: impl AsRef<Path>, options: LogOptions) -> Result<Self, LogError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            create_private_dir(dir)
-                .map_err(|e| LogError::io("create the directory of", &path, e))?;
-        }
-        let mut open = OpenOptions::new();
-        open.read(true).append(true).create(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            open.mode(0o600);
-        }
-        let mut file = open
-            .open(&path)
-            .map_err(|e| LogError::io("open", &path, e))?;
-        let offset = file
-            .metadata()
-            .map_err(|e| LogError::io("inspect", &path, e))?
-            .len();
-        let tail = read_tail(&mut file, offset).map_err(|e| LogError::io("read", &path, e))?;
-        Ok(SessionLog {
+        let (appender, end) = FileLogAppender::open(&path)?;
+        Ok(Self::with_appender(Box::new(appender), end, path, options))
+    }
+
+    /// A log writing through `appender` (a store's log, see
+    /// [`SessionStore::open_log`](super::store::SessionStore::open_log)), continuing after
+    /// `end`. `location` names the log in messages.
+    pub fn with_appender(
+        appender: Box<dyn LogAppender>,
+        end: LogEnd,
+        location: PathBuf,
+        options: LogOptions,
+    ) -> Self {
+        SessionLog {
             shared: Arc::new(Shared {
-                path,
+                path: location,
                 options,
                 state: Mutex::new(State {
-                    file,
-                    seq: tail.last_seq,
-                    offset,
-                    needs_newline: tail.torn,
+                    appender,
+                    batch: Vec::new(),
+                    seq: end.last_seq,
+                    offset: end.offset,
+                    needs_newline: end.torn,
                     failing: false,
                     line: Vec::with_capacity(4096),
                     scratch: Vec::with_capacity(4096),
@@ -394,10 +391,10 @@ impl SessionLog {
                 }),
                 on_error: RwLock::new(None),
             }),
-        })
+        }
     }
 
-    /// The log file.
+    /// The log file (for a log kept in a store, the location that names it in messages).
     pub fn path(&self) -> &Path {
         &self.shared.path
     }
@@ -438,6 +435,23 @@ impl SessionLog {
     /// Appends a session event.
     pub fn append(&self, event: &SessionLogEvent) -> Result<(), LogError> {
         let kind = event.kind();
+        let written = self.append_event(kind, event);
+        // A batched store gets the lines at the turn's boundaries: a crash loses at most the
+        // turn in progress, and resume still sees which prompt it was.
+        if matches!(
+            event,
+            SessionLogEvent::SessionInit { .. }
+                | SessionLogEvent::PreRun { .. }
+                | SessionLogEvent::TurnEnd { .. }
+                | SessionLogEvent::SessionShutdown { .. }
+        ) {
+            let handed = self.flush();
+            return written.and(handed);
+        }
+        written
+    }
+
+    fn append_event(&self, kind: &str, event: &SessionLogEvent) -> Result<(), LogError> {
         match event {
             SessionLogEvent::SessionInit { tool_schemas, .. }
                 if tool_schemas.iter().any(contains_sensitive) =>
@@ -545,9 +559,15 @@ impl SessionLog {
         self.report(result)
     }
 
-    /// Writes pending coalesced text.
+    /// Writes pending coalesced text, and hands the lines a batched store has been holding
+    /// to the store.
     pub fn flush(&self) -> Result<(), LogError> {
-        let result = self.lock().flush_text(&self.shared.path);
+        let result = {
+            let mut state = self.lock();
+            let text = state.flush_text(&self.shared.path);
+            let handed = state.hand_over(&self.shared.path);
+            text.and(handed)
+        };
         self.report(result)
     }
 
@@ -559,7 +579,8 @@ impl SessionLog {
             let mut state = self.lock();
             state
                 .flush_text(&self.shared.path)
-                .and_then(|()| match state.file.sync_data() {
+                .and_then(|()| state.hand_over(&self.shared.path))
+                .and_then(|()| match state.appender.sync() {
                     Ok(()) => Ok(()),
                     Err(e) => Err(state.failed(LogError::io("sync", &self.shared.path, e))),
                 })
@@ -608,7 +629,32 @@ impl SessionLog {
     }
 }
 
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The last handle is gone: lines a batched store was holding are handed over now
+        // rather than lost (an error here has no one left to tell).
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let _ = state.hand_over(&self.path);
+    }
+}
+
 impl State {
+    /// Hands the lines held for a batched appender to it. On failure they stay held (and
+    /// are offered again at the next flush point), so nothing is dropped.
+    fn hand_over(&mut self, path: &Path) -> Result<(), (LogError, bool)> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        match self.appender.append(&self.batch) {
+            Ok(()) => {
+                self.batch.clear();
+                self.failing = false;
+                Ok(())
+            }
+            Err(error) => Err(self.failed(LogError::io("write", path, error))),
+        }
+    }
+
     fn flush_text(&mut self, path: &Path) -> Result<(), (LogError, bool)> {
         if self.pending_text.is_empty() {
             self.pending_since = None;
@@ -661,7 +707,19 @@ impl State {
             self.line.extend_from_slice(body);
         }
         self.line.push(b'\n');
-        match self.file.write_all(&self.line) {
+        if self.appender.batched() {
+            self.batch.extend_from_slice(&self.line);
+            self.seq = seq;
+            self.offset += self.line.len() as u64;
+            self.needs_newline = false;
+            self.stats.lines += 1;
+            self.stats.bytes += self.line.len() as u64;
+            if self.batch.len() >= MAX_BATCH_BYTES {
+                return self.hand_over(path);
+            }
+            return Ok(());
+        }
+        match self.appender.append(&self.line) {
             Ok(()) => {
                 self.seq = seq;
                 self.offset += self.line.len() as u64;
@@ -675,8 +733,8 @@ impl State {
                 // Part of the line may be in the file: close it off before the next line, and
                 // learn the real length again.
                 self.needs_newline = true;
-                if let Ok(metadata) = self.file.metadata() {
-                    self.offset = metadata.len();
+                if let Ok(end) = self.appender.end() {
+                    self.offset = end;
                 }
                 Err(self.failed(LogError::io("write", path, error)))
             }
@@ -689,6 +747,124 @@ impl State {
         self.failing = true;
         (error, first)
     }
+}
+
+/// Lines held for a batched appender are handed over once they reach this size, whatever the
+/// flush points say (bounds the memory a long turn holds).
+const MAX_BATCH_BYTES: usize = 1024 * 1024;
+
+/// Where a log's lines go: a store's append-only log of one session (see
+/// [`SessionStore::open_log_appender`](super::store::SessionStore::open_log_appender)).
+///
+/// [`SessionLog`] builds each line (JSON ending in `\n`) and calls [`append`](Self::append)
+/// with one or more complete lines; positions ([`LogPosition::offset`]) count the bytes
+/// appended so far, so a store must keep the bytes exactly as given.
+pub trait LogAppender: Send {
+    /// Appends complete lines at the end of the log (all of them or, on error, as few as the
+    /// store can manage: a file may keep part of a line, which the next line closes off).
+    fn append(&mut self, lines: &[u8]) -> io::Result<()>;
+    /// Makes what was appended durable (`fsync` for a file; a database commits on append).
+    fn sync(&mut self) -> io::Result<()>;
+    /// The log's length in bytes as the store has it (after a failed append, to learn where
+    /// it stands).
+    fn end(&mut self) -> io::Result<u64>;
+    /// `true`: hold lines and hand them over in batches at the flush points (turn start and
+    /// end, before a snapshot, shutdown) — for stores where each call is a round trip. `false`
+    /// (a file): every line is appended as it comes, so it survives a crash of the process the
+    /// moment it is written.
+    fn batched(&self) -> bool {
+        false
+    }
+}
+
+/// Where an existing log ends, for a writer continuing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LogEnd {
+    /// Length in bytes.
+    pub offset: u64,
+    /// `seq` of the last complete line (0: none).
+    pub last_seq: u64,
+    /// The log ends in a torn line (a crash mid-write): the next line starts with a newline.
+    pub torn: bool,
+}
+
+impl LogEnd {
+    /// Where the log in `bytes` (its last part, ending at `offset`) ends: the `seq` of its last
+    /// complete line and whether a torn fragment follows it. For stores that keep the log's
+    /// tail at hand; `bytes` must hold the last complete line whole.
+    pub fn of_tail(bytes: &[u8], offset: u64) -> LogEnd {
+        let torn = bytes.last().is_some_and(|b| *b != b'\n');
+        let complete = match memchr::memrchr(b'\n', bytes) {
+            Some(at) => &bytes[..at],
+            None => &[][..],
+        };
+        let start = memchr::memrchr(b'\n', complete).map_or(0, |at| at + 1);
+        let last_seq = line_head(&complete[start..])
+            .ok()
+            .and_then(|head| head.seq)
+            .unwrap_or(0);
+        LogEnd {
+            offset,
+            last_seq,
+            torn,
+        }
+    }
+}
+
+/// The file behind a log in `.robota/logs`: opened with `O_APPEND`, each line written with one
+/// `write_all`.
+struct FileLogAppender {
+    file: File,
+}
+
+impl FileLogAppender {
+    /// Opens (creating it and its directory if needed) the log at `path`, and finds where it
+    /// ends.
+    fn open(path: &Path) -> Result<(FileLogAppender, LogEnd), LogError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            create_private_dir(dir)
+                .map_err(|e| LogError::io("create the directory of", path, e))?;
+        }
+        let mut open = OpenOptions::new();
+        open.read(true).append(true).create(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            open.mode(0o600);
+        }
+        let mut file = open.open(path).map_err(|e| LogError::io("open", path, e))?;
+        let offset = file
+            .metadata()
+            .map_err(|e| LogError::io("inspect", path, e))?
+            .len();
+        let tail = read_tail(&mut file, offset).map_err(|e| LogError::io("read", path, e))?;
+        let end = LogEnd {
+            offset,
+            last_seq: tail.last_seq,
+            torn: tail.torn,
+        };
+        Ok((FileLogAppender { file }, end))
+    }
+}
+
+impl LogAppender for FileLogAppender {
+    fn append(&mut self, lines: &[u8]) -> io::Result<()> {
+        self.file.write_all(lines)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    fn end(&mut self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+}
+
+/// Opens the log file at `path` for a store: the appender and where the log ends.
+pub(crate) fn open_file_appender(path: &Path) -> Result<(Box<dyn LogAppender>, LogEnd), LogError> {
+    let (appender, end) = FileLogAppender::open(path)?;
+    Ok((Box::new(appender), end))
 }
 
 /// A provider request without its message list (see [`LogOptions::full_provider_requests`]).
@@ -1108,12 +1284,53 @@ struct ResponseUsage {
 ///
 /// A missing log file is an `Io` error of kind `NotFound`.
 pub fn replay_log(path: &Path, base: Option<ReplayBase>) -> Result<LogReplay, LogError> {
-    replay_log_counting(path, base, &mut 0)
+    replay_log_counting(&FileLogSource::new(path), base, &mut 0)
 }
 
-/// [`replay_log`], adding the bytes read to `bytes_read`.
+/// Read access to a session log's bytes by offset: what replay needs from a store (see
+/// [`SessionStore::read_log`](super::store::SessionStore::read_log)).
+pub trait LogSource {
+    /// Names the log in messages (the file, or the store's location for it).
+    fn location(&self) -> &Path;
+    /// The log's length in bytes; an `Io` error of kind `NotFound` when there is no log.
+    fn byte_len(&self) -> Result<u64, LogError>;
+    /// The log's bytes from `offset` to its end; an `Io` error of kind `NotFound` when there is
+    /// no log.
+    fn read_from(&self, offset: u64) -> Result<Box<dyn Read + '_>, LogError>;
+}
+
+/// A log file read directly (regular files only: a FIFO or a device is refused, never read).
+pub struct FileLogSource<'a> {
+    path: &'a Path,
+}
+
+impl<'a> FileLogSource<'a> {
+    /// The log at `path`.
+    pub fn new(path: &'a Path) -> Self {
+        FileLogSource { path }
+    }
+}
+
+impl LogSource for FileLogSource<'_> {
+    fn location(&self) -> &Path {
+        self.path
+    }
+
+    fn byte_len(&self) -> Result<u64, LogError> {
+        Ok(open_log(self.path)?.1)
+    }
+
+    fn read_from(&self, offset: u64) -> Result<Box<dyn Read + '_>, LogError> {
+        let (mut file, _) = open_log(self.path)?;
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|e| LogError::io("read", self.path, e))?;
+        Ok(Box::new(file))
+    }
+}
+
+/// [`replay_log`] over any [`LogSource`], adding the bytes read to `bytes_read`.
 pub(crate) fn replay_log_counting(
-    path: &Path,
+    source: &dyn LogSource,
     base: Option<ReplayBase>,
     bytes_read: &mut u64,
 ) -> Result<LogReplay, LogError> {
@@ -1121,7 +1338,7 @@ pub(crate) fn replay_log_counting(
         Some(base) => (base.history, Some((base.usage, base.position))),
         None => (Vec::new(), None),
     };
-    let mut replay = replay_into(path, base, &mut history, bytes_read)?;
+    let mut replay = replay_into(source, base, &mut history, bytes_read)?;
     replay.history = history;
     Ok(replay)
 }
@@ -1130,22 +1347,20 @@ pub(crate) fn replay_log_counting(
 /// neither copies it nor loses it when reading fails). `history` starts as the base's history
 /// and ends as the rebuilt one; [`LogReplay::history`] is left empty.
 pub(crate) fn replay_into(
-    path: &Path,
+    source: &dyn LogSource,
     base: Option<(UsageTotals, LogPosition)>,
     history: &mut Vec<HistoryEntry>,
     bytes_read: &mut u64,
 ) -> Result<LogReplay, LogError> {
-    let (mut file, _) = open_log(path)?;
-    let len = file
-        .metadata()
-        .map_err(|e| LogError::io("inspect", path, e))?
-        .len();
+    let path = source.location();
+    let len = source.byte_len()?;
     let mut replay = LogReplay {
         base_matched: base.is_none(),
         usage: UsageTotals::new(),
         ..LogReplay::default()
     };
     let mut start = 0;
+    let mut boundary_reader = None;
     if let Some((usage, position)) = base {
         replay.usage = usage;
         replay.position = position;
@@ -1158,10 +1373,11 @@ pub(crate) fn replay_into(
             return Ok(replay);
         }
         if position.offset > 0 {
+            // Read from the byte before the position: it must end a line, and the same reader
+            // then goes on at the position.
             let mut before = [0u8; 1];
-            let boundary = file
-                .seek(SeekFrom::Start(position.offset - 1))
-                .and_then(|_| file.read_exact(&mut before));
+            let mut reader = source.read_from(position.offset - 1)?;
+            let boundary = reader.read_exact(&mut before);
             if boundary.is_err() || before[0] != b'\n' {
                 replay.diagnostics.push(format!(
                     "the snapshot's log position (byte {}) is not a line boundary of {}; only the snapshot is used",
@@ -1170,13 +1386,16 @@ pub(crate) fn replay_into(
                 ));
                 return Ok(replay);
             }
+            boundary_reader = Some(reader);
         }
         start = position.offset;
         replay.base_matched = true;
         // The first line after the offset must carry the next seq; checked in the loop.
     }
-    file.seek(SeekFrom::Start(start))
-        .map_err(|e| LogError::io("read", path, e))?;
+    let file = match boundary_reader {
+        Some(reader) => reader,
+        None => source.read_from(start)?,
+    };
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut state = ReplayState {
         committed_chats: count_chats(history),
@@ -1389,7 +1608,7 @@ pub(crate) fn replay_into(
     replay.incomplete_turn = unfinished;
     if start > 0 && (!replay.skipped_lines.is_empty() || replay.torn_tail.is_some()) {
         // Line numbers so far count from the snapshot's position: make them the file's.
-        let before = count_lines_before(path, start, bytes_read)?;
+        let before = count_lines_before(source, start, bytes_read)?;
         for skipped in &mut replay.skipped_lines {
             skipped.line += before;
         }
@@ -1417,8 +1636,13 @@ fn line_problem(error: &serde_json::Error) -> String {
 }
 
 /// The number of newlines in the first `end` bytes of the log.
-fn count_lines_before(path: &Path, end: u64, bytes_read: &mut u64) -> Result<u64, LogError> {
-    let file = File::open(path).map_err(|e| LogError::io("open", path, e))?;
+fn count_lines_before(
+    source: &dyn LogSource,
+    end: u64,
+    bytes_read: &mut u64,
+) -> Result<u64, LogError> {
+    let path = source.location();
+    let file = source.read_from(0)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file.take(end));
     let mut count = 0u64;
     loop {
@@ -1495,12 +1719,7 @@ fn count_chats(entries: &[HistoryEntry]) -> usize {
 }
 
 fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::Chat {
-        id: message.id.clone(),
-        timestamp: message.timestamp.clone(),
-        role: message.role,
-        data: message,
-    }
+    HistoryEntry::chat(message)
 }
 
 /// Opens a log for reading: a regular file only (a FIFO or a link to a device is refused, never
@@ -1513,11 +1732,12 @@ fn open_log(path: &Path) -> Result<(File, u64), LogError> {
 /// Reads the first line of a log (at most `limit` bytes) as a `session_init`, for listing a
 /// session that has a log but no snapshot. Adds the bytes read to `bytes_read`.
 pub(crate) fn read_first_init(
-    path: &Path,
+    source: &dyn LogSource,
     limit: u64,
     bytes_read: &mut u64,
 ) -> Result<Option<(LoggedInit, Option<String>)>, LogError> {
-    let (file, _) = open_log(path)?;
+    let path = source.location();
+    let file = source.read_from(0)?;
     let mut reader = BufReader::with_capacity(8 * 1024, file.take(limit));
     let mut line = Vec::new();
     let read = reader

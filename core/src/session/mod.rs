@@ -13,8 +13,10 @@
 //! - `settings_writer`: saving "allow always" rules to a settings file.
 //! - [`FsPathResolver`] (`fs_resolver`): symbolic links from the real file system for the pure
 //!   permission engine; [`PermissionRuleCondition`] (`hook_condition`): hook `if` rules.
-//! - `store`, `log`, `usage`: persistence (JSON snapshot, JSONL log) and usage/cost accounting,
-//!   wired into the session through [`SessionPersistence`] and `max_budget_usd`.
+//! - `store`, `log`, `usage`: persistence (the [`SessionStore`] trait with the JSON snapshot,
+//!   the JSONL log, resume and fork built once over it; `file_store`: the file store, the
+//!   default; `sqlite_store` with the `sqlite` feature) and usage/cost accounting, wired into
+//!   the session through [`SessionPersistence`] and `max_budget_usd`.
 //! - `lock`: one writer per saved session (an OS lock on `.robota/sessions/{id}.lock`);
 //!   `recovery`: what opening a saved session found damaged, repaired or unfinished
 //!   ([`RecoveryReport`], sent as a `session_recovered` event).
@@ -26,10 +28,16 @@
 //! - [`ContextState`] (`context`): how full the context window is; `compaction`: the summary
 //!   prompt, its completeness check and the compacted history.
 
+#[cfg(feature = "store-conformance")]
+pub mod conformance;
+mod file_store;
 pub mod lock;
 pub mod log;
 pub mod recovery;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_store;
 pub mod store;
+pub mod store_choice;
 pub mod usage;
 
 mod agent_hook;
@@ -50,6 +58,7 @@ mod run;
 pub mod settings_writer;
 pub mod structured_output;
 mod subagent;
+mod telemetry;
 
 pub use context::ContextState;
 pub use enforcer::{EnforcerOptions, PermissionEnforcer, PermissionWaitCallback};
@@ -73,4 +82,5 @@ pub use settings_writer::{
     add_permission_rules, merge_settings_patch, read_settings_file, set_settings_flag,
     SettingsWriteError,
 };
+pub use store::{FileSessionStore, SessionLease, SessionStore};
 pub use subagent::{is_withheld_from_subagents, SubagentOutcome, SubagentRun, COMMAND_TOOL_PREFIX};

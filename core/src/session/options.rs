@@ -89,8 +89,9 @@ pub enum SessionPersistence {
     None,
     /// Saved in the project: `<cwd>/.robota/sessions/{id}.json` and `<cwd>/.robota/logs/{id}.jsonl`.
     Project,
-    /// Saved in this store.
-    Store(SessionStore),
+    /// Saved in this store (a [`FileSessionStore`](super::store::FileSessionStore) with other
+    /// directories, a database store, a host's own store).
+    Store(Arc<dyn SessionStore>),
 }
 
 /// A host hook callback and when it runs.
@@ -249,6 +250,14 @@ pub struct SessionOptions {
     /// with stop reason `max_structured_output_retries` (default
     /// [`DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES`](super::structured_output::DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES)).
     pub max_structured_output_retries: u32,
+    /// Exports the session's traces and metrics (spans per prompt, model call, tool call, hook
+    /// and compaction) through these exporters; build them once with
+    /// [`Telemetry::start`](crate::telemetry::Telemetry::start) and share them between
+    /// sessions. `None` (the default): nothing is traced and nothing is built.
+    pub telemetry: Option<crate::telemetry::Telemetry>,
+    /// The host's trace context (W3C `traceparent`/`tracestate`): the session's prompt spans
+    /// become children of that span, in the host's trace. Only used with `telemetry`.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
 }
 
 impl SessionOptions {
@@ -290,6 +299,8 @@ impl SessionOptions {
             output_format: None,
             max_structured_output_retries:
                 super::structured_output::DEFAULT_MAX_STRUCTURED_OUTPUT_RETRIES,
+            telemetry: None,
+            trace_parent: None,
         }
     }
 
@@ -444,6 +455,8 @@ impl std::fmt::Debug for SessionOptions {
             .field("fork_session", &self.fork_session)
             .field("max_budget_usd", &self.max_budget_usd)
             .field("auto_compact", &self.auto_compact)
+            .field("telemetry", &self.telemetry.is_some())
+            .field("trace_parent", &self.trace_parent)
             .finish()
     }
 }

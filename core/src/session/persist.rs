@@ -6,23 +6,51 @@
 //! released by shutdown (after the last save) or when the session is dropped. Resuming repairs
 //! what needs the writer and reports it ([`RecoveryReport`]): see `recovery`.
 //!
+//! **The snapshot is rewritten when it is due, not after every turn.** Each turn's lines reach
+//! the log at the turn's end; the snapshot (the whole history) is rewritten when the session is
+//! still small ([`SNAPSHOT_EVERY_TURN_BELOW_CHARS`]), when the log has grown since the last
+//! snapshot by as much as the history holds ([`SNAPSHOT_TAIL_RATIO`]), and always on shutdown,
+//! compaction, clearing, renaming and a permission-mode change. Resume applies the log lines
+//! written after the snapshot (see `store`), so nothing is lost between two snapshots (a turn
+//! that does not rewrite the snapshot syncs the log to disk instead), and the
+//! cost of a turn stays flat however long the session is: a snapshot of `n` bytes is written
+//! once per `n` bytes of log, so each turn pays for about as many snapshot bytes as it logs,
+//! and resume reads at most about twice the snapshot.
+//!
 //! Writing never fails a turn: every write error becomes a `persistence_error`
 //! [`SessionEvent`](super::SessionEvent). Log errors reach the event through the log's error
 //! callback (which fires when writing starts failing, not for every line), snapshot errors
 //! directly.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::events::{EventSink, SessionEvent};
-use super::lock::SessionLock;
+use super::inputs::ResolvedSettings;
 use super::log::{LogOptions, SessionLog, SessionLogEvent as LogEvent, TASK_EVENT_LOG_TYPE};
 use super::recovery::RecoveryReport;
-use super::store::{SessionRecord, SessionStore, StoreError};
+use super::store::{FileSessionStore, SessionLease, SessionRecord, SessionStore, StoreError};
 use super::usage::UsageTotals;
-use super::SessionError;
+use super::{SessionError, SettingsProblem};
 use crate::engine::ExecutionEventCallback;
 use crate::message::Conversation;
+
+/// The store of a session saved "in the project": the settings' `sessionStore`, else the
+/// project's file store.
+pub(crate) fn project_store(
+    cwd: &Path,
+    resolved: &ResolvedSettings,
+) -> Result<Arc<dyn SessionStore>, SessionError> {
+    match &resolved.session_store {
+        Some(choice) => choice.open(cwd, resolved.home.as_deref()).map_err(|error| {
+            SessionError::Settings(SettingsProblem::new(format!(
+                "cannot open the session store of the settings' `sessionStore`: {error}"
+            )))
+        }),
+        None => Ok(Arc::new(FileSessionStore::for_project(cwd))),
+    }
+}
 
 /// What was restored from a saved session.
 pub(crate) struct Restored {
@@ -32,13 +60,40 @@ pub(crate) struct Restored {
     pub(crate) report: RecoveryReport,
 }
 
+/// Below this many serialized history characters the snapshot is rewritten after every turn
+/// (cheap at that size, and it keeps the snapshot current for other readers).
+pub(crate) const SNAPSHOT_EVERY_TURN_BELOW_CHARS: u64 = 256 * 1024;
+
+/// Above [`SNAPSHOT_EVERY_TURN_BELOW_CHARS`], the snapshot is rewritten once the log has grown
+/// since the last snapshot by this many times the history's serialized size.
+pub(crate) const SNAPSHOT_TAIL_RATIO: u64 = 1;
+
+/// Whether a save must rewrite the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SnapshotWhen {
+    /// When it is due (the end of a turn, a message appended): see the module doc.
+    Due,
+    /// Now (shutdown, compaction, clearing, renaming): the snapshot must show it at once.
+    Now,
+}
+
+/// What the last snapshot written by this session covered.
+#[derive(Debug, Default)]
+struct LastSnapshot {
+    /// A snapshot was written since the session opened.
+    written: bool,
+    /// Log length when it was written.
+    log_offset: u64,
+}
+
 /// A session's store, log and record, and its write lock.
 pub(crate) struct Persistence {
-    store: SessionStore,
+    store: Arc<dyn SessionStore>,
     log: Option<SessionLog>,
     record: Mutex<SessionRecord>,
+    last_snapshot: Mutex<LastSnapshot>,
     events: EventSink,
-    lock: Mutex<Option<SessionLock>>,
+    lock: Mutex<Option<Box<dyn SessionLease>>>,
     /// Set once the lock is released (shutdown): nothing is written after that. Shared with the
     /// background task logger ([`task_event_logger`](Self::task_event_logger)).
     closed: Arc<AtomicBool>,
@@ -58,12 +113,15 @@ fn store_error(id: &str, error: StoreError) -> SessionError {
 /// lock file cannot be created: then neither can the session's other files, and the failed
 /// writes are reported as `persistence_error` events like any other).
 pub(crate) struct WriteLock {
-    lock: Option<SessionLock>,
+    lock: Option<Box<dyn SessionLease>>,
     problem: Option<String>,
 }
 
 /// Locks session `id` for writing: [`SessionError::Locked`] when another writer holds it.
-pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLock, SessionError> {
+pub(crate) fn lock_for_writing(
+    store: &dyn SessionStore,
+    id: &str,
+) -> Result<WriteLock, SessionError> {
     match store.lock(id) {
         Ok(lock) => Ok(WriteLock {
             lock: Some(lock),
@@ -83,7 +141,7 @@ pub(crate) fn lock_for_writing(store: &SessionStore, id: &str) -> Result<WriteLo
 /// session is only read (no lock on it) and continued in a locked copy. A missing or
 /// unreadable session is an error: the caller asked for that session by id.
 pub(crate) fn load_resumed(
-    store: &SessionStore,
+    store: &dyn SessionStore,
     id: &str,
     fork: bool,
 ) -> Result<(Restored, WriteLock), SessionError> {
@@ -93,7 +151,7 @@ pub(crate) fn load_resumed(
         let resumed = store.resume(&new_id).map_err(|e| store_error(&new_id, e))?;
         let mut report = RecoveryReport::from_resumed(&new_id, store, &source);
         report.forked_from = Some(id.to_string());
-        report.log_path = store.log_path(id).ok();
+        report.log_path = Some(store.log_location(id));
         if report.snapshot.is_some() {
             report.details.push(
                 "a fork only reads the session it copies: its files were left as they are".into(),
@@ -109,7 +167,7 @@ pub(crate) fn load_resumed(
     let lock = lock_for_writing(store, id)?;
     let resumed = store.resume(id).map_err(|e| store_error(id, e))?;
     let mut report = RecoveryReport::from_resumed(id, store, &resumed);
-    if let Some(previous) = lock.lock.as_ref().and_then(SessionLock::previous_holder) {
+    if let Some(previous) = lock.lock.as_ref().and_then(|lock| lock.previous_holder()) {
         report.details.push(format!(
             "took over the session lock of {previous}, which ended without closing the session"
         ));
@@ -125,7 +183,7 @@ pub(crate) fn load_resumed(
 /// The repairs only the writer of a resumed session makes (a fork leaves the files it copied
 /// alone): a damaged snapshot is moved aside, a log with unreadable lines is copied aside; the
 /// report says where they went (or why they could not be moved).
-pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
+pub(crate) fn repair_files(store: &dyn SessionStore, restored: &mut Restored) {
     if restored.forked {
         return;
     }
@@ -139,7 +197,7 @@ pub(crate) fn repair_files(store: &SessionStore, restored: &mut Restored) {
     }
     if !report.skipped_lines.is_empty() {
         match store.copy_log_aside(id) {
-            Ok(copy) => report.log_copy = Some(copy),
+            Ok(copy) => report.log_copy = copy,
             Err(error) => report.details.push(error.to_string()),
         }
     }
@@ -151,7 +209,7 @@ impl Persistence {
     /// `lock` is the session's write lock, released by [`close`](Self::close) or on drop (a
     /// lock that could not be taken is reported as a `persistence_error`).
     pub(crate) fn open(
-        store: SessionStore,
+        store: Arc<dyn SessionStore>,
         record: SessionRecord,
         lock: WriteLock,
         resumed: bool,
@@ -188,6 +246,7 @@ impl Persistence {
             store,
             log,
             record: Mutex::new(record),
+            last_snapshot: Mutex::new(LastSnapshot::default()),
             events,
             lock: Mutex::new(lock.lock),
             closed: Arc::new(AtomicBool::new(false)),
@@ -254,8 +313,10 @@ impl Persistence {
         self.log.as_ref().map(SessionLog::execution_callback)
     }
 
-    /// Updates the record from the session and saves the snapshot (after flushing the log, so
-    /// the recorded log position covers everything the snapshot holds).
+    /// Updates the record from the session and rewrites the snapshot (after flushing the log,
+    /// so the recorded log position covers everything the snapshot holds). At the end of a turn
+    /// the session asks [`snapshot_due`](Self::snapshot_due) first and only syncs the log
+    /// ([`sync`](Self::sync)) when the snapshot is not due.
     pub(crate) fn save(
         &self,
         conversation: &Conversation,
@@ -273,6 +334,41 @@ impl Persistence {
         self.save_record();
     }
 
+    /// Whether the snapshot must be rewritten at the end of a turn (see the module doc), for a
+    /// history of `history_chars` serialized characters (the conversation keeps its size).
+    pub(crate) fn snapshot_due(
+        &self,
+        history_chars: u64,
+        name: &Option<String>,
+        mode: &str,
+    ) -> bool {
+        if self.closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        {
+            let record = self.lock();
+            // Not in the log: only the snapshot keeps them.
+            if record.name != *name || record.permission_mode.as_deref() != Some(mode) {
+                return true;
+            }
+        }
+        let last = self
+            .last_snapshot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !last.written {
+            return true;
+        }
+        if history_chars < SNAPSHOT_EVERY_TURN_BELOW_CHARS {
+            return true;
+        }
+        let log_offset = self.log.as_ref().map_or(0, |log| log.position().offset);
+        // Without a log the snapshot is the only record: always due.
+        self.log.is_none()
+            || log_offset.saturating_sub(last.log_offset)
+                >= history_chars.saturating_mul(SNAPSHOT_TAIL_RATIO)
+    }
+
     /// Saves the record as it is, at the log's current position.
     fn save_record(&self) {
         if self.closed.load(Ordering::SeqCst) {
@@ -284,11 +380,20 @@ impl Persistence {
             record.log_position = Some(log.position());
         }
         record.touch();
-        if let Err(e) = self.store.save(&record) {
-            self.events.emit(SessionEvent::PersistenceError {
+        match self.store.save(&record) {
+            Ok(()) => {
+                let mut last = self
+                    .last_snapshot
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                last.written = true;
+                last.log_offset = record.log_position.map_or(0, |position| position.offset);
+            }
+            // Not recorded as written: the next save tries again.
+            Err(e) => self.events.emit(SessionEvent::PersistenceError {
                 operation: "save".into(),
                 message: e.to_string(),
-            });
+            }),
         }
     }
 
@@ -311,8 +416,13 @@ impl Persistence {
         }
     }
 
-    /// Writes pending log text and asks for it to reach the disk (shutdown).
+    /// Writes pending log text and asks for it to reach the disk: at shutdown, and at the end of
+    /// a turn that does not rewrite the snapshot (so the turn survives power loss as it would
+    /// with the snapshot).
     pub(crate) fn sync(&self) {
+        if self.closed.load(Ordering::SeqCst) {
+            return;
+        }
         if let Some(log) = &self.log {
             let _reported = log.sync();
         }

@@ -22,6 +22,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -144,7 +145,7 @@ impl RecoveryReport {
     /// What [`SessionStore::resume`](super::store::SessionStore::resume) found for session
     /// `session_id`, before the writer's own repairs (moving the snapshot aside, copying the
     /// log), which fill in [`SnapshotRepair::moved_to`] and [`RecoveryReport::log_copy`].
-    pub fn from_resumed(session_id: &str, store: &SessionStore, resumed: &Resumed) -> Self {
+    pub fn from_resumed(session_id: &str, store: &dyn SessionStore, resumed: &Resumed) -> Self {
         let mut lost = Vec::new();
         if let Some(first) = resumed.skipped_lines.first() {
             lost.push(if resumed.skipped_lines.len() == 1 {
@@ -164,12 +165,12 @@ impl RecoveryReport {
         RecoveryReport {
             session_id: session_id.to_string(),
             forked_from: None,
-            log_path: store.log_path(&resumed.record.id).ok(),
+            log_path: Some(store.log_location(&resumed.record.id)),
             snapshot: resumed
                 .snapshot_error
                 .as_ref()
                 .map(|problem| SnapshotRepair {
-                    path: store.snapshot_path(&resumed.record.id).unwrap_or_default(),
+                    path: store.snapshot_location(&resumed.record.id),
                     problem: problem.clone(),
                     moved_to: None,
                 }),
@@ -309,7 +310,8 @@ pub fn repair_tool_pairs(history: &mut Vec<HistoryEntry>) -> Vec<String> {
             continue;
         };
         if data.role == Role::Tool {
-            data.content.retain(|block| match block {
+            // The entries were just read, so the message is not shared and is not copied.
+            Arc::make_mut(&mut data).content.retain(|block| match block {
                 ContentBlock::ToolResult { tool_use_id, .. } => {
                     match open.iter().position(|(id, _)| id == tool_use_id) {
                         Some(at) => {
@@ -366,12 +368,7 @@ fn close_calls(
             "the result of the {name} call {id} was lost; an error result stands in for it"
         ));
         let message = Message::tool_result(id, LOST_TOOL_RESULT, true);
-        history.push(HistoryEntry::Chat {
-            id: message.id.clone(),
-            timestamp: message.timestamp.clone(),
-            role: message.role,
-            data: message,
-        });
+        history.push(HistoryEntry::chat(message));
     }
 }
 
@@ -381,12 +378,7 @@ mod tests {
     use crate::message::MessageState;
 
     fn chat(message: Message) -> HistoryEntry {
-        HistoryEntry::Chat {
-            id: message.id.clone(),
-            timestamp: message.timestamp.clone(),
-            role: message.role,
-            data: message,
-        }
+        HistoryEntry::chat(message)
     }
 
     fn call(id: &str) -> Message {

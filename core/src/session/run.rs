@@ -81,10 +81,14 @@ use super::inputs::{ProjectPromptBuilder, PromptFacts, ResolvedSettings};
 use super::log::SessionLogEvent as LogEvent;
 use super::options::{SessionOptions, SessionPersistence};
 use super::permission_handler::SettingsTarget;
-use super::persist::{load_resumed, lock_for_writing, repair_files, Persistence, Restored};
+use super::persist::{
+    load_resumed, lock_for_writing, project_store, repair_files, Persistence, Restored,
+    SnapshotWhen,
+};
 use super::recovery::RecoveryReport;
-use super::store::{SessionRecord, SessionStore};
 use super::structured_output::{OutputFormat, StructuredOutput, StructuredOutputCheck};
+use super::store::SessionRecord;
+use super::telemetry::SessionTelemetry;
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{
     Engine, EngineConfig, ExecutionEvent, ExecutionEventCallback, ProviderSwitch, RunOptions,
@@ -96,7 +100,8 @@ use crate::hooks::{
     SessionStartSource, StopFailureInput, StopInput, MAX_CONSECUTIVE_STOP_BLOCKS,
 };
 use crate::message::{
-    Conversation, Message, ProviderError, ProviderErrorKind, Usage, MODEL_CONTEXT_METADATA,
+    Conversation, HistorySize, Message, MessageSize, ProviderError, ProviderErrorKind, Usage,
+    MODEL_CONTEXT_METADATA,
 };
 use crate::permissions::{
     BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
@@ -196,6 +201,8 @@ pub struct Session {
     compact_instructions: Option<String>,
     /// The instruction files' sections of the system prompt (for subagents).
     project_instructions: Option<String>,
+    /// Traces and metrics, when the host configured telemetry.
+    telemetry: Option<Arc<SessionTelemetry>>,
 }
 
 /// What the execution callback gathers during one turn: every call's usage, priced, and the
@@ -230,13 +237,14 @@ impl Session {
         let cwd = absolute_cwd(&options.cwd)?;
         let store = match &options.persistence {
             SessionPersistence::None => None,
-            SessionPersistence::Project => Some(SessionStore::for_project(&cwd)),
-            SessionPersistence::Store(store) => Some(store.clone()),
+            SessionPersistence::Project => Some(project_store(&cwd, &resolved)?),
+            SessionPersistence::Store(store) => Some(Arc::clone(store)),
         };
         // A saved session is locked for writing before anything is read or written.
         let (restored, lock) = match (&store, &options.resume_session_id) {
             (Some(store), Some(resume_id)) => {
-                let (restored, lock) = load_resumed(store, resume_id, options.fork_session)?;
+                let (restored, lock) =
+                    load_resumed(store.as_ref(), resume_id, options.fork_session)?;
                 (Some(restored), Some(lock))
             }
             (None, Some(resume_id)) => {
@@ -255,7 +263,7 @@ impl Session {
         };
         let lock = match (&store, lock) {
             (Some(_), Some(lock)) => Some(lock),
-            (Some(store), None) => Some(lock_for_writing(store, &id)?),
+            (Some(store), None) => Some(lock_for_writing(store.as_ref(), &id)?),
             (None, _) => None,
         };
         // A restored session keeps its mode, except bypassPermissions, which must be asked for
@@ -293,6 +301,7 @@ impl Session {
             sandbox: sandbox_settings,
             mcp_servers,
             mcp_skipped,
+            session_store: _,
         } = resolved;
         let mode = options
             .permission_mode
@@ -357,7 +366,7 @@ impl Session {
                 if config.session_dir.is_none() {
                     // Spilled outputs stay with the saved session (readable after a resume,
                     // deleted with it); an unsaved session uses a private temp directory.
-                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id).ok());
+                    config.session_dir = store.as_ref().and_then(|s| s.session_dir(&id));
                 }
                 config
                     .additional_roots
@@ -484,6 +493,15 @@ impl Session {
             }
         }
 
+        let telemetry = match options.telemetry {
+            Some(exporters) => Some(Arc::new(SessionTelemetry::new(
+                exporters,
+                id.clone(),
+                options.prices.clone(),
+                options.trace_parent.as_ref(),
+            )?)),
+            None => None,
+        };
         let mut runner_options = HookRunnerOptions::new(&cwd)
             .with_env(env)
             .with_provider(Arc::clone(&options.provider))
@@ -491,6 +509,9 @@ impl Session {
         runner_options.provider_for_model = None;
         runner_options.processes = processes.clone();
         runner_options.kill_grace = kill_grace;
+        runner_options.observer = telemetry
+            .clone()
+            .map(|t| t as Arc<dyn crate::hooks::HookObserver>);
         if sandbox.settings().hooks {
             runner_options.sandbox = Some(Arc::clone(&sandbox));
         }
@@ -531,7 +552,7 @@ impl Session {
         // conversation as it happens (the snapshot is only rewritten between turns).
         let transcript_path = store
             .as_ref()
-            .and_then(|store| store.log_path(&id).ok())
+            .and_then(|store| store.log_file(&id))
             .map(|path| path.to_string_lossy().into_owned());
         let enforcer = PermissionEnforcer::new(EnforcerOptions {
             session_id: id.clone(),
@@ -635,7 +656,7 @@ impl Session {
             let resumed = restored.is_some();
             let record = match restored {
                 Some(mut restored) => {
-                    repair_files(&store, &mut restored);
+                    repair_files(store.as_ref(), &mut restored);
                     recovery = Some(restored.report).filter(RecoveryReport::needs_notice);
                     restored.record
                 }
@@ -715,6 +736,7 @@ impl Session {
             auto_compact: AtomicBool::new(options.auto_compact),
             compact_instructions,
             project_instructions,
+            telemetry,
         })
     }
 
@@ -876,7 +898,7 @@ impl Session {
         let provider = self.provider_for_model(Some(model))?;
         *self.switched.lock().unwrap_or_else(PoisonError::into_inner) =
             (model != self.model).then_some(provider);
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(self.active_context_window())
     }
@@ -1011,7 +1033,7 @@ impl Session {
         if policy.enabled {
             self.auto_compact.store(true, Ordering::SeqCst);
         }
-        let state = self.estimate(self.lock_conversation().messages());
+        let state = self.estimate(self.lock_conversation().size());
         self.update_context(state);
         Ok(())
     }
@@ -1064,12 +1086,18 @@ impl Session {
                 })
                 .unwrap_or(0),
         };
-        entries[start..].to_vec()
+        entries[start..].iter().map(|e| (**e).clone()).collect()
     }
 
-    /// The chat messages of the history, in order.
+    /// The chat messages of the history, in order (copies: prefer
+    /// [`message_count`](Self::message_count) when only the number matters).
     pub fn messages(&self) -> Vec<Message> {
         self.lock_conversation().messages().cloned().collect()
+    }
+
+    /// The number of chat messages in the history (without copying them).
+    pub fn message_count(&self) -> usize {
+        self.lock_conversation().message_count()
     }
 
     /// True while a run is in progress.
@@ -1362,7 +1390,13 @@ impl Session {
             .run_switch
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = ProviderSwitch::new();
-        self.run_turn(prompt, typed, &cancel).await
+        let Some(telemetry) = &self.telemetry else {
+            return self.run_turn(prompt, typed, &cancel).await;
+        };
+        let span = telemetry.begin_prompt(self.provider.name(), model.unwrap_or(&current));
+        let result = self.run_turn(prompt, typed, &cancel).await;
+        telemetry.end_prompt(span, &result);
+        result
     }
 
     /// The structured output checks of the run starting now: its per-prompt format, else the
@@ -1472,7 +1506,7 @@ impl Session {
 
         let mut conversation = self.lock_conversation().clone();
         // Pre-send estimate (spec 002 "Usage And Context Refresh").
-        let estimate = self.estimate(conversation.messages().chain(std::iter::once(&message)));
+        let estimate = self.estimate(conversation.size().plus(MessageSize::of(&message)));
         self.update_context(estimate);
         if let Some(persistence) = &self.persistence {
             persistence.turn_started();
@@ -1544,7 +1578,7 @@ impl Session {
         // Post-response reconciliation: the provider's count when it gave one.
         let state = match last_call.as_ref().and_then(exact_tokens) {
             Some(tokens) => ContextState::new(tokens, self.active_context_window(), false),
-            None => self.estimate(conversation.messages()),
+            None => self.estimate(conversation.size()),
         };
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::TurnEnd {
@@ -1556,7 +1590,7 @@ impl Session {
             });
         }
         *self.lock_conversation() = conversation;
-        self.save();
+        self.save(SnapshotWhen::Due);
         self.update_context(state);
         Ok(outcome)
     }
@@ -1577,12 +1611,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push(message);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1601,12 +1635,12 @@ impl Session {
         let entry = {
             let mut conversation = self.lock_conversation();
             conversation.push_event(event_type, data);
-            conversation.entries().last().cloned()
+            conversation.entries().last().map(|e| (**e).clone())
         };
         if let (Some(persistence), Some(entry)) = (&self.persistence, entry) {
             persistence.log(&LogEvent::HistoryAppend { entry });
         }
-        self.save();
+        self.save(SnapshotWhen::Due);
         Ok(())
     }
 
@@ -1625,28 +1659,35 @@ impl Session {
                 usage: None,
             });
         }
-        let state = self.estimate(cleared.messages());
+        let state = self.estimate(cleared.size());
         *self.lock_conversation() = cleared;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(state);
         Ok(())
     }
 
-    /// Saves the snapshot (when the session is saved); errors become `persistence_error` events.
-    fn save(&self) {
-        if let Some(persistence) = &self.persistence {
-            let conversation = self.conversation();
-            persistence.save(
-                &conversation,
-                &self.usage(),
-                self.get_name(),
-                self.permission_mode().as_str(),
-            );
+    /// Saves the session (when it is saved): the snapshot now, or with [`SnapshotWhen::Due`]
+    /// only when it is due and else the log synced to disk. Errors become `persistence_error`
+    /// events.
+    fn save(&self, when: SnapshotWhen) {
+        let Some(persistence) = &self.persistence else {
+            return;
+        };
+        let name = self.get_name();
+        let mode = self.permission_mode();
+        if when == SnapshotWhen::Due {
+            let history_chars = self.lock_conversation().size().chars;
+            if !persistence.snapshot_due(history_chars, &name, mode.as_str()) {
+                persistence.sync();
+                return;
+            }
         }
+        let conversation = self.conversation();
+        persistence.save(&conversation, &self.usage(), name, mode.as_str());
     }
 
     /// The estimated context state of a request with these messages.
-    fn estimate<'a>(&self, messages: impl IntoIterator<Item = &'a Message>) -> ContextState {
+    fn estimate(&self, messages: HistorySize) -> ContextState {
         let tokens = estimated_tokens(
             self.system_prompt.as_deref(),
             &self.engine.tools().definitions(),
@@ -1669,7 +1710,7 @@ impl Session {
             Some(state) => state,
             None => {
                 let conversation = self.conversation();
-                self.estimate(conversation.messages())
+                self.estimate(conversation.size())
             }
         }
     }
@@ -1700,7 +1741,7 @@ impl Session {
             persistence.log(&LogEvent::SessionRenamed { name });
             // Saving mid-run would record a log position inside an unfinished turn.
             if let Ok(_idle) = self.run_lock.try_lock() {
-                self.save();
+                self.save(SnapshotWhen::Now);
             }
         }
     }
@@ -1749,8 +1790,24 @@ impl Session {
             .await;
     }
 
-    /// The compaction flow; the caller holds the run lock.
+    /// The compaction flow (traced when telemetry is on); the caller holds the run lock.
     async fn compact_locked(
+        &self,
+        trigger: CompactTrigger,
+        instructions: Option<String>,
+        cancel: &CancellationToken,
+    ) -> Result<CompactionSummary, SessionError> {
+        let started = std::time::SystemTime::now();
+        let result = self.compact_untraced(trigger, instructions, cancel).await;
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.compaction(trigger, started, &result, |s| {
+                (s.tokens_before, s.tokens_after)
+            });
+        }
+        result
+    }
+
+    async fn compact_untraced(
         &self,
         trigger: CompactTrigger,
         instructions: Option<String>,
@@ -1799,10 +1856,10 @@ impl Session {
         // No system prompt and no tools: the model is only asked to write the summary, and
         // without tool definitions it cannot answer with a tool call instead.
         let request = ProviderRequest {
-            messages: vec![Message::user(summary_prompt(
+            messages: vec![Arc::new(Message::user(summary_prompt(
                 conversation.messages(),
                 instructions.as_deref(),
-            ))],
+            )))],
             max_tokens: self.max_tokens,
             ..ProviderRequest::default()
         };
@@ -1849,16 +1906,16 @@ impl Session {
         };
 
         let compacted = compacted_history(&conversation, &summary);
-        let after = self.estimate(compacted.messages());
+        let after = self.estimate(compacted.size());
         if let Some(persistence) = &self.persistence {
             persistence.log(&LogEvent::HistoryReplace {
                 reason: "compaction".into(),
-                entries: compacted.entries().to_vec(),
+                entries: compacted.to_entries(),
                 usage: None,
             });
         }
         *self.lock_conversation() = compacted;
-        self.save();
+        self.save(SnapshotWhen::Now);
         self.update_context(after);
 
         if self.hooks.has_hooks(HookEvent::PostCompact) {
@@ -1964,6 +2021,7 @@ impl Session {
             .as_ref()
             .and_then(Persistence::execution_callback);
         let accounting = Arc::clone(accounting);
+        let traced = self.telemetry.as_ref().map(|t| t.execution_observer(None));
         let prices = self.prices.clone();
         let run_provider = self
             .run_provider
@@ -2010,6 +2068,9 @@ impl Session {
                     turn.totals.record_call(&prices, model, &response.usage);
                     turn.last_call = Some(response.usage);
                 }
+                if let Some(traced) = &traced {
+                    traced.observe(&event);
+                }
                 if let Some(log) = &log {
                     log(event.clone());
                 }
@@ -2034,7 +2095,7 @@ impl Session {
                     persistence.log(&LogEvent::SessionShutdown {
                         reason: reason.as_str().to_string(),
                     });
-                    self.save();
+                    self.save(SnapshotWhen::Now);
                     persistence.sync();
                     // The session writes nothing more: another process may open it now.
                     persistence.close();
@@ -2061,8 +2122,60 @@ impl Session {
                         .settle(std::time::Duration::from_secs(5))
                         .await;
                 }
+                // Last, so the SessionEnd hooks' spans go too; bounded by the export timeout.
+                self.flush_telemetry().await;
             })
             .await;
+    }
+
+    /// Sends the spans and metrics recorded so far to the collector now, waiting the export
+    /// timeout at most (an unreachable collector does not hold the caller longer). True when
+    /// everything was handed over in time, and when the session has no telemetry.
+    /// [`shutdown`](Self::shutdown) does this too.
+    pub async fn flush_telemetry(&self) -> bool {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.flush().await,
+            None => true,
+        }
+    }
+
+    /// Makes `parent` (the host's W3C trace context) the parent of the following prompts'
+    /// spans, e.g. the host's request span of each prompt; `None`: each prompt starts a trace of
+    /// its own. Without telemetry it is checked and otherwise ignored.
+    pub fn set_trace_parent(
+        &self,
+        parent: Option<&crate::telemetry::TraceParent>,
+    ) -> Result<(), SessionError> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.set_trace_parent(parent),
+            None => parent.map_or(Ok(()), |p| {
+                p.validate().map_err(|e| SessionError::InvalidTelemetry {
+                    message: e.to_string(),
+                })
+            }),
+        }
+    }
+
+    /// Makes `parent` (the host's W3C trace context) the parent of the next prompt's span only,
+    /// e.g. the host's request that submits it; later prompts go back to the session's parent.
+    /// Without telemetry it is checked and otherwise ignored.
+    pub fn set_next_prompt_trace_parent(
+        &self,
+        parent: &crate::telemetry::TraceParent,
+    ) -> Result<(), SessionError> {
+        match &self.telemetry {
+            Some(telemetry) => telemetry.set_next_trace_parent(parent),
+            None => parent
+                .validate()
+                .map_err(|e| SessionError::InvalidTelemetry {
+                    message: e.to_string(),
+                }),
+        }
+    }
+
+    /// The session's tracing, for its subagents.
+    pub(super) fn telemetry(&self) -> Option<&Arc<SessionTelemetry>> {
+        self.telemetry.as_ref()
     }
 
     /// The live process groups of the session (tool calls, background tasks, command hooks):

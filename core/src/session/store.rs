@@ -1,12 +1,19 @@
-//! Session persistence: the JSON snapshot `.robota/sessions/{id}.json` ([`SessionStore`],
-//! [`SessionRecord`]), the session's own directory `.robota/sessions/{id}/` (spilled tool
-//! outputs and background-task output, deleted with the session), resume (from the snapshot, or from the log in `.robota/logs/{id}.jsonl`
-//! when the snapshot is missing, corrupt or older than the log), fork and listing.
+//! Session persistence over any store: the [`SessionStore`] trait (the storage primitives a
+//! backend provides — atomic snapshots, an append-only log per session, listing, delete, a
+//! writer lease), and what is built on them once for every store: [`SessionRecord`] and its
+//! JSON snapshot format, resume (from the snapshot plus the log after it, or from the log alone
+//! when the snapshot is missing, corrupt or older than the log), damage reports, migration of
+//! TypeScript SDK files, fork and listing.
 //!
-//! **Snapshot writes are atomic.** The record goes to a temporary file in the same directory,
-//! which is `fsync`ed, renamed over the snapshot, and the directory is `fsync`ed: a reader (or a
-//! process that restarts after a crash) sees the old snapshot or the new one, never a mix. A
-//! failed write leaves the old snapshot as it was and removes the temporary file.
+//! Stores: [`FileSessionStore`] (the default: `.robota/sessions/{id}.json`, the log in
+//! `.robota/logs/{id}.jsonl`, the session's own directory `.robota/sessions/{id}/` for spilled
+//! tool outputs and background-task output) and, with the `sqlite` feature,
+//! `SqliteSessionStore` (one database file for many sessions).
+//!
+//! **Snapshot writes are atomic.** A reader (or a process that restarts after a crash) sees the
+//! old snapshot or the new one, never a mix; a failed write leaves the old snapshot as it was.
+//! (The file store writes a temporary file, `fsync`s it, renames it over the snapshot and
+//! `fsync`s the directory.)
 //!
 //! **Snapshot and log together.** The snapshot records the log position it was taken at
 //! ([`SessionRecord::log_position`]). Resume loads the snapshot and applies the log lines written
@@ -57,14 +64,13 @@
 //!    entries) or `history_replace` (compaction) before the snapshot is saved.
 //!
 //! The snapshot may also be saved less often than every turn without losing anything: resume
-//! applies the log's tail. Saving every turn keeps resume fast and the snapshot readable by
-//! other tools.
+//! applies the log's tail. A session does that once its history is large (see `persist`): it
+//! rewrites the snapshot when the log has grown by as much as the history holds, so a turn's
+//! cost does not grow with the history and resume reads at most about twice the snapshot.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -72,13 +78,16 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use super::lock::{held_message, LockError, LockHolder, SessionLock, LOCK_EXTENSION};
+pub use super::file_store::{FileSessionStore, IoStats};
+use super::lock::{held_message, LockHolder, SessionLock};
 use super::log::{
-    create_private_dir, read_first_init, replay_into, replay_log_counting, IncompleteTurn,
-    LogError, LogOptions, LogPosition, LogReplay, SessionLog, SessionLogEvent, SkippedLine,
-    TornTail, LOG_EXTENSION,
+    read_first_init, replay_into, replay_log_counting, IncompleteTurn, LogAppender, LogEnd,
+    LogError, LogOptions, LogPosition, LogReplay, LogSource, SessionLog, SessionLogEvent,
+    SkippedLine, TornTail,
 };
 use super::recovery::{repair_tool_pairs, UnfinishedTurn};
+#[cfg(feature = "sqlite")]
+pub use super::sqlite_store::SqliteSessionStore;
 use super::usage::UsageTotals;
 use crate::message::{
     new_id, now_rfc3339, ContentBlock, Conversation, HistoryEntry, Message, MessageState, Role,
@@ -226,7 +235,7 @@ impl SessionRecord {
 
     /// Replaces the history with the conversation's entries.
     pub fn set_conversation(&mut self, conversation: &Conversation) {
-        self.history = conversation.entries().to_vec();
+        self.history = conversation.to_entries();
     }
 }
 
@@ -569,7 +578,7 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
+    pub(crate) fn io(op: &'static str, path: &Path, source: io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.to_path_buf(),
@@ -577,7 +586,7 @@ impl StoreError {
         }
     }
 
-    fn corrupt(path: &Path, error: &serde_json::Error) -> Self {
+    pub(crate) fn corrupt(path: &Path, error: &serde_json::Error) -> Self {
         StoreError::Corrupt {
             path: path.to_path_buf(),
             line: error.line(),
@@ -628,428 +637,214 @@ pub fn new_session_id() -> String {
     new_id()
 }
 
-/// Bytes the store read and wrote, for tests and diagnostics (listing must stay cheap).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct IoStats {
-    /// Bytes read from snapshot and log files.
-    pub bytes_read: u64,
-    /// Bytes written to snapshot files.
-    pub bytes_written: u64,
+/// A snapshot in a store's listing: its id and its summary fields, or why they could not be
+/// read (see [`SessionStore::list_snapshots`]).
+#[derive(Debug)]
+pub struct ListedSnapshot {
+    /// The id the store keeps the snapshot under.
+    pub id: String,
+    /// Its summary fields, read without the history.
+    pub summary: Result<SessionSummary, StoreError>,
 }
 
-#[derive(Debug, Default)]
-struct Counters {
-    bytes_read: AtomicU64,
-    bytes_written: AtomicU64,
+/// A log in a store's listing (see [`SessionStore::list_logs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedLog {
+    /// The session id.
+    pub id: String,
+    /// When the log was last written, RFC 3339 UTC, when the store knows.
+    pub updated_at: Option<String>,
 }
 
-/// Project-local session storage: snapshots in `sessions/` and logs in `logs/` under
-/// `<project>/.robota`. Cheap to clone (clones share the I/O counters).
-#[derive(Debug, Clone)]
-pub struct SessionStore {
-    sessions_dir: PathBuf,
-    logs_dir: PathBuf,
-    project_dir: Option<PathBuf>,
-    counters: Arc<Counters>,
+/// A held writer lease of one session (see [`SessionStore::lock`]): one writer per session,
+/// released by [`release`](Self::release) or when dropped.
+pub trait SessionLease: Send + fmt::Debug {
+    /// The previous holder whose lease this one took over: a writer that ended without
+    /// releasing it (killed or crashed).
+    fn previous_holder(&self) -> Option<&LockHolder>;
+    /// Releases the lease (also done on drop); calling it twice does nothing.
+    fn release(&mut self);
 }
 
-impl SessionStore {
-    /// The store of a project: `<project_dir>/.robota/sessions` and `<project_dir>/.robota/logs`.
-    pub fn for_project(project_dir: impl AsRef<Path>) -> Self {
-        let project_dir = project_dir.as_ref();
-        let robota = project_dir.join(".robota");
-        SessionStore {
-            sessions_dir: robota.join("sessions"),
-            logs_dir: robota.join("logs"),
-            project_dir: Some(project_dir.to_path_buf()),
-            counters: Arc::default(),
-        }
+impl SessionLease for SessionLock {
+    fn previous_holder(&self) -> Option<&LockHolder> {
+        SessionLock::previous_holder(self)
     }
 
-    /// A store with explicit directories (tests, user-level sessions).
-    pub fn with_dirs(sessions_dir: impl Into<PathBuf>, logs_dir: impl Into<PathBuf>) -> Self {
-        SessionStore {
-            sessions_dir: sessions_dir.into(),
-            logs_dir: logs_dir.into(),
-            project_dir: None,
-            counters: Arc::default(),
-        }
+    fn release(&mut self) {
+        SessionLock::release(self);
+    }
+}
+
+/// Where sessions are saved: the storage primitives a backend provides, and everything built
+/// on them (resume, damage reports, TypeScript migration, fork, listing), written once here.
+///
+/// **Primitives** (what a store implements; ids are validated before they are called):
+///
+/// - Snapshots: [`put_snapshot`](Self::put_snapshot) replaces one atomically (a reader sees
+///   the old or the new one, never a mix), [`get_snapshot`](Self::get_snapshot) returns its
+///   bytes, [`list_snapshots`](Self::list_snapshots) the summary fields of every snapshot
+///   without their history.
+/// - The log, append-only per session: [`open_log_appender`](Self::open_log_appender)
+///   appends batches of complete JSONL lines; [`read_log`](Self::read_log) reads from a byte
+///   position and [`log_len`](Self::log_len) says where it ends. Positions are byte offsets
+///   into the log's bytes as appended, and a snapshot records the one it was taken at
+///   ([`SessionRecord::log_position`]), so resume = snapshot + the log after it.
+///   [`list_logs`](Self::list_logs) names the sessions that have a log.
+/// - [`delete_session`](Self::delete_session) removes everything of a session.
+/// - [`lock`](Self::lock): one writer per session; a second writer gets
+///   [`StoreError::Locked`], and a lease whose holder process is gone is taken over.
+///
+/// Fork needs no primitive of its own: it is a resume of the original and a new session
+/// written with the primitives above.
+///
+/// **Provided** (not meant to be replaced): [`save`](Self::save), [`load`](Self::load),
+/// [`resume`](Self::resume), [`rebuild_from_log`](Self::rebuild_from_log),
+/// [`fork`](Self::fork), [`list`](Self::list), [`delete`](Self::delete),
+/// [`open_log`](Self::open_log).
+///
+/// The trait is synchronous and its methods are called from blocking contexts (a session
+/// saves from its own threads); a store over an async driver runs it on its own runtime.
+pub trait SessionStore: Send + Sync + fmt::Debug {
+    /// Replaces the snapshot of `summary.id` with `bytes` (the JSON record) atomically.
+    /// `summary` holds the record's summary fields, for [`list_snapshots`](Self::list_snapshots).
+    fn put_snapshot(&self, summary: &SessionSummary, bytes: &[u8]) -> Result<(), StoreError>;
+
+    /// The bytes of the snapshot of `id`, `Ok(None)` when there is none.
+    fn get_snapshot(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// The summary fields of every snapshot, read without the history (order does not
+    /// matter). A snapshot whose summary cannot be read is listed with the error.
+    fn list_snapshots(&self) -> Result<Vec<ListedSnapshot>, StoreError>;
+
+    /// Opens the log of `id` for appending (created on first append or here), with where it
+    /// ends now.
+    fn open_log_appender(&self, id: &str) -> Result<(Box<dyn LogAppender>, LogEnd), StoreError>;
+
+    /// The log of `id` from byte `from` to its end; `Ok(None)` when the session has no log.
+    fn read_log(&self, id: &str, from: u64) -> Result<Option<Box<dyn Read + '_>>, StoreError>;
+
+    /// The length in bytes of the log of `id`; `Ok(None)` when the session has no log.
+    fn log_len(&self, id: &str) -> Result<Option<u64>, StoreError>;
+
+    /// The sessions that have a log.
+    fn list_logs(&self) -> Result<Vec<ListedLog>, StoreError>;
+
+    /// Removes everything of session `id` (snapshot, log, its own files). Returns false when
+    /// there was nothing to remove.
+    fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Takes the writer lease of `id` without waiting: [`StoreError::Locked`], naming the
+    /// holder, when another writer (in this or another process) has it. A lease whose holder
+    /// process is gone is taken over ([`SessionLease::previous_holder`]). Reading, listing and
+    /// forking need no lease.
+    fn lock(&self, id: &str) -> Result<Box<dyn SessionLease>, StoreError>;
+
+    /// Where the snapshot of `id` is, for messages and reports.
+    fn snapshot_location(&self, id: &str) -> PathBuf;
+
+    /// Where the log of `id` is, for messages and reports.
+    fn log_location(&self, id: &str) -> PathBuf;
+
+    /// The file holding the log of `id`, when the store keeps it in one (hooks receive it as
+    /// `transcript_path`).
+    fn log_file(&self, _id: &str) -> Option<PathBuf> {
+        None
     }
 
-    /// The snapshot directory.
-    pub fn sessions_dir(&self) -> &Path {
-        &self.sessions_dir
+    /// The directory for the session's own files (spilled tool outputs, background-task
+    /// output), deleted with the session; `None`: a private temporary directory is used.
+    fn session_dir(&self, _id: &str) -> Option<PathBuf> {
+        None
     }
 
-    /// The log directory.
-    pub fn logs_dir(&self) -> &Path {
-        &self.logs_dir
+    /// The project the store belongs to (the working directory of a session whose log does
+    /// not say).
+    fn project_dir(&self) -> Option<&Path> {
+        None
     }
 
-    /// The snapshot file of `id`.
-    pub fn snapshot_path(&self, id: &str) -> Result<PathBuf, StoreError> {
-        validate_session_id(id)?;
-        Ok(self.sessions_dir.join(format!("{id}.{SNAPSHOT_EXTENSION}")))
+    /// Keeps the damaged snapshot of `id` aside (a writer rebuilt the session from its log and
+    /// is about to save a good one) and says where it went; `Ok(None)`: nothing was kept.
+    fn set_snapshot_aside(&self, _id: &str) -> Result<Option<PathBuf>, StoreError> {
+        Ok(None)
     }
 
-    /// The log file of `id`.
-    pub fn log_path(&self, id: &str) -> Result<PathBuf, StoreError> {
-        validate_session_id(id)?;
-        Ok(self.logs_dir.join(format!("{id}.{LOG_EXTENSION}")))
+    /// Keeps a copy of the log of `id` as it is (a resume skipped unreadable lines of it) and
+    /// says where; `Ok(None)`: no copy was kept.
+    fn copy_log_aside(&self, _id: &str) -> Result<Option<PathBuf>, StoreError> {
+        Ok(None)
     }
 
-    /// The directory of `id`'s own files: `<sessions dir>/<id>/`, where its spilled tool outputs
-    /// (`spill/`) and background-task output (`tasks/`) are kept. Created by the tools when
-    /// first needed; removed by [`delete`](Self::delete).
-    pub fn session_dir(&self, id: &str) -> Result<PathBuf, StoreError> {
-        validate_session_id(id)?;
-        Ok(self.sessions_dir.join(id))
+    /// Removes what a writer of `id` that stopped mid-write left behind (temporary files);
+    /// returns how many were removed. Called by resume.
+    fn remove_leftovers(&self, _id: &str) -> Result<usize, StoreError> {
+        Ok(0)
     }
 
-    /// Opens the log of `id` for appending (see [`SessionLog::open`]).
-    pub fn open_log(&self, id: &str, options: LogOptions) -> Result<SessionLog, StoreError> {
-        Ok(SessionLog::open(self.log_path(id)?, options)?)
-    }
-
-    /// Bytes read and written so far by this store (and its clones).
-    pub fn io_stats(&self) -> IoStats {
-        IoStats {
-            bytes_read: self.counters.bytes_read.load(Ordering::Relaxed),
-            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
-        }
-    }
-
-    fn count_read(&self, bytes: u64) {
-        self.counters.bytes_read.fetch_add(bytes, Ordering::Relaxed);
-    }
-
-    /// Writes the snapshot of `record` atomically (temp file, `fsync`, rename, `fsync` of the
-    /// directory), creating the directory (mode 0700) if needed. The file gets mode 0600.
-    ///
-    /// `updated_at` is written as it is; call [`SessionRecord::touch`] first to mark the change.
-    /// On error the previous snapshot is unchanged.
-    pub fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
-        let path = self.snapshot_path(&record.id)?;
+    /// Saves the snapshot of `record` (provided). `updated_at` is written as it is; call
+    /// [`SessionRecord::touch`] first to mark the change. On error the previous snapshot is
+    /// unchanged.
+    fn save(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        validate_session_id(&record.id)?;
         let bytes = serde_json::to_vec(record).map_err(|error| StoreError::Encode {
-            path: path.clone(),
+            path: self.snapshot_location(&record.id),
             message: error.to_string(),
         })?;
-        create_private_dir(&self.sessions_dir)
-            .map_err(|e| StoreError::io("create the session directory", &self.sessions_dir, e))?;
-        write_atomic(&path, &bytes)?;
-        self.counters
-            .bytes_written
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(())
+        self.put_snapshot(&SessionSummary::of_record(record), &bytes)
     }
 
-    /// Loads the snapshot of `id`: `Ok(None)` when there is none, an error when it cannot be
-    /// read, is corrupt or is from a newer version (never a silent `None`).
-    pub fn load(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        let path = self.snapshot_path(id)?;
-        let bytes = match crate::files::read_regular(&path, &crate::files::SESSION_SNAPSHOT_FILE) {
-            Ok(bytes) => bytes,
-            Err(error) if error.is_not_found() => return Ok(None),
-            Err(error) => return Err(StoreError::io("read", &path, error.into_io_error())),
-        };
-        self.count_read(bytes.len() as u64);
-        parse_record(&path, &bytes, id).map(Some)
+    /// Loads the snapshot of `id` (provided): `Ok(None)` when there is none, an error when it
+    /// cannot be read, is corrupt or is from a newer version (never a silent `None`). Files
+    /// written by the TypeScript SDK are migrated.
+    fn load(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        validate_session_id(id)?;
+        match self.get_snapshot(id)? {
+            Some(bytes) => parse_record(&self.snapshot_location(id), &bytes, id).map(Some),
+            None => Ok(None),
+        }
     }
 
-    /// Deletes the snapshot, the log and the session directory (spilled outputs, background-task
-    /// output; see [`session_dir`](Self::session_dir)) of `id`, so resume cannot bring it back
-    /// and nothing of it is left. Returns false when there was nothing to delete.
-    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        let mut deleted = false;
-        for path in [self.snapshot_path(id)?, self.log_path(id)?] {
-            match fs::remove_file(&path) {
-                Ok(()) => deleted = true,
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(StoreError::io("delete", &path, error)),
-            }
-        }
-        let dir = self.session_dir(id)?;
-        match fs::remove_dir_all(&dir) {
-            Ok(()) => deleted = true,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-            Err(error) => return Err(StoreError::io("delete", &dir, error)),
-        }
-        Ok(deleted)
+    /// Deletes session `id` (provided; see [`delete_session`](Self::delete_session)), so
+    /// resume cannot bring it back and nothing of it is left.
+    fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        validate_session_id(id)?;
+        self.delete_session(id)
     }
 
-    /// Lists the sessions, newest `updated_at` first, reading only each snapshot's summary
-    /// fields (see the module documentation) and, for sessions without snapshot, the first line
-    /// of their log. Unreadable files are reported in [`SessionListing::problems`].
-    pub fn list(&self) -> Result<SessionListing, StoreError> {
-        let mut listing = SessionListing::default();
-        let mut seen = std::collections::HashSet::new();
-        for (id, path) in self.files(&self.sessions_dir, SNAPSHOT_EXTENSION)? {
-            match self.read_summary(&path) {
-                Ok(summary) => {
-                    if summary.id != id {
-                        listing.problems.push(StoreError::IdMismatch {
-                            path,
-                            expected: id,
-                            found: summary.id,
-                        });
-                        continue;
-                    }
-                    seen.insert(id);
-                    listing.sessions.push(summary);
-                }
-                Err(error) => {
-                    // Resume rebuilds it from its log: list it from there (so `--continue`
-                    // finds it) and say what is wrong with the snapshot.
-                    let log = self.logs_dir.join(format!("{id}.{LOG_EXTENSION}"));
-                    if let Ok(Some(summary)) = self.read_log_summary(&id, &log) {
-                        listing.sessions.push(summary);
-                    }
-                    seen.insert(id);
-                    listing.problems.push(error);
-                }
-            }
-        }
-        for (id, path) in self.files(&self.logs_dir, LOG_EXTENSION)? {
-            if seen.contains(&id) {
-                continue;
-            }
-            match self.read_log_summary(&id, &path) {
-                Ok(Some(summary)) => listing.sessions.push(summary),
-                Ok(None) => {}
-                Err(error) => listing.problems.push(error),
-            }
-        }
-        listing.sessions.sort_by(|a, b| {
-            sort_key(b.updated_at.as_deref())
-                .cmp(&sort_key(a.updated_at.as_deref()))
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        Ok(listing)
+    /// Opens the log of `id` for appending (provided; see [`SessionLog`]).
+    fn open_log(&self, id: &str, options: LogOptions) -> Result<SessionLog, StoreError> {
+        validate_session_id(id)?;
+        let (appender, end) = self.open_log_appender(id)?;
+        Ok(SessionLog::with_appender(
+            appender,
+            end,
+            self.log_location(id),
+            options,
+        ))
     }
 
-    /// `(id, path)` of the files in `dir` named `{valid id}.{extension}`.
-    fn files(&self, dir: &Path, extension: &str) -> Result<Vec<(String, PathBuf)>, StoreError> {
-        let entries = match fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(StoreError::io("list", dir, error)),
-        };
-        let mut files = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| StoreError::io("list", dir, e))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let Some(id) = name
-                .strip_suffix(extension)
-                .and_then(|stem| stem.strip_suffix('.'))
-            else {
-                continue;
-            };
-            if validate_session_id(id).is_ok() {
-                files.push((id.to_string(), entry.path()));
-            }
-        }
-        Ok(files)
+    /// Lists the sessions, newest `updated_at` first (provided): the summary fields of each
+    /// snapshot and, for sessions without a usable snapshot, the first line of their log.
+    /// What could not be read is reported in [`SessionListing::problems`].
+    fn list(&self) -> Result<SessionListing, StoreError> {
+        list_sessions(self)
     }
 
-    fn read_summary(&self, path: &Path) -> Result<SessionSummary, StoreError> {
-        let (file, _) = crate::files::open_regular(path, &crate::files::SESSION_SNAPSHOT_FILE)
-            .map_err(|e| StoreError::io("open", path, e.into_io_error()))?;
-        let counting = CountingReader {
-            inner: file,
-            count: 0,
-        };
-        // Small buffer: the header is a few hundred bytes, and the point is not to read more.
-        let mut reader = BufReader::with_capacity(2048, counting);
-        let mut slot = HeaderSlot::default();
-        let result = {
-            let mut deserializer = serde_json::Deserializer::from_reader(&mut reader);
-            HeaderSeed(&mut slot).deserialize(&mut deserializer)
-        };
-        self.count_read(reader.get_ref().count);
-        if let Err(error) = result {
-            if !slot.stopped {
-                return Err(StoreError::corrupt(path, &error));
-            }
-        }
-        if let Some(found) = slot.version.filter(|v| *v > SESSION_RECORD_VERSION) {
-            return Err(StoreError::VersionTooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: SESSION_RECORD_VERSION,
-            });
-        }
-        let Some(id) = slot.id else {
-            return Err(StoreError::Corrupt {
-                path: path.to_path_buf(),
-                line: 1,
-                column: 1,
-                message: "missing field `id`".into(),
-            });
-        };
-        Ok(SessionSummary {
-            id,
-            name: slot.name,
-            cwd: slot.cwd,
-            created_at: slot.created_at,
-            updated_at: slot.updated_at,
-            provider: slot.provider,
-            model: slot.model,
-            permission_mode: slot.permission_mode,
-            parent_id: slot.parent_id,
-            message_count: slot.message_count,
-            usage: slot.usage,
-            has_snapshot: true,
-            version: slot.version.unwrap_or(0),
-        })
+    /// Resumes session `id` (provided): the snapshot plus any log lines written after it, or —
+    /// when the snapshot is missing or unreadable — the log alone. No turn that finished
+    /// (`turn_end` in the log, or in the snapshot) is lost; a turn cut off by a crash is left
+    /// out and returned in [`Resumed::incomplete_turn`].
+    fn resume(&self, id: &str) -> Result<Resumed, StoreError> {
+        resume_session(self, id)
     }
 
-    fn read_log_summary(
-        &self,
-        id: &str,
-        path: &Path,
-    ) -> Result<Option<SessionSummary>, StoreError> {
-        let mut read = 0;
-        let first = read_first_init(path, 4 * 1024 * 1024, &mut read);
-        self.count_read(read);
-        let Some((init, ts)) = first? else {
-            return Ok(None);
-        };
-        let modified = fs::metadata(path)
-            .and_then(|m| m.modified())
-            .map_err(|e| StoreError::io("inspect", path, e))?;
-        Ok(Some(SessionSummary {
-            id: id.to_string(),
-            name: init.name,
-            cwd: init.cwd,
-            created_at: ts,
-            updated_at: Some(format_system_time(modified)),
-            provider: init.provider,
-            model: init.model,
-            permission_mode: init.permission_mode,
-            parent_id: init.parent_id,
-            message_count: None,
-            usage: None,
-            has_snapshot: false,
-            version: 0,
-        }))
-    }
-
-    /// Resumes session `id`: the snapshot plus any log lines written after it, or — when the
-    /// snapshot is missing or unreadable — the log alone. No turn that finished (`turn_end` in
-    /// the log, or in the snapshot) is lost; a turn cut off by a crash is left out and returned
-    /// in [`Resumed::incomplete_turn`].
-    ///
-    /// Also removes temporary snapshot files of `id` left by a process that died mid-save.
-    pub fn resume(&self, id: &str) -> Result<Resumed, StoreError> {
-        let snapshot_path = self.snapshot_path(id)?;
-        let log_path = self.log_path(id)?;
-        let mut diagnostics = Vec::new();
-        match self.remove_stale_temp_files_of(id) {
-            Ok(0) => {}
-            Ok(removed) => diagnostics.push(format!(
-                "removed {removed} temporary snapshot file(s) left by a process that stopped while saving"
-            )),
-            Err(error) => diagnostics.push(format!("could not clean up temporary files: {error}")),
-        }
-        let log_exists = log_path.exists();
-        let record = match self.load(id) {
-            Ok(Some(record)) => record,
-            Ok(None) if log_exists => {
-                let reason = format!("no snapshot at {}", snapshot_path.display());
-                return self.resume_from_log(id, reason, None, diagnostics);
-            }
-            Ok(None) => {
-                return Err(StoreError::NotFound {
-                    id: id.to_string(),
-                    snapshot: snapshot_path,
-                    log: log_path,
-                })
-            }
-            Err(error @ (StoreError::Corrupt { .. } | StoreError::Io { .. })) if log_exists => {
-                let empty = fs::metadata(&snapshot_path).is_ok_and(|m| m.len() == 0);
-                let problem = match &error {
-                    StoreError::Corrupt { .. } if empty => "it is empty".to_string(),
-                    StoreError::Corrupt { message, .. } => format!("it is corrupt: {message}"),
-                    StoreError::Io { op, source, .. } => format!("cannot {op} it: {source}"),
-                    other => other.to_string(),
-                };
-                let reason = error.to_string();
-                return match self.resume_from_log(id, reason, Some(problem), diagnostics) {
-                    // An empty log cannot stand in for the snapshot: report the snapshot's error.
-                    Err(StoreError::NotFound { .. }) => Err(error),
-                    other => other,
-                };
-            }
-            Err(error) => return Err(error),
-        };
-        let (Some(position), true) = (record.log_position, log_exists) else {
-            return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
-        };
-        let mut record = record;
-        let before_len = record.history.len();
-        let before_last = record
-            .history
-            .last()
-            .map(history_entry_id)
-            .map(str::to_string);
-        let mut history = std::mem::take(&mut record.history);
-        let mut read = 0;
-        let replay = replay_into(
-            &log_path,
-            Some((record.usage.clone(), position)),
-            &mut history,
-            &mut read,
-        );
-        self.count_read(read);
-        let mut replay = match replay {
-            Ok(replay) => replay,
-            Err(error) => {
-                // The history may hold part of the log's turns: start again from the snapshot.
-                diagnostics.push(format!(
-                    "the log could not be read, so only the snapshot is used: {error}"
-                ));
-                let record = self.load(id)?.ok_or_else(|| StoreError::NotFound {
-                    id: id.to_string(),
-                    snapshot: snapshot_path.clone(),
-                    log: log_path.clone(),
-                })?;
-                return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
-            }
-        };
-        record.history = history;
-        let changed = replay.base_matched
-            && (replay.turns_replayed > 0
-                || replay.renamed.is_some()
-                || record.history.len() != before_len
-                || record.history.last().map(history_entry_id) != before_last.as_deref());
-        if !changed {
-            let mut resumed = Resumed::new(record, ResumeSource::Snapshot, diagnostics);
-            resumed.absorb(&mut replay);
-            return Ok(resumed);
-        }
-        record.usage = replay.usage.clone();
-        record.log_position = Some(replay.position);
-        if let Some(name) = replay.renamed.take() {
-            record.name = name;
-        }
-        if let Some(ts) = replay.last_ts.take() {
-            record.updated_at = ts;
-        }
-        let source = ResumeSource::SnapshotAndLog {
-            turns_replayed: replay.turns_replayed,
-        };
-        let mut resumed = Resumed::new(record, source, diagnostics);
-        resumed.absorb(&mut replay);
-        Ok(resumed)
-    }
-
-    /// Rebuilds session `id` from its log alone, ignoring the snapshot (what [`resume`] does
-    /// when the snapshot is unusable; also useful to check a snapshot against its log).
-    ///
-    /// [`resume`]: SessionStore::resume
-    pub fn rebuild_from_log(&self, id: &str) -> Result<Resumed, StoreError> {
-        self.resume_from_log(
+    /// Rebuilds session `id` from its log alone, ignoring the snapshot (provided; what
+    /// [`resume`](Self::resume) does when the snapshot is unusable).
+    fn rebuild_from_log(&self, id: &str) -> Result<Resumed, StoreError> {
+        validate_session_id(id)?;
+        resume_from_log(
+            self,
             id,
             "rebuilt from the log on request".into(),
             None,
@@ -1057,348 +852,409 @@ impl SessionStore {
         )
     }
 
-    fn resume_from_log(
-        &self,
-        id: &str,
-        reason: String,
-        snapshot_error: Option<String>,
-        mut diagnostics: Vec<String>,
-    ) -> Result<Resumed, StoreError> {
-        let log_path = self.log_path(id)?;
-        let mut read = 0;
-        let replay = replay_log_counting(&log_path, None, &mut read);
-        self.count_read(read);
-        let mut replay = match replay {
-            Ok(replay) => replay,
-            Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-                return Err(StoreError::NotFound {
-                    id: id.to_string(),
-                    snapshot: self.snapshot_path(id)?,
-                    log: log_path,
-                })
-            }
-            Err(error) => return Err(error.into()),
-        };
-        if replay.lines_read == 0 {
-            // A log opened but never written (or only a torn first line): nothing to resume.
-            return Err(StoreError::NotFound {
-                id: id.to_string(),
-                snapshot: self.snapshot_path(id)?,
-                log: log_path,
-            });
-        }
-        let init = replay.init.take().unwrap_or_default();
-        if let Some(logged) = init.session_id.as_deref().filter(|logged| *logged != id) {
-            diagnostics.push(format!(
-                "the log's session_init names session {logged:?}, not {id:?}; it was copied or renamed by hand"
-            ));
-        }
-        let cwd = match (init.cwd, &self.project_dir) {
-            (Some(cwd), _) => cwd,
-            (None, Some(project)) => {
-                diagnostics.push(
-                    "the log has no session_init; the project directory is used as cwd".into(),
-                );
-                project.to_string_lossy().into_owned()
-            }
-            (None, None) => {
-                diagnostics.push("the log has no session_init; cwd is unknown".into());
-                String::new()
-            }
-        };
-        let now = now_rfc3339();
-        let record = SessionRecord {
-            version: SESSION_RECORD_VERSION,
-            id: id.to_string(),
-            name: replay.renamed.take().unwrap_or(init.name),
-            cwd,
-            created_at: replay.first_ts.take().unwrap_or_else(|| now.clone()),
-            updated_at: replay.last_ts.take().unwrap_or(now),
-            provider: init.provider,
-            model: init.model,
-            permission_mode: init.permission_mode,
-            parent_id: init.parent_id,
-            usage: replay.usage.clone(),
-            log_position: Some(replay.position),
-            history: std::mem::take(&mut replay.history),
-            system_prompt: init.system_prompt,
-            tool_schemas: init.tool_schemas,
-            unfinished_turn: None,
-            extra: Map::new(),
-        };
-        let mut resumed = Resumed::new(record, ResumeSource::LogReplay { reason }, diagnostics);
-        resumed.snapshot_error = snapshot_error;
-        resumed.absorb(&mut replay);
-        Ok(resumed)
-    }
-
-    /// Forks session `id` (as [`resume`](SessionStore::resume) sees it) into a new session with
-    /// a new id and `parent_id = id`, and returns the new id. The original's files are not
+    /// Forks session `id` (as [`resume`](Self::resume) sees it) into a new session with a new
+    /// id and `parent_id = id`, and returns the new id (provided). The original is not
     /// touched. The fork gets its own log (a `session_init` and a `history_replace` with the
     /// copied history), so it can be rebuilt without its snapshot too.
-    pub fn fork(&self, id: &str) -> Result<String, StoreError> {
+    fn fork(&self, id: &str) -> Result<String, StoreError> {
         self.fork_resumed(id).map(|(new_id, _)| new_id)
     }
 
-    /// [`fork`](SessionStore::fork), also returning the original as [`resume`] read it (what
-    /// was found wrong with its files — they are only read, never repaired, by a fork).
-    ///
-    /// [`resume`]: SessionStore::resume
-    pub fn fork_resumed(&self, id: &str) -> Result<(String, Resumed), StoreError> {
-        let source = self.resume(id)?;
-        let mut record = source.record.clone();
-        let new_id = new_session_id();
-        let now = now_rfc3339();
-        record.id = new_id.clone();
-        record.parent_id = Some(id.to_string());
-        record.created_at = now.clone();
-        record.updated_at = now;
-        record.version = SESSION_RECORD_VERSION;
-        let log = self.open_log(&new_id, LogOptions::default())?;
-        log.append(&SessionLogEvent::SessionInit {
-            session_id: new_id.clone(),
-            cwd: record.cwd.clone(),
+    /// [`fork`](Self::fork), also returning the original as [`resume`](Self::resume) read it
+    /// (what was found wrong with it — a fork only reads it, never repairs it).
+    fn fork_resumed(&self, id: &str) -> Result<(String, Resumed), StoreError> {
+        fork_session(self, id)
+    }
+}
+
+impl SessionSummary {
+    /// The summary fields of `record`, as its snapshot lists them.
+    pub fn of_record(record: &SessionRecord) -> Self {
+        SessionSummary {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            cwd: Some(record.cwd.clone()),
+            created_at: Some(record.created_at.clone()),
+            updated_at: Some(record.updated_at.clone()),
             provider: record.provider.clone(),
             model: record.model.clone(),
             permission_mode: record.permission_mode.clone(),
-            name: record.name.clone(),
             parent_id: record.parent_id.clone(),
-            resumed: false,
-            system_prompt: record.system_prompt.clone(),
-            tool_schemas: record.tool_schemas.clone(),
-        })?;
-        log.append(&SessionLogEvent::HistoryReplace {
-            reason: "fork".into(),
-            entries: record.history.clone(),
+            message_count: Some(record.message_count() as u64),
             usage: Some(record.usage.clone()),
-        })?;
-        record.log_position = Some(log.position());
-        self.save(&record)?;
-        Ok((new_id, source))
+            has_snapshot: true,
+            version: SESSION_RECORD_VERSION,
+        }
+    }
+}
+
+/// A store's log of one session, read through [`SessionStore::read_log`].
+struct StoreLogSource<'a, S: SessionStore + ?Sized> {
+    store: &'a S,
+    id: &'a str,
+    location: PathBuf,
+}
+
+impl<'a, S: SessionStore + ?Sized> StoreLogSource<'a, S> {
+    fn new(store: &'a S, id: &'a str) -> Self {
+        StoreLogSource {
+            store,
+            id,
+            location: store.log_location(id),
+        }
     }
 
-    /// The write-lock file of `id` (next to its snapshot).
-    pub fn lock_path(&self, id: &str) -> Result<PathBuf, StoreError> {
-        validate_session_id(id)?;
-        Ok(self.sessions_dir.join(format!("{id}.{LOCK_EXTENSION}")))
-    }
-
-    /// Locks session `id` for writing (see [`SessionLock`]): [`StoreError::Locked`], naming
-    /// the holder, when another writer has it open. Reading, listing and forking need no lock.
-    pub fn lock(&self, id: &str) -> Result<SessionLock, StoreError> {
-        let path = self.lock_path(id)?;
-        create_private_dir(&self.sessions_dir)
-            .map_err(|e| StoreError::io("create the session directory", &self.sessions_dir, e))?;
-        SessionLock::acquire(&path, id).map_err(|error| match error {
-            LockError::Held {
-                session_id,
-                path,
-                holder,
-            } => StoreError::Locked {
-                id: session_id,
-                path,
-                holder,
-            },
-            LockError::Io { op, path, source } => StoreError::Io { op, path, source },
-        })
-    }
-
-    /// Moves the snapshot of `id` aside, to `{id}.json.damaged-{time}` in the same directory,
-    /// and returns where it went (`None`: there is no snapshot). For a writer that rebuilt a
-    /// session whose snapshot was unreadable: the damaged file is kept for inspection and no
-    /// longer stands in the way. Hold the session's lock.
-    pub fn set_snapshot_aside(&self, id: &str) -> Result<Option<PathBuf>, StoreError> {
-        let path = self.snapshot_path(id)?;
-        let aside = aside_path(&path);
-        match fs::rename(&path, &aside) {
-            Ok(()) => Ok(Some(aside)),
-            Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(StoreError::io(
-                "move aside the damaged snapshot",
-                &path,
-                error,
+    fn not_found(&self) -> LogError {
+        LogError::Io {
+            op: "open",
+            path: self.location.clone(),
+            source: Arc::new(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the session has no log",
             )),
         }
     }
 
-    /// Copies the log of `id` as it is to `{id}.jsonl.damaged-{time}` in the same directory and
-    /// returns the copy's path: the damaged lines a resume skipped stay readable there whatever
-    /// happens to the log later.
-    pub fn copy_log_aside(&self, id: &str) -> Result<PathBuf, StoreError> {
-        let path = self.log_path(id)?;
-        let aside = aside_path(&path);
-        fs::copy(&path, &aside).map_err(|e| StoreError::io("copy the damaged log", &path, e))?;
-        Ok(aside)
-    }
-
-    /// Removes temporary snapshot files left by processes that are no longer running (they
-    /// died mid-save). Returns how many were removed.
-    pub fn remove_stale_temp_files(&self) -> Result<usize, StoreError> {
-        self.remove_temp_files(None)
-    }
-
-    fn remove_stale_temp_files_of(&self, id: &str) -> Result<usize, StoreError> {
-        self.remove_temp_files(Some(id))
-    }
-
-    fn remove_temp_files(&self, only: Option<&str>) -> Result<usize, StoreError> {
-        let entries = match fs::read_dir(&self.sessions_dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(error) => return Err(StoreError::io("list", &self.sessions_dir, error)),
-        };
-        let mut removed = 0;
-        for entry in entries {
-            let entry = entry.map_err(|e| StoreError::io("list", &self.sessions_dir, e))?;
-            let name = entry.file_name();
-            let Some(temp) = name.to_str().and_then(TempName::parse) else {
-                continue;
-            };
-            if only.is_some_and(|id| id != temp.id) || !writer_is_gone(temp.pid, &entry.path()) {
-                continue;
-            }
-            match fs::remove_file(entry.path()) {
-                Ok(()) => removed += 1,
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(StoreError::io("remove", &entry.path(), error)),
-            }
+    fn store_error(&self, error: StoreError) -> LogError {
+        match error {
+            StoreError::Log(error) => error,
+            StoreError::Io { op, source, .. } => LogError::Io {
+                op,
+                path: self.location.clone(),
+                source: Arc::new(source),
+            },
+            other => LogError::Io {
+                op: "read",
+                path: self.location.clone(),
+                source: Arc::new(io::Error::other(other.to_string())),
+            },
         }
-        Ok(removed)
     }
 }
 
-/// `{path}.damaged-{time}`, with a counter when that name is taken.
-fn aside_path(path: &Path) -> PathBuf {
-    let now = time::OffsetDateTime::now_utc();
-    let format = time::macros::format_description!(
-        "[year][month][day]T[hour][minute][second][subsecond digits:3]Z"
-    );
-    let stamp = now
-        .format(&format)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string());
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut aside = path.with_file_name(format!("{name}.damaged-{stamp}"));
-    let mut n = 2;
-    while aside.exists() {
-        aside = path.with_file_name(format!("{name}.damaged-{stamp}-{n}"));
-        n += 1;
+impl<S: SessionStore + ?Sized> LogSource for StoreLogSource<'_, S> {
+    fn location(&self) -> &Path {
+        &self.location
     }
-    aside
+
+    fn byte_len(&self) -> Result<u64, LogError> {
+        match self.store.log_len(self.id) {
+            Ok(Some(len)) => Ok(len),
+            Ok(None) => Err(self.not_found()),
+            Err(error) => Err(self.store_error(error)),
+        }
+    }
+
+    fn read_from(&self, offset: u64) -> Result<Box<dyn Read + '_>, LogError> {
+        match self.store.read_log(self.id, offset) {
+            Ok(Some(reader)) => Ok(reader),
+            Ok(None) => Err(self.not_found()),
+            Err(error) => Err(self.store_error(error)),
+        }
+    }
+}
+
+fn not_found<S: SessionStore + ?Sized>(store: &S, id: &str) -> StoreError {
+    StoreError::NotFound {
+        id: id.to_string(),
+        snapshot: store.snapshot_location(id),
+        log: store.log_location(id),
+    }
+}
+
+fn list_sessions<S: SessionStore + ?Sized>(store: &S) -> Result<SessionListing, StoreError> {
+    let mut listing = SessionListing::default();
+    let logs: std::collections::HashMap<String, Option<String>> = store
+        .list_logs()?
+        .into_iter()
+        .filter(|log| validate_session_id(&log.id).is_ok())
+        .map(|log| (log.id, log.updated_at))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for ListedSnapshot { id, summary } in store.list_snapshots()? {
+        if validate_session_id(&id).is_err() {
+            continue;
+        }
+        let summary = summary.and_then(|summary| match summary.version {
+            found if found > SESSION_RECORD_VERSION => Err(StoreError::VersionTooNew {
+                path: store.snapshot_location(&id),
+                found,
+                supported: SESSION_RECORD_VERSION,
+            }),
+            _ => Ok(summary),
+        });
+        match summary {
+            Ok(summary) => {
+                if summary.id != id {
+                    listing.problems.push(StoreError::IdMismatch {
+                        path: store.snapshot_location(&id),
+                        expected: id,
+                        found: summary.id,
+                    });
+                    continue;
+                }
+                seen.insert(id);
+                listing.sessions.push(summary);
+            }
+            Err(error) => {
+                // Resume rebuilds it from its log: list it from there (so `--continue` finds
+                // it) and say what is wrong with the snapshot.
+                if let Some(updated_at) = logs.get(&id) {
+                    if let Ok(Some(summary)) = log_summary(store, &id, updated_at.clone()) {
+                        listing.sessions.push(summary);
+                    }
+                }
+                seen.insert(id);
+                listing.problems.push(error);
+            }
+        }
+    }
+    for (id, updated_at) in logs {
+        if seen.contains(&id) {
+            continue;
+        }
+        match log_summary(store, &id, updated_at) {
+            Ok(Some(summary)) => listing.sessions.push(summary),
+            Ok(None) => {}
+            Err(error) => listing.problems.push(error),
+        }
+    }
+    listing.sessions.sort_by(|a, b| {
+        sort_key(b.updated_at.as_deref())
+            .cmp(&sort_key(a.updated_at.as_deref()))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(listing)
+}
+
+/// A session listed from the first line of its log (no usable snapshot).
+fn log_summary<S: SessionStore + ?Sized>(
+    store: &S,
+    id: &str,
+    updated_at: Option<String>,
+) -> Result<Option<SessionSummary>, StoreError> {
+    let source = StoreLogSource::new(store, id);
+    let Some((init, ts)) = read_first_init(&source, 4 * 1024 * 1024, &mut 0)? else {
+        return Ok(None);
+    };
+    Ok(Some(SessionSummary {
+        id: id.to_string(),
+        name: init.name,
+        cwd: init.cwd,
+        created_at: ts,
+        updated_at,
+        provider: init.provider,
+        model: init.model,
+        permission_mode: init.permission_mode,
+        parent_id: init.parent_id,
+        message_count: None,
+        usage: None,
+        has_snapshot: false,
+        version: 0,
+    }))
+}
+
+fn resume_session<S: SessionStore + ?Sized>(store: &S, id: &str) -> Result<Resumed, StoreError> {
+    validate_session_id(id)?;
+    let mut diagnostics = Vec::new();
+    match store.remove_leftovers(id) {
+        Ok(0) => {}
+        Ok(removed) => diagnostics.push(format!(
+            "removed {removed} temporary snapshot file(s) left by a process that stopped while saving"
+        )),
+        Err(error) => diagnostics.push(format!("could not clean up temporary files: {error}")),
+    }
+    let log_exists = matches!(store.log_len(id), Ok(Some(_)));
+    let (loaded, empty) = match store.get_snapshot(id) {
+        Ok(Some(bytes)) => (
+            parse_record(&store.snapshot_location(id), &bytes, id).map(Some),
+            bytes.is_empty(),
+        ),
+        Ok(None) => (Ok(None), false),
+        Err(error) => (Err(error), false),
+    };
+    let record = match loaded {
+        Ok(Some(record)) => record,
+        Ok(None) if log_exists => {
+            let reason = format!("no snapshot at {}", store.snapshot_location(id).display());
+            return resume_from_log(store, id, reason, None, diagnostics);
+        }
+        Ok(None) => return Err(not_found(store, id)),
+        Err(error @ (StoreError::Corrupt { .. } | StoreError::Io { .. })) if log_exists => {
+            let problem = match &error {
+                StoreError::Corrupt { .. } if empty => "it is empty".to_string(),
+                StoreError::Corrupt { message, .. } => format!("it is corrupt: {message}"),
+                StoreError::Io { op, source, .. } => format!("cannot {op} it: {source}"),
+                other => other.to_string(),
+            };
+            let reason = error.to_string();
+            return match resume_from_log(store, id, reason, Some(problem), diagnostics) {
+                // An empty log cannot stand in for the snapshot: report the snapshot's error.
+                Err(StoreError::NotFound { .. }) => Err(error),
+                other => other,
+            };
+        }
+        Err(error) => return Err(error),
+    };
+    let (Some(position), true) = (record.log_position, log_exists) else {
+        return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
+    };
+    let mut record = record;
+    let before_len = record.history.len();
+    let before_last = record
+        .history
+        .last()
+        .map(history_entry_id)
+        .map(str::to_string);
+    let mut history = std::mem::take(&mut record.history);
+    let source = StoreLogSource::new(store, id);
+    let replay = replay_into(
+        &source,
+        Some((record.usage.clone(), position)),
+        &mut history,
+        &mut 0,
+    );
+    let mut replay = match replay {
+        Ok(replay) => replay,
+        Err(error) => {
+            // The history may hold part of the log's turns: start again from the snapshot.
+            diagnostics.push(format!(
+                "the log could not be read, so only the snapshot is used: {error}"
+            ));
+            let record = store.load(id)?.ok_or_else(|| not_found(store, id))?;
+            return Ok(Resumed::new(record, ResumeSource::Snapshot, diagnostics));
+        }
+    };
+    record.history = history;
+    let changed = replay.base_matched
+        && (replay.turns_replayed > 0
+            || replay.renamed.is_some()
+            || record.history.len() != before_len
+            || record.history.last().map(history_entry_id) != before_last.as_deref());
+    if !changed {
+        let mut resumed = Resumed::new(record, ResumeSource::Snapshot, diagnostics);
+        resumed.absorb(&mut replay);
+        return Ok(resumed);
+    }
+    record.usage = replay.usage.clone();
+    record.log_position = Some(replay.position);
+    if let Some(name) = replay.renamed.take() {
+        record.name = name;
+    }
+    if let Some(ts) = replay.last_ts.take() {
+        record.updated_at = ts;
+    }
+    let source = ResumeSource::SnapshotAndLog {
+        turns_replayed: replay.turns_replayed,
+    };
+    let mut resumed = Resumed::new(record, source, diagnostics);
+    resumed.absorb(&mut replay);
+    Ok(resumed)
+}
+
+fn resume_from_log<S: SessionStore + ?Sized>(
+    store: &S,
+    id: &str,
+    reason: String,
+    snapshot_error: Option<String>,
+    mut diagnostics: Vec<String>,
+) -> Result<Resumed, StoreError> {
+    let source = StoreLogSource::new(store, id);
+    let mut replay = match replay_log_counting(&source, None, &mut 0) {
+        Ok(replay) => replay,
+        Err(LogError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Err(not_found(store, id))
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if replay.lines_read == 0 {
+        // A log opened but never written (or only a torn first line): nothing to resume.
+        return Err(not_found(store, id));
+    }
+    let init = replay.init.take().unwrap_or_default();
+    if let Some(logged) = init.session_id.as_deref().filter(|logged| *logged != id) {
+        diagnostics.push(format!(
+            "the log's session_init names session {logged:?}, not {id:?}; it was copied or renamed by hand"
+        ));
+    }
+    let cwd = match (init.cwd, store.project_dir()) {
+        (Some(cwd), _) => cwd,
+        (None, Some(project)) => {
+            diagnostics
+                .push("the log has no session_init; the project directory is used as cwd".into());
+            project.to_string_lossy().into_owned()
+        }
+        (None, None) => {
+            diagnostics.push("the log has no session_init; cwd is unknown".into());
+            String::new()
+        }
+    };
+    let now = now_rfc3339();
+    let record = SessionRecord {
+        version: SESSION_RECORD_VERSION,
+        id: id.to_string(),
+        name: replay.renamed.take().unwrap_or(init.name),
+        cwd,
+        created_at: replay.first_ts.take().unwrap_or_else(|| now.clone()),
+        updated_at: replay.last_ts.take().unwrap_or(now),
+        provider: init.provider,
+        model: init.model,
+        permission_mode: init.permission_mode,
+        parent_id: init.parent_id,
+        usage: replay.usage.clone(),
+        log_position: Some(replay.position),
+        history: std::mem::take(&mut replay.history),
+        system_prompt: init.system_prompt,
+        tool_schemas: init.tool_schemas,
+        unfinished_turn: None,
+        extra: Map::new(),
+    };
+    let mut resumed = Resumed::new(record, ResumeSource::LogReplay { reason }, diagnostics);
+    resumed.snapshot_error = snapshot_error;
+    resumed.absorb(&mut replay);
+    Ok(resumed)
+}
+
+fn fork_session<S: SessionStore + ?Sized>(
+    store: &S,
+    id: &str,
+) -> Result<(String, Resumed), StoreError> {
+    let source = store.resume(id)?;
+    let mut record = source.record.clone();
+    let new_id = new_session_id();
+    let now = now_rfc3339();
+    record.id = new_id.clone();
+    record.parent_id = Some(id.to_string());
+    record.created_at = now.clone();
+    record.updated_at = now;
+    record.version = SESSION_RECORD_VERSION;
+    let log = store.open_log(&new_id, LogOptions::default())?;
+    log.append(&SessionLogEvent::SessionInit {
+        session_id: new_id.clone(),
+        cwd: record.cwd.clone(),
+        provider: record.provider.clone(),
+        model: record.model.clone(),
+        permission_mode: record.permission_mode.clone(),
+        name: record.name.clone(),
+        parent_id: record.parent_id.clone(),
+        resumed: false,
+        system_prompt: record.system_prompt.clone(),
+        tool_schemas: record.tool_schemas.clone(),
+    })?;
+    log.append(&SessionLogEvent::HistoryReplace {
+        reason: "fork".into(),
+        entries: record.history.clone(),
+        usage: Some(record.usage.clone()),
+    })?;
+    log.flush()?;
+    record.log_position = Some(log.position());
+    store.save(&record)?;
+    Ok((new_id, source))
 }
 
 fn history_entry_id(entry: &HistoryEntry) -> &str {
     match entry {
         HistoryEntry::Chat { id, .. } | HistoryEntry::Event { id, .. } => id,
-    }
-}
-
-/// A temporary snapshot name: `.{id}.json.{pid}.{random}.tmp`.
-struct TempName<'a> {
-    id: &'a str,
-    pid: u32,
-}
-
-impl<'a> TempName<'a> {
-    fn parse(name: &'a str) -> Option<Self> {
-        let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-        let mut parts = rest.rsplitn(3, '.');
-        let _random = parts.next()?;
-        let pid = parts.next()?.parse().ok()?;
-        let file = parts.next()?;
-        let id = file.strip_suffix(SNAPSHOT_EXTENSION)?.strip_suffix('.')?;
-        validate_session_id(id).ok()?;
-        Some(TempName { id, pid })
-    }
-}
-
-/// True when the process that wrote a temporary file is gone (so the file is garbage).
-fn writer_is_gone(pid: u32, path: &Path) -> bool {
-    if pid == std::process::id() {
-        // Possibly a save in progress on another thread of this process.
-        return false;
-    }
-    #[cfg(unix)]
-    {
-        let _ = path;
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return true;
-        };
-        // SAFETY: kill with signal 0 sends nothing; it only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        !alive
-    }
-    #[cfg(not(unix))]
-    {
-        // No cheap liveness check: treat temp files older than an hour as abandoned.
-        fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|modified| modified.elapsed().ok())
-            .is_some_and(|age| age > std::time::Duration::from_secs(3600))
-    }
-}
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory, `fsync`, rename,
-/// `fsync` of the directory.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let file_name = path
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or("session.json");
-    let temp = dir.join(format!(
-        ".{file_name}.{}.{:016x}.tmp",
-        std::process::id(),
-        rand::random::<u64>()
-    ));
-    let mut open = OpenOptions::new();
-    open.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        open.mode(0o600);
-    }
-    let written = open.open(&temp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    let renamed = written.and_then(|()| fs::rename(&temp, path));
-    if let Err(error) = renamed {
-        let cleanup = match fs::remove_file(&temp) {
-            Ok(()) => String::new(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(e) => format!(
-                " (the temporary file {} could not be removed: {e})",
-                temp.display()
-            ),
-        };
-        return Err(StoreError::Io {
-            op: "write the session snapshot",
-            path: path.to_path_buf(),
-            source: io::Error::new(
-                error.kind(),
-                format!("{error}; the previous snapshot is unchanged{cleanup}"),
-            ),
-        });
-    }
-    sync_dir(dir).map_err(|e| StoreError::io("sync the session directory", dir, e))
-}
-
-/// Makes a rename in `dir` durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        // Windows cannot open a directory as a file; NTFS journals the rename.
-        let _ = dir;
-        Ok(())
     }
 }
 
@@ -1623,12 +1479,7 @@ fn ts_message(value: &Value, entry_id: Option<&str>, entry_ts: Option<&str>) -> 
 }
 
 fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::Chat {
-        id: message.id.clone(),
-        timestamp: message.timestamp.clone(),
-        role: message.role,
-        data: message,
-    }
+    HistoryEntry::chat(message)
 }
 
 /// `updated_at` as a sortable instant (unparsable values sort last).
@@ -1638,32 +1489,9 @@ fn sort_key(updated_at: Option<&str>) -> Option<time::OffsetDateTime> {
     })
 }
 
-fn format_system_time(time: std::time::SystemTime) -> String {
-    let time = time::OffsetDateTime::from(time);
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time.format(&format)
-        .unwrap_or_else(|_| time.unix_timestamp().to_string())
-}
-
-/// Counts the bytes read through it.
-struct CountingReader<R> {
-    inner: R,
-    count: u64,
-}
-
-impl<R: Read> Read for CountingReader<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.inner.read(buf)?;
-        self.count += read as u64;
-        Ok(read)
-    }
-}
-
 /// The summary fields of a snapshot, filled while parsing its start.
 #[derive(Default)]
-struct HeaderSlot {
+pub(crate) struct HeaderSlot {
     version: Option<u32>,
     id: Option<String>,
     name: Option<String>,
@@ -1677,13 +1505,42 @@ struct HeaderSlot {
     message_count: Option<u64>,
     usage: Option<UsageTotals>,
     /// Parsing stopped on purpose at the first non-summary field.
-    stopped: bool,
+    pub(crate) stopped: bool,
+}
+
+impl HeaderSlot {
+    /// The summary read from the snapshot at `path` (named in errors).
+    pub(crate) fn into_summary(self, path: &Path) -> Result<SessionSummary, StoreError> {
+        let Some(id) = self.id else {
+            return Err(StoreError::Corrupt {
+                path: path.to_path_buf(),
+                line: 1,
+                column: 1,
+                message: "missing field `id`".into(),
+            });
+        };
+        Ok(SessionSummary {
+            id,
+            name: self.name,
+            cwd: self.cwd,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            provider: self.provider,
+            model: self.model,
+            permission_mode: self.permission_mode,
+            parent_id: self.parent_id,
+            message_count: self.message_count,
+            usage: self.usage,
+            has_snapshot: true,
+            version: self.version.unwrap_or(0),
+        })
+    }
 }
 
 /// The error used to stop parsing once the summary fields are read.
 const HEADER_DONE: &str = "robota: session header complete";
 
-struct HeaderSeed<'a>(&'a mut HeaderSlot);
+pub(crate) struct HeaderSeed<'a>(pub(crate) &'a mut HeaderSlot);
 
 impl<'de> DeserializeSeed<'de> for HeaderSeed<'_> {
     type Value = ();
@@ -1733,15 +1590,6 @@ impl<'de> Visitor<'de> for HeaderSeed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temp_names_round_trip() {
-        let name = format!(".abc-1.json.{}.{:016x}.tmp", 42, 7u64);
-        let parsed = TempName::parse(&name);
-        assert_eq!(parsed.as_ref().map(|t| (t.id, t.pid)), Some(("abc-1", 42)));
-        assert!(TempName::parse("abc.json").is_none());
-        assert!(TempName::parse(".x.json.notapid.1.tmp").is_none());
-    }
 
     #[test]
     fn ids() {

@@ -84,6 +84,9 @@ pub struct SubagentRun {
     /// Told `true` when one of the subagent's calls starts waiting for the host's permission
     /// answer and `false` when the wait ends.
     pub on_permission_wait: Option<PermissionWaitCallback>,
+    /// The model's tool call that started it (the `Task` call's id): with telemetry, the
+    /// subagent's span is a child of that call's span.
+    pub parent_tool_use_id: Option<String>,
 }
 
 impl std::fmt::Debug for SubagentRun {
@@ -278,6 +281,16 @@ impl Session {
             cwd: cwd.clone(),
             ..parent.clone()
         };
+        let traced = self.telemetry().map(|telemetry| {
+            let span = telemetry.begin_subagent(
+                run.parent_tool_use_id.as_deref(),
+                &run.agent_type,
+                &run.agent_id,
+                provider.model(),
+            );
+            let observer = telemetry.execution_observer(Some(span.clone()));
+            (Arc::clone(telemetry), span, observer)
+        });
         let child = Engine::new(provider, tools, config).with_tool_gate(Arc::new(gate.clone()));
         let mut options = RunOptions::new().with_cancel(cancel.clone());
         options.on_event = run.on_event.clone();
@@ -287,7 +300,11 @@ impl Session {
         let calls: Arc<std::sync::Mutex<Vec<(String, crate::message::Usage)>>> = Arc::default();
         let gathered = Arc::clone(&calls);
         let record = recorder.clone();
+        let observer = traced.as_ref().map(|(_, _, observer)| observer.clone());
         options = options.with_on_execution_event(move |event| {
+            if let Some(observer) = &observer {
+                observer.observe(&event);
+            }
             if let ExecutionEvent::ProviderResponse { response, .. } = &event {
                 gathered
                     .lock()
@@ -387,6 +404,9 @@ impl Session {
             });
         }
         let outcome = total.unwrap_or_else(interrupted_before_start);
+        if let Some((telemetry, span, _)) = traced {
+            telemetry.end_subagent(span, &outcome);
+        }
         result.response = outcome.response.clone();
         result.outcome = outcome;
         result.stop_hook_continuations = blocks;

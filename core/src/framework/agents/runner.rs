@@ -468,6 +468,7 @@ pub async fn run_subagent(
         on_event: forward,
         permission_mode: definition.permission_mode,
         on_permission_wait,
+        parent_tool_use_id: request.parent_tool_use_id.clone(),
     };
     let result = session.run_subagent(run, cancel).await;
     // The worktree is cleaned up whatever happened to the run.

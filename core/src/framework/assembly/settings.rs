@@ -22,6 +22,7 @@ use crate::framework::config::{
 use crate::hooks::{HandlerKind, HookConfigError, HooksConfig, Severity};
 use crate::permissions::{RuleList, RuleSet, RuleSource};
 use crate::session::inputs::ResolvedSettings;
+use crate::session::store_choice::StoreChoice;
 use crate::session::{
     PreloadedSettings, RuleError, SessionError, SessionSettings, SessionWarning,
     SettingsDestination, SettingsProblem, SettingsTarget,
@@ -162,7 +163,12 @@ pub(crate) fn assemble(
     }
     let mcp = super::mcp::plan(loaded.as_ref(), cwd, &expansion_env, &mut warnings);
 
+    let session_store = loaded
+        .as_ref()
+        .and_then(|loaded| loaded.merged.get("sessionStore"))
+        .and_then(|value| StoreChoice::from_settings(value).ok());
     let resolved = ResolvedSettings {
+        session_store,
         mcp_servers: mcp.servers,
         mcp_skipped: mcp.skipped,
         home,

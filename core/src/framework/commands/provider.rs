@@ -388,7 +388,7 @@ async fn probe(name: &str, profile: &Value) -> CommandResult {
     };
     let request = crate::provider::ProviderRequest {
         system: None,
-        messages: vec![crate::message::Message::user("ping")],
+        messages: vec![std::sync::Arc::new(crate::message::Message::user("ping"))],
         tools: Vec::new(),
         max_tokens: Some(1),
         temperature: None,

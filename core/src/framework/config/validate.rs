@@ -101,7 +101,35 @@ pub(crate) fn validate_layer(
                 )?;
             }
             "sandbox" => validator.sandbox(value, &path)?,
+            "telemetry" => {
+                validator.object(
+                    value,
+                    &path,
+                    "an object like {\"endpoint\": \"http://collector:4318\", \"protocol\": \"http\"}",
+                )?;
+                if let Err(error) =
+                    serde_json::from_value::<crate::telemetry::TelemetryConfig>(value.clone())
+                {
+                    return Err(validator.invalid(
+                        &path,
+                        &format!(
+                            "OTLP export options (endpoint, protocol, headers, serviceName, \
+                             timeoutMs): {error}"
+                        ),
+                        value,
+                    ));
+                }
+            }
             "autoCompactThreshold" => validator.threshold(value, &path)?,
+            "sessionStore" => {
+                if crate::session::store_choice::StoreChoice::from_settings(value).is_err() {
+                    return Err(validator.invalid(
+                        &path,
+                        "{\"type\": \"file\"} or {\"type\": \"sqlite\", \"path\": \"…\"}",
+                        value,
+                    ));
+                }
+            }
             "taskContext" => {
                 let map = validator.object(value, &path, "an object like {\"enabled\": true}")?;
                 for (key, value) in map {

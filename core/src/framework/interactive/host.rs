@@ -89,7 +89,7 @@ impl CommandHostContext for SessionHost {
                 .session()
                 .auto_compact_threshold()
                 .map(|threshold| threshold * 100.0),
-            message_count: inner.session().messages().len(),
+            message_count: inner.session().message_count(),
         }
     }
 
@@ -187,14 +187,14 @@ impl CommandHostContext for SessionHost {
                 ..CompactionSummary::default()
             });
         }
-        let before_messages = inner.session().messages().len();
+        let before_messages = inner.session().message_count();
         let before = inner.session().context_state();
         inner
             .session()
             .compact(instructions.map(str::to_string))
             .await
             .map_err(host_error)?;
-        let after_messages = inner.session().messages().len();
+        let after_messages = inner.session().message_count();
         let after = inner.session().context_state();
         Ok(CompactionSummary {
             removed_messages: before_messages.saturating_sub(after_messages),
@@ -316,7 +316,7 @@ impl CommandHostContext for SessionHost {
 
     fn history(&self) -> Vec<HistoryEntry> {
         self.get()
-            .map(|i| i.session().conversation().entries().to_vec())
+            .map(|i| i.session().conversation().to_entries())
             .unwrap_or_default()
     }
 

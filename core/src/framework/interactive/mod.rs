@@ -1147,7 +1147,7 @@ impl InteractiveSession {
     /// The full history: chat messages and event entries (`tool-summary`, `usage-summary`).
     pub fn get_full_history(&self) -> Vec<HistoryEntry> {
         let conversation: Conversation = self.inner.session.conversation();
-        conversation.entries().to_vec()
+        conversation.to_entries()
     }
 
     /// How full the context window is.
