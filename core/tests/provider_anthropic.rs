@@ -182,6 +182,7 @@ async fn request_headers_and_body_field_by_field() {
             budget_tokens: 1024,
         }),
         tool_choice: None,
+        output_schema: None,
     };
     let (result, _) = run(&provider, &request).await;
     result.expect("success");

@@ -182,6 +182,7 @@ async fn request_headers_and_body_field_by_field() {
         temperature: Some(0.25),
         thinking: None,
         tool_choice: None,
+        output_schema: None,
     };
     run(&provider, &request).await.0.expect("success");
 

@@ -326,6 +326,7 @@ mod tests {
                 temperature: Some(0.5),
                 thinking: None,
                 tool_choice: Some(crate::provider::ToolChoice::None),
+                output_schema: None,
             }),
         };
         assert_eq!(round_trip(&request), request);

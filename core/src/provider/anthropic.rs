@@ -1263,6 +1263,7 @@ mod tests {
             temperature: Some(0.5),
             thinking: Some(ThinkingConfig { budget_tokens: 500 }),
             tool_choice: None,
+            output_schema: None,
         };
         let body = build_body("m", Some(7), &req);
         assert_eq!(body["model"], "m");

@@ -963,6 +963,7 @@ mod tests {
             temperature: Some(0.25),
             thinking: None,
             tool_choice: Some(ToolChoice::None),
+            output_schema: None,
         };
         let body = build_body("gpt-4o", Some(123), true, &req);
         assert_eq!(

@@ -391,9 +391,7 @@ async fn probe(name: &str, profile: &Value) -> CommandResult {
         messages: vec![std::sync::Arc::new(crate::message::Message::user("ping"))],
         tools: Vec::new(),
         max_tokens: Some(1),
-        temperature: None,
-        thinking: None,
-        tool_choice: None,
+        ..crate::provider::ProviderRequest::default()
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let endpoint = base_url.unwrap_or_else(|| "the default endpoint".into());
