@@ -17,8 +17,8 @@ use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
 use robota::provider::Provider;
 use robota::session::store::SessionStore;
-use robota::session::structured_output::OutputFormat;
 use robota::session::store_choice::StoreChoice;
+use robota::session::structured_output::OutputFormat;
 use robota::session::{
     PermissionHandler, SessionEvent, SessionOptions, SessionPersistence, SessionSettings,
 };

@@ -86,8 +86,8 @@ use super::persist::{
     SnapshotWhen,
 };
 use super::recovery::RecoveryReport;
-use super::structured_output::{OutputFormat, StructuredOutput, StructuredOutputCheck};
 use super::store::SessionRecord;
+use super::structured_output::{OutputFormat, StructuredOutput, StructuredOutputCheck};
 use super::telemetry::SessionTelemetry;
 use super::usage::{Budget, PriceTable, UsageTotals};
 use crate::engine::{

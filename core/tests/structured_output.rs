@@ -1,0 +1,112 @@
+//! Structured output against mock-llm (issue 24 §4): an answer that matches the schema first time,
+//! one that is fixed after the validation follow-up (which carries the errors), one that never
+//! matches (a typed failure after exactly 1 + the limit requests), and a schema that is not a
+//! JSON Schema (refused when the session is created).
+#![cfg(unix)]
+
+mod session_common;
+
+use robota::engine::RunStopReason;
+use robota::session::structured_output::OutputFormat;
+use robota::session::SessionError;
+use robota::tools::ToolRegistry;
+use serde_json::{json, Value};
+use session_common::*;
+
+fn schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "population": {"type": "integer", "minimum": 0}
+        },
+        "required": ["city", "population"],
+        "additionalProperties": false
+    })
+}
+
+fn structured(project: &Project, mock: &Mock, events: &Events, retries: u32) -> Session {
+    let mut options = options(project, mock, events).with_tools(ToolRegistry::new());
+    options.output_format = Some(OutputFormat::json_schema(schema()));
+    options.max_structured_output_retries = retries;
+    session(options)
+}
+
+use robota::session::Session;
+
+#[tokio::test]
+async fn a_matching_answer_is_returned_parsed() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        {"text": "{\"city\": \"Lisbon\", \"population\": 545000}"}
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = structured(&project, &mock, &events, 2);
+    let outcome = session.run("largest city of Portugal?").await.unwrap();
+    assert_eq!(
+        outcome.structured_output,
+        Some(json!({"city": "Lisbon", "population": 545000}))
+    );
+    assert_eq!(outcome.stop_reason, RunStopReason::Completed);
+    assert_eq!(mock.bodies().len(), 1);
+}
+
+#[tokio::test]
+async fn an_invalid_answer_is_fixed_after_the_follow_up_names_the_errors() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        {"text": "{\"city\": \"Lisbon\", \"population\": \"many\"}"},
+        {"text": "```json\n{\"city\": \"Lisbon\", \"population\": 545000}\n```"}
+    ]}))
+    .await;
+    let events = Events::default();
+    let session = structured(&project, &mock, &events, 2);
+    let outcome = session.run("largest city of Portugal?").await.unwrap();
+    assert_eq!(
+        outcome.structured_output,
+        Some(json!({"city": "Lisbon", "population": 545000}))
+    );
+    assert_eq!(mock.bodies().len(), 2);
+    let follow_up = mock.user_texts(1).last().cloned().unwrap_or_default();
+    assert!(
+        follow_up.contains("/population"),
+        "the follow-up names the failing path: {follow_up}"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_never_matches_fails_after_the_limit() {
+    let project = Project::new();
+    let mock = Mock::start(json!({
+        "repeat": true,
+        "turns": [{"text": "Lisbon, about half a million people."}]
+    }))
+    .await;
+    let events = Events::default();
+    let session = structured(&project, &mock, &events, 2);
+    let outcome = session.run("largest city of Portugal?").await.unwrap();
+    assert_eq!(
+        outcome.stop_reason,
+        RunStopReason::MaxStructuredOutputRetries
+    );
+    assert_eq!(outcome.structured_output, None);
+    assert!(!outcome.structured_output_errors.is_empty());
+    assert_eq!(mock.bodies().len(), 3, "1 request + 2 follow-ups");
+}
+
+#[tokio::test]
+async fn a_schema_that_is_not_a_json_schema_is_refused_at_creation() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": []})).await;
+    let events = Events::default();
+    let mut options = options(&project, &mock, &events);
+    options.output_format = Some(OutputFormat::json_schema(json!({"type": "no-such-type"})));
+    match robota::session::Session::new(options) {
+        Err(SessionError::InvalidOutputFormat { message }) => {
+            assert!(!message.is_empty());
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+        Ok(_) => panic!("an invalid schema was accepted"),
+    }
+}
