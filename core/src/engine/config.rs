@@ -99,7 +99,7 @@ pub struct RunOptions {
     /// another provider; see [`ProviderSwitch`].
     pub provider_switch: Option<ProviderSwitch>,
     /// The JSON Schema the final answer must match, sent to providers with native structured
-    /// output (validation is the caller's, see [`crate::session::structured_output`]).
+    /// output (validation is the caller's: the session layer's `structured_output` module).
     pub output_schema: Option<crate::provider::OutputSchema>,
 }
 
@@ -306,8 +306,9 @@ pub struct RunOutcome {
     pub tools_executed: Vec<String>,
     /// Id of this run; every [`ExecutionEvent`] of the run carries it.
     pub execution_id: String,
-    /// The answer parsed and validated against the prompt's structured output schema (see
-    /// [`crate::session::structured_output`]); `None` without a schema or when it never matched.
+    /// The answer parsed and validated against the prompt's structured output schema (by the
+    /// session layer's `structured_output` module); `None` without a schema or when it never
+    /// matched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<serde_json::Value>,
     /// The last validation errors, when the stop reason is `max_structured_output_retries`.
