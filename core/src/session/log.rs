@@ -1552,7 +1552,7 @@ pub(crate) fn replay_into(
                             ));
                         }
                     }
-                    state.push(chat_entry(mutation.message));
+                    state.push(HistoryEntry::chat(mutation.message));
                 }
                 Err(error) => parse_error(error, &mut replay),
             },
@@ -1716,10 +1716,6 @@ impl ReplayState<'_> {
 
 fn count_chats(entries: &[HistoryEntry]) -> usize {
     entries.iter().filter(|e| e.message().is_some()).count()
-}
-
-fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::chat(message)
 }
 
 /// Opens a log for reading: a regular file only (a FIFO or a link to a device is refused, never

@@ -1346,7 +1346,7 @@ fn migrate_messages(record: &mut SessionRecord) {
         record.history = messages
             .into_iter()
             .map(|message| match ts_message(&message, None, None) {
-                Some(message) => chat_entry(message),
+                Some(message) => HistoryEntry::chat(message),
                 None => unconverted(message),
             })
             .collect();
@@ -1366,7 +1366,7 @@ fn convert_ts_entry(entry: Value) -> HistoryEntry {
                 .get("data")
                 .and_then(|data| ts_message(data, id.as_deref(), timestamp.as_deref()))
             {
-                Some(message) => chat_entry(message),
+                Some(message) => HistoryEntry::chat(message),
                 None => unconverted(entry),
             }
         }
@@ -1476,10 +1476,6 @@ fn ts_message(value: &Value, entry_id: Option<&str>, entry_ts: Option<&str>) -> 
             .cloned()
             .unwrap_or_default(),
     })
-}
-
-fn chat_entry(message: Message) -> HistoryEntry {
-    HistoryEntry::chat(message)
 }
 
 /// `updated_at` as a sortable instant (unparsable values sort last).
