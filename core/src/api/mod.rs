@@ -11,6 +11,7 @@ mod error;
 mod fields;
 mod host;
 mod host_mcp;
+mod host_store;
 mod provider_config;
 mod session_config;
 mod subagents;
@@ -25,6 +26,9 @@ pub use host::{
     HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
+pub use host_store::attach_host_store;
+#[cfg(feature = "store-conformance")]
+pub use host_store::run_store_conformance;
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
 pub use subagents::{subagent_request, subagent_request_from_json};

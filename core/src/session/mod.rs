@@ -31,6 +31,7 @@
 #[cfg(feature = "store-conformance")]
 pub mod conformance;
 mod file_store;
+pub mod host_store;
 pub mod lock;
 pub mod log;
 pub mod recovery;

@@ -8,7 +8,8 @@
 //! Stores: [`FileSessionStore`] (the default: `.robota/sessions/{id}.json`, the log in
 //! `.robota/logs/{id}.jsonl`, the session's own directory `.robota/sessions/{id}/` for spilled
 //! tool outputs and background-task output) and, with the `sqlite` feature,
-//! `SqliteSessionStore` (one database file for many sessions).
+//! `SqliteSessionStore` (one database file for many sessions), and [`HostSessionStore`] over
+//! a host application's own storage (a binding's callbacks).
 //!
 //! **Snapshot writes are atomic.** A reader (or a process that restarts after a crash) sees the
 //! old snapshot or the new one, never a mix; a failed write leaves the old snapshot as it was.
@@ -79,6 +80,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub use super::file_store::{FileSessionStore, IoStats};
+pub use super::host_store::{HostSessionStore, HostStoreBackend};
 use super::lock::{held_message, LockHolder, SessionLock};
 use super::log::{
     read_first_init, replay_into, replay_log_counting, IncompleteTurn, LogAppender, LogEnd,
@@ -373,7 +375,7 @@ impl<'de> Visitor<'de> for RecordVisitor {
 
 /// A session in a listing: the summary fields of its snapshot (or of its log's first line when
 /// it has no snapshot yet).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
     /// Session id.
     pub id: String,
