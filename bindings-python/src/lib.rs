@@ -15,6 +15,7 @@ mod extensions;
 mod host;
 mod query;
 mod session;
+mod store;
 
 use pyo3::prelude::*;
 use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
@@ -62,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::NativeCommandContext>()?;
     m.add_function(wrap_pyfunction!(evaluate_permission, m)?)?;
     m.add_function(wrap_pyfunction!(aio::at_exit, m)?)?;
+    m.add_function(wrap_pyfunction!(store::run_store_conformance, m)?)?;
     errors::register(m)?;
     Ok(())
 }

@@ -124,7 +124,7 @@ impl NativeSession {
     /// Creates a session. `config` is a dict of plain options (`robota::api::SessionConfig`);
     /// the other arguments are the host's extensions, already adapted by `robota`.
     #[new]
-    #[pyo3(signature = (config, provider, tools, permission_handler, hooks, command_modules, builtin_commands, event_buffer, mcp_authorization=None))]
+    #[pyo3(signature = (config, provider, tools, permission_handler, hooks, command_modules, builtin_commands, event_buffer, mcp_authorization=None, session_store=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -137,6 +137,7 @@ impl NativeSession {
         builtin_commands: bool,
         event_buffer: Option<usize>,
         mcp_authorization: Option<Py<PyAny>>,
+        session_store: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let slot = LoopSlot::new();
         slot.capture(py);
@@ -150,6 +151,10 @@ impl NativeSession {
         build_extensions(&mut options, tools, permission_handler, hooks, &slot)?;
         if let Some(open) = mcp_authorization {
             options.mcp_authorization_handler = Some(authorization_handler(open));
+        }
+        if let Some(store) = session_store {
+            let store = Arc::new(crate::store::PyHostStore::new(py, store));
+            robota::api::attach_host_store(&mut options, store).map_err(api_error)?;
         }
         let mut interactive = InteractiveSessionOptions::new(options);
         interactive.skills = skills;
@@ -595,8 +600,11 @@ impl NativeSession {
 
     /// Names the session (`None` clears the name).
     #[pyo3(signature = (name))]
-    fn set_name(&self, name: Option<String>) -> PyResult<()> {
-        self.session.set_name(name).map_err(interactive_error)
+    fn set_name(&self, py: Python<'_>, name: Option<String>) -> PyResult<()> {
+        // Detached: renaming saves the snapshot, which may call a store written in Python from
+        // the session's thread.
+        py.detach(|| self.session.set_name(name))
+            .map_err(interactive_error)
     }
 
     /// The session id.

@@ -82,6 +82,7 @@ from .providers import (
 )
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
+from .stores import SessionStore, StoreCheck, run_store_conformance
 from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
 from .tools import SdkMcpServer, Tool, ToolContext, ToolResult, create_sdk_mcp_server, tool
 
@@ -103,6 +104,10 @@ __all__ = [
     "SandboxStatus",
     "SandboxGuarantees",
     "SandboxNetwork",
+    # session stores
+    "SessionStore",
+    "StoreCheck",
+    "run_store_conformance",
     # query
     "create_query",
     "run_query",

@@ -77,6 +77,7 @@ class NativeSession:
         builtin_commands: bool,
         event_buffer: Optional[int],
         mcp_authorization: Optional[Any] = None,
+        session_store: Optional[Any] = None,
     ) -> None: ...
     def submit(
         self,
@@ -158,6 +159,7 @@ class NativeQuery:
     def abort(self) -> None: ...
     def get_session_id(self) -> str: ...
 
+def run_store_conformance(factory: Any) -> List[Dict[str, Any]]: ...
 def at_exit() -> None:
     """Stops the engine's threads from re-entering Python (registered with ``atexit``)."""
 

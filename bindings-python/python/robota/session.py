@@ -56,6 +56,7 @@ from .hooks import HooksLike, hooks_to_native
 from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
 from .sandbox import SandboxStatus
+from .stores import SessionStore
 from .tools import SdkMcpServer, Tool
 
 __all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType", "ConfigWarning"]
@@ -383,7 +384,7 @@ class InteractiveSession:
         env: Optional[Mapping[str, str]] = None,
         builtin_tools: Optional[bool] = None,
         persistence: Union[Literal["none", "project"], Mapping[str, Any], None] = None,
-        session_store: Optional[PathLike] = None,
+        session_store: Union[PathLike, SessionStore, None] = None,
         resume_session_id: Optional[str] = None,
         fork_session: Optional[bool] = None,
         max_budget_usd: Optional[float] = None,
@@ -443,7 +444,9 @@ class InteractiveSession:
                 ``{"sqlite": {"path": ...}}`` (one SQLite database for many sessions; a relative
                 path is in ``cwd``).
             session_store: A directory to save sessions in (``sessions/`` and ``logs/``
-                under it); the short form of ``persistence={"store": ...}``.
+                under it; the short form of ``persistence={"store": ...}``), or a
+                :class:`robota.SessionStore` of your own (your database; see
+                :mod:`robota.stores`).
             resume_session_id: Resume this saved session (needs ``persistence`` or
                 ``session_store``).
             fork_session: With ``resume_session_id``: continue in a copy with a new id.
@@ -498,6 +501,9 @@ class InteractiveSession:
         """
         if persistence is not None and session_store is not None:
             raise _native.InvalidArgumentError("pass either `persistence` or `session_store`, not both")
+        host_store: Optional[SessionStore] = None
+        if isinstance(session_store, SessionStore):
+            host_store, session_store = session_store, None
         if session_store is not None:
             root = os.fspath(session_store)
             persistence = {
@@ -559,6 +565,7 @@ class InteractiveSession:
             builtin_commands,
             event_buffer,
             _authorization_adapter(on_mcp_authorization) if on_mcp_authorization is not None else None,
+            host_store,
         )
 
     # -- prompts ---------------------------------------------------------------------------
