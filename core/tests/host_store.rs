@@ -240,3 +240,174 @@ fn run_each_reports_every_check_and_a_broken_store_fails_them() {
         .iter()
         .all(|o| !o.passed && o.message.as_deref() == Some("cannot connect")));
 }
+
+/// A host function answering the JSON store protocol of `api::HostStoreFunction`, as a C, Node
+/// or Swift host does: chunks kept as strings with the `end` the engine gives.
+#[derive(Default)]
+struct JsonHost {
+    state: Mutex<JsonState>,
+}
+
+#[derive(Default)]
+struct JsonState {
+    snapshots: HashMap<String, (Value, String)>,
+    logs: HashMap<String, Vec<(u64, u64, String)>>,
+    leases: HashMap<String, Value>,
+}
+
+#[robota::api::async_trait]
+impl robota::api::HostFunction for JsonHost {
+    async fn call(&self, call: robota::api::HostCall) -> Result<Value, String> {
+        let r = call.request;
+        let id = r["session_id"].as_str().unwrap_or_default().to_string();
+        let mut s = guard(&self.state);
+        let length = |s: &JsonState, id: &str| s.logs.get(id).map(|c| c.last().map_or(0, |c| c.1));
+        Ok(match r["op"].as_str().unwrap_or_default() {
+            "put_snapshot" => {
+                let text = r["snapshot"].as_str().unwrap_or_default().to_string();
+                s.snapshots.insert(id, (r["summary"].clone(), text));
+                Value::Null
+            }
+            "get_snapshot" => s
+                .snapshots
+                .get(&id)
+                .map_or(Value::Null, |(_, t)| Value::from(t.clone())),
+            "list_snapshots" => Value::from(
+                s.snapshots
+                    .values()
+                    .map(|(v, _)| v.clone())
+                    .collect::<Vec<_>>(),
+            ),
+            "append_log" => {
+                let start = r["start"].as_u64().unwrap_or(u64::MAX);
+                let now = length(&s, &id).unwrap_or(0);
+                if now != start {
+                    return Err(format!("the log ends at {now}, not {start}"));
+                }
+                let lines = r["lines"].as_str().unwrap_or_default().to_string();
+                let end = r["end"].as_u64().unwrap_or_default();
+                s.logs.entry(id).or_default().push((start, end, lines));
+                Value::Null
+            }
+            "read_log" => match s.logs.get(&id) {
+                None => Value::Null,
+                Some(chunks) => Value::from(
+                    chunks
+                        .iter()
+                        .map(
+                            |(start, _, lines)| serde_json::json!({"start": start, "lines": lines}),
+                        )
+                        .collect::<Vec<_>>(),
+                ),
+            },
+            "log_length" => length(&s, &id).map_or(Value::Null, Value::from),
+            "list_logs" => Value::from(s.logs.keys().cloned().collect::<Vec<_>>()),
+            "delete_session" => {
+                let a = s.snapshots.remove(&id).is_some();
+                let b = s.logs.remove(&id).is_some();
+                s.leases.remove(&id);
+                Value::from(a || b)
+            }
+            "acquire_lease" => match s.leases.get(&id) {
+                Some(held) if held["token"] != r["replace_token"] => held.clone(),
+                _ => {
+                    s.leases.insert(id, r["lease"].clone());
+                    Value::Null
+                }
+            },
+            "release_lease" => {
+                if s.leases.get(&id).map(|l| &l["token"]) == Some(&r["token"]) {
+                    s.leases.remove(&id);
+                }
+                Value::Null
+            }
+            other => return Err(format!("unknown op {other}")),
+        })
+    }
+}
+
+fn json_store() -> Arc<dyn SessionStore> {
+    let function = robota::api::HostStoreFunction::new("json", Arc::new(JsonHost::default()));
+    Arc::new(HostSessionStore::new(Arc::new(function)))
+}
+
+#[test]
+fn a_store_answered_by_a_host_function_passes_the_suite() {
+    conformance::run_all(&json_store);
+    // Non-ASCII text: offsets are bytes, and the host never measured a string.
+    let store = json_store();
+    let (mut appender, _) = store
+        .open_log_appender("u")
+        .unwrap_or_else(|e| panic!("{e}"));
+    appender
+        .append("{\"seq\":1,\"t\":\"héllo ✓\"}\n".as_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let length = "{\"seq\":1,\"t\":\"héllo ✓\"}\n".len() as u64;
+    assert_eq!(store.log_len("u").ok().flatten(), Some(length));
+    let (_, end) = store
+        .open_log_appender("u")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((end.offset, end.last_seq), (length, 1));
+}
+
+#[test]
+fn the_host_function_store_works_from_inside_async_runtimes() {
+    for flavor in ["current_thread", "multi_thread"] {
+        let runtime = match flavor {
+            "current_thread" => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build(),
+            _ => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build(),
+        }
+        .unwrap_or_else(|e| panic!("{e}"));
+        runtime.block_on(async {
+            let store = json_store();
+            let mut record = robota::session::store::SessionRecord::new("in-async", "/p");
+            record.name = Some(flavor.into());
+            store
+                .save(&record)
+                .unwrap_or_else(|e| panic!("{flavor}: {e}"));
+            let loaded = store
+                .load("in-async")
+                .unwrap_or_else(|e| panic!("{flavor}: {e}"));
+            assert_eq!(loaded.and_then(|r| r.name).as_deref(), Some(flavor));
+        });
+    }
+}
+
+/// Never answers; keeps the call's cancellation token to show the engine gave up on the call.
+struct Silent(Arc<Mutex<Option<robota::api::CancellationToken>>>);
+
+#[robota::api::async_trait]
+impl robota::api::HostFunction for Silent {
+    async fn call(&self, call: robota::api::HostCall) -> Result<Value, String> {
+        *guard(&self.0) = Some(call.cancel.clone());
+        std::future::pending::<()>().await;
+        Err("unreachable".into())
+    }
+}
+
+#[test]
+fn a_host_that_never_answers_fails_the_call_after_the_timeout() {
+    let token = Arc::new(Mutex::new(None));
+    let function = robota::api::HostStoreFunction::new("silent", Arc::new(Silent(token.clone())))
+        .with_timeout(std::time::Duration::from_millis(200));
+    let store = HostSessionStore::new(Arc::new(function));
+    let error = store
+        .load("s")
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("did not answer within"), "{error}");
+    assert!(error.contains("host store silent"), "{error}");
+    let token = guard(&token)
+        .clone()
+        .unwrap_or_else(|| panic!("the host was never called"));
+    assert!(
+        token.is_cancelled(),
+        "the host was told the call was cancelled"
+    );
+}

@@ -26,9 +26,9 @@ pub use host::{
     HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
-pub use host_store::attach_host_store;
 #[cfg(feature = "store-conformance")]
 pub use host_store::run_store_conformance;
+pub use host_store::{attach_host_store, HostStoreFunction, HOST_STORE_CALL_TIMEOUT};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
 pub use subagents::{subagent_request, subagent_request_from_json};
