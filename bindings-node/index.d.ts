@@ -66,7 +66,8 @@ export declare class NativeSession {
   /**
    * Creates a session from the options document (JSON, built by the facade), the host
    * dispatcher `(requestJson) => Promise<replyJson>` and the event listener
-   * `(batchJson) => void`. Both functions are held weakly: they never keep Node alive.
+   * `(batchJson) => void`. Both functions are held weakly: they never keep Node alive. A
+   * session saved in a JavaScript store is opened with `openSession` instead.
    */
   constructor(optionsJson: string, host: (request: string) => Promise<string>, onEvents: (batch: string) => void)
   /**
@@ -167,8 +168,13 @@ export declare class NativeSession {
   getActiveTools(): string
   /** The session's name. */
   getName(): string | null
-  /** Names the session (`null` clears the name). */
+  /**
+   * Names the session (`null` clears the name). Renaming saves the session: with a
+   * JavaScript store use `renameSession`, which saves off the JavaScript thread.
+   */
   setName(name?: string | undefined | null): void
+  /** Names the session (`null` clears the name), saving it off the JavaScript thread. */
+  renameSession(name?: string | undefined | null): Promise<void>
   /** The session id. */
   getSessionId(): string
   /** Compacts the conversation now; resolves to the summary as JSON. */
@@ -190,6 +196,20 @@ export declare function engineVersion(): string
  * (`{"mode", "cwd", "rules": {"allow", "deny", "ask"}}`). Returns the decision as JSON.
  */
 export declare function evaluatePermission(tool: string, inputJson: string, contextJson: string): string
+
+/**
+ * Creates a session like the `NativeSession` constructor, off the JavaScript thread; resolves
+ * to the session. Needed when the session is saved in a JavaScript `SessionStore` (opening it
+ * calls the store, which runs on the JavaScript thread); works for any session.
+ */
+export declare function openSession(optionsJson: string, host: (request: string) => Promise<string>, onEvents: (batch: string) => void): Promise<NativeSession>
+
+/**
+ * Runs the engine's store conformance suite on stores the dispatcher answers for (`store`
+ * calls with a `store_index`, one fresh store per index); resolves to
+ * `[{"check", "passed", "message"}, …]` as JSON.
+ */
+export declare function runStoreConformance(host: (request: string) => Promise<string>): Promise<string>
 
 /**
  * Stops every process of every session created in this JavaScript environment (SIGTERM, the

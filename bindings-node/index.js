@@ -841,4 +841,6 @@ module.exports.NativeSession = nativeBinding.NativeSession
 module.exports.continuePrompt = nativeBinding.continuePrompt
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.evaluatePermission = nativeBinding.evaluatePermission
+module.exports.openSession = nativeBinding.openSession
+module.exports.runStoreConformance = nativeBinding.runStoreConformance
 module.exports.stopSessionProcesses = nativeBinding.stopSessionProcesses

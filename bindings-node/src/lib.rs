@@ -14,6 +14,7 @@ mod host;
 mod options;
 mod query;
 mod session;
+mod store;
 
 use napi_derive::napi;
 use serde::Serialize;
@@ -24,7 +25,8 @@ use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
 
 pub use exit::stop_session_processes;
 pub use query::NativeQuery;
-pub use session::NativeSession;
+pub use session::{open_session, NativeSession, OpenSession};
+pub use store::{run_store_conformance, StoreConformance};
 
 /// The error JavaScript sees for `e`: `[kind] message`.
 pub(crate) fn api_error(e: ApiError) -> napi::Error {

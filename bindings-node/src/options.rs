@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use robota::api::{
-    host_mcp_authorization_handler, ApiError, HostCommand, HostHookSpec, HostMcpServerBuilder,
-    HostPermissionHandler, HostProvider, HostProviderInfo, HostTool, HostToolSpec, ProviderConfig,
-    SessionConfig,
+    attach_host_store, host_mcp_authorization_handler, ApiError, HostCommand, HostHookSpec,
+    HostMcpServerBuilder, HostPermissionHandler, HostProvider, HostProviderInfo, HostStoreFunction,
+    HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::commands::custom::CommandRegistration;
 use robota::framework::commands::{default_command_modules, CommandModule, CommandSource};
@@ -76,6 +76,10 @@ struct NativeOptions {
     allowed_tools: Vec<String>,
     #[serde(default)]
     disallowed_tools: Vec<String>,
+    /// The name of the host's `SessionStore` object, when the session is saved in it (its
+    /// methods are reached as `store` calls).
+    #[serde(default)]
+    session_store: Option<String>,
 }
 
 fn yes() -> bool {
@@ -92,6 +96,9 @@ pub(crate) struct BuiltOptions {
     pub skills: Vec<SkillRegistration>,
     pub edit_checkpoints: bool,
     pub custom_commands: Vec<CommandRegistration>,
+    /// The session is saved in a JavaScript store: opening, saving and renaming it call
+    /// JavaScript, so they must not run on the JavaScript thread.
+    pub host_store: bool,
 }
 
 /// Parses `json` and builds the engine options; host extensions call into `bridge`.
@@ -153,6 +160,14 @@ pub(crate) fn build_options(
         let function = BridgeFunction::new(bridge, "hook", json!({ "index": index }));
         session.hook_callbacks.push(spec.registration(function));
     }
+    let host_store = options.session_store.is_some();
+    if let Some(name) = options.session_store {
+        let function = BridgeFunction::new(bridge, "store", Value::Null);
+        attach_host_store(
+            &mut session,
+            Arc::new(HostStoreFunction::new(name, function)),
+        )?;
+    }
     report_to_developer(&mut session, bridge);
     // The same modules as every other language: the built-ins, `agent` and `skills`.
     let mut command_modules = if options.builtin_commands {
@@ -179,6 +194,7 @@ pub(crate) fn build_options(
         skills,
         edit_checkpoints,
         custom_commands: commands,
+        host_store,
     })
 }
 

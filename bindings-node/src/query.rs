@@ -121,6 +121,12 @@ impl NativeQuery {
         let sink = text.clone();
         let query = within_runtime_if_available(|| -> Result<Query, ApiError> {
             let built = build_options(&options_json, &bridge)?;
+            if built.host_store {
+                return Err(ApiError::invalid_argument(
+                    "a query has no `sessionStore`; use an InteractiveSession opened with \
+                     `InteractiveSession.open` to save sessions in your own store",
+                ));
+            }
             let session = built.session;
             let mut options = QueryOptions::new(session.cwd.clone(), Arc::clone(&session.provider));
             options.settings = session.settings.clone();

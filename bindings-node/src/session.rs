@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{block_on, within_runtime_if_available, Unknown};
+use napi::bindgen_prelude::{block_on, within_runtime_if_available, AsyncTask, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::Task;
 use napi::{Env, Status};
 use napi_derive::napi;
 
@@ -146,18 +147,128 @@ impl NativePromptTicket {
 /// Promises that settle when a prompt ends.
 #[napi]
 pub struct NativeSession {
-    session: Arc<InteractiveSession>,
+    session: SessionHandle,
     subscription: Arc<Subscription>,
     stopped: Arc<AtomicBool>,
     delivery_ended: Arc<AtomicBool>,
     bridge: Mutex<Option<Arc<HostBridge>>>,
 }
 
+/// The engine session of a [`NativeSession`]. With a JavaScript session store, its last
+/// reference is dropped on a thread of its own: dropping a session that was not shut down
+/// flushes its log and releases its lease through the store, which needs the JavaScript thread
+/// free (a garbage-collected session is dropped on it).
+struct SessionHandle {
+    session: Option<Arc<InteractiveSession>>,
+    host_store: bool,
+}
+
+impl std::ops::Deref for SessionHandle {
+    type Target = Arc<InteractiveSession>;
+
+    fn deref(&self) -> &Self::Target {
+        match &self.session {
+            Some(session) => session,
+            // Taken only in `drop`, after which nothing dereferences it.
+            None => unreachable!("the session handle is used after drop"),
+        }
+    }
+}
+
+impl Drop for SessionHandle {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            if self.host_store {
+                let _ = std::thread::Builder::new()
+                    .name("robota-session-drop".into())
+                    .spawn(move || drop(session));
+            }
+        }
+    }
+}
+
+/// The engine options of a session from the native options document, and whether the session
+/// is saved in a JavaScript store.
+fn session_options(
+    options_json: &str,
+    bridge: &Arc<HostBridge>,
+) -> Result<(InteractiveSessionOptions, bool), ApiError> {
+    let built = build_options(options_json, bridge)?;
+    if !built.allowed_tools.is_empty() || !built.disallowed_tools.is_empty() {
+        return Err(ApiError::invalid_argument(
+            "`allowedTools`/`disallowedTools` are query options; give a session \
+             `settings: {permissions: {allow, deny}}` instead",
+        ));
+    }
+    let mut options = InteractiveSessionOptions::new(built.session);
+    options.command_modules = built.command_modules;
+    options.skills = built.skills;
+    options.edit_checkpoints = built.edit_checkpoints;
+    options.commands = built.custom_commands;
+    if let Some(buffer) = built.event_buffer {
+        options.event_buffer = buffer;
+    }
+    Ok((options, built.host_store))
+}
+
+/// Opens a session saved in a JavaScript store: the engine reads and writes the store while it
+/// opens the session, so that runs off the JavaScript thread (see [`open_session`]).
+pub struct OpenSession {
+    options_json: String,
+    bridge: Arc<HostBridge>,
+    on_events: Option<EventFunction>,
+}
+
+impl Task for OpenSession {
+    type Output = (Arc<InteractiveSession>, bool);
+    type JsValue = NativeSession;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        within_runtime_if_available(|| -> Result<_, ApiError> {
+            let (options, host_store) = session_options(&self.options_json, &self.bridge)?;
+            let session = InteractiveSession::new(options).map_err(ApiError::from)?;
+            Ok((session, host_store))
+        })
+        .map_err(api_error)
+    }
+
+    fn resolve(&mut self, env: Env, output: Self::Output) -> napi::Result<Self::JsValue> {
+        let (session, host_store) = output;
+        let on_events = self.on_events.take().ok_or_else(|| {
+            api_error(ApiError::invalid_argument("the session was already opened"))
+        })?;
+        Ok(NativeSession::attach(
+            &env,
+            session,
+            host_store,
+            Arc::clone(&self.bridge),
+            on_events,
+        ))
+    }
+}
+
+/// Creates a session like the `NativeSession` constructor, off the JavaScript thread; resolves
+/// to the session. Needed when the session is saved in a JavaScript `SessionStore` (opening it
+/// calls the store, which runs on the JavaScript thread); works for any session.
+#[napi(ts_return_type = "Promise<NativeSession>")]
+pub fn open_session(
+    options_json: String,
+    #[napi(ts_arg_type = "(request: string) => Promise<string>")] host: JsDispatcher,
+    #[napi(ts_arg_type = "(batch: string) => void")] on_events: EventFunction,
+) -> AsyncTask<OpenSession> {
+    AsyncTask::new(OpenSession {
+        options_json,
+        bridge: HostBridge::new(host),
+        on_events: Some(on_events),
+    })
+}
+
 #[napi]
 impl NativeSession {
     /// Creates a session from the options document (JSON, built by the facade), the host
     /// dispatcher `(requestJson) => Promise<replyJson>` and the event listener
-    /// `(batchJson) => void`. Both functions are held weakly: they never keep Node alive.
+    /// `(batchJson) => void`. Both functions are held weakly: they never keep Node alive. A
+    /// session saved in a JavaScript store is opened with `openSession` instead.
     #[napi(constructor)]
     pub fn new(
         env: Env,
@@ -167,25 +278,30 @@ impl NativeSession {
     ) -> napi::Result<Self> {
         let bridge = HostBridge::new(host);
         let session = within_runtime_if_available(|| -> Result<_, ApiError> {
-            let built = build_options(&options_json, &bridge)?;
-            if !built.allowed_tools.is_empty() || !built.disallowed_tools.is_empty() {
+            let (options, host_store) = session_options(&options_json, &bridge)?;
+            if host_store {
                 return Err(ApiError::invalid_argument(
-                    "`allowedTools`/`disallowedTools` are query options; give a session \
-                     `settings: {permissions: {allow, deny}}` instead",
+                    "a session saved in a JavaScript `sessionStore` is opened with \
+                     `await InteractiveSession.open(options)` (opening it calls the store)",
                 ));
-            }
-            let mut options = InteractiveSessionOptions::new(built.session);
-            options.command_modules = built.command_modules;
-            options.skills = built.skills;
-            options.edit_checkpoints = built.edit_checkpoints;
-            options.commands = built.custom_commands;
-            if let Some(buffer) = built.event_buffer {
-                options.event_buffer = buffer;
             }
             InteractiveSession::new(options).map_err(ApiError::from)
         })
         .map_err(api_error)?;
-        crate::exit::stop_with_env(&env, session.session());
+        Ok(NativeSession::attach(
+            &env, session, false, bridge, on_events,
+        ))
+    }
+
+    /// Wraps an engine session: process cleanup at environment exit, and event delivery.
+    fn attach(
+        env: &Env,
+        session: Arc<InteractiveSession>,
+        host_store: bool,
+        bridge: Arc<HostBridge>,
+        on_events: EventFunction,
+    ) -> Self {
+        crate::exit::stop_with_env(env, session.session());
         let subscription = Arc::new(session.subscribe_pull());
         let stopped = Arc::new(AtomicBool::new(false));
         let delivery_ended = Arc::new(AtomicBool::new(false));
@@ -195,13 +311,16 @@ impl NativeSession {
             Arc::clone(&stopped),
             Arc::clone(&delivery_ended),
         );
-        Ok(NativeSession {
-            session,
+        NativeSession {
+            session: SessionHandle {
+                session: Some(session),
+                host_store,
+            },
             subscription,
             stopped,
             delivery_ended,
             bridge: Mutex::new(Some(bridge)),
-        })
+        }
     }
 
     /// Submits a prompt; its ticket tells whether it started or waits and resolves to how it
@@ -565,10 +684,32 @@ impl NativeSession {
         self.session.get_name()
     }
 
-    /// Names the session (`null` clears the name).
+    /// Names the session (`null` clears the name). Renaming saves the session: with a
+    /// JavaScript store use `renameSession`, which saves off the JavaScript thread.
     #[napi]
     pub fn set_name(&self, name: Option<String>) -> napi::Result<()> {
+        if self.session.host_store {
+            return Err(api_error(ApiError::invalid_argument(
+                "this session is saved in a JavaScript `sessionStore`: rename it with \
+                 `await session.rename(name)`",
+            )));
+        }
         self.session.set_name(name).map_err(|e| api_error(e.into()))
+    }
+
+    /// Names the session (`null` clears the name), saving it off the JavaScript thread.
+    #[napi]
+    pub async fn rename_session(&self, name: Option<String>) -> napi::Result<()> {
+        let session = Arc::clone(&self.session);
+        tokio::task::spawn_blocking(move || session.set_name(name))
+            .await
+            .map_err(|e| {
+                api_error(ApiError::new(
+                    robota::api::ApiErrorKind::Session,
+                    format!("renaming failed: {e}"),
+                ))
+            })?
+            .map_err(|e| api_error(e.into()))
     }
 
     /// The session id.

@@ -7,6 +7,7 @@
  * a denial (permission handler), a failed hook, or a failed command — never a crash.
  */
 
+import { checkStore, storeAnswer, storeName, type SessionStore } from './stores.js';
 import { RobotaError, describeValue, messageOf, toRobotaError } from './errors.js';
 import type { CommandResult, PermissionMode } from './types.js';
 import { CustomProvider, type ProviderLike, type ProviderRequest, type ScriptedTurn } from './providers.js';
@@ -574,6 +575,8 @@ export interface HostExtensions {
   commandModules?: CommandModule[] | undefined;
   /** Only the in-process servers ({@link SdkMcpServer}) are read here. */
   mcpServers?: Record<string, unknown> | undefined;
+  /** A session store of the host's own (answers `store` calls). */
+  sessionStore?: SessionStore | undefined;
 }
 
 /** The in-process servers of `mcpServers`, by the name the session knows them under. */
@@ -601,6 +604,7 @@ interface HostRequest {
     | 'hook'
     | 'command'
     | 'provider'
+    | 'store'
     | 'next'
     | 'cancel'
     | 'warning'
@@ -847,6 +851,10 @@ export function createDispatcher(
         })();
         return run;
       }
+      case 'store': {
+        if (extensions.sessionStore === undefined) throw new Error('this session has no sessionStore');
+        return await storeAnswer(extensions.sessionStore, args);
+      }
       case 'provider': {
         if (provider === undefined) throw new Error('this session has no JavaScript provider');
         const turn = await provider.options.respond(args as ProviderRequest, { signal });
@@ -978,6 +986,9 @@ export function declareExtensions(extensions: HostExtensions): Record<string, un
       }),
     })),
     permission_handler: typeof extensions.permissionHandler === 'function',
+    ...(extensions.sessionStore === undefined || extensions.sessionStore === null
+      ? {}
+      : { session_store: storeName(checkStore(extensions.sessionStore, '`sessionStore`')) }),
     mcp_authorization: mcpAuthorization(extensions.onMcpAuthorization),
     hooks: hookRegistrations(extensions.hooks).map((h, index) => {
       if (h === null || typeof h !== 'object') throw invalid(`hooks[${index}] is not a hook registration`);

@@ -59,6 +59,14 @@ export {
   type SubagentOptions,
 } from './session.js';
 export { createQuery, type Query } from './query.js';
+export {
+  runStoreConformance,
+  type SessionStore,
+  type SessionSummary,
+  type SessionLease,
+  type LogChunk,
+  type StoreCheck,
+} from './stores.js';
 
 /** The context `evaluatePermission` decides in. */
 export interface PermissionContext {

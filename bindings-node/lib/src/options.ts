@@ -1,5 +1,6 @@
 /** Session options: the camelCase options of the facade and their snake_case engine form. */
 
+import type { SessionStore } from './stores.js';
 import { RobotaError } from './errors.js';
 import { isSdkMcpServer } from './extensions.js';
 import type {
@@ -147,6 +148,9 @@ export interface SessionOptions extends CommonOptions {
   builtinCommands?: boolean;
   /** Events buffered per session before `text_delta`s are coalesced (default 256). */
   eventBuffer?: number;
+  /** Save the session in your own storage (see {@link SessionStore}); such a session is opened
+   * with `await InteractiveSession.open(options)`. Not together with `persistence`. */
+  sessionStore?: SessionStore;
 }
 
 /** Options of `createQuery`. */
@@ -203,6 +207,7 @@ const EXTENSION_KEYS = new Set([
   'onTextDelta',
   'onMcpAuthorization',
   'persistence',
+  'sessionStore',
 ]);
 
 /** The engine's `SessionConfig` JSON for `options`; unknown keys are an error. */

@@ -105,7 +105,12 @@ type NativeSession = InstanceType<typeof nativeAddon.NativeSession>;
  * listeners, `events()` iterators and the prompt's `submit()` result.
  */
 export class InteractiveSession extends EventEmitter<SessionEventMap> {
-  readonly #native: NativeSession;
+  /** Set by the constructor, or by {@link InteractiveSession.open} once the session is open. */
+  #native!: NativeSession;
+  /** True while {@link InteractiveSession.open} runs the constructor. */
+  static #opening = false;
+  /** What {@link InteractiveSession.open} opens the native session from. */
+  #pendingOpen: { document: string; dispatch: (request: string) => Promise<string> } | undefined;
   readonly #iterators = new Set<(event: RobotaEvent | null) => void>();
   readonly #eventWaiters: EventWaiter[] = [];
   /** The `seq` of the last event emitted. */
@@ -118,11 +123,18 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
   readonly #hasPermissionHandler: boolean;
 
   /** Creates the session. Throws a {@link RobotaError} (`invalid_argument`, `invalid_json`,
-   * `provider`, `session`) when the options are unusable; the message names the option. */
+   * `provider`, `session`) when the options are unusable; the message names the option. A
+   * session with a `sessionStore` is created with {@link InteractiveSession.open}. */
   constructor(options: SessionOptions) {
     super();
     if (options === null || typeof options !== 'object' || options.provider === undefined) {
       throw new RobotaError('invalid_argument', 'InteractiveSession needs options with a `provider`');
+    }
+    if (options.sessionStore !== undefined && !InteractiveSession.#opening) {
+      throw new RobotaError(
+        'invalid_argument',
+        'a session saved in a `sessionStore` is created with `await InteractiveSession.open(options)` (opening it calls the store)',
+      );
     }
     // A listener for an event that does not exist would never fire: refuse the name.
     (this as EventEmitter).on('newListener', (name: string | symbol) => checkEventName(name));
@@ -142,9 +154,39 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     const dispatch = createDispatcher(options, {
       permissionRequestEmitted: (requestId) => this.#permissionRequestEmitted(requestId),
     });
+    if (InteractiveSession.#opening) {
+      this.#pendingOpen = { document: JSON.stringify(document), dispatch };
+      return;
+    }
     this.#native = native(
       () => new nativeAddon.NativeSession(JSON.stringify(document), dispatch, (batch: string) => this.#deliver(batch)),
     );
+  }
+
+  /**
+   * Creates the session without blocking the JavaScript thread: required with a `sessionStore`
+   * (opening a session reads and writes the store, whose methods run on this thread), and
+   * usable for any session. Rejects like the constructor throws.
+   *
+   * ```ts
+   * const session = await InteractiveSession.open({ provider, sessionStore: new MyStore() });
+   * ```
+   */
+  static async open(options: SessionOptions): Promise<InteractiveSession> {
+    InteractiveSession.#opening = true;
+    let session: InteractiveSession;
+    try {
+      session = new InteractiveSession(options);
+    } finally {
+      InteractiveSession.#opening = false;
+    }
+    const pending = session.#pendingOpen;
+    session.#pendingOpen = undefined;
+    if (pending === undefined) throw new RobotaError('invalid_argument', 'the session could not be prepared');
+    session.#native = await nativeAsync(() =>
+      nativeAddon.openSession(pending.document, pending.dispatch, (batch: string) => session.#deliver(batch)),
+    );
+    return session;
   }
 
   #deliver(batch: string): void {
@@ -592,10 +634,18 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     return this.#native.getName() ?? null;
   }
 
-  /** Names the session (`null` clears it). */
+  /** Names the session (`null` clears it). A session in a `sessionStore` is renamed with
+   * {@link rename} (renaming saves it through the store). */
   setName(name: string | null): void {
     if (name !== null) expectString(name, 'setName(name): `name`');
     native(() => this.#native.setName(name));
+  }
+
+  /** Names the session (`null` clears it) and saves it, off the JavaScript thread; works with
+   * any store. */
+  async rename(name: string | null): Promise<void> {
+    if (name !== null) expectString(name, 'rename(name): `name`');
+    await nativeAsync(() => this.#native.renameSession(name));
   }
 
   /** The session id. */

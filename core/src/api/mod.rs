@@ -16,6 +16,7 @@ mod provider_config;
 mod session_config;
 mod subagents;
 
+pub use crate::session::host_store::HostStoreBackend;
 pub use command_context::{CommandContextOp, HostCommandContext};
 pub use error::{ApiError, ApiErrorKind};
 pub use host::{

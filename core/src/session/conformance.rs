@@ -129,8 +129,13 @@ pub fn run_each(
         .iter()
         .map(|(name, check)| {
             let result = fresh_store().and_then(|store| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(store)))
-                    .map_err(|payload| panic_message(payload.as_ref()))
+                quiet_panics();
+                IN_CHECK.with(|flag| flag.set(true));
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(store)))
+                        .map_err(|payload| panic_message(payload.as_ref()));
+                IN_CHECK.with(|flag| flag.set(false));
+                outcome
             });
             CheckOutcome {
                 check: name,
@@ -139,6 +144,25 @@ pub fn run_each(
             }
         })
         .collect()
+}
+
+thread_local! {
+    /// Set while [`run_each`] runs a check on this thread: its failure is reported as data.
+    static IN_CHECK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Keeps a failing check of [`run_each`] from printing a panic report on the host's stderr (the
+/// outcome carries the message); panics anywhere else reach the previous hook as before.
+fn quiet_panics() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CHECK.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
