@@ -18,6 +18,7 @@ mod provider;
 mod query;
 mod runtime;
 mod session;
+mod store;
 mod strings;
 
 pub use background::*;

@@ -36,6 +36,8 @@ pub(crate) struct OptionsInner {
     /// Opens remote MCP servers' OAuth authorization URLs
     /// (`robota_session_options_set_mcp_authorization_handler`).
     pub(crate) mcp_authorization_handler: Option<engine::mcp::McpAuthorizationHandler>,
+    /// The host's own session store (`robota_session_options_set_session_store`).
+    pub(crate) session_store: Option<Arc<dyn HostFunction>>,
 }
 
 /// Session options: JSON data plus host callbacks. Opaque; create with

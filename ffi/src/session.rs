@@ -382,6 +382,7 @@ fn create_session(
     if options.mcp_authorization_handler.is_some() {
         session.mcp_authorization_handler = options.mcp_authorization_handler;
     }
+    crate::store::attach_store(&mut session, options.session_store)?;
     session.hook_callbacks.extend(options.hooks);
     let mut interactive_options = InteractiveSessionOptions::new(session);
     interactive_options.skills = skills;

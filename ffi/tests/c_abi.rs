@@ -556,6 +556,29 @@ fn c_test_mcp_oauth_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// A session store written in C passes the store conformance suite, and a session saved in it
+/// resumes with its history, one writer at a time.
+#[test]
+fn c_test_session_store_passes() {
+    let root = workspace_root();
+    let exe = build_c_with(
+        &root.join("ffi/tests/c/test_session_store.c"),
+        "test_session_store",
+        &["-lcjson", "-lpthread"],
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("session-store-project");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let dir = std::fs::canonicalize(&dir).expect("canonical");
+    let dir_text = dir.display().to_string();
+    let stdout = run_c(&exe, &[], &[("ROBOTA_TEST_DIR", dir_text.as_str())]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    assert!(
+        !dir.join(".robota/sessions").exists(),
+        "nothing was saved in the project's files"
+    );
+}
+
 /// The conformance scenarios (tests/conformance/scenarios/*.json), played by the C runner.
 #[test]
 fn c_conformance_scenarios_pass() {

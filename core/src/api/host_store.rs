@@ -255,3 +255,37 @@ impl HostStoreBackend for HostStoreFunction {
             .map(drop)
     }
 }
+
+/// Runs the store conformance suite (feature `store-conformance`) on stores answered by one
+/// host function: every request of [`HostStoreFunction`] gets a `"store_index"` field, and the
+/// host keeps one fresh, empty store per index (a new index: a new store). Returns what
+/// [`run_store_conformance`] returns.
+#[cfg(feature = "store-conformance")]
+pub fn run_store_conformance_on(name: &str, function: Arc<dyn HostFunction>) -> Value {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Adds the store's index to each request.
+    struct Indexed {
+        index: u64,
+        function: Arc<dyn HostFunction>,
+    }
+
+    #[async_trait::async_trait]
+    impl HostFunction for Indexed {
+        async fn call(&self, mut call: HostCall) -> Result<Value, String> {
+            if let Value::Object(map) = &mut call.request {
+                map.insert("store_index".into(), Value::from(self.index));
+            }
+            self.function.call(call).await
+        }
+    }
+
+    let next = AtomicU64::new(0);
+    run_store_conformance(&|| {
+        let indexed = Indexed {
+            index: next.fetch_add(1, Ordering::Relaxed),
+            function: Arc::clone(&function),
+        };
+        Ok(Arc::new(HostStoreFunction::new(name, Arc::new(indexed))) as Arc<dyn HostStoreBackend>)
+    })
+}

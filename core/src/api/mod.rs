@@ -27,9 +27,9 @@ pub use host::{
     HostTool, HostToolCall, HostToolSpec, ABORTED_TOOL_CONTENT,
 };
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
-#[cfg(feature = "store-conformance")]
-pub use host_store::run_store_conformance;
 pub use host_store::{attach_host_store, HostStoreFunction, HOST_STORE_CALL_TIMEOUT};
+#[cfg(feature = "store-conformance")]
+pub use host_store::{run_store_conformance, run_store_conformance_on};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
 pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
 pub use subagents::{subagent_request, subagent_request_from_json};

@@ -316,31 +316,44 @@ pub fn snapshot_replace_is_atomic(store: Arc<dyn SessionStore>) {
     let small = record_with("atomic", 2, "small");
     let large = record_with("atomic", 400, &"large ".repeat(200));
     store.save(&small).unwrap_or_else(|e| panic!("save: {e}"));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let store = Arc::clone(&store);
+        let stop = Arc::clone(&stop);
         let (small, large) = (small.clone(), large.clone());
         std::thread::spawn(move || {
             for k in 0..40 {
+                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
                 let record = if k % 2 == 0 { &large } else { &small };
                 store.save(record).unwrap_or_else(|e| panic!("save: {e}"));
             }
         })
     };
-    let mut reads = 0;
-    while !writer.is_finished() || reads < 5 {
-        let loaded = store
-            .load("atomic")
-            .unwrap_or_else(|e| panic!("a reader met a partial snapshot: {e}"))
-            .unwrap_or_else(|| panic!("a reader found no snapshot while it was replaced"));
-        assert!(
-            loaded == small || loaded == large,
-            "a reader saw a snapshot that is neither the old nor the new one"
-        );
-        reads += 1;
+    // The writer is joined whatever the readers find: a store must not be used after the check.
+    let readers = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut reads = 0;
+        while !writer.is_finished() || reads < 5 {
+            let loaded = store
+                .load("atomic")
+                .unwrap_or_else(|e| panic!("a reader met a partial snapshot: {e}"))
+                .unwrap_or_else(|| panic!("a reader found no snapshot while it was replaced"));
+            assert!(
+                loaded == small || loaded == large,
+                "a reader saw a snapshot that is neither the old nor the new one"
+            );
+            reads += 1;
+        }
+    }));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let written = writer.join();
+    if let Err(payload) = readers {
+        std::panic::resume_unwind(payload);
     }
-    writer
-        .join()
-        .unwrap_or_else(|_| panic!("the writer thread panicked"));
+    if written.is_err() {
+        panic!("the writer thread panicked");
+    }
 }
 
 /// Lines appended to the log read back from any position a snapshot recorded, and the log
