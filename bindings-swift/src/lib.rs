@@ -53,6 +53,26 @@ pub fn evaluate_permission(
 
 /// The library's version (the workspace version), so the Swift package can check it was built
 /// against the library it loads.
+/// Runs the engine's store conformance suite on a session store written in Swift: `callback`
+/// answers the store operations, each request with a `"store_index"` (keep one fresh, empty
+/// store per index). Returns `[{"check", "passed", "message"}, …]` as JSON.
+#[uniffi::export]
+pub async fn run_store_conformance(
+    callback: std::sync::Arc<dyn host::HostCallback>,
+) -> Result<String, RobotaError> {
+    let function = host::SwiftHostFunction::shared(callback);
+    runtime::on_runtime(async move {
+        // The suite blocks while the store answers on Swift's own threads.
+        tokio::task::spawn_blocking(move || {
+            robota::api::run_store_conformance_on("Swift", function)
+        })
+        .await
+        .map(|outcomes| outcomes.to_string())
+        .map_err(|e| RobotaError::internal(format!("the conformance suite failed: {e}")))
+    })
+    .await
+}
+
 #[uniffi::export]
 pub fn library_version() -> Result<String, RobotaError> {
     Ok(env!("CARGO_PKG_VERSION").to_string())

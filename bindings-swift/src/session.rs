@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use robota::api::{
-    host_mcp_authorization_handler, HostCommand, HostHookSpec, HostMcpServerBuilder,
-    HostPermissionHandler, HostProvider, HostProviderInfo, HostTool, HostToolSpec, ProviderConfig,
-    SessionConfig,
+    attach_host_store, host_mcp_authorization_handler, HostCommand, HostHookSpec,
+    HostMcpServerBuilder, HostPermissionHandler, HostProvider, HostProviderInfo, HostStoreFunction,
+    HostTool, HostToolSpec, ProviderConfig, SessionConfig,
 };
 use robota::framework::agents::SubagentRequest;
 use robota::framework::commands::{CommandModule, CommandSource, SystemCommand};
@@ -110,6 +110,10 @@ pub struct NativeExtensions {
     pub mcp_servers: Vec<NativeMcpServer>,
     /// The browser step of remote MCP servers' OAuth: called with `{server, url}`.
     pub mcp_authorization: Option<Arc<dyn HostCallback>>,
+    /// A session store written in Swift: answers the engine's store operations
+    /// (`robota::api::HostStoreFunction`); sessions only.
+    #[uniffi(default = None)]
+    pub session_store: Option<Arc<dyn HostCallback>>,
 }
 
 /// Everything a session is made of.
@@ -164,7 +168,17 @@ pub(crate) fn add_extensions(
         hooks,
         mcp_servers,
         mcp_authorization,
+        session_store,
     } = extensions;
+    if let Some(store) = session_store {
+        attach_host_store(
+            options,
+            Arc::new(HostStoreFunction::new(
+                "Swift",
+                SwiftHostFunction::shared(store),
+            )),
+        )?;
+    }
     for tool in tools {
         let spec = HostToolSpec::from_json_value(parse_json(&tool.spec_json, "tool spec")?)?;
         options.extra_tools.push(Arc::new(HostTool::new(

@@ -11,6 +11,9 @@ public enum Persistence: Sendable, Equatable {
     case project
     /// In explicit directories.
     case store(sessionsDir: String, logsDir: String)
+    /// One SQLite database for many sessions, shared by every process that opens it (a
+    /// relative path is in `cwd`).
+    case sqlite(path: String)
 
     var json: JSONValue {
         switch self {
@@ -18,6 +21,7 @@ public enum Persistence: Sendable, Equatable {
         case .project: "project"
         case .store(let sessions, let logs):
             ["store": ["sessions_dir": .string(sessions), "logs_dir": .string(logs)]]
+        case .sqlite(let path): ["sqlite": ["path": .string(path)]]
         }
     }
 }
@@ -89,6 +93,8 @@ public struct SessionOptions: Sendable {
     public var traceparent: String?
     /// The W3C `tracestate` that goes with `traceparent`.
     public var tracestate: String?
+    /// Save the session in your own storage (see `SessionStore`) instead of `persistence`.
+    public var sessionStore: (any SessionStore)?
 
     /// Options with `provider`; set the rest as properties or arguments.
     public init(
@@ -157,7 +163,8 @@ public struct SessionOptions: Sendable {
         return NativeExtensions(
             tools: builtTools, permissionHandler: permissionHandler.map(permissionBridge),
             hooks: builtHooks, mcpServers: builtServers,
-            mcpAuthorization: onMcpAuthorization.map(authorizationBridge))
+            mcpAuthorization: onMcpAuthorization.map(authorizationBridge),
+            sessionStore: sessionStore.map(storeBridge))
     }
 
     func nativeCommandModules() throws(RobotaError) -> [NativeCommandModule] {
@@ -305,6 +312,18 @@ public final class InteractiveSession: Sendable {
             builtinCommands: options.builtinCommands,
             eventBuffer: options.eventBuffer)
         native = try callNative { try NativeSession(options: nativeOptions) }
+    }
+
+    /// Creates the session on a thread of its own, for callers on Swift's concurrency pool:
+    /// opening a session saved in a `sessionStore` waits for the store's async methods.
+    public static func open(options: SessionOptions) async throws -> InteractiveSession {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do { continuation.resume(returning: try InteractiveSession(options: options)) } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
     }
 
     /// Submits a prompt and waits until it ended. It starts at once, or is queued behind the

@@ -2748,6 +2748,11 @@ public struct NativeExtensions {
      * The browser step of remote MCP servers' OAuth: called with `{server, url}`.
      */
     public var mcpAuthorization: HostCallback?
+    /**
+     * A session store written in Swift: answers the engine's store operations
+     * (`robota::api::HostStoreFunction`); sessions only.
+     */
+    public var sessionStore: HostCallback?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2766,12 +2771,17 @@ public struct NativeExtensions {
          */mcpServers: [NativeMcpServer], 
         /**
          * The browser step of remote MCP servers' OAuth: called with `{server, url}`.
-         */mcpAuthorization: HostCallback?) {
+         */mcpAuthorization: HostCallback?, 
+        /**
+         * A session store written in Swift: answers the engine's store operations
+         * (`robota::api::HostStoreFunction`); sessions only.
+         */sessionStore: HostCallback? = nil) {
         self.tools = tools
         self.permissionHandler = permissionHandler
         self.hooks = hooks
         self.mcpServers = mcpServers
         self.mcpAuthorization = mcpAuthorization
+        self.sessionStore = sessionStore
     }
 
     
@@ -2794,7 +2804,8 @@ public struct FfiConverterTypeNativeExtensions: FfiConverterRustBuffer {
                 permissionHandler: FfiConverterOptionTypeHostCallback.read(from: &buf), 
                 hooks: FfiConverterSequenceTypeNativeHook.read(from: &buf), 
                 mcpServers: FfiConverterSequenceTypeNativeMcpServer.read(from: &buf), 
-                mcpAuthorization: FfiConverterOptionTypeHostCallback.read(from: &buf)
+                mcpAuthorization: FfiConverterOptionTypeHostCallback.read(from: &buf), 
+                sessionStore: FfiConverterOptionTypeHostCallback.read(from: &buf)
         )
     }
 
@@ -2804,6 +2815,7 @@ public struct FfiConverterTypeNativeExtensions: FfiConverterRustBuffer {
         FfiConverterSequenceTypeNativeHook.write(value.hooks, into: &buf)
         FfiConverterSequenceTypeNativeMcpServer.write(value.mcpServers, into: &buf)
         FfiConverterOptionTypeHostCallback.write(value.mcpAuthorization, into: &buf)
+        FfiConverterOptionTypeHostCallback.write(value.sessionStore, into: &buf)
     }
 }
 
@@ -4222,16 +4234,33 @@ public func evaluatePermission(tool: String, inputJson: String, contextJson: Str
     )
 })
 }
-/**
- * The library's version (the workspace version), so the Swift package can check it was built
- * against the library it loads.
- */
 public func libraryVersion()throws  -> String  {
     return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
         uniffiCallStatus in
     uniffi_robota_swift_fn_func_library_version(uniffiCallStatus
     )
 })
+}
+/**
+ * The library's version (the workspace version), so the Swift package can check it was built
+ * against the library it loads.
+ * Runs the engine's store conformance suite on a session store written in Swift: `callback`
+ * answers the store operations, each request with a `"store_index"` (keep one fresh, empty
+ * store per index). Returns `[{"check", "passed", "message"}, …]` as JSON.
+ */
+public func runStoreConformance(callback: HostCallback)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_func_run_store_conformance(FfiConverterTypeHostCallback_lower(callback)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
 }
 
 private enum InitializationResult {
@@ -4252,7 +4281,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_func_evaluate_permission() != 8238) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_robota_swift_checksum_func_library_version() != 11978) {
+    if (uniffi_robota_swift_checksum_func_library_version() != 61948) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_func_run_store_conformance() != 44491) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_hostcallback_call() != 13971) {

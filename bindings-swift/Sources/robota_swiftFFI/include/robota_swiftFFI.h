@@ -599,6 +599,11 @@ RustBuffer uniffi_robota_swift_fn_func_library_version(RustCallStatus *_Nonnull 
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_RUN_STORE_CONFORMANCE
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_RUN_STORE_CONFORMANCE
+uint64_t uniffi_robota_swift_fn_func_run_store_conformance(uint64_t callback
+);
+#endif
 #ifndef UNIFFI_FFIDEF_FFI_ROBOTA_SWIFT_RUSTBUFFER_ALLOC
 #define UNIFFI_FFIDEF_FFI_ROBOTA_SWIFT_RUSTBUFFER_ALLOC
 RustBuffer ffi_robota_swift_rustbuffer_alloc(uint64_t size, RustCallStatus *_Nonnull out_status
@@ -868,6 +873,12 @@ uint16_t uniffi_robota_swift_checksum_func_evaluate_permission(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIBRARY_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIBRARY_VERSION
 uint16_t uniffi_robota_swift_checksum_func_library_version(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_RUN_STORE_CONFORMANCE
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_RUN_STORE_CONFORMANCE
+uint16_t uniffi_robota_swift_checksum_func_run_store_conformance(void
     
 );
 #endif
