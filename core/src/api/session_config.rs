@@ -44,6 +44,20 @@ pub enum PersistenceConfig {
         /// The database file.
         path: PathBuf,
     },
+    /// In a PostgreSQL database (`{"postgres": {"url": …}}` or `{"postgres": {"url_env":
+    /// "DATABASE_URL"}}`): sessions shared by every worker that connects, kept apart by
+    /// `project` (default: `cwd`).
+    Postgres {
+        /// The connection string (`postgres://user:password@host:port/database`).
+        #[serde(default)]
+        url: Option<String>,
+        /// The environment variable holding the connection string, instead of `url`.
+        #[serde(default)]
+        url_env: Option<String>,
+        /// The project key the sessions are kept under (default: `cwd`).
+        #[serde(default)]
+        project: Option<String>,
+    },
 }
 
 /// A session's options as data. Every field is optional; JSON field names are the snake_case
@@ -260,6 +274,19 @@ impl SessionConfig {
                     .map_err(|error| {
                         ApiError::invalid_argument(format!("`persistence`: {error}"))
                     })?,
+            ),
+            PersistenceConfig::Postgres {
+                url,
+                url_env,
+                project,
+            } => SessionPersistence::Store(
+                StoreChoice::Postgres {
+                    url,
+                    url_env,
+                    project,
+                }
+                .open(&cwd, home_dir.as_deref())
+                .map_err(|error| ApiError::invalid_argument(format!("`persistence`: {error}")))?,
             ),
         };
         if self.fork_session == Some(true) && self.resume_session_id.is_none() {

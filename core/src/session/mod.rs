@@ -35,6 +35,8 @@ pub mod host_store;
 pub mod lock;
 pub mod log;
 pub mod recovery;
+#[cfg(feature = "postgres")]
+pub mod postgres_store;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_store;
 pub mod store;
