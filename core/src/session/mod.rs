@@ -34,9 +34,9 @@ mod file_store;
 pub mod host_store;
 pub mod lock;
 pub mod log;
-pub mod recovery;
 #[cfg(feature = "postgres")]
 pub mod postgres_store;
+pub mod recovery;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_store;
 pub mod store;

@@ -201,7 +201,10 @@ impl From<tokio_postgres::Error> for Failure {
 
 /// The connection string's target without its password: `postgres://user@host:port/db`.
 fn describe(config: &tokio_postgres::Config) -> String {
-    let user = config.get_user().map(|u| format!("{u}@")).unwrap_or_default();
+    let user = config
+        .get_user()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
     let hosts: Vec<String> = config
         .get_hosts()
         .iter()
@@ -270,7 +273,11 @@ impl Shared {
 
     /// A new connection, its I/O running on the store's runtime.
     fn connect(&self) -> Result<Client, String> {
-        let runtime = self.runtime.0.as_ref().ok_or("the store's runtime stopped")?;
+        let runtime = self
+            .runtime
+            .0
+            .as_ref()
+            .ok_or("the store's runtime stopped")?;
         let config = self.config.clone();
         let task = runtime.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
@@ -369,13 +376,12 @@ impl PostgresSessionStore {
     /// Connects to the database of `config` and creates the tables on first use. A database
     /// whose schema is newer than this build reads is refused.
     pub fn connect(config: &PostgresConfig) -> Result<Self, StoreError> {
-        let mut parsed = tokio_postgres::Config::from_str(&config.url).map_err(|error| {
-            StoreError::Io {
+        let mut parsed =
+            tokio_postgres::Config::from_str(&config.url).map_err(|error| StoreError::Io {
                 op: "read the connection string of",
                 path: PathBuf::from("the PostgreSQL session store"),
                 source: io::Error::new(io::ErrorKind::InvalidInput, error.to_string()),
-            }
-        })?;
+            })?;
         if parsed.get_connect_timeout().is_none() {
             parsed.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -388,7 +394,9 @@ impl PostgresSessionStore {
             .thread_name("robota-postgres")
             .enable_all()
             .build()
-            .map_err(|error| StoreError::io("start the driver of", &PathBuf::from(&place), error))?;
+            .map_err(|error| {
+                StoreError::io("start the driver of", &PathBuf::from(&place), error)
+            })?;
         let shared = Shared {
             config: parsed,
             place,
@@ -774,7 +782,11 @@ impl SessionStore for PostgresSessionStore {
         };
         let mut bytes = Vec::new();
         reader.read_to_end(&mut bytes).map_err(|e| {
-            StoreError::io("copy the damaged log in", &PathBuf::from(&self.shared.place), e)
+            StoreError::io(
+                "copy the damaged log in",
+                &PathBuf::from(&self.shared.place),
+                e,
+            )
         })?;
         drop(reader);
         self.shared.keep_damaged(id, "jsonl", &bytes).map(Some)
@@ -839,9 +851,7 @@ impl LogAppender for PostgresLogAppender {
         });
         result.map_err(|failure| match failure {
             Failure::Lost(lost) => lost.into_io(),
-            Failure::Db(error) => {
-                io::Error::other(format!("{error} (database {})", shared.place))
-            }
+            Failure::Db(error) => io::Error::other(format!("{error} (database {})", shared.place)),
         })
     }
 

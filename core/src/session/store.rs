@@ -88,9 +88,9 @@ use super::log::{
     LogError, LogOptions, LogPosition, LogReplay, LogSource, SessionLog, SessionLogEvent,
     SkippedLine, TornTail,
 };
-use super::recovery::{repair_tool_pairs, UnfinishedTurn};
 #[cfg(feature = "postgres")]
 pub use super::postgres_store::{PostgresConfig, PostgresSessionStore};
+use super::recovery::{repair_tool_pairs, UnfinishedTurn};
 #[cfg(feature = "sqlite")]
 pub use super::sqlite_store::SqliteSessionStore;
 use super::usage::UsageTotals;

@@ -130,9 +130,7 @@ impl StoreChoice {
                         ))
                     }
                 };
-                let key = key
-                    .clone()
-                    .unwrap_or_else(|| project.display().to_string());
+                let key = key.clone().unwrap_or_else(|| project.display().to_string());
                 open_postgres(url, key)
             }
         }

@@ -201,6 +201,32 @@ impl TestPostgres {
         format!("postgres://robota@127.0.0.1:{}/robota_test", self.port)
     }
 
+    /// Runs `sql` with `psql` and returns what it printed (unaligned, tuples only).
+    pub fn sql(&self, sql: &str) -> String {
+        let bin = bindir().unwrap_or_else(|| panic!("PostgreSQL is not installed"));
+        let output = Command::new(bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args([
+                "-U",
+                "robota",
+                "-d",
+                "robota_test",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-Atc",
+                sql,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("run psql: {e}"));
+        assert!(
+            output.status.success(),
+            "psql {sql:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.server.id()
