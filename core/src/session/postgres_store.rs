@@ -263,7 +263,7 @@ impl Shared {
     fn failure(&self, op: &'static str, failure: Failure) -> StoreError {
         match failure {
             Failure::Db(error) => self.error(op, error),
-            Failure::Lost(lost) => StoreError::LeaseLost(lost),
+            Failure::Lost(lost) => StoreError::LeaseLost(Box::new(lost)),
         }
     }
 

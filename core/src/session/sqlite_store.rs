@@ -315,7 +315,7 @@ impl SessionStore for SqliteSessionStore {
         };
         write(&mut connection).map_err(|failure| match failure {
             Failure::Db(error) => db_error("write the session snapshot to", &self.path, error),
-            Failure::Lost(lost) => StoreError::LeaseLost(lost),
+            Failure::Lost(lost) => StoreError::LeaseLost(Box::new(lost)),
         })
     }
 

@@ -583,7 +583,7 @@ pub enum StoreError {
     /// This writer's lease was taken over by another writer: the write was refused (see
     /// [`LeaseLost`]).
     #[error(transparent)]
-    LeaseLost(#[from] LeaseLost),
+    LeaseLost(Box<LeaseLost>),
 }
 
 /// A write refused because the writer's lease of the session is no longer its own: another
@@ -775,7 +775,9 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Takes the writer lease of `id` without waiting: [`StoreError::Locked`], naming the
     /// holder, when another writer (in this or another process) has it. A lease whose holder
     /// process is gone is taken over ([`SessionLease::previous_holder`]). Reading, listing and
-    /// forking need no lease.
+    /// forking need no lease. Stores that fence writes (SQLite, PostgreSQL) refuse the log
+    /// appends and snapshot writes of a holder whose lease was taken over since
+    /// ([`StoreError::LeaseLost`]).
     fn lock(&self, id: &str) -> Result<Box<dyn SessionLease>, StoreError>;
 
     /// Where the snapshot of `id` is, for messages and reports.
