@@ -689,8 +689,10 @@ fn a_session_config_picks_the_postgres_store_by_json() {
         "cwd": dir.path(),
         "persistence": {"postgres": {"url": "postgres://nobody:pw-secret@127.0.0.1:1/none"}}
     }))
-    .unwrap_or_else(|e| panic!("config: {e}"))
-    .into_session_options(Arc::new(ScriptedProvider::new(Vec::new())));
+    .unwrap_or_else(|e| panic!("config: {e}"));
+    let debug = format!("{unreachable:?}");
+    assert!(!debug.contains("pw-secret"), "{debug}");
+    let unreachable = unreachable.into_session_options(Arc::new(ScriptedProvider::new(Vec::new())));
     match unreachable {
         Err(error) => {
             let text = error.to_string();
@@ -705,4 +707,44 @@ fn a_session_config_picks_the_postgres_store_by_json() {
         }
         Ok(_) => panic!("an unreachable database is an error"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_settings_session_store_puts_a_project_session_in_postgres() {
+    use robota::api::SessionConfig;
+    use robota::provider::scripted::{ScriptedProvider, ScriptedTurn};
+    let Some(server) = TestPostgres::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let variable = format!("ROBOTA_TEST_PG_URL_{}", std::process::id());
+    std::env::set_var(&variable, server.url());
+    let config = SessionConfig::from_json_value(json!({
+        "cwd": dir.path(),
+        "session_id": "from-settings",
+        "load_project_context": false,
+        "persistence": "project",
+        "settings": {"sessionStore": {"type": "postgres", "urlEnv": variable, "project": "settings-key"}}
+    }))
+    .unwrap_or_else(|e| panic!("config: {e}"));
+    let provider = Arc::new(ScriptedProvider::new(vec![ScriptedTurn::text("saved")]));
+    let options = config
+        .into_session_options(provider)
+        .unwrap_or_else(|e| panic!("options: {e}"));
+    let session = Session::new(options).unwrap_or_else(|e| panic!("session: {e}"));
+    let outcome = session
+        .run("hello")
+        .await
+        .unwrap_or_else(|e| panic!("turn: {e}"));
+    assert_eq!(outcome.response, "saved");
+    session.shutdown(SessionEndReason::Other).await;
+    assert!(
+        !dir.path().join(".robota/sessions").exists(),
+        "nothing in the project's files"
+    );
+    let resumed = postgres(&server.url(), "settings-key")
+        .resume("from-settings")
+        .unwrap_or_else(|e| panic!("resume from the database: {e}"));
+    let texts: Vec<String> = resumed.record.messages().map(Message::text).collect();
+    assert_eq!(texts, ["hello", "saved"]);
 }

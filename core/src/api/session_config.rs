@@ -23,7 +23,7 @@ use crate::telemetry::{Telemetry, TelemetryConfig, TraceParent};
 use crate::tools::ToolRegistry;
 
 /// Where a session is saved.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PersistenceConfig {
     /// Not saved (`"none"`, the default).
@@ -58,6 +58,37 @@ pub enum PersistenceConfig {
         #[serde(default)]
         project: Option<String>,
     },
+}
+
+/// Never prints a connection string (it may hold a password).
+impl std::fmt::Debug for PersistenceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PersistenceConfig::None => f.write_str("None"),
+            PersistenceConfig::Project => f.write_str("Project"),
+            PersistenceConfig::Store {
+                sessions_dir,
+                logs_dir,
+            } => f
+                .debug_struct("Store")
+                .field("sessions_dir", sessions_dir)
+                .field("logs_dir", logs_dir)
+                .finish(),
+            PersistenceConfig::Sqlite { path } => {
+                f.debug_struct("Sqlite").field("path", path).finish()
+            }
+            PersistenceConfig::Postgres {
+                url,
+                url_env,
+                project,
+            } => f
+                .debug_struct("Postgres")
+                .field("url", &url.as_ref().map(|_| "<redacted>"))
+                .field("url_env", url_env)
+                .field("project", project)
+                .finish(),
+        }
+    }
 }
 
 /// A session's options as data. Every field is optional; JSON field names are the snake_case
