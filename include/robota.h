@@ -881,7 +881,8 @@ void robota_runtime_shutdown(struct robota_runtime *runtime,
 // (settings object applied above every file), `settings_from_environment` (`true`: real
 // `HOME` and environment, like the CLI), `env`, `builtin_tools` (`false`: no built-in
 // file/shell/web tools), `persistence` (`"none"`, `"project"`, `{"store": {"sessions_dir",
-// "logs_dir"}}` or `{"sqlite": {"path"}}`: one SQLite database for many sessions),
+// "logs_dir"}}`, `{"sqlite": {"path"}}`: one SQLite database for many sessions, or
+// `{"postgres": {"url" | "url_env", "project"}}`: a PostgreSQL database shared by many workers),
 // `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
 // `context_window`, `telemetry` (OpenTelemetry export over OTLP: `{"endpoint":
 // "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": …,

@@ -597,6 +597,33 @@ describe('control', () => {
     await resumed.shutdown();
   });
 
+  test('a PostgreSQL store is picked by its options, and its password is never shown', () => {
+    // No server here (the PostgreSQL store is tested against a real one in core and the CLI):
+    // an unreachable database proves the options reach the store, with a clear error.
+    assert.throws(
+      () =>
+        new InteractiveSession({
+          ...hermetic(),
+          persistence: { postgres: { url: 'postgres://robota:hunter2@127.0.0.1:1/none', project: 'p' } },
+          provider: scripted([]),
+        }),
+      (e: unknown) =>
+        e instanceof RobotaError &&
+        e.code === 'invalid_argument' &&
+        e.message.includes('postgres://robota@127.0.0.1:1/none') &&
+        !e.message.includes('hunter2'),
+    );
+    assert.throws(
+      () =>
+        new InteractiveSession({
+          ...hermetic(),
+          persistence: { postgres: { urlEnv: 'ROBOTA_NO_SUCH_VARIABLE_SET' } },
+          provider: scripted([]),
+        }),
+      (e: unknown) => e instanceof RobotaError && e.message.includes('ROBOTA_NO_SUCH_VARIABLE_SET'),
+    );
+  });
+
   test('resume after damage: a session_recovered event and the report, and one writer at a time', async () => {
     const store = { sessionsDir: tempDir(), logsDir: tempDir() };
     const base = hermetic();

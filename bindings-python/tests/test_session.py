@@ -434,6 +434,23 @@ async def test_a_session_saved_in_sqlite_resumes_and_has_one_writer(tmp_path: Pa
         assert (await resumed.submit("What did I say?")).response == "You said 42."
 
 
+def test_a_postgres_store_is_picked_by_its_options_and_its_password_never_shown(tmp_path: Path) -> None:
+    # No server here (the PostgreSQL store is tested against a real one in core and the CLI): an
+    # unreachable database proves the option reaches the store, with a clear error.
+    opts = hermetic(tmp_path)
+    persistence = {"postgres": {"url": "postgres://robota:hunter2@127.0.0.1:1/none", "project": "p"}}
+    with pytest.raises(robota.InvalidArgumentError) as raised:
+        InteractiveSession(provider=ScriptedProvider([]), persistence=persistence, **opts)
+    assert "postgres://robota@127.0.0.1:1/none" in str(raised.value)
+    assert "hunter2" not in str(raised.value)
+    with pytest.raises(robota.InvalidArgumentError, match="ROBOTA_NO_SUCH_VARIABLE_SET"):
+        InteractiveSession(
+            provider=ScriptedProvider([]),
+            persistence={"postgres": {"url_env": "ROBOTA_NO_SUCH_VARIABLE_SET"}},
+            **opts,
+        )
+
+
 async def test_resume_after_damage_reports_it_and_one_writer_at_a_time(tmp_path: Path) -> None:
     opts = hermetic(tmp_path)
     store = tmp_path / "store"

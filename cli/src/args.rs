@@ -50,8 +50,10 @@ pub struct Cli {
     /// Resume the most recent session of this project.
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
-    /// Where sessions are saved: `file` (`.robota/sessions` and `.robota/logs`, the default) or
-    /// `sqlite:PATH` (one database file for many sessions; a relative PATH is in the project).
+    /// Where sessions are saved: `file` (`.robota/sessions` and `.robota/logs`, the default),
+    /// `sqlite:PATH` (one database file for many sessions; a relative PATH is in the project), a
+    /// `postgres://…` URL or `postgres-env:NAME` (a PostgreSQL database shared by many workers;
+    /// the URL in environment variable NAME).
     /// Above the settings' `sessionStore`.
     #[arg(long, value_name = "STORE")]
     pub session_store: Option<String>,

@@ -280,6 +280,72 @@ async fn sessions_go_to_sqlite_from_the_settings_or_the_flag() {
     );
 }
 
+#[path = "../../core/tests/postgres_common/mod.rs"]
+mod postgres_common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_go_to_postgres_from_the_flag_or_the_settings() {
+    let Some(server) = postgres_common::TestPostgres::start() else {
+        return;
+    };
+    let mock = mock(json!([{"text": "first answer"}, {"text": "second answer"}])).await;
+    let project = Project::new();
+    project.use_mock(&mock);
+    let url = server.url();
+
+    let first = json_result(&project.run(&[
+        "-p",
+        "remember MANGO",
+        "--session-store",
+        &url,
+        "--output-format",
+        "json",
+    ]));
+    let id = first["session_id"].as_str().expect("session id").to_owned();
+    assert!(
+        !project.path().join(".robota/sessions").exists(),
+        "no snapshot files: the session is in the database"
+    );
+
+    // The settings name the database by an environment variable; --continue finds the session
+    // of this project there.
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(), "options": {"maxRetries": 0}
+        }},
+        "sessionStore": {"type": "postgres", "urlEnv": "SESSIONS_DATABASE_URL"}
+    }));
+    let output = project
+        .robota()
+        .env("SESSIONS_DATABASE_URL", &url)
+        .args(["-p", "what fruit?", "--continue", "--output-format", "json"])
+        .output()
+        .expect("run robota");
+    let continued = json_result(&output);
+    assert_eq!(continued["session_id"], id.as_str());
+    assert!(
+        sent_text(&mock, 1).contains("MANGO"),
+        "--continue finds the session in the database"
+    );
+
+    // An unreachable database: a clear error that does not print the password.
+    let output = project.run(&[
+        "-p",
+        "x",
+        "--session-store",
+        "postgres://robota:hunter2@127.0.0.1:1/none",
+    ]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(!stderr(&output).contains("hunter2"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("postgres://robota@127.0.0.1:1/none"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_reproduces_a_recorded_run_offline() {
     let mock = mock(json!([

@@ -29,7 +29,11 @@ export type Persistence =
   | 'project'
   | { sessionsDir: string; logsDir: string }
   /** One SQLite database for many sessions (a relative path is in `cwd`). */
-  | { sqlite: string };
+  | { sqlite: string }
+  /** A PostgreSQL database shared by many workers: the connection string as `url`, or the
+   * environment variable holding it as `urlEnv`; sessions are kept apart by `project`
+   * (default: `cwd`). */
+  | { postgres: { url?: string; urlEnv?: string; project?: string } };
 
 /** Options shared by sessions and queries. */
 export interface CommonOptions {
@@ -237,7 +241,15 @@ export function sessionConfig(options: CommonOptions): Record<string, unknown> {
         ? persistence
         : 'sqlite' in persistence
           ? { sqlite: { path: persistence.sqlite } }
-          : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
+          : 'postgres' in persistence
+            ? {
+                postgres: {
+                  url: persistence.postgres.url,
+                  url_env: persistence.postgres.urlEnv,
+                  project: persistence.postgres.project,
+                },
+              }
+            : { store: { sessions_dir: persistence.sessionsDir, logs_dir: persistence.logsDir } };
   }
   return config;
 }

@@ -442,7 +442,9 @@ class InteractiveSession:
             persistence: Where the session is saved: ``"none"`` (default), ``"project"``
                 (``<cwd>/.robota/``), ``{"store": {"sessions_dir": ..., "logs_dir": ...}}`` or
                 ``{"sqlite": {"path": ...}}`` (one SQLite database for many sessions; a relative
-                path is in ``cwd``).
+                path is in ``cwd``) or ``{"postgres": {"url_env": "DATABASE_URL", "project":
+                ...}}`` (a PostgreSQL database shared by many workers; ``url`` instead of
+                ``url_env`` works too).
             session_store: A directory to save sessions in (``sessions/`` and ``logs/``
                 under it; the short form of ``persistence={"store": ...}``), or a
                 :class:`robota.SessionStore` of your own (your database; see

@@ -23,7 +23,7 @@ use crate::telemetry::{Telemetry, TelemetryConfig, TraceParent};
 use crate::tools::ToolRegistry;
 
 /// Where a session is saved.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PersistenceConfig {
     /// Not saved (`"none"`, the default).
@@ -44,6 +44,51 @@ pub enum PersistenceConfig {
         /// The database file.
         path: PathBuf,
     },
+    /// In a PostgreSQL database (`{"postgres": {"url": …}}` or `{"postgres": {"url_env":
+    /// "DATABASE_URL"}}`): sessions shared by every worker that connects, kept apart by
+    /// `project` (default: `cwd`).
+    Postgres {
+        /// The connection string (`postgres://user:password@host:port/database`).
+        #[serde(default)]
+        url: Option<String>,
+        /// The environment variable holding the connection string, instead of `url`.
+        #[serde(default)]
+        url_env: Option<String>,
+        /// The project key the sessions are kept under (default: `cwd`).
+        #[serde(default)]
+        project: Option<String>,
+    },
+}
+
+/// Never prints a connection string (it may hold a password).
+impl std::fmt::Debug for PersistenceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PersistenceConfig::None => f.write_str("None"),
+            PersistenceConfig::Project => f.write_str("Project"),
+            PersistenceConfig::Store {
+                sessions_dir,
+                logs_dir,
+            } => f
+                .debug_struct("Store")
+                .field("sessions_dir", sessions_dir)
+                .field("logs_dir", logs_dir)
+                .finish(),
+            PersistenceConfig::Sqlite { path } => {
+                f.debug_struct("Sqlite").field("path", path).finish()
+            }
+            PersistenceConfig::Postgres {
+                url,
+                url_env,
+                project,
+            } => f
+                .debug_struct("Postgres")
+                .field("url", &url.as_ref().map(|_| "<redacted>"))
+                .field("url_env", url_env)
+                .field("project", project)
+                .finish(),
+        }
+    }
 }
 
 /// A session's options as data. Every field is optional; JSON field names are the snake_case
@@ -260,6 +305,19 @@ impl SessionConfig {
                     .map_err(|error| {
                         ApiError::invalid_argument(format!("`persistence`: {error}"))
                     })?,
+            ),
+            PersistenceConfig::Postgres {
+                url,
+                url_env,
+                project,
+            } => SessionPersistence::Store(
+                StoreChoice::Postgres {
+                    url,
+                    url_env,
+                    project,
+                }
+                .open(&cwd, home_dir.as_deref())
+                .map_err(|error| ApiError::invalid_argument(format!("`persistence`: {error}")))?,
             ),
         };
         if self.fork_session == Some(true) && self.resume_session_id.is_none() {

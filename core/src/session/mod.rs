@@ -34,6 +34,8 @@ mod file_store;
 pub mod host_store;
 pub mod lock;
 pub mod log;
+#[cfg(feature = "postgres")]
+pub mod postgres_store;
 pub mod recovery;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_store;

@@ -15,10 +15,16 @@
 //! over and reported; a holder on another host counts as alive (unknown means held). Release
 //! deletes the row only while it still carries the holder's token.
 //!
+//! **Fenced writes.** The holder's log appends and snapshot writes check, inside their
+//! `BEGIN IMMEDIATE` transaction, that the lease row still carries its token: a writer whose
+//! lease was taken over (it was thought dead) gets [`StoreError::LeaseLost`] instead of
+//! interleaving lines with the new holder.
+//!
 //! Every write is one transaction (an appended batch, a snapshot), committed with
 //! `synchronous=FULL`: a crash of the process loses at most the lines a session had not yet
 //! handed over (the turn in progress), never part of a batch or of a snapshot.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -30,8 +36,8 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::lock::LockHolder;
 use super::log::{create_private_dir, LogAppender, LogEnd};
 use super::store::{
-    validate_session_id, ListedLog, ListedSnapshot, SessionLease, SessionStore, SessionSummary,
-    StoreError,
+    validate_session_id, LeaseLost, ListedLog, ListedSnapshot, SessionLease, SessionStore,
+    SessionSummary, StoreError,
 };
 use super::usage::UsageTotals;
 use crate::message::now_rfc3339;
@@ -91,6 +97,8 @@ CREATE TABLE IF NOT EXISTS damaged (
 pub struct SqliteSessionStore {
     path: PathBuf,
     connection: Arc<Mutex<Connection>>,
+    /// The token of each lease this store holds, by session id (what its writes are fenced by).
+    fences: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl std::fmt::Debug for SqliteSessionStore {
@@ -153,6 +161,7 @@ impl SqliteSessionStore {
         Ok(SqliteSessionStore {
             path,
             connection: Arc::new(Mutex::new(connection)),
+            fences: Arc::default(),
         })
     }
 
@@ -191,6 +200,51 @@ fn lock_connection(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection>
     connection.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn fence_of(fences: &Mutex<HashMap<String, String>>, id: &str) -> Option<String> {
+    fences
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(id)
+        .cloned()
+}
+
+/// A write step: the database's error, or a fenced write refused.
+enum Failure {
+    Db(rusqlite::Error),
+    Lost(LeaseLost),
+}
+
+impl From<rusqlite::Error> for Failure {
+    fn from(error: rusqlite::Error) -> Self {
+        Failure::Db(error)
+    }
+}
+
+/// Fails with [`Failure::Lost`] unless the lease row of `id` still carries `token` (inside the
+/// writer's `BEGIN IMMEDIATE` transaction, so no takeover can come between).
+fn check_fence(
+    transaction: &rusqlite::Transaction<'_>,
+    id: &str,
+    token: &str,
+    location: PathBuf,
+) -> Result<(), Failure> {
+    let row = transaction
+        .query_row(
+            "SELECT token, holder FROM leases WHERE id = ?1",
+            params![id],
+            |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)),
+        )
+        .optional()?;
+    match row {
+        Some((current, _)) if current == token => Ok(()),
+        row => Err(Failure::Lost(LeaseLost {
+            id: id.to_string(),
+            location,
+            holder: row.and_then(|(_, holder)| serde_json::from_str(&holder).ok()),
+        })),
+    }
+}
+
 fn create_private_file(path: &Path) -> io::Result<()> {
     let mut open = fs::OpenOptions::new();
     open.write(true).create(true).truncate(false);
@@ -217,8 +271,20 @@ impl SessionStore for SqliteSessionStore {
             .usage
             .as_ref()
             .and_then(|usage| serde_json::to_string(usage).ok());
-        self.connection()
-            .execute(
+        let fence = fence_of(&self.fences, &summary.id);
+        let mut connection = self.connection();
+        let write = |connection: &mut Connection| -> Result<(), Failure> {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(token) = &fence {
+                check_fence(
+                    &transaction,
+                    &summary.id,
+                    token,
+                    self.snapshot_location(&summary.id),
+                )?;
+            }
+            transaction.execute(
                 "INSERT INTO snapshots (id, version, name, cwd, created_at, updated_at, provider, \
                  model, permission_mode, parent_id, message_count, usage, body) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
@@ -243,9 +309,14 @@ impl SessionStore for SqliteSessionStore {
                     usage,
                     bytes,
                 ],
-            )
-            .map_err(self.error("write the session snapshot to"))?;
-        Ok(())
+            )?;
+            transaction.commit()?;
+            Ok(())
+        };
+        write(&mut connection).map_err(|failure| match failure {
+            Failure::Db(error) => db_error("write the session snapshot to", &self.path, error),
+            Failure::Lost(lost) => StoreError::LeaseLost(Box::new(lost)),
+        })
     }
 
     fn get_snapshot(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
@@ -333,6 +404,8 @@ impl SessionStore for SqliteSessionStore {
             connection: Arc::clone(&self.connection),
             path: self.path.clone(),
             id: id.to_string(),
+            fence: fence_of(&self.fences, id),
+            fences: Arc::clone(&self.fences),
         };
         Ok((Box::new(appender), end))
     }
@@ -455,8 +528,13 @@ impl SessionStore for SqliteSessionStore {
         transaction
             .commit()
             .map_err(self.error("take the session lease in"))?;
+        self.fences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_string(), token.clone());
         Ok(Box::new(SqliteLease {
             connection: Arc::clone(&self.connection),
+            fences: Arc::clone(&self.fences),
             id: id.to_string(),
             token: Some(token),
             previous,
@@ -505,19 +583,30 @@ impl SessionStore for SqliteSessionStore {
     }
 }
 
-/// Appends batches of log lines to one session's log: one transaction per batch.
+/// Appends batches of log lines to one session's log: one transaction per batch, fenced by
+/// the lease the store held when the log was opened (or holds when the batch is written).
 struct SqliteLogAppender {
     connection: Arc<Mutex<Connection>>,
     path: PathBuf,
     id: String,
+    fence: Option<String>,
+    fences: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl LogAppender for SqliteLogAppender {
     fn append(&mut self, lines: &[u8]) -> io::Result<()> {
+        let fence = self
+            .fence
+            .clone()
+            .or_else(|| fence_of(&self.fences, &self.id));
         let mut connection = lock_connection(&self.connection);
-        let append = |connection: &mut Connection| -> rusqlite::Result<()> {
+        let append = |connection: &mut Connection| -> Result<(), Failure> {
             let transaction =
                 connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(token) = &fence {
+                let location = PathBuf::from(format!("{}#logs/{}", self.path.display(), self.id));
+                check_fence(&transaction, &self.id, token, location)?;
+            }
             let start: i64 = transaction
                 .query_row(
                     "SELECT length FROM logs WHERE id = ?1",
@@ -540,10 +629,14 @@ impl LogAppender for SqliteLogAppender {
                     now_rfc3339()
                 ],
             )?;
-            transaction.commit()
+            transaction.commit()?;
+            Ok(())
         };
-        append(&mut connection).map_err(|error| {
-            io::Error::other(format!("{} (database {})", error, self.path.display()))
+        append(&mut connection).map_err(|failure| match failure {
+            Failure::Lost(lost) => lost.into_io(),
+            Failure::Db(error) => {
+                io::Error::other(format!("{} (database {})", error, self.path.display()))
+            }
         })
     }
 
@@ -639,6 +732,7 @@ impl Read for ChunkReader<'_> {
 /// A held lease row (see the module documentation).
 struct SqliteLease {
     connection: Arc<Mutex<Connection>>,
+    fences: Arc<Mutex<HashMap<String, String>>>,
     id: String,
     token: Option<String>,
     previous: Option<LockHolder>,
@@ -667,6 +761,10 @@ impl SessionLease for SqliteLease {
             "DELETE FROM leases WHERE id = ?1 AND token = ?2",
             params![self.id, token],
         );
+        let mut fences = self.fences.lock().unwrap_or_else(PoisonError::into_inner);
+        if fences.get(&self.id) == Some(&token) {
+            fences.remove(&self.id);
+        }
     }
 }
 

@@ -7,9 +7,10 @@
 //!
 //! Stores: [`FileSessionStore`] (the default: `.robota/sessions/{id}.json`, the log in
 //! `.robota/logs/{id}.jsonl`, the session's own directory `.robota/sessions/{id}/` for spilled
-//! tool outputs and background-task output) and, with the `sqlite` feature,
-//! `SqliteSessionStore` (one database file for many sessions), and [`HostSessionStore`] over
-//! a host application's own storage (a binding's callbacks).
+//! tool outputs and background-task output), with the `sqlite` feature, `SqliteSessionStore`
+//! (one database file for many sessions), with the `postgres` feature, `PostgresSessionStore`
+//! (many projects and workers in one PostgreSQL database), and [`HostSessionStore`] over a host
+//! application's own storage (a binding's callbacks).
 //!
 //! **Snapshot writes are atomic.** A reader (or a process that restarts after a crash) sees the
 //! old snapshot or the new one, never a mix; a failed write leaves the old snapshot as it was.
@@ -87,6 +88,8 @@ use super::log::{
     LogError, LogOptions, LogPosition, LogReplay, LogSource, SessionLog, SessionLogEvent,
     SkippedLine, TornTail,
 };
+#[cfg(feature = "postgres")]
+pub use super::postgres_store::{PostgresConfig, PostgresSessionStore};
 use super::recovery::{repair_tool_pairs, UnfinishedTurn};
 #[cfg(feature = "sqlite")]
 pub use super::sqlite_store::SqliteSessionStore;
@@ -577,6 +580,39 @@ pub enum StoreError {
         /// Who holds it, when its record could be read.
         holder: Option<LockHolder>,
     },
+    /// This writer's lease was taken over by another writer: the write was refused (see
+    /// [`LeaseLost`]).
+    #[error(transparent)]
+    LeaseLost(Box<LeaseLost>),
+}
+
+/// A write refused because the writer's lease of the session is no longer its own: another
+/// writer took it over (this one was thought gone — its database connection was closed, its
+/// process looked dead). Stores that fence writes (SQLite, PostgreSQL) check, in the same
+/// transaction as each log append and snapshot write, that the lease the writer took is still
+/// the session's lease; so a writer that lost it never interleaves lines with the new holder.
+/// Log appends report it as an [`io::Error`] carrying this value (see [`LeaseLost::of_io`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("session {id:?} was taken over by another writer{}: this writer's lease is gone, so its write to {} was refused (nothing was written; the session continues in the other writer)", holder.as_ref().map(|h| format!(" ({h})")).unwrap_or_default(), location.display())]
+pub struct LeaseLost {
+    /// The session.
+    pub id: String,
+    /// Where the refused write would have gone.
+    pub location: PathBuf,
+    /// The writer that holds the lease now, when known.
+    pub holder: Option<LockHolder>,
+}
+
+impl LeaseLost {
+    /// The [`LeaseLost`] an I/O error (from a [`LogAppender`]) carries, if it is one.
+    pub fn of_io(error: &io::Error) -> Option<&LeaseLost> {
+        error.get_ref()?.downcast_ref::<LeaseLost>()
+    }
+
+    /// As an I/O error, for [`LogAppender::append`].
+    pub fn into_io(self) -> io::Error {
+        io::Error::other(self)
+    }
 }
 
 impl StoreError {
@@ -739,7 +775,9 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Takes the writer lease of `id` without waiting: [`StoreError::Locked`], naming the
     /// holder, when another writer (in this or another process) has it. A lease whose holder
     /// process is gone is taken over ([`SessionLease::previous_holder`]). Reading, listing and
-    /// forking need no lease.
+    /// forking need no lease. Stores that fence writes (SQLite, PostgreSQL) refuse the log
+    /// appends and snapshot writes of a holder whose lease was taken over since
+    /// ([`StoreError::LeaseLost`]).
     fn lock(&self, id: &str) -> Result<Box<dyn SessionLease>, StoreError>;
 
     /// Where the snapshot of `id` is, for messages and reports.
