@@ -12,6 +12,7 @@ mod fields;
 mod host;
 mod host_mcp;
 mod provider_config;
+mod query_call;
 mod session_config;
 mod subagents;
 
@@ -26,7 +27,10 @@ pub use host::{
 };
 pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcpToolSpec};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
-pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
+pub use query_call::run_query;
+pub use session_config::{
+    output_format, trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig,
+};
 pub use subagents::{subagent_request, subagent_request_from_json};
 
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
