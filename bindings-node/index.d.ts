@@ -46,9 +46,10 @@ export declare class NativeQuery {
   constructor(optionsJson: string, host: (request: string) => Promise<string>, onTextDelta?: ((text: string) => void) | undefined | null)
   /**
    * Runs one full agent turn; resolves to the `QueryResult` as JSON once the streamed text
-   * has been handed to `onTextDelta`.
+   * has been handed to `onTextDelta`. `outputFormatJson` (`{"type": "json_schema", "schema":
+   * {...}}`) shapes this call's final answer.
    */
-  query(prompt: string): Promise<string>
+  query(prompt: string, outputFormatJson?: string | undefined | null): Promise<string>
   /** Aborts the running query (it resolves with stop reason `interrupted`). */
   abort(): void
   /** The session's chat messages as JSON. */

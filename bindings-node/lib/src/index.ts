@@ -58,7 +58,8 @@ export {
   type ShutdownReason,
   type SubagentOptions,
 } from './session.js';
-export { createQuery, type Query } from './query.js';
+export { createQuery, type Query, type QueryCallOptions } from './query.js';
+export type { FromSchema, JsonSchema, JsonValue, OutputFormat } from './structured.js';
 
 /** The context `evaluatePermission` decides in. */
 export interface PermissionContext {
