@@ -192,3 +192,53 @@ async fn a_malformed_output_format_is_an_invalid_argument() {
     assert_eq!(ApiError::from(error).kind, ApiErrorKind::InvalidArgument);
     assert!(mock.bodies().is_empty(), "nothing was sent");
 }
+
+/// An interactive prompt with its own format: the session has none, the prompt's answer is
+/// validated and fixed; the next prompt (without one) is free text again. A bad schema is
+/// refused at submit, before anything is queued.
+#[tokio::test]
+async fn an_interactive_prompt_takes_its_own_output_format() {
+    use robota::framework::interactive::{
+        InteractiveSession, InteractiveSessionOptions, PromptResult,
+    };
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        {"text": "{\"city\": \"Lisbon\", \"population\": -1}"},
+        {"text": "{\"city\": \"Lisbon\", \"population\": 545000}"},
+        {"text": "Just text."}
+    ]}))
+    .await;
+    let events = Events::default();
+    let options = options(&project, &mock, &events).with_tools(ToolRegistry::new());
+    let session = InteractiveSession::new(InteractiveSessionOptions::new(options)).unwrap();
+    let format = OutputFormat::json_schema(schema());
+    let ticket = session
+        .submit_tracked_with_output_format("largest city of Portugal?", None, None, &format)
+        .unwrap();
+    match ticket.result().await {
+        PromptResult::Complete { outcome, .. } => assert_eq!(
+            outcome.structured_output,
+            Some(json!({"city": "Lisbon", "population": 545000}))
+        ),
+        other => panic!("unexpected end: {other:?}"),
+    }
+    assert!(mock.user_texts(1).join(" ").contains("/population"));
+    let plain = session.submit_tracked("thanks", None).await.unwrap();
+    match plain.result().await {
+        PromptResult::Complete { outcome, .. } => {
+            assert_eq!(outcome.structured_output, None);
+            assert_eq!(outcome.response, "Just text.");
+        }
+        other => panic!("unexpected end: {other:?}"),
+    }
+    let bad = OutputFormat::json_schema(json!({"type": "no-such-type"}));
+    let error = session
+        .submit_tracked_with_output_format("again", None, None, &bad)
+        .unwrap_err();
+    assert_eq!(ApiError::from(error).kind, ApiErrorKind::InvalidArgument);
+    assert_eq!(
+        mock.bodies().len(),
+        3,
+        "nothing was sent for the bad schema"
+    );
+}

@@ -103,7 +103,8 @@ impl From<InteractiveError> for ApiError {
             InteractiveError::Session(
                 SessionError::InvalidTool { .. }
                 | SessionError::InvalidHookCallback { .. }
-                | SessionError::InvalidMcpServer { .. },
+                | SessionError::InvalidMcpServer { .. }
+                | SessionError::InvalidOutputFormat { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
             InteractiveError::BackgroundTask { .. } | InteractiveError::Subagent(_) => {
