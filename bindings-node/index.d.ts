@@ -75,7 +75,7 @@ export declare class NativeSession {
    * ended. Synchronous, so prompts are accepted in call order (acceptance never waits: the
    * prompt runs on a background task).
    */
-  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): NativePromptTicket
+  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null, outputFormatJson?: string | undefined | null): NativePromptTicket
   /**
    * Resolves when no prompt is running or queued, with the `seq` of the last event emitted by
    * then (0 when event delivery has stopped): the facade waits for that event to reach the

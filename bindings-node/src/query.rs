@@ -147,14 +147,7 @@ impl NativeQuery {
         prompt: String,
         output_format_json: Option<String>,
     ) -> napi::Result<String> {
-        let output_format = output_format_json
-            .map(|json| serde_json::from_str::<serde_json::Value>(&json))
-            .transpose()
-            .map_err(|e| {
-                api_error(ApiError::invalid_json(format!(
-                    "`output_format` is not JSON: {e}"
-                )))
-            })?;
+        let output_format = crate::output_format_arg(output_format_json)?;
         let query = Arc::clone(&self.query);
         let result = robota::api::run_query(&query, &prompt, output_format).await;
         if let Some(pipe) = &self.text {

@@ -142,4 +142,26 @@ describe('structured output', () => {
       await session.shutdown();
     }
   });
+
+  test('a prompt takes its own outputFormat; the next one is free text', async () => {
+    mock = await startMockLlm({
+      turns: [{ text: '{"name": "Lisbon", "population": 545000}' }, { text: 'Just text.' }],
+    });
+    const session = new InteractiveSession({ ...hermetic(), provider: provider(mock), builtinTools: false });
+    try {
+      const shaped = await within(10_000, session.submit('Largest city?', { outputFormat: citySchema }), 'submit');
+      assert.ok(shaped.status === 'complete');
+      assert.deepEqual(shaped.outcome.structured_output, { name: 'Lisbon', population: 545000 });
+      const plain = await within(10_000, session.submit('Thanks'), 'submit');
+      assert.ok(plain.status === 'complete');
+      assert.equal(plain.outcome.structured_output, undefined);
+      await assert.rejects(
+        session.submit('again', { outputFormat: { type: 'no-such-type' } }),
+        (error: unknown) => error instanceof RobotaError && error.code === 'invalid_argument',
+      );
+      assert.equal((await mock.requests()).length, 2);
+    } finally {
+      await session.shutdown();
+    }
+  });
 });

@@ -186,3 +186,15 @@ def test_literal_fields_become_enums() -> None:
         verdict: Literal["yes", "no"]
 
     assert json_schema_of(Answer)["properties"]["verdict"] == {"enum": ["yes", "no"]}
+
+
+async def test_a_prompt_takes_its_own_output_format(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
+    mock_llm.script([{"text": LISBON}, {"text": "Just text."}])
+    async with InteractiveSession(provider=anthropic(mock_llm), **opts) as session:
+        turn = await session.submit("Largest city of Portugal?", output_format=City)
+        assert turn.parse(City).size is Size.LARGE
+        plain = await session.submit("Thanks")
+        assert plain.structured_output is None and plain.response == "Just text."
+        with pytest.raises(robota.InvalidArgumentError):
+            await session.submit("again", output_format={"type": "no-such-type"})
+    assert len(mock_llm.requests()) == 2

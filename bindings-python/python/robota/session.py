@@ -602,18 +602,28 @@ class InteractiveSession:
         raw_input: Optional[str] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        output_format: Optional[OutputType] = None,
     ) -> TurnResult:
         """Submits a prompt and waits until its run ends. While another prompt runs, this one
         is queued (one at most; a second raises :class:`robota.QueueFullError`). Cancelling the
         awaiting task (Ctrl-C, ``task.cancel()``, a timeout) cancels this prompt only: a queued
         one is dropped, a running one aborted (the prompt queued behind it still runs).
         ``traceparent``/``tracestate`` (W3C) make this prompt's span a child of yours (with
-        ``telemetry``)."""
+        ``telemetry``). ``output_format`` (a pydantic model class, a dataclass or a JSON Schema
+        dict) shapes this prompt's answer instead of the session's: see
+        :attr:`TurnResult.structured_output` and :meth:`TurnResult.parse`."""
         self._check_open()
         if not isinstance(input, str):
             raise TypeError(f"input must be a str, not {type(input).__name__}")
         self._start_pump()
-        value = await self._native.submit(input, display_input, raw_input, traceparent, tracestate)
+        value = await self._native.submit(
+            input,
+            display_input,
+            raw_input,
+            traceparent,
+            tracestate,
+            _output_format(output_format) if output_format is not None else None,
+        )
         result = TurnResult._from_native(value)
         if self._pump is not None and result.event is not None:
             await self._pump.wait_delivered(result.event.seq)

@@ -73,3 +73,19 @@ extension Query {
         return try result.decodeStructuredOutput(type)
     }
 }
+
+extension InteractiveSession {
+    /// Submits a prompt whose answer must match `outputFormat` (a JSON Schema, or a whole
+    /// `{"type": "json_schema", "schema": …}` format) instead of the session's, and waits for
+    /// its end: `try result.outcome?.decodeStructuredOutput(City.self)`.
+    public func submit(
+        _ input: String, displayInput: String? = nil, outputFormat: JSONValue
+    ) async throws -> PromptResult {
+        let format = try specJSON(outputFormatJSON(outputFormat))
+        let native = try await callNative {
+            try await self.native.submitWithOutputFormat(
+                input: input, displayInput: displayInput, outputFormatJson: format)
+        }
+        return try await Prompt(native: native, wasQueued: (try? native.wasQueued()) ?? false).result()
+    }
+}

@@ -1710,6 +1710,13 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
     func submit(input: String, displayInput: String?) async throws  -> NativePrompt
     
     /**
+     * Submits a prompt whose final answer must match `output_format_json` (`{"type":
+     * "json_schema", "schema": {...}}`) instead of the session's `output_format`; a malformed
+     * format throws and nothing is queued.
+     */
+    func submitWithOutputFormat(input: String, displayInput: String?, outputFormatJson: String) async throws  -> NativePrompt
+    
+    /**
      * A new pull subscription; events emitted from now on are queued for it.
      */
     func subscribe() throws  -> NativeEvents
@@ -2243,6 +2250,27 @@ open func submit(input: String, displayInput: String?)async throws  -> NativePro
             rustFutureFunc: {
                 uniffi_robota_swift_fn_method_nativesession_submit(
                         self.uniffiCloneHandle(),FfiConverterString.lower(input),FfiConverterOptionString.lower(displayInput)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_u64,
+            completeFunc: ffi_robota_swift_rust_future_complete_u64,
+            freeFunc: ffi_robota_swift_rust_future_free_u64,
+            liftFunc: FfiConverterTypeNativePrompt_lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Submits a prompt whose final answer must match `output_format_json` (`{"type":
+     * "json_schema", "schema": {...}}`) instead of the session's `output_format`; a malformed
+     * format throws and nothing is queued.
+     */
+open func submitWithOutputFormat(input: String, displayInput: String?, outputFormatJson: String)async throws  -> NativePrompt  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_submit_with_output_format(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(input),FfiConverterOptionString.lower(displayInput),FfiConverterString.lower(outputFormatJson)
                 )
             },
             pollFunc: ffi_robota_swift_rust_future_poll_u64,
@@ -4438,6 +4466,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_submit() != 17362) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_submit_with_output_format() != 19456) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_subscribe() != 50129) {

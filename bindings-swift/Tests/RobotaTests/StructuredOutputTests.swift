@@ -90,4 +90,28 @@ final class StructuredOutputTests: XCTestCase {
         XCTAssertEqual(sent.count, 3)
         try await session.shutdown()
     }
+
+    func testAPromptTakesItsOwnOutputFormat() async throws {
+        let mock = try MockLLM(script: """
+            {"turns": [{"text": "{\\"city\\": \\"Lisbon\\", \\"population\\": 545000}"},
+                       {"text": "Just text."}]}
+            """)
+        var options = SessionOptions(provider: anthropicWithoutRetries(mock), cwd: try temporaryDirectory())
+        options.builtinTools = false
+        let session = try InteractiveSession(options: options)
+        let shaped = try await session.submit("Largest city?", outputFormat: citySchema)
+        XCTAssertEqual(try shaped.outcome?.decodeStructuredOutput(City.self), City(city: "Lisbon", population: 545000))
+        let plain = try await session.submit("Thanks")
+        XCTAssertNil(plain.outcome?.structuredOutput)
+        XCTAssertEqual(plain.response, "Just text.")
+        do {
+            _ = try await session.submit("again", outputFormat: ["type": "no-such-type"])
+            XCTFail("a bad schema was accepted")
+        } catch let error as RobotaError {
+            XCTAssertEqual(error.code, "invalid_argument")
+        }
+        let sent = try await mock.requests()
+        XCTAssertEqual(sent.count, 2)
+        try await session.shutdown()
+    }
 }

@@ -15,6 +15,7 @@ mod provider_config;
 mod query_call;
 mod session_config;
 mod subagents;
+mod submit_call;
 
 pub use command_context::{CommandContextOp, HostCommandContext};
 pub use error::{ApiError, ApiErrorKind};
@@ -32,6 +33,7 @@ pub use session_config::{
     output_format, trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig,
 };
 pub use subagents::{subagent_request, subagent_request_from_json};
+pub use submit_call::submit_prompt;
 
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
 /// Python): see [`crate::sandbox::SandboxStatus`].
