@@ -46,9 +46,10 @@ export declare class NativeQuery {
   constructor(optionsJson: string, host: (request: string) => Promise<string>, onTextDelta?: ((text: string) => void) | undefined | null)
   /**
    * Runs one full agent turn; resolves to the `QueryResult` as JSON once the streamed text
-   * has been handed to `onTextDelta`.
+   * has been handed to `onTextDelta`. `outputFormatJson` (`{"type": "json_schema", "schema":
+   * {...}}`) shapes this call's final answer.
    */
-  query(prompt: string): Promise<string>
+  query(prompt: string, outputFormatJson?: string | undefined | null): Promise<string>
   /** Aborts the running query (it resolves with stop reason `interrupted`). */
   abort(): void
   /** The session's chat messages as JSON. */
@@ -75,7 +76,7 @@ export declare class NativeSession {
    * ended. Synchronous, so prompts are accepted in call order (acceptance never waits: the
    * prompt runs on a background task).
    */
-  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): NativePromptTicket
+  submit(input: string, displayInput?: string | undefined | null, rawInput?: string | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null, outputFormatJson?: string | undefined | null): NativePromptTicket
   /**
    * Resolves when no prompt is running or queued, with the `seq` of the last event emitted by
    * then (0 when event delivery has stopped): the facade waits for that event to reach the

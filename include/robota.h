@@ -188,6 +188,10 @@ typedef void (*robota_event_callback)(void *user_data, const struct robota_event
 // when). Wait until it is closed, or fork it (`"fork_session": true`) to continue in a copy.
 #define ROBOTA_STATUS_SESSION_LOCKED 14
 
+// The answer did not match the `output_format` JSON Schema after the allowed follow-ups
+// (`max_structured_output_retries`); the message lists the last validation errors.
+#define ROBOTA_STATUS_STRUCTURED_OUTPUT 15
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -800,11 +804,14 @@ robota_status robota_query_new(const struct robota_provider *provider,
 // Runs one query with `prompt` (`len` bytes of UTF-8) and returns at once; `callback` is
 // called exactly once on an engine thread with the result as JSON: `{"response", "messages":
 // [...], "usage": {...}, "cost_usd", "num_turns", "duration_ms", "session_id",
-// "stop_reason", "status", "refusal"?}` — `status` is `complete`, `refused` (with `refusal`:
-// `text`, `category`?, `explanation`?), `truncated` (the answer was cut off at the output
-// token limit) or `interrupted` (aborted; stop reason `"interrupted"`) — or an error
-// (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_SESSION`: refused, e.g.
-// another run of this query is in progress; `ROBOTA_STATUS_CANCELLED`: the runtime went away).
+// "stop_reason", "status", "refusal"?, "structured_output"?}` — `status` is `complete`,
+// `refused` (with `refusal`: `text`, `category`?, `explanation`?), `truncated` (the answer was
+// cut off at the output token limit) or `interrupted` (aborted; stop reason `"interrupted"`);
+// `structured_output` is the answer validated against the options' `output_format` — or an
+// error (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_STRUCTURED_OUTPUT`:
+// the answer never matched `output_format`, the message lists the last validation errors;
+// `ROBOTA_STATUS_SESSION`: refused, e.g. another run of this query is in progress;
+// `ROBOTA_STATUS_CANCELLED`: the runtime went away).
 // Argument errors are returned directly and `callback` is then not called.
 //
 // Threading: any thread, including from a callback.

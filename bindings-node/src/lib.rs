@@ -45,6 +45,17 @@ pub(crate) fn to_json(value: &impl Serialize) -> napi::Result<String> {
     })
 }
 
+/// A per-call `output_format` option as JSON text (`None`: the session's own), read.
+pub(crate) fn output_format_arg(json: Option<String>) -> napi::Result<Option<Value>> {
+    json.map(|json| serde_json::from_str::<Value>(&json))
+        .transpose()
+        .map_err(|e| {
+            api_error(ApiError::invalid_json(format!(
+                "`output_format` is not JSON: {e}"
+            )))
+        })
+}
+
 /// Evaluates whether a tool call is allowed by the permission rules, without a session.
 /// `input_json`: the tool input (empty: `{}`); `context_json`: the permission context
 /// (`{"mode", "cwd", "rules": {"allow", "deny", "ask"}}`). Returns the decision as JSON.

@@ -11,7 +11,7 @@ use napi::{Env, Status};
 use napi_derive::napi;
 use tokio::sync::Notify;
 
-use robota::api::{ApiError, ApiErrorKind};
+use robota::api::ApiError;
 use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
 
 use crate::host::{HostBridge, JsDispatcher};
@@ -20,12 +20,7 @@ use crate::session::EventFunction;
 use crate::{api_error, to_json};
 
 fn query_error(e: QueryError) -> ApiError {
-    let kind = match &e {
-        QueryError::Provider(_) => ApiErrorKind::Provider,
-        QueryError::InvalidToolRule(_) => ApiErrorKind::InvalidArgument,
-        _ => ApiErrorKind::Session,
-    };
-    ApiError::new(kind, e.to_string())
+    ApiError::from(e)
 }
 
 /// Answer text on its way to JavaScript: appended by the engine, flushed by a delivery task to
@@ -150,11 +145,17 @@ impl NativeQuery {
     }
 
     /// Runs one full agent turn; resolves to the `QueryResult` as JSON once the streamed text
-    /// has been handed to `onTextDelta`.
+    /// has been handed to `onTextDelta`. `outputFormatJson` (`{"type": "json_schema", "schema":
+    /// {...}}`) shapes this call's final answer.
     #[napi]
-    pub async fn query(&self, prompt: String) -> napi::Result<String> {
+    pub async fn query(
+        &self,
+        prompt: String,
+        output_format_json: Option<String>,
+    ) -> napi::Result<String> {
+        let output_format = crate::output_format_arg(output_format_json)?;
         let query = Arc::clone(&self.query);
-        let result = query.query(&prompt).await;
+        let result = robota::api::run_query(&query, &prompt, output_format).await;
         if let Some(pipe) = &self.text {
             // Bounded: a JavaScript thread that is gone must not hold the query forever.
             for _ in 0..5_000 {
@@ -164,7 +165,7 @@ impl NativeQuery {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
-        let result = result.map_err(|e| api_error(query_error(e)))?;
+        let result = result.map_err(api_error)?;
         to_json(&result)
     }
 

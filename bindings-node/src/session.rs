@@ -334,14 +334,22 @@ impl NativeSession {
         raw_input: Option<String>,
         traceparent: Option<String>,
         tracestate: Option<String>,
+        output_format_json: Option<String>,
     ) -> napi::Result<NativePromptTicket> {
+        let output_format = crate::output_format_arg(output_format_json)?;
         let session = Arc::clone(&self.session);
         robota::api::trace_next_prompt(session.session(), traceparent, tracestate)
             .map_err(api_error)?;
         let ticket = block_on(async move {
-            session.submit_tracked_as_typed(&input, display_input.as_deref(), raw_input.as_deref())
+            robota::api::submit_prompt(
+                &session,
+                &input,
+                display_input.as_deref(),
+                raw_input.as_deref(),
+                output_format,
+            )
         })
-        .map_err(|e| api_error(e.into()))?;
+        .map_err(api_error)?;
         Ok(NativePromptTicket {
             status: match ticket.status() {
                 SubmitStatus::Started => "started",

@@ -70,6 +70,8 @@ interface Scenario {
   mcp_servers?: string[];
   host_commands?: HostCommandSpec[];
   builtin_tools?: boolean;
+  output_format?: { type: 'json_schema'; schema: Record<string, unknown> };
+  max_structured_output_retries?: number;
   actions: Array<
     | { submit: string }
     | { abort_after_event: string }
@@ -169,6 +171,9 @@ function normalizeEvents(raw: RobotaEvent[], sessionId: string): unknown[] {
           response: event.outcome.response,
           stop_reason: event.outcome.stop_reason,
           tools_executed: event.outcome.tools_executed,
+          ...(event.outcome.structured_output !== undefined
+            ? { structured_output: event.outcome.structured_output }
+            : {}),
         });
         break;
       case 'interrupted':
@@ -234,6 +239,10 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
     ...(scenario.skills !== undefined ? { skills: scenario.skills } : {}),
     ...(scenario.commands !== undefined ? { customCommands: scenario.commands } : {}),
     ...(scenario.mcp_servers !== undefined ? { mcpServers: mcpServers(scenario) } : {}),
+    ...(scenario.output_format !== undefined ? { outputFormat: scenario.output_format } : {}),
+    ...(scenario.max_structured_output_retries !== undefined
+      ? { maxStructuredOutputRetries: scenario.max_structured_output_retries }
+      : {}),
     ...(scenario.host_commands !== undefined
       ? { commandModules: [{ name: 'scenario', commands: scenario.host_commands.map(hostCommand) }] }
       : {}),

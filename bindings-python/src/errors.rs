@@ -68,6 +68,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    StructuredOutputError,
+    RobotaError,
+    "The answer did not match the output_format JSON Schema after the allowed follow-ups; the message lists the last validation errors."
+);
+create_exception!(
+    _native,
     RobotaInternalError,
     RobotaError,
     "A bug in robota (please report it); the session may still be usable."
@@ -85,6 +91,7 @@ pub fn api_error(e: ApiError) -> PyErr {
         ApiErrorKind::ShutDown => ShutDownError::new_err(message),
         ApiErrorKind::Command => CommandError::new_err(message),
         ApiErrorKind::SessionLocked => SessionLockedError::new_err(message),
+        ApiErrorKind::StructuredOutput => StructuredOutputError::new_err(message),
         _ => SessionError::new_err(message),
     }
 }
@@ -115,6 +122,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BusyError", py.get_type::<BusyError>())?;
     m.add("ShutDownError", py.get_type::<ShutDownError>())?;
     m.add("CommandError", py.get_type::<CommandError>())?;
+    m.add(
+        "StructuredOutputError",
+        py.get_type::<StructuredOutputError>(),
+    )?;
     m.add("RobotaInternalError", py.get_type::<RobotaInternalError>())?;
     Ok(())
 }

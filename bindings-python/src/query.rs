@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use robota::api::SessionConfig;
+use robota::api::{ApiError, SessionConfig};
 use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
 
 use crate::bridge::LoopSlot;
 use crate::convert::{from_py, Json};
-use crate::errors::{api_error, internal, InvalidArgumentError, ProviderError, SessionError};
+use crate::errors::{api_error, internal};
 use crate::extensions::{build_extensions, build_provider};
 
 fn runtime() -> &'static tokio::runtime::Runtime {
@@ -17,11 +17,7 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 fn query_error(e: QueryError) -> PyErr {
-    match e {
-        QueryError::InvalidToolRule(_) => InvalidArgumentError::new_err(e.to_string()),
-        QueryError::Provider(_) => ProviderError::new_err(e.to_string()),
-        other => SessionError::new_err(other.to_string()),
-    }
+    api_error(ApiError::from(e))
 }
 
 /// Aborts the query's run when its awaitable is cancelled.
@@ -101,15 +97,23 @@ impl NativeQuery {
         })
     }
 
-    /// Runs one full agent turn; resolves with the `QueryResult` as a dict.
-    fn query<'py>(&self, py: Python<'py>, prompt: String) -> PyResult<Bound<'py, PyAny>> {
+    /// Runs one full agent turn; resolves with the `QueryResult` as a dict. `output_format`
+    /// (`{"type": "json_schema", "schema": {...}}`) shapes this call's answer.
+    #[pyo3(signature = (prompt, output_format=None))]
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        prompt: String,
+        output_format: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
+        let output_format = output_format.map(from_py).transpose()?;
         let query = Arc::clone(&self.query);
         crate::aio::awaitable(py, async move {
             let mut guard = AbortOnDrop(Some(Arc::clone(&query)));
-            let result = query.query(&prompt).await;
+            let result = robota::api::run_query(&query, &prompt, output_format).await;
             guard.0 = None;
-            let result = result.map_err(query_error)?;
+            let result = result.map_err(api_error)?;
             let value = serde_json::to_value(&result).map_err(|e| internal(e.to_string()))?;
             Ok(Json(value))
         })

@@ -186,7 +186,8 @@ impl NativeSession {
     /// The prompt is accepted (started or queued) or refused *here*, before the awaitable is
     /// returned, so prompts submitted one after the other (`asyncio.gather(submit(a),
     /// submit(b))`) are accepted in that order; a refusal raises at once.
-    #[pyo3(signature = (input, display_input=None, raw_input=None, traceparent=None, tracestate=None))]
+    #[pyo3(signature = (input, display_input=None, raw_input=None, traceparent=None, tracestate=None, output_format=None))]
+    #[allow(clippy::too_many_arguments)]
     fn submit<'py>(
         &self,
         py: Python<'py>,
@@ -195,21 +196,25 @@ impl NativeSession {
         raw_input: Option<String>,
         traceparent: Option<String>,
         tracestate: Option<String>,
+        output_format: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.slot.capture(py);
+        let output_format = output_format.map(from_py).transpose()?;
         let session = Arc::clone(&self.session);
         robota::api::trace_next_prompt(session.session(), traceparent, tracestate)
             .map_err(api_error)?;
         let ticket = py
             .detach(|| {
                 let _guard = runtime().enter();
-                session.submit_tracked_as_typed(
+                robota::api::submit_prompt(
+                    &session,
                     &input,
                     display_input.as_deref(),
                     raw_input.as_deref(),
+                    output_format,
                 )
             })
-            .map_err(interactive_error)?;
+            .map_err(api_error)?;
         let status = match ticket.status() {
             SubmitStatus::Started => "started",
             SubmitStatus::Queued => "queued",

@@ -45,7 +45,7 @@ KEPT = [
     "skill_activation",
 ]
 WAIT = 20.0
-TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "host_commands", "builtin_tools", "actions", "expected"}
+TOP_KEYS = {"name", "description", "provider", "host_tools", "permission_answers", "settings", "skills", "commands", "mcp_servers", "host_commands", "builtin_tools", "output_format", "max_structured_output_retries", "actions", "expected"}
 
 
 def host_tool(spec: Dict[str, Any]) -> Tool:
@@ -111,9 +111,10 @@ def normalize_events(events: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             out.append({"type": kind, "tool_name": e["tool_name"], "input": e["input"]})
         elif kind == "complete":
             o = e["outcome"]
-            out.append(
-                {"type": kind, "response": o["response"], "stop_reason": o["stop_reason"], "tools_executed": o["tools_executed"]}
-            )
+            complete = {"type": kind, "response": o["response"], "stop_reason": o["stop_reason"], "tools_executed": o["tools_executed"]}
+            if "structured_output" in o:
+                complete["structured_output"] = o["structured_output"]
+            out.append(complete)
         elif kind == "interrupted":
             out.append({"type": kind})
         elif kind == "skill_activation":
@@ -191,6 +192,8 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
         skills=scenario.get("skills", []),
         custom_commands=scenario.get("commands", []),
         mcp_servers=mcp_servers(scenario),
+        output_format=scenario.get("output_format"),
+        max_structured_output_retries=scenario.get("max_structured_output_retries"),
         command_modules=[
             robota.CommandModule("scenario", [ScenarioCommand(c) for c in scenario.get("host_commands", [])])
         ],

@@ -61,6 +61,13 @@ pub enum RobotaError {
         /// Who holds it.
         message: String,
     },
+    /// The answer did not match the `outputFormat` JSON Schema after the allowed follow-ups;
+    /// the message lists the last validation errors.
+    #[error("{message}")]
+    StructuredOutput {
+        /// The last validation errors.
+        message: String,
+    },
     /// A bug in the library (please report it); the session may still be usable.
     #[error("{message}")]
     Internal {
@@ -97,6 +104,7 @@ impl From<ApiError> for RobotaError {
             ApiErrorKind::ShutDown => RobotaError::ShutDown { message },
             ApiErrorKind::Command => RobotaError::Command { message },
             ApiErrorKind::SessionLocked => RobotaError::SessionLocked { message },
+            ApiErrorKind::StructuredOutput => RobotaError::StructuredOutput { message },
             _ => RobotaError::Session { message },
         }
     }
@@ -144,6 +152,7 @@ mod tests {
             (ApiErrorKind::ShutDown, "ShutDown"),
             (ApiErrorKind::Command, "Command"),
             (ApiErrorKind::SessionLocked, "SessionLocked"),
+            (ApiErrorKind::StructuredOutput, "StructuredOutput"),
         ];
         for (kind, case) in cases {
             let error = RobotaError::from(ApiError::new(kind, format!("{kind} happened")));

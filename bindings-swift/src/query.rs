@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use robota::api::SessionConfig;
+use robota::api::{ApiError, SessionConfig};
 use robota::framework::query::{create_query, Query, QueryError, QueryOptions, QueryResult};
 
 use crate::error::RobotaError;
@@ -10,12 +10,7 @@ use crate::runtime::{on_runtime, runtime};
 use crate::session::{add_extensions, build_provider, NativeExtensions, NativeProvider};
 
 fn query_error(e: QueryError) -> RobotaError {
-    let message = e.to_string();
-    match e {
-        QueryError::InvalidToolRule(_) => RobotaError::InvalidArgument { message },
-        QueryError::Provider(_) => RobotaError::Provider { message },
-        _ => RobotaError::Session { message },
-    }
+    ApiError::from(e).into()
 }
 
 fn encode_result(result: &QueryResult) -> Result<String, RobotaError> {
@@ -74,6 +69,27 @@ impl NativeQuery {
         let query = Arc::clone(&self.query);
         on_runtime(async move {
             let result = query.query(&prompt).await.map_err(query_error)?;
+            encode_result(&result)
+        })
+        .await
+    }
+
+    /// Runs one full agent turn whose final answer must match `output_format_json`
+    /// (`{"type": "json_schema", "schema": {...}}`); returns the `QueryResult` as JSON, with the
+    /// validated value as `structured_output`. An answer that never matches throws
+    /// `RobotaError.StructuredOutput`.
+    pub async fn query_with_output_format(
+        &self,
+        prompt: String,
+        output_format_json: String,
+    ) -> Result<String, RobotaError> {
+        let format: serde_json::Value =
+            serde_json::from_str(&output_format_json).map_err(|e| RobotaError::InvalidJson {
+                message: format!("`outputFormat` is not JSON: {e}"),
+            })?;
+        let query = Arc::clone(&self.query);
+        on_runtime(async move {
+            let result = robota::api::run_query(&query, &prompt, Some(format)).await?;
             encode_result(&result)
         })
         .await

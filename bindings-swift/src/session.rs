@@ -340,6 +340,33 @@ impl NativeSession {
         .await
     }
 
+    /// Submits a prompt whose final answer must match `output_format_json` (`{"type":
+    /// "json_schema", "schema": {...}}`) instead of the session's `output_format`; a malformed
+    /// format throws and nothing is queued.
+    pub async fn submit_with_output_format(
+        &self,
+        input: String,
+        display_input: Option<String>,
+        output_format_json: String,
+    ) -> Result<Arc<NativePrompt>, RobotaError> {
+        let format: serde_json::Value =
+            serde_json::from_str(&output_format_json).map_err(|e| RobotaError::InvalidJson {
+                message: format!("`outputFormat` is not JSON: {e}"),
+            })?;
+        let session = Arc::clone(&self.session);
+        on_runtime(async move {
+            let ticket = robota::api::submit_prompt(
+                &session,
+                &input,
+                display_input.as_deref(),
+                None,
+                Some(format),
+            )?;
+            Ok(NativePrompt::new(session, ticket))
+        })
+        .await
+    }
+
     /// Asks the model to go on with an answer cut off at the output token limit (a prompt that
     /// ended `truncated`): submits core's continue prompt, shown as `(continue)`.
     pub async fn continue_answer(&self) -> Result<Arc<NativePrompt>, RobotaError> {

@@ -73,6 +73,13 @@ struct Scenario {
     /// the host tools.
     #[serde(default)]
     builtin_tools: bool,
+    /// Structured output: the session options' `output_format` (`{"type": "json_schema",
+    /// "schema": …}`).
+    #[serde(default)]
+    output_format: Option<Value>,
+    /// The session options' `max_structured_output_retries`.
+    #[serde(default)]
+    max_structured_output_retries: Option<u32>,
     actions: Vec<Action>,
     expected: Value,
 }
@@ -379,6 +386,15 @@ async fn run(scenario: &Scenario) -> Value {
             .filter_map(|name| tools.get(name).cloned())
             .collect();
     }
+    if let Some(format) = &scenario.output_format {
+        session_options.output_format = Some(
+            robota::session::structured_output::OutputFormat::from_json_value(format.clone())
+                .unwrap_or_else(|e| panic!("{}: output_format: {e}", scenario.name)),
+        );
+    }
+    if let Some(retries) = scenario.max_structured_output_retries {
+        session_options.max_structured_output_retries = retries;
+    }
     let mut interactive_options = InteractiveSessionOptions::new(session_options);
     interactive_options.skills = scenario.skills.clone();
     interactive_options.commands = scenario.commands.clone();
@@ -571,12 +587,18 @@ fn normalize_events(events: &[Value]) -> Vec<Value> {
                 "tool_name": event["tool_name"],
                 "input": event["input"],
             }),
-            "complete" => json!({
-                "type": kind,
-                "response": event["outcome"]["response"],
-                "stop_reason": event["outcome"]["stop_reason"],
-                "tools_executed": event["outcome"]["tools_executed"],
-            }),
+            "complete" => {
+                let mut value = json!({
+                    "type": kind,
+                    "response": event["outcome"]["response"],
+                    "stop_reason": event["outcome"]["stop_reason"],
+                    "tools_executed": event["outcome"]["tools_executed"],
+                });
+                if let Some(output) = event["outcome"].get("structured_output") {
+                    value["structured_output"] = output.clone();
+                }
+                value
+            }
             "interrupted" => json!({"type": kind}),
             "skill_activation" => json!({
                 "type": kind,

@@ -110,3 +110,135 @@ async fn a_schema_that_is_not_a_json_schema_is_refused_at_creation() {
         Ok(_) => panic!("an invalid schema was accepted"),
     }
 }
+
+fn query_over(project: &Project, mock: &Mock, events: &Events, retries: u32) -> Query {
+    let mut session = options(project, mock, events).with_tools(ToolRegistry::new());
+    session.max_structured_output_retries = retries;
+    let mut options = QueryOptions::new(project.path(""), mock.provider());
+    options.session = Some(session);
+    create_query(options).unwrap()
+}
+
+use robota::api::{ApiError, ApiErrorKind};
+use robota::framework::query::{create_query, Query, QueryError, QueryOptions};
+
+#[tokio::test]
+async fn a_query_takes_its_own_output_format_and_returns_the_value() {
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        {"text": "Lisbon."},
+        {"text": "{\"city\": \"Lisbon\", \"population\": 545000}"}
+    ]}))
+    .await;
+    let events = Events::default();
+    let query = query_over(&project, &mock, &events, 2);
+    let plain = query.query("hello").await.unwrap();
+    assert_eq!(plain.structured_output, None, "no format, no value");
+    let result = robota::api::run_query(
+        &query,
+        "largest city of Portugal?",
+        Some(json!({"type": "json_schema", "schema": schema()})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&result).unwrap()["structured_output"],
+        json!({"city": "Lisbon", "population": 545000})
+    );
+}
+
+#[tokio::test]
+async fn a_query_whose_answer_never_matches_is_a_typed_structured_output_error() {
+    let project = Project::new();
+    let mock = Mock::start(json!({
+        "repeat": true,
+        "turns": [{"text": "{\"city\": \"Lisbon\"}"}]
+    }))
+    .await;
+    let events = Events::default();
+    let query = query_over(&project, &mock, &events, 1);
+    let format = OutputFormat::json_schema(schema());
+    let error = query
+        .query_with_output_format("largest city of Portugal?", &format)
+        .await
+        .unwrap_err();
+    match &error {
+        QueryError::StructuredOutput { errors, response } => {
+            assert!(!errors.is_empty());
+            assert!(response.contains("Lisbon"), "{response}");
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    let api = ApiError::from(error);
+    assert_eq!(api.kind, ApiErrorKind::StructuredOutput);
+    assert_eq!(api.kind.as_str(), "structured_output");
+    assert!(api.message.contains("population"), "{}", api.message);
+    assert_eq!(mock.bodies().len(), 2, "1 request + 1 follow-up");
+}
+
+#[tokio::test]
+async fn a_malformed_output_format_is_an_invalid_argument() {
+    let error = robota::api::output_format(json!({"type": "json", "schema": {}})).unwrap_err();
+    assert_eq!(error.kind, ApiErrorKind::InvalidArgument);
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": []})).await;
+    let events = Events::default();
+    let query = query_over(&project, &mock, &events, 1);
+    let bad = OutputFormat::json_schema(json!({"type": "no-such-type"}));
+    let error = query
+        .query_with_output_format("hi", &bad)
+        .await
+        .unwrap_err();
+    assert_eq!(ApiError::from(error).kind, ApiErrorKind::InvalidArgument);
+    assert!(mock.bodies().is_empty(), "nothing was sent");
+}
+
+/// An interactive prompt with its own format: the session has none, the prompt's answer is
+/// validated and fixed; the next prompt (without one) is free text again. A bad schema is
+/// refused at submit, before anything is queued.
+#[tokio::test]
+async fn an_interactive_prompt_takes_its_own_output_format() {
+    use robota::framework::interactive::{
+        InteractiveSession, InteractiveSessionOptions, PromptResult,
+    };
+    let project = Project::new();
+    let mock = Mock::start(json!({"turns": [
+        {"text": "{\"city\": \"Lisbon\", \"population\": -1}"},
+        {"text": "{\"city\": \"Lisbon\", \"population\": 545000}"},
+        {"text": "Just text."}
+    ]}))
+    .await;
+    let events = Events::default();
+    let options = options(&project, &mock, &events).with_tools(ToolRegistry::new());
+    let session = InteractiveSession::new(InteractiveSessionOptions::new(options)).unwrap();
+    let format = OutputFormat::json_schema(schema());
+    let ticket = session
+        .submit_tracked_with_output_format("largest city of Portugal?", None, None, &format)
+        .unwrap();
+    match ticket.result().await {
+        PromptResult::Complete { outcome, .. } => assert_eq!(
+            outcome.structured_output,
+            Some(json!({"city": "Lisbon", "population": 545000}))
+        ),
+        other => panic!("unexpected end: {other:?}"),
+    }
+    assert!(mock.user_texts(1).join(" ").contains("/population"));
+    let plain = session.submit_tracked("thanks", None).await.unwrap();
+    match plain.result().await {
+        PromptResult::Complete { outcome, .. } => {
+            assert_eq!(outcome.structured_output, None);
+            assert_eq!(outcome.response, "Just text.");
+        }
+        other => panic!("unexpected end: {other:?}"),
+    }
+    let bad = OutputFormat::json_schema(json!({"type": "no-such-type"}));
+    let error = session
+        .submit_tracked_with_output_format("again", None, None, &bad)
+        .unwrap_err();
+    assert_eq!(ApiError::from(error).kind, ApiErrorKind::InvalidArgument);
+    assert_eq!(
+        mock.bodies().len(),
+        3,
+        "nothing was sent for the bad schema"
+    );
+}

@@ -41,6 +41,9 @@ pub const ROBOTA_STATUS_COMMAND: robota_status = 13;
 /// handle): a session has one writer at a time. The message names the holder (pid, host, since
 /// when). Wait until it is closed, or fork it (`"fork_session": true`) to continue in a copy.
 pub const ROBOTA_STATUS_SESSION_LOCKED: robota_status = 14;
+/// The answer did not match the `output_format` JSON Schema after the allowed follow-ups
+/// (`max_structured_output_retries`); the message lists the last validation errors.
+pub const ROBOTA_STATUS_STRUCTURED_OUTPUT: robota_status = 15;
 
 /// An error: a status code and a message. Created by the library, owned by the caller, freed
 /// with `robota_error_free`.
@@ -67,6 +70,7 @@ impl From<engine::api::ApiError> for FfiError {
             ApiErrorKind::Busy | ApiErrorKind::ShutDown => ROBOTA_STATUS_INVALID_STATE,
             ApiErrorKind::Command => ROBOTA_STATUS_COMMAND,
             ApiErrorKind::SessionLocked => ROBOTA_STATUS_SESSION_LOCKED,
+            ApiErrorKind::StructuredOutput => ROBOTA_STATUS_STRUCTURED_OUTPUT,
             _ => ROBOTA_STATUS_SESSION,
         };
         FfiError::new(code, e.message)

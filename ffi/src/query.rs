@@ -8,10 +8,7 @@ use engine::framework::query::{create_query, Query, QueryError, QueryOptions};
 use serde_json::Value;
 
 use crate::boundary::ffi_boundary;
-use crate::error::{
-    robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_ARGUMENT,
-    ROBOTA_STATUS_INVALID_JSON, ROBOTA_STATUS_PROVIDER, ROBOTA_STATUS_SESSION,
-};
+use crate::error::{robota_error, robota_status, FfiError, ROBOTA_STATUS_INVALID_JSON};
 use crate::host::{robota_result_callback, ResultCallback};
 use crate::provider::robota_provider;
 use crate::runtime::RuntimeInner;
@@ -25,12 +22,7 @@ pub struct robota_query {
 }
 
 fn query_error(e: QueryError) -> FfiError {
-    let code = match &e {
-        QueryError::InvalidToolRule(_) => ROBOTA_STATUS_INVALID_ARGUMENT,
-        QueryError::Provider(_) => ROBOTA_STATUS_PROVIDER,
-        _ => ROBOTA_STATUS_SESSION,
-    };
-    FfiError::new(code, e.to_string())
+    engine::api::ApiError::from(e).into()
 }
 
 /// Reads a list of rule strings from the options.
@@ -105,11 +97,14 @@ pub unsafe extern "C" fn robota_query_new(
 /// Runs one query with `prompt` (`len` bytes of UTF-8) and returns at once; `callback` is
 /// called exactly once on an engine thread with the result as JSON: `{"response", "messages":
 /// [...], "usage": {...}, "cost_usd", "num_turns", "duration_ms", "session_id",
-/// "stop_reason", "status", "refusal"?}` — `status` is `complete`, `refused` (with `refusal`:
-/// `text`, `category`?, `explanation`?), `truncated` (the answer was cut off at the output
-/// token limit) or `interrupted` (aborted; stop reason `"interrupted"`) — or an error
-/// (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_SESSION`: refused, e.g.
-/// another run of this query is in progress; `ROBOTA_STATUS_CANCELLED`: the runtime went away).
+/// "stop_reason", "status", "refusal"?, "structured_output"?}` — `status` is `complete`,
+/// `refused` (with `refusal`: `text`, `category`?, `explanation`?), `truncated` (the answer was
+/// cut off at the output token limit) or `interrupted` (aborted; stop reason `"interrupted"`);
+/// `structured_output` is the answer validated against the options' `output_format` — or an
+/// error (`ROBOTA_STATUS_PROVIDER`: the model call failed; `ROBOTA_STATUS_STRUCTURED_OUTPUT`:
+/// the answer never matched `output_format`, the message lists the last validation errors;
+/// `ROBOTA_STATUS_SESSION`: refused, e.g. another run of this query is in progress;
+/// `ROBOTA_STATUS_CANCELLED`: the runtime went away).
 /// Argument errors are returned directly and `callback` is then not called.
 ///
 /// Threading: any thread, including from a callback.

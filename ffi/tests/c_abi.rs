@@ -489,6 +489,46 @@ fn c_test_subagents_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// Structured output from C against mock-llm: a valid answer, one fixed after the follow-up
+/// (which names the failing path), and one that never matches (`ROBOTA_STATUS_STRUCTURED_OUTPUT`
+/// after exactly 1 + 2 requests).
+#[test]
+fn c_test_structured_output_passes() {
+    let root = workspace_root();
+    let exe = build_c(
+        &root.join("ffi/tests/c/test_structured_output.c"),
+        "test_structured_output",
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"text": "{\"city\": \"Lisbon\", \"population\": 545000}"},
+                {"text": "{\"city\": \"Porto\", \"population\": \"many\"}"},
+                {"text": "```json\n{\"city\": \"Porto\", \"population\": 230000}\n```"},
+                {"text": "Faro, I think."},
+                {"text": "Still Faro."},
+                {"text": "{\"city\": \"Faro\"}"}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let stdout = run_c(&exe, &[], &[("ROBOTA_MOCK_URL", url.as_str())]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 6, "1 + 2 + (1 + 2 follow-ups)");
+    let follow_up = requests[2].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        follow_up.contains("/population"),
+        "the follow-up names the failing path: {follow_up}"
+    );
+    runtime.block_on(mock.shutdown());
+}
+
 /// The browser step of a remote MCP server's OAuth through a C callback, against the real
 /// OAuth-protected test server (`tests/mcp-servers/python_server.py --http PORT --oauth`, which
 /// approves at once): the session connects, the tool works, the next session reuses the tokens.

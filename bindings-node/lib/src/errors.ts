@@ -14,7 +14,10 @@ export type RobotaErrorCode =
   | 'shut_down'
   | 'command'
   /** The saved session is open for writing elsewhere; the message names the holder. Wait, or fork it. */
-  | 'session_locked';
+  | 'session_locked'
+  /** The answer did not match the `outputFormat` schema after the allowed follow-ups; the
+   * message lists the last validation errors. */
+  | 'structured_output';
 
 const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'invalid_argument',
@@ -26,6 +29,7 @@ const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'shut_down',
   'command',
   'session_locked',
+  'structured_output',
 ]);
 
 /** A failure of a robota call; `message` says what went wrong and how to fix it. */
@@ -79,6 +83,8 @@ const OPTION_NAMES: Readonly<Record<string, string>> = {
   builtin_commands: 'builtinCommands',
   allowed_tools: 'allowedTools',
   disallowed_tools: 'disallowedTools',
+  output_format: 'outputFormat',
+  max_structured_output_retries: 'maxStructuredOutputRetries',
 };
 
 /** `message` with the engine's option names (in backticks) spelled as this package spells them:

@@ -67,6 +67,8 @@ export {
   type LogChunk,
   type StoreCheck,
 } from './stores.js';
+export { createQuery, type Query, type QueryCallOptions } from './query.js';
+export type { FromSchema, JsonSchema, JsonValue, OutputFormat } from './structured.js';
 
 /** The context `evaluatePermission` decides in. */
 export interface PermissionContext {

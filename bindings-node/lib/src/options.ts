@@ -12,6 +12,7 @@ import type {
   Tool,
 } from './extensions.js';
 import type { ProviderLike } from './providers.js';
+import { toOutputFormat, type JsonSchema, type OutputFormat } from './structured.js';
 import type { McpServerConfig, PermissionMode } from './types.js';
 
 /** A skill the host adds: a skill folder (or a folder of skill folders), or a skill given as
@@ -128,6 +129,15 @@ export interface CommonOptions {
   traceparent?: string;
   /** The W3C `tracestate` that goes with `traceparent`. */
   tracestate?: string;
+  /** Every prompt's answer must be one JSON value matching this schema:
+   * `{ type: 'json_schema', schema: {...} }` (or just the schema). Results and `complete`
+   * events carry it as `structured_output`; an answer that does not match is sent back to the
+   * model with the validation errors. See `query.structured()` for a typed result. */
+  outputFormat?: OutputFormat | JsonSchema;
+  /** Follow-ups an answer that does not match `outputFormat` gets before the prompt fails
+   * (default 5): a query then rejects with a `structured_output` `RobotaError`, a session's
+   * prompt ends `error` with `error.kind === 'structured_output'`. */
+  maxStructuredOutputRetries?: number;
 }
 
 /** Where and how a session's traces and metrics are exported (OTLP). */
@@ -196,6 +206,8 @@ const SESSION_KEYS: Record<string, string> = {
   telemetry: 'telemetry',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
+  outputFormat: 'output_format',
+  maxStructuredOutputRetries: 'max_structured_output_retries',
 };
 
 const EXTENSION_KEYS = new Set([
@@ -233,6 +245,9 @@ export function sessionConfig(options: CommonOptions): Record<string, unknown> {
     config.mcp_servers = Object.fromEntries(
       Object.entries(options.mcpServers).filter(([, server]) => !isSdkMcpServer(server)),
     );
+  }
+  if (options.outputFormat !== undefined && options.outputFormat !== null) {
+    config.output_format = toOutputFormat(options.outputFormat);
   }
   const persistence = options.persistence;
   if (persistence !== undefined) {

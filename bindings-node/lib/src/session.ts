@@ -14,6 +14,7 @@ import { RobotaError, describeValue, expectString, native, nativeAsync, toRobota
 import { createDispatcher, declareExtensions } from './extensions.js';
 import { nativeAddon } from './native.js';
 import { sessionConfig, type SessionOptions } from './options.js';
+import { toOutputFormat, type JsonSchema, type OutputFormat } from './structured.js';
 import { EVENT_TYPES } from './types.js';
 import type {
   BackgroundTask,
@@ -52,6 +53,9 @@ export interface SubmitOptions {
   traceparent?: string;
   /** The W3C `tracestate` that goes with `traceparent`. */
   tracestate?: string;
+  /** This prompt's answer must match this schema (instead of the session's `outputFormat`);
+   * the result's `outcome.structured_output` holds the validated value. */
+  outputFormat?: OutputFormat | JsonSchema;
 }
 
 /** Why a session ended (`SessionEnd` hook `reason`). */
@@ -288,14 +292,15 @@ export class InteractiveSession extends EventEmitter<SessionEventMap> {
     if (typeof prompt !== 'string') {
       throw new RobotaError('invalid_argument', 'submit(prompt): `prompt` must be a string');
     }
-    const { signal, displayInput, rawInput, traceparent, tracestate } = options;
+    const { signal, displayInput, rawInput, traceparent, tracestate, outputFormat } = options;
     if (signal?.aborted === true) {
       return { status: 'cancelled' };
     }
     // Synchronous: accepted in call order.
     let ticket: InstanceType<typeof nativeAddon.NativePromptTicket>;
     try {
-      ticket = this.#native.submit(prompt, displayInput, rawInput, traceparent, tracestate);
+      const format = outputFormat === undefined ? undefined : JSON.stringify(toOutputFormat(outputFormat));
+      ticket = this.#native.submit(prompt, displayInput, rawInput, traceparent, tracestate, format);
     } catch (error) {
       throw toRobotaError(error);
     }

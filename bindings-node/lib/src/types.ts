@@ -27,7 +27,9 @@ export type RunStopReason =
   | 'max_turns'
   | 'unknown_tools'
   | 'context_limit'
-  | 'error';
+  | 'error'
+  /** The answer never matched the `outputFormat` schema (`structured_output_errors`). */
+  | 'max_structured_output_retries';
 
 /**
  * How a prompt ended, in the vocabulary every binding (Rust, C, Python, Node) and the CLI share:
@@ -94,6 +96,11 @@ export interface RunOutcome {
   tools_executed: string[];
   /** This run's id. */
   execution_id: string;
+  /** With an `outputFormat`: the answer validated against its schema. */
+  structured_output?: unknown;
+  /** When the answer never matched the schema (stop reason `max_structured_output_retries`):
+   * the last validation errors (`path` is a JSON Pointer into the answer). */
+  structured_output_errors?: Array<{ path: string; message: string }>;
 }
 
 /** One tool call as a UI shows it. */
@@ -681,6 +688,9 @@ export interface QueryResult {
   status: Exclude<OutcomeStatus, 'error' | 'cancelled'>;
   /** What the provider said, when `status` is `refused`. */
   refusal?: Refusal;
+  /** With an `outputFormat`: the answer validated against its schema (a `structured_output`
+   * `RobotaError` rejects the promise when it never matched). */
+  structured_output?: unknown;
 }
 
 /** How a prompt ended, as `submit()` resolves. */

@@ -32,6 +32,7 @@ from .errors import (
     SessionError,
     SessionLockedError,
     ShutDownError,
+    StructuredOutputError,
 )
 from .events import (
     EVENT_TYPES,
@@ -84,6 +85,7 @@ from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
 from .stores import SessionStore, StoreCheck, run_store_conformance
 from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
+from .structured import OutputType, json_schema_of, output_format, parse_structured_output
 from .tools import SdkMcpServer, Tool, ToolContext, ToolResult, create_sdk_mcp_server, tool
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
@@ -113,6 +115,11 @@ __all__ = [
     "run_query",
     "Query",
     "QueryResult",
+    # structured output
+    "OutputType",
+    "output_format",
+    "json_schema_of",
+    "parse_structured_output",
     # providers
     "AnthropicProvider",
     "OpenAIProvider",
@@ -185,5 +192,6 @@ __all__ = [
     "BusyError",
     "ShutDownError",
     "CommandError",
+    "StructuredOutputError",
     "RobotaInternalError",
 ]

@@ -38,6 +38,9 @@ class ShutDownError(RobotaError):
 class CommandError(RobotaError):
     """A slash command is unknown, ambiguous or failed."""
 
+class StructuredOutputError(RobotaError):
+    """The answer did not match the output_format JSON Schema after the allowed follow-ups."""
+
 class RobotaInternalError(RobotaError):
     """A bug in robota."""
 
@@ -86,6 +89,7 @@ class NativeSession:
         raw_input: Optional[str] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        output_format: Optional[Dict[str, Any]] = None,
     ) -> Awaitable[Dict[str, Any]]: ...
     def flush_telemetry(self) -> Awaitable[bool]: ...
     def abort(self) -> None: ...
@@ -155,7 +159,7 @@ class NativeQuery:
         disallowed_tools: List[str],
         on_text_delta: Optional[Any],
     ) -> None: ...
-    def query(self, prompt: str) -> Awaitable[Dict[str, Any]]: ...
+    def query(self, prompt: str, output_format: Optional[Dict[str, Any]] = None) -> Awaitable[Dict[str, Any]]: ...
     def abort(self) -> None: ...
     def get_session_id(self) -> str: ...
 

@@ -13,6 +13,7 @@ from ._native import (
     SessionError,
     SessionLockedError,
     ShutDownError,
+    StructuredOutputError,
 )
 
 __all__ = [
@@ -26,5 +27,6 @@ __all__ = [
     "BusyError",
     "ShutDownError",
     "CommandError",
+    "StructuredOutputError",
     "RobotaInternalError",
 ]

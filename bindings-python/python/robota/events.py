@@ -217,6 +217,12 @@ class CompleteEvent(_PromptReport, Event):
         """The final answer text."""
         return str(self.outcome.get("response", ""))
 
+    @property
+    def structured_output(self) -> Any:
+        """With an ``output_format``: the answer validated against its schema (plain JSON;
+        ``None`` without one)."""
+        return self.outcome.get("structured_output")
+
 
 @dataclass(slots=True)
 class RefusedEvent(Event):

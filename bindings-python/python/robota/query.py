@@ -5,18 +5,20 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, overload
 
 from . import _native
 from ._util import fspath
 from .hooks import HooksLike, hooks_to_native
 from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
+from .structured import OutputType, output_format as _output_format, parse_structured_output
 from .tools import Tool
 
 __all__ = ["Query", "QueryResult", "create_query", "run_query"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ class QueryResult:
     status: Literal["complete", "refused", "truncated", "interrupted"] = "complete"
     #: For ``refused``: ``text``, and ``category`` / ``explanation`` when the provider gave them.
     refusal: Optional[Dict[str, Any]] = None
+    #: With an ``output_format``: the answer parsed and validated against its schema, as plain
+    #: JSON (``None`` without one). :meth:`Query.structured` returns it typed. An answer that
+    #: never matched raises :class:`robota.StructuredOutputError` instead.
+    structured_output: Any = None
 
     @staticmethod
     def _from_dict(d: Mapping[str, Any]) -> "QueryResult":
@@ -64,6 +70,7 @@ class QueryResult:
             stop_reason=str(d.get("stop_reason", "")),
             status=_query_status(d.get("status")),
             refusal=dict(d["refusal"]) if isinstance(d.get("refusal"), dict) else None,
+            structured_output=d.get("structured_output"),
         )
 
 
@@ -84,12 +91,41 @@ class Query:
     def __init__(self, native: Any) -> None:
         self._native = native
 
-    async def __call__(self, prompt: str) -> QueryResult:
+    async def __call__(self, prompt: str, *, output_format: Optional[OutputType] = None) -> QueryResult:
         """Runs one turn. Raises :class:`robota.ProviderError` when the model call fails;
-        cancelling the awaiting task aborts the run."""
+        cancelling the awaiting task aborts the run. ``output_format`` (a pydantic model class,
+        a dataclass or a JSON Schema dict; see :mod:`robota.structured`) shapes this turn's
+        answer instead of the query's own: the result's ``structured_output`` holds it, and an
+        answer that never matches raises :class:`robota.StructuredOutputError`."""
         if not isinstance(prompt, str):
             raise TypeError(f"prompt must be a str, not {type(prompt).__name__}")
-        return QueryResult._from_dict(await self._native.query(prompt))
+        if output_format is None:
+            return QueryResult._from_dict(await self._native.query(prompt))
+        return QueryResult._from_dict(await self._native.query(prompt, _output_format(output_format)))
+
+    @overload
+    async def structured(self, prompt: str, output_type: Type[T]) -> T: ...
+
+    @overload
+    async def structured(self, prompt: str, output_type: Mapping[str, Any]) -> Any: ...
+
+    async def structured(self, prompt: str, output_type: OutputType) -> Any:
+        """Runs one turn whose answer must match ``output_type`` and returns it typed: an
+        instance of the pydantic model or dataclass, or plain JSON for a JSON Schema dict::
+
+            @dataclass
+            class City:
+                name: str
+                population: int
+
+            city = await query.structured("Largest city of Portugal?", City)
+
+        Raises :class:`robota.StructuredOutputError` when the answer never matched (after
+        ``max_structured_output_retries`` follow-ups that told the model what was wrong)."""
+        result = await self(prompt, output_format=output_type)
+        if isinstance(output_type, type):
+            return parse_structured_output(result.structured_output, output_type)
+        return result.structured_output
 
     def abort(self) -> None:
         """Aborts the running query."""
@@ -124,6 +160,8 @@ def create_query(
     builtin_tools: Optional[bool] = None,
     load_project_context: Optional[bool] = None,
     session_id: Optional[str] = None,
+    output_format: Optional[OutputType] = None,
+    max_structured_output_retries: Optional[int] = None,
 ) -> Query:
     """Builds a :class:`Query`: ``await create_query(provider=...)("prompt")`` runs one full
     agent turn; later calls continue the same conversation.
@@ -156,6 +194,11 @@ def create_query(
         builtin_tools: ``False`` leaves out the built-in file, shell and web tools.
         load_project_context: ``False`` skips AGENTS.md/CLAUDE.md in the system prompt.
         session_id: The session id (default: a fresh UUID).
+        output_format: Every answer must match this schema: a pydantic model class, a
+            dataclass or a JSON Schema dict (see :mod:`robota.structured`); results carry the
+            value as ``structured_output``. :meth:`Query.structured` sets one per call.
+        max_structured_output_retries: Follow-ups an answer that does not match gets before
+            the call raises :class:`robota.StructuredOutputError` (default 5).
 
     Invalid options raise :class:`robota.InvalidArgumentError` or
     :class:`robota.InvalidJsonError` here, naming the option.
@@ -176,6 +219,8 @@ def create_query(
             builtin_tools=builtin_tools,
             load_project_context=load_project_context,
             session_id=session_id,
+            output_format=_output_format(output_format) if output_format is not None else None,
+            max_structured_output_retries=max_structured_output_retries,
         ).items()
         if v is not None
     }

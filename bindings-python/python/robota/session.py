@@ -20,6 +20,7 @@ from typing import (
     Optional,
     Sequence,
     Type,
+    TypeVar,
     Union,
     overload,
 )
@@ -57,6 +58,7 @@ from .permissions import PermissionHandler, PermissionMode, permission_adapter
 from .providers import ProviderLike, provider_to_native
 from .sandbox import SandboxStatus
 from .stores import SessionStore
+from .structured import OutputType, output_format as _output_format, parse_structured_output
 from .tools import SdkMcpServer, Tool
 
 __all__ = ["InteractiveSession", "TurnResult", "EventStream", "EventListener", "EventType", "ConfigWarning"]
@@ -86,6 +88,7 @@ EventType = Literal[
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,23 @@ class TurnResult:
     def retryable(self) -> bool:
         """True when the prompt failed in a way that sending it again may fix."""
         return bool((self.error_details or {}).get("retryable", False))
+
+    @property
+    def structured_output(self) -> Any:
+        """With an ``output_format``: the answer parsed and validated against its schema, as
+        plain JSON (``None`` without one, or when it never matched: then ``status`` is
+        ``error`` and ``outcome["structured_output_errors"]`` lists the last problems)."""
+        return (self.outcome or {}).get("structured_output")
+
+    def parse(self, output_type: Type[T]) -> T:
+        """:attr:`structured_output` as an instance of ``output_type`` (the pydantic model or
+        dataclass given as ``output_format``). Raises :class:`robota.StructuredOutputError` when
+        the prompt has no structured output (it failed, or had no ``output_format``)."""
+        if self.structured_output is None:
+            raise _native.StructuredOutputError(
+                self.error or f"the prompt ended {self.status} without a structured output"
+            )
+        return parse_structured_output(self.structured_output, output_type)
 
     @property
     def stop_reason(self) -> Optional[str]:
@@ -402,6 +422,8 @@ class InteractiveSession:
         telemetry: Optional[Mapping[str, Any]] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        output_format: Optional[OutputType] = None,
+        max_structured_output_retries: Optional[int] = None,
     ) -> None:
         """Creates the session.
 
@@ -500,6 +522,13 @@ class InteractiveSession:
             traceparent: Your W3C ``traceparent`` (e.g. the current span's): the prompts'
                 spans join your trace under that span. :meth:`submit` takes one per prompt too.
             tracestate: The W3C ``tracestate`` that goes with ``traceparent``.
+            output_format: Every prompt's answer must match this schema: a pydantic model
+                class, a dataclass or a JSON Schema dict (see :mod:`robota.structured`). The
+                value is :attr:`TurnResult.structured_output` (typed with
+                :meth:`TurnResult.parse`); an answer that never matches ends the prompt
+                ``error`` with ``error_details["kind"] == "structured_output"``.
+            max_structured_output_retries: Follow-ups an answer that does not match gets before
+                the prompt fails (default 5).
         """
         if persistence is not None and session_store is not None:
             raise _native.InvalidArgumentError("pass either `persistence` or `session_store`, not both")
@@ -547,6 +576,8 @@ class InteractiveSession:
             telemetry=dict(telemetry) if telemetry is not None else None,
             traceparent=traceparent,
             tracestate=tracestate,
+            output_format=_output_format(output_format) if output_format is not None else None,
+            max_structured_output_retries=max_structured_output_retries,
         )
         for t in tools:
             if not isinstance(t, Tool):
@@ -580,18 +611,28 @@ class InteractiveSession:
         raw_input: Optional[str] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        output_format: Optional[OutputType] = None,
     ) -> TurnResult:
         """Submits a prompt and waits until its run ends. While another prompt runs, this one
         is queued (one at most; a second raises :class:`robota.QueueFullError`). Cancelling the
         awaiting task (Ctrl-C, ``task.cancel()``, a timeout) cancels this prompt only: a queued
         one is dropped, a running one aborted (the prompt queued behind it still runs).
         ``traceparent``/``tracestate`` (W3C) make this prompt's span a child of yours (with
-        ``telemetry``)."""
+        ``telemetry``). ``output_format`` (a pydantic model class, a dataclass or a JSON Schema
+        dict) shapes this prompt's answer instead of the session's: see
+        :attr:`TurnResult.structured_output` and :meth:`TurnResult.parse`."""
         self._check_open()
         if not isinstance(input, str):
             raise TypeError(f"input must be a str, not {type(input).__name__}")
         self._start_pump()
-        value = await self._native.submit(input, display_input, raw_input, traceparent, tracestate)
+        value = await self._native.submit(
+            input,
+            display_input,
+            raw_input,
+            traceparent,
+            tracestate,
+            _output_format(output_format) if output_format is not None else None,
+        )
         result = TurnResult._from_native(value)
         if self._pump is not None and result.event is not None:
             await self._pump.wait_delivered(result.event.seq)

@@ -25,6 +25,9 @@ public enum RobotaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The saved session is open for writing elsewhere; the message names the holder. Wait
     /// until it is closed, or fork it (`forkSession`).
     case sessionLocked(String)
+    /// The answer did not match the `outputFormat` JSON Schema after the allowed follow-ups;
+    /// the message lists the last validation errors.
+    case structuredOutput(String)
     /// A bug in robota (please report it); the session may still be usable.
     case internalError(String)
 
@@ -41,6 +44,7 @@ public enum RobotaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .shutDown: "shut_down"
         case .command: "command"
         case .sessionLocked: "session_locked"
+        case .structuredOutput: "structured_output"
         case .internalError: "internal"
         }
     }
@@ -50,7 +54,7 @@ public enum RobotaError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .invalidArgument(let m), .invalidJson(let m), .provider(let m), .session(let m),
             .queueFull(let m), .busy(let m), .shutDown(let m), .command(let m),
-            .sessionLocked(let m), .internalError(let m):
+            .sessionLocked(let m), .structuredOutput(let m), .internalError(let m):
             m
         }
     }
@@ -79,6 +83,7 @@ public enum RobotaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .ShutDown(let m): self = .shutDown(m)
         case .Command(let m): self = .command(m)
         case .SessionLocked(let m): self = .sessionLocked(m)
+        case .StructuredOutput(let m): self = .structuredOutput(m)
         case .Internal(let m): self = .internalError(m)
         }
     }

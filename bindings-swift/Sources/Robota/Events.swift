@@ -120,10 +120,18 @@ public struct RunOutcome: Sendable, Decodable, Equatable {
     public let toolsExecuted: [String]
     /// What the provider said, when the model refused (`stopReason` `refused`).
     public let refusal: Refusal?
+    /// With an `outputFormat`: the answer validated against its schema (see
+    /// `decodeStructuredOutput(_:)`).
+    public let structuredOutput: JSONValue?
+    /// When the answer never matched the schema (`stopReason` `max_structured_output_retries`):
+    /// the last validation errors.
+    public let structuredOutputErrors: [StructuredOutputError]?
 
     enum CodingKeys: String, CodingKey {
         case response, interrupted, rounds, usage, refusal
         case stopReason = "stop_reason", toolsExecuted = "tools_executed"
+        case structuredOutput = "structured_output"
+        case structuredOutputErrors = "structured_output_errors"
     }
 }
 

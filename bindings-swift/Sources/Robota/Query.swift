@@ -25,11 +25,15 @@ public struct QueryResult: Sendable, Decodable, Equatable {
     public let status: OutcomeStatus
     /// What the provider said, when `status` is `.refused`.
     public let refusal: Refusal?
+    /// With an `outputFormat`: the answer validated against its schema (see
+    /// `decodeStructuredOutput(_:)`). An answer that never matched throws
+    /// `RobotaError.structuredOutput` instead.
+    public let structuredOutput: JSONValue?
 
     enum CodingKeys: String, CodingKey {
         case response, messages, usage, costUsd = "cost_usd", numTurns = "num_turns"
         case durationMs = "duration_ms", sessionId = "session_id", stopReason = "stop_reason"
-        case status, refusal
+        case status, refusal, structuredOutput = "structured_output"
     }
 }
 
@@ -50,6 +54,17 @@ public final class Query: Sendable {
     /// Cancelling the calling task aborts it.
     public func continueAnswer() async throws -> QueryResult {
         try await run { native in try await native.continueAnswer() }
+    }
+
+    /// Runs one prompt whose answer must match `outputFormat` (a JSON Schema, or a whole
+    /// `{"type": "json_schema", "schema": …}` format) instead of the query's own; the result's
+    /// `structuredOutput` holds the validated value. An answer that never matches throws
+    /// `RobotaError.structuredOutput`. Cancelling the calling task aborts it.
+    public func callAsFunction(_ prompt: String, outputFormat: JSONValue) async throws -> QueryResult {
+        let format = try specJSON(outputFormatJSON(outputFormat))
+        return try await run { native in
+            try await native.queryWithOutputFormat(prompt: prompt, outputFormatJson: format)
+        }
     }
 
     /// Runs one native call, aborting it when the calling task is cancelled.

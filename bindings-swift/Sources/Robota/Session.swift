@@ -95,6 +95,13 @@ public struct SessionOptions: Sendable {
     public var tracestate: String?
     /// Save the session in your own storage (see `SessionStore`) instead of `persistence`.
     public var sessionStore: (any SessionStore)?
+    /// Every prompt's answer must be one JSON value matching this JSON Schema (or whole
+    /// `{"type": "json_schema", "schema": …}` format); results and `complete` events carry it as
+    /// `structuredOutput` (see `decodeStructuredOutput(_:)`).
+    public var outputFormat: JSONValue?
+    /// Follow-ups an answer that does not match `outputFormat` gets before the prompt fails
+    /// (default 5).
+    public var maxStructuredOutputRetries: UInt32?
 
     /// Options with `provider`; set the rest as properties or arguments.
     public init(
@@ -145,6 +152,8 @@ public struct SessionOptions: Sendable {
         set("telemetry", telemetry?.json)
         set("traceparent", traceparent.map(JSONValue.string))
         set("tracestate", tracestate.map(JSONValue.string))
+        set("output_format", outputFormat.map(outputFormatJSON))
+        set("max_structured_output_retries", maxStructuredOutputRetries.map { .number(Double($0)) })
         return try specJSON(.object(config))
     }
 

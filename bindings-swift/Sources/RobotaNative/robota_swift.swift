@@ -1329,6 +1329,14 @@ public protocol NativeQueryProtocol: AnyObject, Sendable {
      */
     func query(prompt: String) async throws  -> String
     
+    /**
+     * Runs one full agent turn whose final answer must match `output_format_json`
+     * (`{"type": "json_schema", "schema": {...}}`); returns the `QueryResult` as JSON, with the
+     * validated value as `structured_output`. An answer that never matches throws
+     * `RobotaError.StructuredOutput`.
+     */
+    func queryWithOutputFormat(prompt: String, outputFormatJson: String) async throws  -> String
+    
 }
 /**
  * A query (internal; the Swift API is `Robota.createQuery`).
@@ -1450,6 +1458,28 @@ open func query(prompt: String)async throws  -> String  {
             rustFutureFunc: {
                 uniffi_robota_swift_fn_method_nativequery_query(
                         self.uniffiCloneHandle(),FfiConverterString.lower(prompt)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
+            completeFunc: ffi_robota_swift_rust_future_complete_rust_buffer,
+            freeFunc: ffi_robota_swift_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Runs one full agent turn whose final answer must match `output_format_json`
+     * (`{"type": "json_schema", "schema": {...}}`); returns the `QueryResult` as JSON, with the
+     * validated value as `structured_output`. An answer that never matches throws
+     * `RobotaError.StructuredOutput`.
+     */
+open func queryWithOutputFormat(prompt: String, outputFormatJson: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativequery_query_with_output_format(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(prompt),FfiConverterString.lower(outputFormatJson)
                 )
             },
             pollFunc: ffi_robota_swift_rust_future_poll_rust_buffer,
@@ -1678,6 +1708,13 @@ public protocol NativeSessionProtocol: AnyObject, Sendable {
      * Submits a prompt: it starts at once or is queued (one may wait).
      */
     func submit(input: String, displayInput: String?) async throws  -> NativePrompt
+    
+    /**
+     * Submits a prompt whose final answer must match `output_format_json` (`{"type":
+     * "json_schema", "schema": {...}}`) instead of the session's `output_format`; a malformed
+     * format throws and nothing is queued.
+     */
+    func submitWithOutputFormat(input: String, displayInput: String?, outputFormatJson: String) async throws  -> NativePrompt
     
     /**
      * A new pull subscription; events emitted from now on are queued for it.
@@ -2213,6 +2250,27 @@ open func submit(input: String, displayInput: String?)async throws  -> NativePro
             rustFutureFunc: {
                 uniffi_robota_swift_fn_method_nativesession_submit(
                         self.uniffiCloneHandle(),FfiConverterString.lower(input),FfiConverterOptionString.lower(displayInput)
+                )
+            },
+            pollFunc: ffi_robota_swift_rust_future_poll_u64,
+            completeFunc: ffi_robota_swift_rust_future_complete_u64,
+            freeFunc: ffi_robota_swift_rust_future_free_u64,
+            liftFunc: FfiConverterTypeNativePrompt_lift,
+            errorHandler: FfiConverterTypeRobotaError_lift
+        )
+}
+    
+    /**
+     * Submits a prompt whose final answer must match `output_format_json` (`{"type":
+     * "json_schema", "schema": {...}}`) instead of the session's `output_format`; a malformed
+     * format throws and nothing is queued.
+     */
+open func submitWithOutputFormat(input: String, displayInput: String?, outputFormatJson: String)async throws  -> NativePrompt  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_robota_swift_fn_method_nativesession_submit_with_output_format(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(input),FfiConverterOptionString.lower(displayInput),FfiConverterString.lower(outputFormatJson)
                 )
             },
             pollFunc: ffi_robota_swift_rust_future_poll_u64,
@@ -3567,6 +3625,15 @@ enum RobotaError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
          */message: String
     )
     /**
+     * The answer did not match the `outputFormat` JSON Schema after the allowed follow-ups;
+     * the message lists the last validation errors.
+     */
+    case StructuredOutput(
+        /**
+         * The last validation errors.
+         */message: String
+    )
+    /**
      * A bug in the library (please report it); the session may still be usable.
      */
     case Internal(
@@ -3630,7 +3697,10 @@ public struct FfiConverterTypeRobotaError: FfiConverterRustBuffer {
         case 9: return .SessionLocked(
             message: try FfiConverterString.read(from: &buf)
             )
-        case 10: return .Internal(
+        case 10: return .StructuredOutput(
+            message: try FfiConverterString.read(from: &buf)
+            )
+        case 11: return .Internal(
             message: try FfiConverterString.read(from: &buf)
             )
 
@@ -3690,8 +3760,13 @@ public struct FfiConverterTypeRobotaError: FfiConverterRustBuffer {
             FfiConverterString.write(message, into: &buf)
             
         
-        case let .Internal(message):
+        case let .StructuredOutput(message):
             writeInt(&buf, Int32(10))
+            FfiConverterString.write(message, into: &buf)
+            
+        
+        case let .Internal(message):
+            writeInt(&buf, Int32(11))
             FfiConverterString.write(message, into: &buf)
             
         }
@@ -4311,6 +4386,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_robota_swift_checksum_method_nativequery_query() != 25683) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_robota_swift_checksum_method_nativequery_query_with_output_format() != 31859) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_robota_swift_checksum_method_nativeevents_close() != 26137) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4420,6 +4498,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_submit() != 17362) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_method_nativesession_submit_with_output_format() != 19456) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_method_nativesession_subscribe() != 50129) {

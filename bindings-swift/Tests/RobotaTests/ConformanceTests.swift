@@ -14,7 +14,8 @@ let keptTypes: Set<String> = [
 ]
 let topKeys: Set<String> = [
     "name", "description", "provider", "host_tools", "permission_answers", "settings", "skills",
-    "commands", "mcp_servers", "host_commands", "builtin_tools", "actions", "expected",
+    "commands", "mcp_servers", "host_commands", "builtin_tools", "output_format",
+    "max_structured_output_retries", "actions", "expected",
 ]
 /// The longest any wait of a scenario may take.
 let scenarioWait: TimeInterval = 20
@@ -136,9 +137,13 @@ func normalizeEvents(_ events: [SessionEvent]) -> [JSONValue] {
             out.append(["type": type, "tool_name": e["tool_name"] ?? nil, "input": e["input"] ?? nil])
         case "complete":
             let o = e["outcome"] ?? [:]
-            out.append(["type": type, "response": o["response"] ?? nil,
-                        "stop_reason": o["stop_reason"] ?? nil,
-                        "tools_executed": o["tools_executed"] ?? nil])
+            var item: [String: JSONValue] = [
+                "type": type, "response": o["response"] ?? nil,
+                "stop_reason": o["stop_reason"] ?? nil,
+                "tools_executed": o["tools_executed"] ?? nil,
+            ]
+            if let structured = o["structured_output"] { item["structured_output"] = structured }
+            out.append(item)
         case "interrupted":
             out.append(["type": type])
         case "skill_activation":
@@ -185,6 +190,9 @@ func runScenario(_ scenario: JSONValue) async throws -> JSONValue {
     options.loadProjectContext = false
     // The built-in tools bring the background task manager (`background_tasks_cancelled`).
     options.builtinTools = scenario["builtin_tools"]?.boolValue ?? false
+    options.outputFormat = scenario["output_format"]
+    options.maxStructuredOutputRetries = scenario["max_structured_output_retries"]?.numberValue
+        .map { UInt32($0) }
     options.skills = (scenario["skills"]?.arrayValue ?? []).map {
         .content(name: $0["name"]?.stringValue ?? "", content: $0["content"]?.stringValue ?? "")
     }

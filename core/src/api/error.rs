@@ -3,6 +3,7 @@
 
 use crate::framework::checkpoints::CheckpointError;
 use crate::framework::interactive::InteractiveError;
+use crate::framework::query::QueryError;
 use crate::session::SessionError;
 
 /// What kind of failure an [`ApiError`] is. The names (see [`ApiErrorKind::as_str`]) are part of
@@ -30,6 +31,9 @@ pub enum ApiErrorKind {
     /// the message names the holder (pid, host, since when). Wait until it is closed, or fork
     /// it (`fork_session`) to continue in a copy.
     SessionLocked,
+    /// The answer did not match the `output_format` JSON Schema after the allowed follow-ups;
+    /// the message lists the last validation errors.
+    StructuredOutput,
 }
 
 impl ApiErrorKind {
@@ -45,6 +49,7 @@ impl ApiErrorKind {
             ApiErrorKind::ShutDown => "shut_down",
             ApiErrorKind::Command => "command",
             ApiErrorKind::SessionLocked => "session_locked",
+            ApiErrorKind::StructuredOutput => "structured_output",
         }
     }
 }
@@ -98,7 +103,8 @@ impl From<InteractiveError> for ApiError {
             InteractiveError::Session(
                 SessionError::InvalidTool { .. }
                 | SessionError::InvalidHookCallback { .. }
-                | SessionError::InvalidMcpServer { .. },
+                | SessionError::InvalidMcpServer { .. }
+                | SessionError::InvalidOutputFormat { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
             InteractiveError::BackgroundTask { .. } | InteractiveError::Subagent(_) => {
@@ -120,9 +126,25 @@ impl From<SessionError> for ApiError {
             SessionError::Locked { .. } => ApiErrorKind::SessionLocked,
             SessionError::InvalidTool { .. }
             | SessionError::InvalidHookCallback { .. }
-            | SessionError::InvalidMcpServer { .. } => ApiErrorKind::InvalidArgument,
+            | SessionError::InvalidMcpServer { .. }
+            | SessionError::InvalidOutputFormat { .. } => ApiErrorKind::InvalidArgument,
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())
+    }
+}
+
+impl From<QueryError> for ApiError {
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::Session(e) => e.into(),
+            QueryError::InvalidToolRule(_) => {
+                ApiError::new(ApiErrorKind::InvalidArgument, e.to_string())
+            }
+            QueryError::Provider(_) => ApiError::new(ApiErrorKind::Provider, e.to_string()),
+            QueryError::StructuredOutput { .. } => {
+                ApiError::new(ApiErrorKind::StructuredOutput, e.to_string())
+            }
+        }
     }
 }

@@ -13,8 +13,10 @@ mod host;
 mod host_mcp;
 mod host_store;
 mod provider_config;
+mod query_call;
 mod session_config;
 mod subagents;
+mod submit_call;
 
 pub use crate::session::host_store::HostStoreBackend;
 pub use command_context::{CommandContextOp, HostCommandContext};
@@ -31,8 +33,12 @@ pub use host_store::{attach_host_store, HostStoreFunction, HOST_STORE_CALL_TIMEO
 #[cfg(feature = "store-conformance")]
 pub use host_store::{run_store_conformance, run_store_conformance_on};
 pub use provider_config::{HttpProviderConfig, ProviderConfig};
-pub use session_config::{trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig};
+pub use query_call::run_query;
+pub use session_config::{
+    output_format, trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig,
+};
 pub use subagents::{subagent_request, subagent_request_from_json};
+pub use submit_call::submit_prompt;
 
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
 /// Python): see [`crate::sandbox::SandboxStatus`].

@@ -343,8 +343,7 @@ impl SessionConfig {
         }
         options.sandbox = self.sandbox;
         if let Some(format) = self.output_format {
-            let format = OutputFormat::from_json_value(format)
-                .map_err(|e| ApiError::invalid_argument(e.to_string()))?;
+            let format = output_format(format)?;
             if let Some(retries) = self.max_structured_output_retries {
                 options.max_structured_output_retries = retries;
             }
@@ -371,6 +370,14 @@ impl SessionConfig {
         }
         Ok(options)
     }
+}
+
+/// An `output_format` option value (`{"type": "json_schema", "schema": {...}}`) read into an
+/// [`OutputFormat`]; the bindings' per-query `output_format` goes through here too, so a
+/// malformed one is the same `invalid_argument` error in every language. The schema itself is
+/// checked when it is used ([`SessionError::InvalidOutputFormat`](crate::session::SessionError)).
+pub fn output_format(value: Value) -> Result<OutputFormat, ApiError> {
+    OutputFormat::from_json_value(value).map_err(|e| ApiError::invalid_argument(e.to_string()))
 }
 
 /// The host's trace context from `traceparent` / `tracestate` option values (checked; `None`

@@ -120,13 +120,10 @@ pub struct QueryResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
     /// The final answer parsed and validated against the `output_format` schema (`None`
-    /// without one). The Claude Agent SDK's `structured_output`.
+    /// without one). The Claude Agent SDK's `structured_output`. An answer that never matched
+    /// is [`QueryError::StructuredOutput`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<serde_json::Value>,
-    /// When the answer never matched the schema (status `error`, stop reason
-    /// `max_structured_output_retries`): the last validation errors.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub structured_output_errors: Vec<StructuredOutputError>,
 }
 
 /// Why a query did not run.
@@ -143,6 +140,18 @@ pub enum QueryError {
     /// limit the provider did not wait out, when to retry ([`ProviderError::retry_after`]).
     #[error("the model call failed: {0}")]
     Provider(ProviderError),
+    /// The answer did not match the `output_format` schema after the allowed follow-ups (stop
+    /// reason `max_structured_output_retries`).
+    #[error(
+        "the answer did not match the output schema after the allowed follow-ups: {}",
+        errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    )]
+    StructuredOutput {
+        /// The last answer's validation errors.
+        errors: Vec<StructuredOutputError>,
+        /// The last answer, as the model wrote it.
+        response: String,
+    },
 }
 
 /// A reusable query function over one session.
@@ -231,8 +240,9 @@ pub fn create_query(options: QueryOptions) -> Result<Query, QueryError> {
 
 impl Query {
     /// Runs one full agent turn with `prompt`. A run that ends on a model error is
-    /// [`QueryError::Provider`]; an aborted one returns its partial result with stop reason
-    /// `interrupted`.
+    /// [`QueryError::Provider`], an answer that never matched the session's `output_format`
+    /// [`QueryError::StructuredOutput`]; an aborted one returns its partial result with stop
+    /// reason `interrupted`.
     pub async fn query(&self, prompt: &str) -> Result<QueryResult, QueryError> {
         let started = Instant::now();
         let before = self.session.usage();
@@ -242,8 +252,9 @@ impl Query {
 
     /// Like [`query`](Self::query), with this query's final answer shaped by `format` (instead
     /// of the session's `output_format`): the result's `structured_output` holds the validated
-    /// value; an answer that never matches ends with status `error`, stop reason
-    /// `max_structured_output_retries` and the last `structured_output_errors`.
+    /// value; an answer that never matches is [`QueryError::StructuredOutput`] with the last
+    /// validation errors. A schema that is not a valid JSON Schema is
+    /// [`SessionError::InvalidOutputFormat`] and nothing is sent.
     pub async fn query_with_output_format(
         &self,
         prompt: &str,
@@ -264,6 +275,12 @@ impl Query {
         if let Some(error) = &outcome.error {
             return Err(QueryError::Provider(error.clone()));
         }
+        if outcome.stop_reason == RunStopReason::MaxStructuredOutputRetries {
+            return Err(QueryError::StructuredOutput {
+                errors: outcome.structured_output_errors,
+                response: outcome.response,
+            });
+        }
         let after = self.session.usage();
         let cost_usd = match (after.cost_usd, before.cost_usd) {
             (Some(after), Some(before)) => Some(after - before),
@@ -282,7 +299,6 @@ impl Query {
             session_id: self.session.session_id().to_string(),
             stop_reason: outcome.stop_reason,
             structured_output: outcome.structured_output,
-            structured_output_errors: outcome.structured_output_errors,
         })
     }
 

@@ -1304,12 +1304,28 @@ impl Session {
         prompt: impl Into<String>,
         format: &OutputFormat,
     ) -> Result<RunOutcome, SessionError> {
+        self.run_as_typed_with_output_format(prompt, None, Vec::new(), None, format)
+            .await
+    }
+
+    /// [`run_as_typed`](Self::run_as_typed) with this run's final answer shaped by `format`
+    /// instead of the session's `output_format` (a queued interactive prompt's own format). A
+    /// schema that is not a valid JSON Schema is [`SessionError::InvalidOutputFormat`] and
+    /// nothing is sent.
+    pub async fn run_as_typed_with_output_format(
+        &self,
+        prompt: impl Into<String>,
+        typed: Option<&str>,
+        context: Vec<String>,
+        model: Option<&str>,
+        format: &OutputFormat,
+    ) -> Result<RunOutcome, SessionError> {
         let output = StructuredOutput::new(format, self.max_structured_output_retries)?;
         *self
             .run_structured_output
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(output);
-        let result = self.run(prompt).await;
+        let result = self.run_as_typed(prompt, typed, context, model).await;
         // Not taken when the run could not start (busy, shut down, over budget).
         self.run_structured_output
             .lock()

@@ -301,6 +301,9 @@ static cJSON *normalize_events(const cJSON *events) {
                                                   outcome, "stop_reason")));
       cJSON_AddItemToObject(n, "tools_executed", copy_or_null(cJSON_GetObjectItemCaseSensitive(
                                                      outcome, "tools_executed")));
+      const cJSON *structured = cJSON_GetObjectItemCaseSensitive(outcome, "structured_output");
+      if (structured != NULL)
+        cJSON_AddItemToObject(n, "structured_output", cJSON_Duplicate(structured, 1));
     } else if (strcmp(type, "error") == 0) {
       cJSON_AddItemToObject(n, "message",
                             copy_or_null(cJSON_GetObjectItemCaseSensitive(event, "message")));
@@ -439,6 +442,12 @@ static cJSON *session_options(const cJSON *scenario, const char *cwd, const char
   if (commands != NULL) cJSON_AddItemToObject(o, "commands", cJSON_Duplicate(commands, 1));
   const cJSON *mcp_names = cJSON_GetObjectItemCaseSensitive(scenario, "mcp_servers");
   if (mcp_names != NULL) cJSON_AddItemToObject(o, "mcp_servers", mcp_servers(mcp_names));
+  /* Structured output: passed unchanged as the session options of the same names. */
+  static const char *const STRUCTURED[] = {"output_format", "max_structured_output_retries"};
+  for (size_t k = 0; k < sizeof STRUCTURED / sizeof STRUCTURED[0]; k++) {
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(scenario, STRUCTURED[k]);
+    if (value != NULL) cJSON_AddItemToObject(o, STRUCTURED[k], cJSON_Duplicate(value, 1));
+  }
   const cJSON *settings = cJSON_GetObjectItemCaseSensitive(scenario, "settings");
   if (settings != NULL) {
     cJSON *permissions = cJSON_CreateObject();
@@ -779,7 +788,8 @@ int main(int argc, char **argv) {
                                          "host_tools", "permission_answers", "settings",
                                          "skills",  "commands",           "mcp_servers",
                                          "actions", "expected", "host_commands",
-                                         "builtin_tools"};
+                                         "builtin_tools", "output_format",
+                                         "max_structured_output_retries"};
   int print = getenv("CONFORMANCE_PRINT") != NULL;
   atomic_init(&live_threads, 0);
   robota_runtime *rt = NULL;

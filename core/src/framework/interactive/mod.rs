@@ -43,6 +43,7 @@ use crate::framework::skills::{
 };
 use crate::hooks::SessionEndReason;
 use crate::message::{Conversation, HistoryEntry, Message};
+use crate::session::structured_output::{OutputFormat, StructuredOutput};
 use crate::session::{
     is_withheld_from_subagents, ContextState, RecoveryReport, Session, SessionError, SessionEvent,
     SessionOptions, SessionWarning,
@@ -417,6 +418,9 @@ struct Prompt {
     /// What the user typed when `text` was built from it (`submit`'s `raw_input`): the
     /// `prompt` UserPromptSubmit hooks see.
     raw: Option<String>,
+    /// This prompt's own structured output format (instead of the session's), checked when
+    /// it was submitted.
+    output_format: Option<OutputFormat>,
 }
 
 #[derive(Default)]
@@ -746,7 +750,7 @@ impl InteractiveSession {
         display_input: Option<&str>,
         raw_input: Option<&str>,
     ) -> Result<SubmitStatus, InteractiveError> {
-        self.enqueue(input, display_input, raw_input, None)
+        self.enqueue(input, display_input, raw_input, None, None)
             .map(|(status, _)| status)
     }
 
@@ -785,7 +789,31 @@ impl InteractiveSession {
         raw_input: Option<&str>,
     ) -> Result<PromptTicket, InteractiveError> {
         let (tx, done) = tokio::sync::oneshot::channel();
-        let (status, id) = self.enqueue(input, display_input, raw_input, Some(tx))?;
+        let (status, id) = self.enqueue(input, display_input, raw_input, Some(tx), None)?;
+        Ok(PromptTicket { status, id, done })
+    }
+
+    /// [`submit_tracked_as_typed`](Self::submit_tracked_as_typed) with this prompt's final
+    /// answer shaped by `format` instead of the session's `output_format` (see
+    /// [`structured_output`](crate::session::structured_output)): the outcome's
+    /// `structured_output` holds the validated value. A schema that is not a valid JSON Schema
+    /// is refused here ([`SessionError::InvalidOutputFormat`]) and nothing is queued.
+    pub fn submit_tracked_with_output_format(
+        &self,
+        input: &str,
+        display_input: Option<&str>,
+        raw_input: Option<&str>,
+        format: &OutputFormat,
+    ) -> Result<PromptTicket, InteractiveError> {
+        StructuredOutput::new(format, 0).map_err(InteractiveError::Session)?;
+        let (tx, done) = tokio::sync::oneshot::channel();
+        let (status, id) = self.enqueue(
+            input,
+            display_input,
+            raw_input,
+            Some(tx),
+            Some(format.clone()),
+        )?;
         Ok(PromptTicket { status, id, done })
     }
 
@@ -820,19 +848,23 @@ impl InteractiveSession {
         display_input: Option<&str>,
         raw_input: Option<&str>,
         done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
+        output_format: Option<OutputFormat>,
     ) -> Result<(SubmitStatus, u64), InteractiveError> {
         self.check_open()?;
         if input.trim().is_empty() {
             return Err(InteractiveError::EmptyPrompt);
         }
         let (text, context) = self.inner.resolve_references(input)?;
-        self.inner.enqueue_prompt_as_typed(
+        self.inner.enqueue_prompt_parts(Prompt {
             text,
             context,
-            display_input.unwrap_or(input),
+            display: display_input.unwrap_or(input).to_string(),
             done,
-            raw_input.map(str::to_string),
-        )
+            id: 0,
+            skill: None,
+            raw: raw_input.map(str::to_string),
+            output_format,
+        })
     }
 
     /// Aborts the running prompt (a pending permission request is cancelled, running tools are
@@ -1082,7 +1114,7 @@ impl InteractiveSession {
             }
         };
         let display = format!("/mcp__{server}__{prompt} {}", args.trim());
-        self.enqueue(&text, Some(display.trim_end()), None, None)?;
+        self.enqueue(&text, Some(display.trim_end()), None, None, None)?;
         Ok(CommandResult::ok(format!(
             "Running MCP prompt `{prompt}` of server `{server}`"
         ))
@@ -1491,27 +1523,7 @@ impl Inner {
             id: 0,
             skill,
             raw: None,
-        })
-    }
-
-    /// Starts or queues a prompt the user typed (references resolved), with what the user
-    /// typed before the host built `text` from it (`raw`, for UserPromptSubmit hooks).
-    fn enqueue_prompt_as_typed(
-        self: &Arc<Self>,
-        text: String,
-        context: Option<String>,
-        display: &str,
-        done: Option<tokio::sync::oneshot::Sender<PromptEnd>>,
-        raw: Option<String>,
-    ) -> Result<(SubmitStatus, u64), InteractiveError> {
-        self.enqueue_prompt_parts(Prompt {
-            text,
-            context,
-            display: display.to_string(),
-            done,
-            id: 0,
-            skill: None,
-            raw,
+            output_format: None,
         })
     }
 
@@ -1683,12 +1695,27 @@ impl Inner {
         }
         // A skill or custom command the user started runs on its `model`.
         let model = prompt.skill.as_ref().and_then(|s| s.model.as_deref());
-        let run = self.session.run_as_typed(
-            prompt.text.clone(),
-            prompt.raw.as_deref(),
-            prompt.context.iter().cloned().collect(),
-            model,
-        );
+        let context: Vec<String> = prompt.context.iter().cloned().collect();
+        let run = async {
+            match &prompt.output_format {
+                Some(format) => {
+                    self.session
+                        .run_as_typed_with_output_format(
+                            prompt.text.clone(),
+                            prompt.raw.as_deref(),
+                            context,
+                            model,
+                            format,
+                        )
+                        .await
+                }
+                None => {
+                    self.session
+                        .run_as_typed(prompt.text.clone(), prompt.raw.as_deref(), context, model)
+                        .await
+                }
+            }
+        };
         tokio::pin!(run);
         tokio::select! {
             result = &mut run => return result,
