@@ -58,7 +58,6 @@ export {
   type ShutdownReason,
   type SubagentOptions,
 } from './session.js';
-export { createQuery, type Query } from './query.js';
 export {
   runStoreConformance,
   type SessionStore,
