@@ -777,6 +777,73 @@ pub trait LogAppender: Send {
     }
 }
 
+/// Reads a log that a database keeps as chunks (one row per appended batch, keyed by the byte
+/// offset it starts at) from a byte offset, a page of chunks at a time: `fetch_page(next)`
+/// returns chunks `(start, bytes)` in order, from the one holding byte `next` (an empty page:
+/// the log ends). Bytes before `next` in the first chunk are skipped.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) struct PagedChunkReader<F> {
+    fetch_page: F,
+    /// The offset of the next byte to deliver.
+    next: u64,
+    buffer: Vec<u8>,
+    at: usize,
+    done: bool,
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl<F: FnMut(u64) -> io::Result<Vec<(u64, Vec<u8>)>>> PagedChunkReader<F> {
+    /// A reader from byte `from`.
+    pub(crate) fn new(from: u64, fetch_page: F) -> Self {
+        PagedChunkReader {
+            fetch_page,
+            next: from,
+            buffer: Vec::new(),
+            at: 0,
+            done: false,
+        }
+    }
+
+    fn fetch(&mut self) -> io::Result<()> {
+        let chunks = (self.fetch_page)(self.next)?;
+        self.buffer.clear();
+        self.at = 0;
+        let mut any = false;
+        for (start, bytes) in chunks {
+            let end = start + bytes.len() as u64;
+            if end <= self.next {
+                continue;
+            }
+            any = true;
+            let skip = usize::try_from(self.next.saturating_sub(start)).unwrap_or(usize::MAX);
+            self.buffer
+                .extend_from_slice(bytes.get(skip..).unwrap_or_default());
+            self.next = end;
+        }
+        if !any {
+            self.done = true;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl<F: FnMut(u64) -> io::Result<Vec<(u64, Vec<u8>)>>> Read for PagedChunkReader<F> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at >= self.buffer.len() {
+            if self.done {
+                return Ok(0);
+            }
+            self.fetch()?;
+        }
+        let available = &self.buffer[self.at..];
+        let count = available.len().min(out.len());
+        out[..count].copy_from_slice(&available[..count]);
+        self.at += count;
+        Ok(count)
+    }
+}
+
 /// Where an existing log ends, for a writer continuing it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LogEnd {

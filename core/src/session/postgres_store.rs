@@ -43,7 +43,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, GenericClient, NoTls};
 
 use super::lock::LockHolder;
-use super::log::{LogAppender, LogEnd};
+use super::log::{LogAppender, LogEnd, PagedChunkReader};
 use super::store::{
     validate_session_id, LeaseLost, ListedLog, ListedSnapshot, SessionLease, SessionStore,
     SessionSummary, StoreError,
@@ -597,14 +597,11 @@ impl SessionStore for PostgresSessionStore {
         if self.log_len(id)?.is_none() {
             return Ok(None);
         }
-        Ok(Some(Box::new(ChunkReader {
-            shared: &self.shared,
-            id: id.to_string(),
-            next: from,
-            buffer: Vec::new(),
-            at: 0,
-            done: false,
-        })))
+        let id = id.to_string();
+        let shared = &self.shared;
+        Ok(Some(Box::new(PagedChunkReader::new(from, move |next| {
+            log_page(shared, &id, next)
+        }))))
     }
 
     fn log_len(&self, id: &str) -> Result<Option<u64>, StoreError> {
@@ -878,74 +875,23 @@ impl LogAppender for PostgresLogAppender {
     }
 }
 
-/// Reads a log from a byte offset, a page of chunks at a time.
-struct ChunkReader<'a> {
-    shared: &'a Shared,
-    id: String,
-    /// The offset of the next byte to deliver.
-    next: u64,
-    buffer: Vec<u8>,
-    at: usize,
-    done: bool,
-}
-
-impl ChunkReader<'_> {
-    fn fetch(&mut self) -> io::Result<()> {
-        let shared = self.shared;
-        let rows = {
-            let client = shared
-                .client("read the session log from")
-                .map_err(io::Error::other)?;
-            block_on(client.query(
-                "SELECT start, bytes FROM robota_log_chunks WHERE project = $1 AND id = $2 \
-                 AND start >= (SELECT COALESCE(MAX(start), 0) FROM robota_log_chunks \
-                 WHERE project = $1 AND id = $2 AND start <= $3) ORDER BY start LIMIT $4",
-                &[
-                    &shared.project,
-                    &self.id,
-                    &to_i64(self.next),
-                    &CHUNKS_PER_PAGE,
-                ],
-            ))
-            .map_err(io::Error::other)?
-        };
-        self.buffer.clear();
-        self.at = 0;
-        let mut any = false;
-        for row in rows {
-            let start = to_u64(row.get(0));
-            let bytes: Vec<u8> = row.get(1);
-            let end = start + bytes.len() as u64;
-            if end <= self.next {
-                continue;
-            }
-            any = true;
-            let skip = usize::try_from(self.next.saturating_sub(start)).unwrap_or(usize::MAX);
-            self.buffer
-                .extend_from_slice(bytes.get(skip..).unwrap_or_default());
-            self.next = end;
-        }
-        if !any {
-            self.done = true;
-        }
-        Ok(())
-    }
-}
-
-impl Read for ChunkReader<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while self.at >= self.buffer.len() {
-            if self.done {
-                return Ok(0);
-            }
-            self.fetch()?;
-        }
-        let available = &self.buffer[self.at..];
-        let count = available.len().min(out.len());
-        out[..count].copy_from_slice(&available[..count]);
-        self.at += count;
-        Ok(count)
-    }
+/// One page of the log of `id` for [`PagedChunkReader`]: the chunks from the one holding byte
+/// `next`.
+fn log_page(shared: &Shared, id: &str, next: u64) -> io::Result<Vec<(u64, Vec<u8>)>> {
+    let client = shared
+        .client("read the session log from")
+        .map_err(io::Error::other)?;
+    let rows = block_on(client.query(
+        "SELECT start, bytes FROM robota_log_chunks WHERE project = $1 AND id = $2 \
+         AND start >= (SELECT COALESCE(MAX(start), 0) FROM robota_log_chunks \
+         WHERE project = $1 AND id = $2 AND start <= $3) ORDER BY start LIMIT $4",
+        &[&shared.project, &id, &to_i64(next), &CHUNKS_PER_PAGE],
+    ))
+    .map_err(io::Error::other)?;
+    Ok(rows
+        .iter()
+        .map(|row| (to_u64(row.get(0)), row.get::<_, Vec<u8>>(1)))
+        .collect())
 }
 
 /// A held lease: the advisory lock on its own connection, and the token it was given.

@@ -34,7 +34,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::lock::LockHolder;
-use super::log::{create_private_dir, LogAppender, LogEnd};
+use super::log::{create_private_dir, LogAppender, LogEnd, PagedChunkReader};
 use super::store::{
     validate_session_id, LeaseLost, ListedLog, ListedSnapshot, SessionLease, SessionStore,
     SessionSummary, StoreError,
@@ -414,14 +414,11 @@ impl SessionStore for SqliteSessionStore {
         if self.log_len(id)?.is_none() {
             return Ok(None);
         }
-        Ok(Some(Box::new(ChunkReader {
-            connection: &self.connection,
-            id: id.to_string(),
-            next: from,
-            buffer: Vec::new(),
-            at: 0,
-            done: false,
-        })))
+        let id = id.to_string();
+        let connection = &self.connection;
+        Ok(Some(Box::new(PagedChunkReader::new(from, move |next| {
+            log_page(connection, &id, next)
+        }))))
     }
 
     fn log_len(&self, id: &str) -> Result<Option<u64>, StoreError> {
@@ -662,71 +659,27 @@ impl LogAppender for SqliteLogAppender {
     }
 }
 
-/// Reads a log from a byte offset, a page of chunks at a time (the connection is held only
-/// while a page is fetched).
-struct ChunkReader<'a> {
-    connection: &'a Mutex<Connection>,
-    id: String,
-    /// The offset of the next byte to deliver.
+/// One page of the log of `id` for [`PagedChunkReader`]: the chunks from the one holding byte
+/// `next` (the connection is held only while a page is fetched).
+fn log_page(
+    connection: &Mutex<Connection>,
+    id: &str,
     next: u64,
-    buffer: Vec<u8>,
-    at: usize,
-    done: bool,
-}
-
-impl ChunkReader<'_> {
-    fn fetch(&mut self) -> io::Result<()> {
-        let connection = lock_connection(self.connection);
-        let mut statement = connection
-            .prepare_cached(
-                "SELECT start, bytes FROM log_chunks WHERE id = ?1 AND start >= \
-                 (SELECT COALESCE(MAX(start), 0) FROM log_chunks WHERE id = ?1 AND start <= ?2) \
-                 ORDER BY start LIMIT ?3",
-            )
-            .map_err(io::Error::other)?;
-        let rows = statement
-            .query_map(
-                params![self.id, to_i64(self.next), CHUNKS_PER_PAGE],
-                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, Vec<u8>>(1)?)),
-            )
-            .map_err(io::Error::other)?;
-        self.buffer.clear();
-        self.at = 0;
-        let mut any = false;
-        for row in rows {
-            let (start, bytes) = row.map_err(io::Error::other)?;
-            let start = to_u64(start);
-            let end = start + bytes.len() as u64;
-            if end <= self.next {
-                continue;
-            }
-            any = true;
-            let skip = usize::try_from(self.next.saturating_sub(start)).unwrap_or(usize::MAX);
-            self.buffer
-                .extend_from_slice(bytes.get(skip..).unwrap_or_default());
-            self.next = end;
-        }
-        if !any {
-            self.done = true;
-        }
-        Ok(())
-    }
-}
-
-impl Read for ChunkReader<'_> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while self.at >= self.buffer.len() {
-            if self.done {
-                return Ok(0);
-            }
-            self.fetch()?;
-        }
-        let available = &self.buffer[self.at..];
-        let count = available.len().min(out.len());
-        out[..count].copy_from_slice(&available[..count]);
-        self.at += count;
-        Ok(count)
-    }
+) -> io::Result<Vec<(u64, Vec<u8>)>> {
+    let connection = lock_connection(connection);
+    let mut statement = connection
+        .prepare_cached(
+            "SELECT start, bytes FROM log_chunks WHERE id = ?1 AND start >= \
+             (SELECT COALESCE(MAX(start), 0) FROM log_chunks WHERE id = ?1 AND start <= ?2) \
+             ORDER BY start LIMIT ?3",
+        )
+        .map_err(io::Error::other)?;
+    let rows = statement
+        .query_map(params![id, to_i64(next), CHUNKS_PER_PAGE], |row| {
+            Ok((to_u64(row.get::<_, i64>(0)?), row.get::<_, Vec<u8>>(1)?))
+        })
+        .map_err(io::Error::other)?;
+    rows.map(|row| row.map_err(io::Error::other)).collect()
 }
 
 /// A held lease row (see the module documentation).
