@@ -92,11 +92,13 @@ class DirectoryStore implements SessionStore {
     await writeFile(temporary, JSON.stringify(value));
     await rename(temporary, this.#file(kind, id));
   }
+  /** The summary in a file of its own, so listing never reads a snapshot. */
   async putSnapshot(id: string, summary: SessionSummary, snapshot: string): Promise<void> {
-    await this.#write('snapshot', id, { summary, snapshot });
+    await this.#write('snapshot', id, snapshot);
+    await this.#write('summary', id, summary);
   }
   async getSnapshot(id: string): Promise<string | null> {
-    return (await this.#read<{ snapshot: string }>('snapshot', id))?.snapshot ?? null;
+    return await this.#read<string>('snapshot', id);
   }
   async #kind(kind: string): Promise<string[]> {
     const names = await readdir(this.dir).catch(() => [] as string[]);
@@ -104,9 +106,9 @@ class DirectoryStore implements SessionStore {
   }
   async listSnapshots(): Promise<SessionSummary[]> {
     const out: SessionSummary[] = [];
-    for (const id of await this.#kind('snapshot')) {
-      const entry = await this.#read<{ summary: SessionSummary }>('snapshot', id);
-      if (entry !== null) out.push(entry.summary);
+    for (const id of await this.#kind('summary')) {
+      const summary = await this.#read<SessionSummary>('summary', id);
+      if (summary !== null) out.push(summary);
     }
     return out;
   }
@@ -129,7 +131,7 @@ class DirectoryStore implements SessionStore {
   }
   async deleteSession(id: string): Promise<boolean> {
     let found = false;
-    for (const kind of ['snapshot', 'log', 'lease']) {
+    for (const kind of ['snapshot', 'summary', 'log', 'lease']) {
       found = (await this.#read(kind, id)) !== null || found;
       await rm(this.#file(kind, id), { force: true });
     }
