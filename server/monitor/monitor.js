@@ -6,6 +6,7 @@
 
 (() => {
   const TOKEN_KEY = 'robota.monitor.token';
+  const LIST_FAILED = 'Listing sessions failed';
   /** How often the session list is reloaded while the page is visible. */
   const SESSION_LIST_INTERVAL_MS = 3000;
   /** Transcript entries kept per session view; older ones are dropped so memory stays bounded. */
@@ -159,12 +160,14 @@
     if (err instanceof ApiError && err.status === 401) return; // the token form says it
     const detail = err instanceof ApiError ? `${err.message} (${err.code})` : String(err);
     ui.apiError.textContent = `${what}: ${detail}`;
+    ui.apiError.dataset.source = what;
     ui.apiError.hidden = false;
   }
 
   function clearApiError() {
     ui.apiError.hidden = true;
     ui.apiError.textContent = '';
+    delete ui.apiError.dataset.source;
   }
 
   function setConnection(text) {
@@ -180,10 +183,11 @@
       list = await api('GET', '/v1/sessions');
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 401)) setConnection('server unreachable');
-      showApiError('Listing sessions failed', err);
+      showApiError(LIST_FAILED, err);
       return;
     }
     setConnection('connected');
+    if (ui.apiError.dataset.source === LIST_FAILED) clearApiError();
     const sessions = list && Array.isArray(list.sessions) ? list.sessions : [];
     renderSessionList(sessions);
     const current = sessions.find((s) => s.id === state.currentId);
@@ -540,12 +544,19 @@
       state.lastSeq = event.seq;
     }
     switch (event.type) {
-      case 'text_delta':
-        state.thinkingBlock = null;
-        if (!state.answerBlock) state.answerBlock = addEntry('assistant', 'assistant-text');
-        state.answerBlock.append(String(event.text ?? ''));
+      case 'text_delta': {
+        let text = String(event.text ?? '');
+        // The engine separates the text of successive model calls with blank lines; here each
+        // call's text has its own block already.
+        if (!state.answerBlock) text = text.replace(/^\n+/, '');
+        if (text) {
+          state.thinkingBlock = null;
+          if (!state.answerBlock) state.answerBlock = addEntry('assistant', 'assistant-text');
+          state.answerBlock.append(text);
+        }
         setRunning(true);
         break;
+      }
       case 'thinking':
         state.answerBlock = null;
         if (!state.thinkingBlock) state.thinkingBlock = addEntry('thinking', 'thinking');
@@ -630,8 +641,24 @@
       for (const button of card.querySelectorAll('button')) button.remove();
       return;
     }
-    const message = inner.message ?? (inner.warning && inner.warning.message);
-    addNotice(`${inner.type ?? 'session'}: ${message ?? summarize(inner)}`);
+    switch (inner.type) {
+      case 'assistant_message':
+        return; // its text and tool calls were streamed already
+      case 'context_loaded': {
+        const files = Array.isArray(inner.files) ? inner.files : [];
+        const warnings = Array.isArray(inner.warnings) ? inner.warnings : [];
+        if (files.length === 0 && warnings.length === 0) return;
+        const names = files.map((file) => (file && (file.path ?? file.name)) || summarize(file));
+        addNotice(`Project context loaded: ${names.join(', ') || 'no files'}${warnings.length ? ` (${warnings.length} could not be read: ${summarize(warnings)})` : ''}`);
+        return;
+      }
+      default: {
+        const message = typeof inner.message === 'string'
+          ? inner.message
+          : inner.warning && typeof inner.warning.message === 'string' ? inner.warning.message : summarize(inner);
+        addNotice(`${inner.type ?? 'session'}: ${message}`);
+      }
+    }
   }
 
   function renderTool(tool) {
@@ -735,6 +762,7 @@
     renderPromptUsage(event);
     setRunning(false);
     refreshCurrentInfo();
+    loadSessions();
     refreshCost();
   }
 

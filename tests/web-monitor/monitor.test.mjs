@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -29,6 +30,7 @@ const WAIT_MS = 20_000;
 const TOKEN = 'web-monitor-test-token-0123456789';
 const TOKEN_ENV = 'ROBOTA_WEB_MONITOR_TEST_TOKEN';
 const SLOW_TICKS = 400;
+const RESUMED_CHUNKS = Array.from({ length: 40 }, (_, i) => `part${i} `);
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'robota-web-monitor-'));
 const project = path.join(tmp, 'project');
@@ -59,6 +61,8 @@ const script = {
       usage: { input_tokens: 300, output_tokens: 20 },
     },
     { text: 'Understood, not written.', usage: { input_tokens: 340, output_tokens: 5 } },
+    // An answer streamed across a dropped connection.
+    { text: RESUMED_CHUNKS, chunk_delay_ms: 60 },
     // (c) a slow stream (about 20 s) to abort.
     { text: { repeat: 'tick ', count: SLOW_TICKS }, chunk_delay_ms: 50 },
   ],
@@ -69,6 +73,7 @@ let serverLog = '';
 let context;
 let page;
 let baseUrl;
+let relay;
 const pageErrors = [];
 
 /** Spawns a child that is killed when the tests end. */
@@ -111,6 +116,42 @@ function childEnv() {
 
 const byTestId = (testId) => page.getByTestId(testId);
 
+/**
+ * A loopback TCP relay in front of the server: the browser talks to the server through it, and
+ * `dropAll()` cuts every open connection, as a network failure would.
+ */
+async function startRelay(targetPort) {
+  const open = new Set();
+  const relay = net.createServer((client) => {
+    const upstream = net.connect(targetPort, '127.0.0.1');
+    const pair = { client, upstream };
+    open.add(pair);
+    const close = () => {
+      open.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    port: relay.address().port,
+    dropAll() {
+      for (const { client, upstream } of open) {
+        client.destroy();
+        upstream.destroy();
+      }
+    },
+    close() {
+      this.dropAll();
+      return new Promise((resolve) => relay.close(resolve));
+    },
+  };
+}
+
 describe('web monitor of robota serve', { timeout: 180_000 }, () => {
   before(async () => {
     fs.mkdirSync(path.join(project, '.robota'), { recursive: true });
@@ -142,7 +183,8 @@ describe('web monitor of robota serve', { timeout: 180_000 }, () => {
     server.stderr.setEncoding('utf8');
     server.stderr.on('data', (chunk) => { serverLog += chunk; });
     const [, url] = await waitForLine(server.stderr, /listening on (http:\/\/\S+)/, 30_000, 'robota serve');
-    baseUrl = url;
+    relay = await startRelay(Number(new URL(url).port));
+    baseUrl = `http://127.0.0.1:${relay.port}`;
 
     context = await chromium.launchPersistentContext(profile, {
       executablePath: chromiumBin,
@@ -162,6 +204,7 @@ describe('web monitor of robota serve', { timeout: 180_000 }, () => {
 
   after(async () => {
     if (context) await context.close().catch(() => {});
+    if (relay) await relay.close();
     for (const child of children) {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -255,6 +298,22 @@ describe('web monitor of robota serve', { timeout: 180_000 }, () => {
     assert.equal(fs.existsSync(deniedFile), false, 'a denied Write wrote its file');
   });
 
+  it('resumes the event stream after the connection drops, without losing or repeating text', async () => {
+    const answersBefore = await byTestId('assistant-text').count();
+    await byTestId('prompt-input').fill('Stream through a drop');
+    await byTestId('prompt-submit').click();
+    const answer = byTestId('assistant-text').nth(answersBefore);
+    await answer.filter({ hasText: 'part1 ' }).waitFor();
+    const errorsBefore = pageErrors.length;
+    relay.dropAll();
+    await page.waitForFunction(() => document.querySelector('[data-testid="stream-state"]').textContent !== 'live');
+    await page.waitForFunction(() => document.querySelector('[data-testid="stream-state"]').textContent === 'live');
+    // Requests cut by the drop are reported by the browser; they are this step's doing.
+    pageErrors.splice(errorsBefore);
+    await page.locator('[data-testid="prompt-end"][data-status="complete"]').nth(3).waitFor();
+    assert.equal(await answer.textContent(), RESUMED_CHUNKS.join(''));
+  });
+
   it('aborts a slow answer from the page and shows it interrupted', async () => {
     const answersBefore = await byTestId('assistant-text').count();
     await byTestId('prompt-input').fill('Count slowly');
@@ -269,8 +328,11 @@ describe('web monitor of robota serve', { timeout: 180_000 }, () => {
     assert.ok(streamed.length < SLOW_TICKS * 'tick '.length, 'the whole slow answer streamed: the abort did nothing');
   });
 
-  it('loaded nothing that failed and threw no script error', () => {
+  it('loaded nothing that failed and threw no script error', async () => {
+    // WEB_MONITOR_SCREENSHOT=FILE.png keeps a picture of the page at this point, for a person.
+    if (process.env.WEB_MONITOR_SCREENSHOT) await page.screenshot({ path: process.env.WEB_MONITOR_SCREENSHOT, fullPage: true });
     assert.deepEqual(pageErrors, []);
+    assert.ok(!(await byTestId('transcript').textContent()).includes('[object Object]'));
   });
 
   it('refuses a wrong token and asks for one; a pasted token then works', async () => {
