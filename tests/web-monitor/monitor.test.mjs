@@ -251,9 +251,11 @@ describe('web monitor of robota serve', { timeout: 180_000 }, () => {
   });
 
   it('shows the prompt usage, the context use and the session cost', async () => {
-    await page.waitForFunction(() => /^\$\d+\.\d{4} · [\d,]+ in \/ [\d,]+ out$/.test(
+    // The figure shown before the first prompt (0 in / 0 out) has the same form: wait for the
+    // one asked for after the prompt ended.
+    await page.waitForFunction(() => /^\$\d+\.\d{4} · 120 in \/ 8 out$/.test(
       document.querySelector('[data-testid="cost"]').textContent));
-    assert.match(await byTestId('cost').textContent(), / 120 in \/ 8 out$/);
+    assert.notEqual(await byTestId('cost').textContent(), '$0.0000 · 120 in / 8 out', 'the model has a price: the cost cannot be zero');
     assert.match(await byTestId('prompt-usage').textContent(), /^[\d,]+ in \/ 8 out$/);
     assert.match(await byTestId('context-usage').textContent(), /^≈? ?[\d,]+ (\/ [\d,]+ tokens \(\d+\.\d%\)|tokens)/);
   });
