@@ -49,3 +49,35 @@ fn static_file(content_type: &'static str, body: &'static str) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_is_served_with_its_type_and_the_locked_down_policy() {
+        for (content_type, body) in [
+            ("text/html; charset=utf-8", INDEX_HTML),
+            ("text/javascript; charset=utf-8", MONITOR_JS),
+            ("text/css; charset=utf-8", MONITOR_CSS),
+        ] {
+            let response = static_file(content_type, body);
+            let headers = response.headers();
+            assert_eq!(headers[header::CONTENT_TYPE], content_type);
+            assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+            let policy = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+            assert!(policy.starts_with("default-src 'none';"), "{policy}");
+            assert!(policy.contains("connect-src 'self';"), "{policy}");
+        }
+    }
+
+    #[test]
+    fn the_page_loads_only_its_own_files() {
+        assert!(INDEX_HTML.contains(r#"<script src="/monitor.js" defer></script>"#));
+        assert!(INDEX_HTML.contains(r#"<link rel="stylesheet" href="/monitor.css">"#));
+        for text in [INDEX_HTML, MONITOR_JS, MONITOR_CSS] {
+            assert!(!text.contains("http://") && !text.contains("https://"));
+            assert!(!text.contains("innerHTML") && !text.contains("insertAdjacentHTML"));
+        }
+    }
+}
