@@ -32,10 +32,10 @@ pub struct Cli {
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<String>,
     /// Rules to allow without asking, comma or space separated (e.g. `Read,Bash(git status)`).
-    #[arg(long, value_name = "RULES", num_args = 1..)]
+    #[arg(long, visible_alias = "allowedTools", value_name = "RULES", num_args = 1..)]
     pub allowed_tools: Vec<String>,
     /// Rules to deny, comma or space separated.
-    #[arg(long, value_name = "RULES", num_args = 1..)]
+    #[arg(long, visible_alias = "disallowedTools", value_name = "RULES", num_args = 1..)]
     pub disallowed_tools: Vec<String>,
     /// Most model/tool rounds for the prompt (0 = no cap).
     #[arg(long, value_name = "N")]
@@ -58,7 +58,7 @@ pub struct Cli {
     #[arg(long, value_name = "STORE")]
     pub session_store: Option<String>,
     /// With --resume/--continue: continue in a copy with a new id.
-    #[arg(long)]
+    #[arg(long, visible_alias = "fork-session")]
     pub fork: bool,
     /// The project directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
@@ -104,6 +104,40 @@ pub struct Cli {
     /// The OTLP transport: `http` (HTTP/protobuf) or `grpc`.
     #[arg(long, value_name = "PROTOCOL")]
     pub otel_protocol: Option<String>,
+    /// How input is read: `text` (the prompt argument) or `stream-json` (with `--output-format
+    /// stream-json`: the Claude Agent SDK's protocol, user messages and control requests as JSON
+    /// lines on stdin; see `cli/README.md`).
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+    /// Replaces the system prompt (an empty value keeps robota's own).
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+    /// Replaces the system prompt with the contents of this file.
+    #[arg(long, value_name = "FILE", conflicts_with = "system_prompt")]
+    pub system_prompt_file: Option<PathBuf>,
+    /// Text added at the end of the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+    /// The built-in tools to offer: `default` (all), `""` (none) or a comma-separated list.
+    #[arg(long, value_name = "TOOLS")]
+    pub tools: Option<String>,
+    /// Who answers permission prompts in the stream-json protocol: `stdio` sends them to the
+    /// host as `can_use_tool` control requests.
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+    /// A directory the tools may use besides the project (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR", num_args = 1..)]
+    pub add_dir: Vec<PathBuf>,
+    /// In the stream-json protocol, also stream text as it arrives (`stream_event` lines).
+    #[arg(long)]
+    pub include_partial_messages: bool,
+    /// Which settings layers to read (`user,project,local`); robota reads its own layers, so
+    /// this is accepted for compatibility and only checked.
+    #[arg(long, value_name = "SOURCES")]
+    pub setting_sources: Option<String>,
+    /// Stop the session's runs once they have cost this many US dollars.
+    #[arg(long, value_name = "USD")]
+    pub max_budget_usd: Option<f64>,
     /// The W3C traceparent the session's spans join (default: `$TRACEPARENT`, with
     /// `$TRACESTATE`).
     #[arg(long, value_name = "TRACEPARENT")]
@@ -131,6 +165,15 @@ pub enum OutputFormat {
     /// One JSON object: the result.
     Json,
     /// One JSON object per line: every session event, then the result.
+    StreamJson,
+}
+
+/// How input is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// The prompt argument (or stdin with `-p -`).
+    Text,
+    /// JSON lines: the Claude Agent SDK's protocol (with `--output-format stream-json`).
     StreamJson,
 }
 

@@ -155,6 +155,31 @@ pub fn session_options(
                 })?;
         options = options.with_permission_mode(mode);
     }
+    // An empty `--system-prompt` (what the Claude Agent SDK passes when none is set) keeps
+    // robota's own prompt.
+    if let Some(text) = cli.system_prompt.as_ref().filter(|t| !t.is_empty()) {
+        options.system_prompt = Some(text.clone());
+    }
+    if let Some(path) = &cli.system_prompt_file {
+        let text = robota::files::read_regular_text(path, &robota::files::SETTINGS_FILE)
+            .map_err(|error| CliError::usage(format!("--system-prompt-file: {error}")))?;
+        options.system_prompt = Some(text);
+    }
+    if let Some(text) = cli.append_system_prompt.as_ref().filter(|t| !t.is_empty()) {
+        options.append_system_prompt = Some(text.clone());
+    }
+    if let Some(budget) = cli.max_budget_usd {
+        if !(budget.is_finite() && budget > 0.0) {
+            return Err(CliError::usage(format!(
+                "--max-budget-usd {budget}: must be a positive number of dollars"
+            )));
+        }
+        options.max_budget_usd = Some(budget);
+    }
+    options
+        .builtin_tools
+        .additional_roots
+        .extend(cli.add_dir.iter().cloned());
     if cli.sandbox || cli.no_sandbox {
         options = options.with_sandbox(cli.sandbox);
     }
@@ -326,10 +351,29 @@ fn settings_overrides(cli: &Cli) -> Result<Value, CliError> {
     if let Some(profile) = &cli.provider {
         top.insert("currentProvider".into(), json!(profile));
     }
-    for (key, values) in [
-        ("allow", &cli.allowed_tools),
-        ("deny", &cli.disallowed_tools),
-    ] {
+    // `--tools LIST` offers only the listed built-in tools: the others are denied by name.
+    let mut denied = cli.disallowed_tools.clone();
+    if let Some(tools) = cli.tools.as_deref().map(str::trim) {
+        if tools != "default" {
+            let listed = split_rules(&[tools.to_string()]);
+            if let Some(unknown) = listed
+                .iter()
+                .find(|name| !robota::tools::builtins::BUILTIN_TOOL_NAMES.contains(&name.as_str()))
+            {
+                return Err(CliError::usage(format!(
+                    "--tools: `{unknown}` is not a built-in tool (they are {})",
+                    robota::tools::builtins::BUILTIN_TOOL_NAMES.join(", ")
+                )));
+            }
+            denied.extend(
+                robota::tools::builtins::BUILTIN_TOOL_NAMES
+                    .iter()
+                    .filter(|name| !listed.iter().any(|l| l == *name))
+                    .map(|name| name.to_string()),
+            );
+        }
+    }
+    for (key, values) in [("allow", &cli.allowed_tools), ("deny", &denied)] {
         let rules = split_rules(values);
         if rules.is_empty() {
             continue;

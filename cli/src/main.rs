@@ -7,7 +7,9 @@
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
-//! over crate `robota-server`).
+//! over crate `robota-server`). `--input-format stream-json --output-format stream-json` speaks
+//! the Claude Agent SDK's protocol on stdin/stdout, so the SDKs run robota as their CLI
+//! ([`claude_sdk`]).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
 //! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
@@ -17,6 +19,7 @@
 //! running (see [`signals`]).
 
 mod args;
+mod claude_sdk;
 mod driver;
 mod output;
 mod prompt;
@@ -143,7 +146,15 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     let result = runtime.block_on(async move {
-        if cli.init_only {
+        if cli.input_format == args::InputFormat::StreamJson {
+            if cli.output_format != args::OutputFormat::StreamJson {
+                return Err(CliError::usage(
+                    "--input-format stream-json needs --output-format stream-json (the Claude \
+                     Agent SDK's protocol)",
+                ));
+            }
+            claude_sdk::run(&cli).await
+        } else if cli.init_only {
             output::run_setup_only(&cli).await
         } else if cli.print {
             match headless_prompt(&cli) {

@@ -1,0 +1,255 @@
+//! robota's session events and prompt results as the Claude Agent SDK's stdout messages
+//! (`system/init`, `assistant`, `user` tool results, `stream_event`, `result`), in the shapes
+//! the SDKs' message parsers read.
+
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use serde_json::{json, Value};
+
+use robota::engine::{EngineEvent, RunStopReason};
+use robota::framework::interactive::{InteractiveSession, PromptResult};
+use robota::message::{ContentBlock, Message, Usage};
+use robota::session::SessionEvent;
+
+/// A fresh message id (`uuid` of every line).
+fn uuid() -> String {
+    robota::message::new_id()
+}
+
+/// Usage in the Anthropic Messages API's shape.
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+    })
+}
+
+/// Turns session events into stdout lines while a session runs.
+pub struct EventLines {
+    /// The session's id, once it is open (events before that are the opening's warnings,
+    /// which go to stderr).
+    pub session_id: OnceLock<String>,
+    /// The model named in assistant messages that do not say.
+    pub model: Mutex<String>,
+    /// `--include-partial-messages`: text and thinking deltas as `stream_event` lines.
+    pub partial: bool,
+}
+
+impl EventLines {
+    /// The line(s) for one session event.
+    pub fn lines(&self, event: &SessionEvent) -> Vec<Value> {
+        let Some(session_id) = self.session_id.get() else {
+            return Vec::new();
+        };
+        let SessionEvent::Engine(event) = event else {
+            return Vec::new();
+        };
+        match event {
+            EngineEvent::AssistantMessage { message } => {
+                let model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+                vec![assistant_line(message, &model, session_id)]
+            }
+            EngineEvent::ToolEnd {
+                tool_use_id,
+                output,
+                ..
+            } => vec![json!({
+                "type": "user",
+                "message": {"role": "user", "content": [{
+                    "type": "tool_result",
+                    "tool_use_id": tool_use_id,
+                    "content": output.content,
+                    "is_error": output.is_error,
+                }]},
+                "parent_tool_use_id": null,
+                "session_id": session_id,
+                "uuid": uuid(),
+                "tool_use_result": output.response,
+            })],
+            EngineEvent::TextDelta { text } if self.partial => {
+                vec![stream_event(
+                    session_id,
+                    json!({"type": "text_delta", "text": text}),
+                )]
+            }
+            EngineEvent::Thinking { text } if self.partial => vec![stream_event(
+                session_id,
+                json!({"type": "thinking_delta", "thinking": text}),
+            )],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A `stream_event` line carrying one content-block delta.
+fn stream_event(session_id: &str, delta: Value) -> Value {
+    json!({
+        "type": "stream_event",
+        "uuid": uuid(),
+        "session_id": session_id,
+        "event": {"type": "content_block_delta", "index": 0, "delta": delta},
+        "parent_tool_use_id": null,
+    })
+}
+
+/// An `assistant` line: the message's blocks in the Messages API's shape.
+fn assistant_line(message: &Message, model: &str, session_id: &str) -> Value {
+    let content: Vec<Value> = message
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => json!({
+                "type": "thinking",
+                "thinking": thinking,
+                "signature": signature.clone().unwrap_or_default(),
+            }),
+            ContentBlock::ToolUse { id, name, input } => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": input})
+            }
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => json!({
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": content,
+                "is_error": is_error,
+            }),
+        })
+        .collect();
+    let model = message
+        .metadata
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or(model);
+    json!({
+        "type": "assistant",
+        "message": {
+            "id": message.id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": message.metadata.get("stop_reason").cloned().unwrap_or(Value::Null),
+            "stop_sequence": null,
+            "usage": usage_json(&message.usage.unwrap_or_default()),
+        },
+        "parent_tool_use_id": null,
+        "session_id": session_id,
+        "uuid": uuid(),
+    })
+}
+
+/// The `system/init` line that opens the output of a session's first prompt.
+pub fn init_line(session: &InteractiveSession) -> Value {
+    let mcp_servers: Vec<Value> = session
+        .list_mcp_servers()
+        .iter()
+        .map(|server| {
+            let status = serde_json::to_value(&server.status).unwrap_or(Value::Null);
+            let state = match status.get("state").and_then(Value::as_str) {
+                Some("ready") | Some("connected") => "connected",
+                Some(other) => other,
+                None => "unknown",
+            }
+            .to_string();
+            json!({"name": server.name, "status": state})
+        })
+        .collect();
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "cwd": session.session().cwd(),
+        "session_id": session.get_session_id(),
+        "tools": session.session().tool_names(),
+        "mcp_servers": mcp_servers,
+        "model": session.session().current_model(),
+        "permissionMode": session.session().permission_mode(),
+        "slash_commands": [],
+        "apiKeySource": "none",
+        "claude_code_version": env!("CARGO_PKG_VERSION"),
+        "output_style": "default",
+        "agents": [],
+        "skills": [],
+        "plugins": [],
+        "uuid": uuid(),
+    })
+}
+
+/// The `result` line for a prompt that ended with `result`, after `duration_ms`.
+pub fn result_line(session: &InteractiveSession, result: &PromptResult, duration_ms: u64) -> Value {
+    let outcome = result.outcome();
+    let stop = outcome.map(|o| o.stop_reason);
+    let subtype = match (result, stop) {
+        (_, Some(RunStopReason::MaxTurns)) => "error_max_turns",
+        (_, Some(RunStopReason::MaxStructuredOutputRetries)) => {
+            "error_max_structured_output_retries"
+        }
+        (
+            PromptResult::Complete { .. }
+            | PromptResult::Refused { .. }
+            | PromptResult::Truncated { .. },
+            _,
+        ) => "success",
+        _ => "error_during_execution",
+    };
+    let mut errors = Vec::new();
+    match result {
+        PromptResult::Error { message, .. } => errors.push(message.clone()),
+        PromptResult::Interrupted { .. } => errors.push("interrupted".to_string()),
+        PromptResult::Cancelled => errors.push("cancelled before it ran".to_string()),
+        _ => {}
+    }
+    let stop_reason = match stop {
+        Some(RunStopReason::Completed) => json!("end_turn"),
+        Some(RunStopReason::Truncated) => json!("max_tokens"),
+        Some(RunStopReason::Refused) => json!("refusal"),
+        _ => Value::Null,
+    };
+    let usage = outcome.map(|o| o.usage).unwrap_or_default();
+    let mut line = json!({
+        "type": "result",
+        "subtype": subtype,
+        "duration_ms": duration_ms,
+        "duration_api_ms": duration_ms,
+        "is_error": subtype != "success",
+        "num_turns": outcome.map_or(0, |o| o.rounds),
+        "result": outcome.map(|o| o.response.clone()).unwrap_or_default(),
+        "stop_reason": stop_reason,
+        "session_id": session.get_session_id(),
+        "total_cost_usd": session.session().usage().cost_usd,
+        "usage": usage_json(&usage),
+        "permission_denials": [],
+        "uuid": uuid(),
+    });
+    if !errors.is_empty() {
+        line["errors"] = json!(errors);
+    }
+    if let Some(value) = outcome.and_then(|o| o.structured_output.clone()) {
+        line["structured_output"] = value;
+    }
+    line
+}
+
+/// A `result` line for a prompt that could not run at all (the session did not open).
+pub fn failed_result_line(session_id: &str, message: &str) -> Value {
+    json!({
+        "type": "result",
+        "subtype": "error_during_execution",
+        "duration_ms": 0,
+        "duration_api_ms": 0,
+        "is_error": true,
+        "num_turns": 0,
+        "session_id": session_id,
+        "errors": [message],
+        "permission_denials": [],
+        "uuid": uuid(),
+    })
+}

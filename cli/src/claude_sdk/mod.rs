@@ -1,0 +1,500 @@
+//! The Claude Agent SDK's wire protocol (`--input-format stream-json --output-format
+//! stream-json`): the SDKs (Python `claude-agent-sdk`, TypeScript
+//! `@anthropic-ai/claude-agent-sdk`) run `robota` as their CLI (`cli_path` /
+//! `pathToClaudeCodeExecutable`) and talk newline-delimited JSON on stdin and stdout.
+//!
+//! Stdin carries `user` messages (each one prompt, run in order) and the control protocol:
+//! `initialize` (hooks as callback ids, SDK MCP servers), `interrupt`, `set_permission_mode`,
+//! `set_model`, `mcp_status`, and `control_response`s to what robota asked; anything else gets
+//! an error reply. Stdout carries `system/init`, `assistant`, `user` (tool results),
+//! `stream_event` (`--include-partial-messages`), `result`, and robota's own control requests
+//! (`can_use_tool`, `hook_callback`, `mcp_message`). The session is core's
+//! `InteractiveSession`, opened when `initialize` arrives (its hooks and SDK servers are part of
+//! the session) or, without one, at the first prompt. Stdin's end finishes the prompts already
+//! sent, then exits 0.
+
+mod host;
+mod messages;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::sync::{mpsc, OnceCell};
+
+use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+use robota::hooks::{HookEvent, OnHookFailure};
+use robota::permissions::PermissionMode;
+use robota::session::options::HookCallbackRegistration;
+use robota::session::PermissionHandler;
+
+use crate::args::Cli;
+use crate::driver::{session_options, CliError};
+use host::{emit, Host, SdkHook, SdkPermissions};
+use messages::EventLines;
+
+/// The longest stdin line read (a prompt with images can be large); a longer one is skipped
+/// with a message on stderr.
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// The session, opened once (by `initialize` or the first prompt); `Err` says why it could not.
+type SessionCell = OnceCell<Result<Arc<InteractiveSession>, String>>;
+
+/// What every task of the protocol shares.
+struct Protocol {
+    cli: Cli,
+    host: Arc<Host>,
+    /// The SDK MCP servers named in `--mcp-config` (`{"type": "sdk"}`).
+    sdk_servers: Vec<String>,
+    session: SessionCell,
+    /// The session for the permission handler's `interrupt` (set once open).
+    weak_session: Arc<OnceLock<Weak<InteractiveSession>>>,
+    lines: Arc<EventLines>,
+}
+
+/// Runs the protocol until stdin ends and the prompts sent before are answered.
+pub async fn run(cli: &Cli) -> Result<u8, CliError> {
+    let (cli, sdk_servers) = split_sdk_servers(cli)?;
+    let partial = cli.include_partial_messages;
+    let protocol = Arc::new(Protocol {
+        cli,
+        host: Host::new(),
+        sdk_servers,
+        session: OnceCell::new(),
+        weak_session: Arc::new(OnceLock::new()),
+        lines: Arc::new(EventLines {
+            session_id: OnceLock::new(),
+            model: Mutex::new(String::new()),
+            partial,
+        }),
+    });
+    let (prompts, queue) = mpsc::unbounded_channel::<String>();
+    let turns = tokio::spawn(run_prompts(protocol.clone(), queue));
+    let inflight: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
+
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    loop {
+        let line = match next_line(&mut stdin, MAX_LINE_BYTES).await {
+            Ok(Some(Ok(line))) => line,
+            Ok(Some(Err(length))) => {
+                eprintln!(
+                    "robota: skipped a stdin line of {length} bytes (longer than \
+                     {MAX_LINE_BYTES})"
+                );
+                continue;
+            }
+            Ok(None) => break,
+            Err(error) => {
+                eprintln!("robota: cannot read stdin: {error}");
+                break;
+            }
+        };
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(text) {
+            Ok(message) => message,
+            Err(error) => {
+                eprintln!("robota: a stdin line is not JSON ({error}); it was ignored");
+                continue;
+            }
+        };
+        match message.get("type").and_then(Value::as_str) {
+            Some("user") => match prompt_text(&message) {
+                Ok(prompt) => {
+                    let _ = prompts.send(prompt);
+                }
+                Err(problem) => eprintln!("robota: a user message was ignored: {problem}"),
+            },
+            Some("control_request") => {
+                let id = message
+                    .get("request_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let request = message.get("request").cloned().unwrap_or(Value::Null);
+                let task = {
+                    let protocol = protocol.clone();
+                    let inflight = inflight.clone();
+                    let id = id.clone();
+                    tokio::spawn(async move {
+                        let reply = match protocol.control(&request).await {
+                            Ok(response) => json!({"type": "control_response", "response": {
+                                "subtype": "success", "request_id": id, "response": response,
+                            }}),
+                            Err(error) => json!({"type": "control_response", "response": {
+                                "subtype": "error", "request_id": id, "error": error,
+                            }}),
+                        };
+                        emit(&reply);
+                        inflight
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&id);
+                    })
+                };
+                inflight
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id, task.abort_handle());
+            }
+            Some("control_response") => {
+                protocol
+                    .host
+                    .resolve(message.get("response").unwrap_or(&Value::Null));
+            }
+            Some("control_cancel_request") => {
+                // The SDK gave up on a request of its own: stop handling it (no reply).
+                if let Some(id) = message.get("request_id").and_then(Value::as_str) {
+                    if let Some(task) = inflight
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(id)
+                    {
+                        task.abort();
+                    }
+                }
+            }
+            Some("keep_alive") => {}
+            Some(other) => eprintln!("robota: a stdin message of type `{other}` was ignored"),
+            None => eprintln!("robota: a stdin message without `type` was ignored"),
+        }
+    }
+    // Stdin ended: nobody can answer a control request any more; the prompts already sent run
+    // to their results, then the session ends.
+    protocol.host.close();
+    drop(prompts);
+    let _ = turns.await;
+    if let Some(Ok(session)) = protocol.session.get() {
+        crate::signals::shut_down(session).await;
+    }
+    Ok(0)
+}
+
+/// Runs the prompts in the order they came, each to its `result` line.
+async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver<String>) {
+    let mut announced = false;
+    while let Some(prompt) = queue.recv().await {
+        let started = Instant::now();
+        let session = match protocol.open(&Value::Null).await {
+            Ok(session) => session,
+            Err(message) => {
+                eprintln!("robota: {message}");
+                emit(&messages::failed_result_line("", &message));
+                continue;
+            }
+        };
+        if !announced {
+            announced = true;
+            session.wait_for_mcp_servers(None).await;
+            emit(&messages::init_line(&session));
+        }
+        *protocol
+            .lines
+            .model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = session.session().current_model();
+        let result = match session.submit_tracked_now(&prompt, None) {
+            Ok(ticket) => ticket.result().await,
+            Err(error) => {
+                emit(&messages::failed_result_line(
+                    &session.get_session_id(),
+                    &error.to_string(),
+                ));
+                continue;
+            }
+        };
+        let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        emit(&messages::result_line(&session, &result, elapsed));
+    }
+}
+
+impl Protocol {
+    /// The session, opened with `initialize`'s `init` (`Value::Null` without one) the first
+    /// time.
+    async fn open(&self, init: &Value) -> Result<Arc<InteractiveSession>, String> {
+        self.session
+            .get_or_init(|| async { self.open_session(init).await })
+            .await
+            .clone()
+    }
+
+    async fn open_session(&self, init: &Value) -> Result<Arc<InteractiveSession>, String> {
+        let handler = match self.cli.permission_prompt_tool.as_deref() {
+            None => None,
+            Some("stdio") => Some(Arc::new(SdkPermissions {
+                host: self.host.clone(),
+                session: self.weak_session.clone(),
+            }) as Arc<dyn PermissionHandler>),
+            Some(other) => {
+                return Err(format!(
+                    "--permission-prompt-tool {other}: robota asks the SDK (`stdio`) only"
+                ))
+            }
+        };
+        let lines = self.lines.clone();
+        let (mut options, _) = session_options(&self.cli, handler, move |event| {
+            for line in lines.lines(&event) {
+                emit(&line);
+            }
+        })
+        .map_err(|CliError { message, .. }| message)?;
+        self.add_hooks(&mut options, init)?;
+        for name in &self.sdk_servers {
+            let server = host::sdk_mcp_server(&self.host, name).await?;
+            options.session.mcp_servers.push(server.into_entry());
+        }
+        let session = InteractiveSession::new(options).map_err(|error| error.to_string())?;
+        let _ = self.weak_session.set(Arc::downgrade(&session));
+        let _ = self.lines.session_id.set(session.get_session_id());
+        Ok(session)
+    }
+
+    /// The hooks `initialize` registers: `{"PreToolUse": [{"matcher", "hookCallbackIds",
+    /// "timeout"?, "onFailure"?}]}`, each id a callback the SDK runs.
+    fn add_hooks(
+        &self,
+        options: &mut InteractiveSessionOptions,
+        init: &Value,
+    ) -> Result<(), String> {
+        let Some(hooks) = init.get("hooks").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        for (event_name, matchers) in hooks {
+            let event: HookEvent = event_name
+                .parse()
+                .map_err(|_| format!("initialize: unknown hook event `{event_name}`"))?;
+            for matcher in matchers.as_array().into_iter().flatten() {
+                let pattern = matcher
+                    .get("matcher")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let timeout = matcher
+                    .get("timeout")
+                    .and_then(Value::as_f64)
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .map(Duration::from_secs_f64);
+                let on_failure = match matcher.get("onFailure").and_then(Value::as_str) {
+                    None => None,
+                    Some("block") => Some(OnHookFailure::Block),
+                    Some("continue") => Some(OnHookFailure::Allow),
+                    Some(other) => {
+                        return Err(format!(
+                            "initialize: {event_name} hook: unknown onFailure `{other}` \
+                             (block or continue)"
+                        ))
+                    }
+                };
+                OnHookFailure::resolve(event, on_failure)
+                    .map_err(|e| format!("initialize: {event_name} hook: {e}"))?;
+                for id in matcher
+                    .get("hookCallbackIds")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    let mut registration = HookCallbackRegistration::new(
+                        event,
+                        pattern,
+                        Arc::new(SdkHook {
+                            host: self.host.clone(),
+                            callback_id: id.to_string(),
+                        }),
+                    );
+                    registration.timeout = timeout;
+                    registration.on_failure = on_failure;
+                    options.session.hook_callbacks.push(registration);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Handles one control request from the SDK; the `response` object or the error message.
+    async fn control(&self, request: &Value) -> Result<Value, String> {
+        let subtype = request
+            .get("subtype")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        match subtype {
+            "initialize" => {
+                if self.session.initialized() {
+                    return Err("the session is already initialized".into());
+                }
+                let mut opened_here = false;
+                let result = self
+                    .session
+                    .get_or_init(|| async {
+                        opened_here = true;
+                        self.open_session(request).await
+                    })
+                    .await
+                    .clone();
+                if !opened_here {
+                    return Err("the session is already initialized".into());
+                }
+                result.map(|_| {
+                    json!({
+                        "commands": [],
+                        "output_style": "default",
+                        "available_output_styles": ["default"],
+                        "models": [],
+                        "account": {},
+                        "hook_on_failure_supported": true,
+                        "pid": std::process::id(),
+                    })
+                })
+            }
+            "interrupt" => {
+                if let Some(Ok(session)) = self.session.get() {
+                    session.abort();
+                }
+                Ok(json!({}))
+            }
+            "set_permission_mode" => {
+                let session = self.opened()?;
+                let mode: PermissionMode = request
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .parse()
+                    .map_err(|e| format!("set_permission_mode: {e}"))?;
+                session
+                    .session()
+                    .set_permission_mode(mode)
+                    .map_err(|e| format!("set_permission_mode: {e}"))?;
+                Ok(json!({}))
+            }
+            "set_model" => {
+                let session = self.opened()?;
+                let model = match request.get("model").and_then(Value::as_str) {
+                    Some(model) if !model.trim().is_empty() => model.to_string(),
+                    _ => session.session().model().to_string(),
+                };
+                session
+                    .session()
+                    .switch_model(&model)
+                    .map_err(|e| format!("set_model: {e}"))?;
+                Ok(json!({}))
+            }
+            "mcp_status" => {
+                let session = self.opened()?;
+                let servers: Vec<Value> = messages::init_line(&session)["mcp_servers"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                Ok(json!({"mcpServers": servers}))
+            }
+            "" => Err("a control request without subtype".into()),
+            other => Err(format!(
+                "robota does not support the control request `{other}`"
+            )),
+        }
+    }
+
+    /// The open session, for requests that need one.
+    fn opened(&self) -> Result<Arc<InteractiveSession>, String> {
+        match self.session.get() {
+            Some(Ok(session)) => Ok(session.clone()),
+            Some(Err(message)) => Err(message.clone()),
+            None => Err("no session yet: send initialize or a user message first".into()),
+        }
+    }
+}
+
+/// The prompt of a `user` message: its content string, or its text blocks joined.
+fn prompt_text(message: &Value) -> Result<String, String> {
+    match message.pointer("/message/content") {
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(Value::Array(blocks)) => {
+            let mut texts = Vec::new();
+            for block in blocks {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => texts.push(
+                        block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
+                    ),
+                    Some(other) => {
+                        return Err(format!(
+                            "content blocks of type `{other}` are not supported"
+                        ))
+                    }
+                    None => return Err("a content block without `type`".into()),
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        _ => Err("no `message.content` string or list".into()),
+    }
+}
+
+/// Takes the SDK's in-process servers (`{"type": "sdk"}`) out of inline `--mcp-config` JSON:
+/// the arguments without them, and their names.
+fn split_sdk_servers(cli: &Cli) -> Result<(Cli, Vec<String>), CliError> {
+    let mut cli = cli.clone();
+    let mut names = Vec::new();
+    for argument in &mut cli.mcp_config {
+        let Ok(Value::Object(mut config)) = serde_json::from_str::<Value>(argument) else {
+            continue;
+        };
+        let Some(Value::Object(servers)) = config.get_mut("mcpServers") else {
+            continue;
+        };
+        let sdk: Vec<String> = servers
+            .iter()
+            .filter(|(_, server)| server.get("type").and_then(Value::as_str) == Some("sdk"))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &sdk {
+            servers.remove(name);
+        }
+        names.extend(sdk);
+        *argument = Value::Object(config).to_string();
+    }
+    Ok((cli, names))
+}
+
+/// Reads one line (without its `\n`) of at most `limit` bytes: `None` at the end, `Err(length)`
+/// for a longer line (read to its end and dropped, so memory stays bounded).
+async fn next_line(
+    reader: &mut (impl AsyncBufRead + Unpin),
+    limit: usize,
+) -> std::io::Result<Option<Result<Vec<u8>, usize>>> {
+    let mut line = Vec::new();
+    let mut length = 0usize;
+    let mut too_long = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match (length, too_long) {
+                (0, _) => None,
+                (_, true) => Some(Err(length)),
+                (_, false) => Some(Ok(line)),
+            });
+        }
+        let (chunk, consumed, ended) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(end) => (&buffer[..end], end + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        length = length.saturating_add(chunk.len());
+        if !too_long {
+            if line.len() + chunk.len() > limit {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(consumed);
+        if ended {
+            return Ok(Some(if too_long { Err(length) } else { Ok(line) }));
+        }
+    }
+}
