@@ -105,3 +105,136 @@ def test_client_multi_turn_conversation_keeps_the_context(project: Path, mock_ll
     # The second request carries the first exchange.
     second_request = str(mock.requests()[1]["body"]["messages"])
     assert "Remember 42" in second_request and "Noted: 42." in second_request
+
+
+def test_can_use_tool_allows_one_tool_and_denies_another(project: Path, mock_llm: Any) -> None:
+    target = project / "allowed.txt"
+    mock = mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "id": "toolu_write",
+                        "name": "Write",
+                        "input": {"file_path": str(target), "content": "written\n"},
+                    },
+                    {
+                        "id": "toolu_bash",
+                        "name": "Bash",
+                        "input": {"command": "touch denied.txt"},
+                    },
+                ]
+            },
+            {"text": "One of two."},
+        ]
+    )
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append((name, tool_input))
+        if name == "Write":
+            return PermissionResultAllow()
+        return PermissionResultDeny(message="no shell in this test")
+
+    async def conversation() -> list[Any]:
+        async with ClaudeSDKClient(options=options(project, can_use_tool=can_use_tool)) as client:
+            await client.query("Write a file, then run a command")
+            return [m async for m in client.receive_response()]
+
+    messages = run(conversation())
+    assert sorted(name for name, _ in asked) == ["Bash", "Write"]
+    assert dict(asked)["Bash"] == {"command": "touch denied.txt"}
+    assert target.read_text() == "written\n"
+    assert not (project / "denied.txt").exists()
+    uses = [
+        block.name
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for block in m.content
+        if isinstance(block, ToolUseBlock)
+    ]
+    assert uses == ["Write", "Bash"]
+    results = tool_results(messages)
+    assert not results["toolu_write"].is_error
+    assert results["toolu_bash"].is_error
+    assert "no shell in this test" in str(results["toolu_bash"].content)
+    assert texts(messages) == ["One of two."]
+    # The model was told about the denial.
+    assert "no shell in this test" in str(mock.requests()[1]["body"]["messages"])
+
+
+def test_pre_tool_use_hook_blocks_a_command(project: Path, mock_llm: Any) -> None:
+    mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {"id": "toolu_ok", "name": "Bash", "input": {"command": "touch ok.txt"}},
+                    {"id": "toolu_rm", "name": "Bash", "input": {"command": "touch rm-me.txt"}},
+                ]
+            },
+            {"text": "Hook said no."},
+        ]
+    )
+    seen: list[dict[str, Any]] = []
+
+    async def guard(hook_input: Any, tool_use_id: Any, context: Any) -> Any:
+        seen.append(dict(hook_input))
+        if "rm-me" in hook_input["tool_input"]["command"]:
+            return {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": "rm-me is protected",
+                }
+            }
+        return {}
+
+    opts = options(
+        project,
+        allowed_tools=["Bash"],
+        hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[guard])]},
+    )
+    messages = run(collect("Run two commands", opts))
+    assert [h["tool_input"]["command"] for h in seen] == ["touch ok.txt", "touch rm-me.txt"]
+    assert all(h["hook_event_name"] == "PreToolUse" for h in seen)
+    assert (project / "ok.txt").exists()
+    assert not (project / "rm-me.txt").exists()
+    results = tool_results(messages)
+    assert results["toolu_rm"].is_error
+    assert "rm-me is protected" in str(results["toolu_rm"].content)
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Hook said no."
+
+
+def test_sdk_mcp_server_tool_called_by_the_model(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {"id": "toolu_add", "name": "mcp__calc__add", "input": {"a": 2, "b": 3}}
+                ]
+            },
+            {"text": "2 + 3 = 5"},
+        ]
+    )
+    calls: list[dict[str, Any]] = []
+
+    @tool("add", "Add two numbers", {"a": int, "b": int})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']}"}]}
+
+    server = create_sdk_mcp_server(name="calc", version="2.0.0", tools=[add])
+    opts = options(project, mcp_servers={"calc": server}, allowed_tools=["mcp__calc__add"])
+    messages = run(collect("Add 2 and 3", opts))
+
+    assert calls == [{"a": 2, "b": 3}]
+    init = messages[0]
+    assert isinstance(init, SystemMessage)
+    assert "mcp__calc__add" in init.data["tools"]
+    assert {"name": "calc", "status": "connected"} in init.data["mcp_servers"]
+    result = tool_results(messages)["toolu_add"]
+    assert not result.is_error and "sum=5" in str(result.content)
+    # The model saw the tool in its request and the result in the next one.
+    requests = mock.requests()
+    assert "mcp__calc__add" in [t["name"] for t in requests[0]["body"]["tools"]]
+    assert "sum=5" in str(requests[1]["body"]["messages"])
