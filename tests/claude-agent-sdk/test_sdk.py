@@ -238,3 +238,90 @@ def test_sdk_mcp_server_tool_called_by_the_model(project: Path, mock_llm: Any) -
     requests = mock.requests()
     assert "mcp__calc__add" in [t["name"] for t in requests[0]["body"]["tools"]]
     assert "sum=5" in str(requests[1]["body"]["messages"])
+
+
+def test_interrupt_stops_the_running_prompt(project: Path, mock_llm: Any) -> None:
+    mock_llm(
+        [
+            {"text": ["slow "] * 200, "chunk_delay_ms": 50},
+            {"text": "After the interrupt."},
+        ]
+    )
+
+    async def conversation() -> tuple[list[Any], list[Any]]:
+        opts = options(project, include_partial_messages=True)
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("Write a long answer")
+            interrupted = []
+            async for message in client.receive_response():
+                interrupted.append(message)
+                # Text is streaming: stop it.
+                if type(message).__name__ == "StreamEvent" and len(interrupted) == 3:
+                    await client.interrupt()
+            await client.query("Go on")
+            after = [m async for m in client.receive_response()]
+            return interrupted, after
+
+    interrupted, after = run(conversation())
+    result = interrupted[-1]
+    assert isinstance(result, ResultMessage)
+    assert result.subtype == "error_during_execution" and result.is_error
+    # Far fewer than the 200 chunks were streamed.
+    assert sum(type(m).__name__ == "StreamEvent" for m in interrupted) < 100
+    assert texts(after) == ["After the interrupt."]
+    assert isinstance(after[-1], ResultMessage) and after[-1].subtype == "success"
+
+
+def test_permission_mode_change_takes_effect(project: Path, mock_llm: Any) -> None:
+    first, second = project / "first.txt", project / "second.txt"
+    mock_llm(
+        [
+            {"tool_calls": [{"name": "Write", "input": {"file_path": str(first), "content": "1"}}]},
+            {"text": "first done"},
+            {"tool_calls": [{"name": "Write", "input": {"file_path": str(second), "content": "2"}}]},
+            {"text": "second done"},
+        ]
+    )
+    asked: list[str] = []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(tool_input["file_path"])
+        return PermissionResultAllow()
+
+    async def conversation() -> None:
+        async with ClaudeSDKClient(options=options(project, can_use_tool=can_use_tool)) as client:
+            await client.query("Write the first file")
+            [m async for m in client.receive_response()]
+            await client.set_permission_mode("acceptEdits")
+            await client.query("Write the second file")
+            [m async for m in client.receive_response()]
+
+    run(conversation())
+    # In `default` the edit was asked about; in `acceptEdits` it was not.
+    assert asked == [str(first)]
+    assert first.read_text() == "1" and second.read_text() == "2"
+
+
+def test_unknown_permission_mode_is_an_error(project: Path, mock_llm: Any) -> None:
+    mock_llm([])
+
+    async def conversation() -> str:
+        async with ClaudeSDKClient(options=options(project)) as client:
+            try:
+                await client.set_permission_mode("sometimes")  # type: ignore[arg-type]
+            except Exception as error:  # noqa: BLE001 - the SDK raises a plain Exception
+                return str(error)
+            return "no error"
+
+    assert "sometimes" in run(conversation())
+
+
+def test_resume_by_session_id(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm([{"text": "The code word is kiwi."}, {"text": "It was kiwi."}])
+    first = run(collect("Pick a code word", options(project)))
+    session_id = first[-1].session_id
+    second = run(collect("Which code word?", options(project, resume=session_id)))
+    assert texts(second) == ["It was kiwi."]
+    assert second[-1].session_id == session_id
+    history = str(mock.requests()[1]["body"]["messages"])
+    assert "Pick a code word" in history and "The code word is kiwi." in history
