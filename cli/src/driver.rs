@@ -155,6 +155,18 @@ pub fn session_options(
                 })?;
         options = options.with_permission_mode(mode);
     }
+    // robota reads every settings layer of its own; the Claude Code names are only checked.
+    if let Some(sources) = &cli.setting_sources {
+        if let Some(unknown) = sources
+            .split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty() && !["user", "project", "local"].contains(s))
+        {
+            return Err(CliError::usage(format!(
+                "--setting-sources: unknown source `{unknown}` (user, project or local)"
+            )));
+        }
+    }
     // An empty `--system-prompt` (what the Claude Agent SDK passes when none is set) keeps
     // robota's own prompt.
     if let Some(text) = cli.system_prompt.as_ref().filter(|t| !t.is_empty()) {

@@ -159,6 +159,11 @@ def test_can_use_tool_allows_one_tool_and_denies_another(project: Path, mock_llm
     assert results["toolu_bash"].is_error
     assert "no shell in this test" in str(results["toolu_bash"].content)
     assert texts(messages) == ["One of two."]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert result.permission_denials == [
+        {"tool_name": "Bash", "tool_use_id": "toolu_bash", "tool_input": {"command": "touch denied.txt"}}
+    ]
     # The model was told about the denial.
     assert "no shell in this test" in str(mock.requests()[1]["body"]["messages"])
 
@@ -325,3 +330,33 @@ def test_resume_by_session_id(project: Path, mock_llm: Any) -> None:
     assert second[-1].session_id == session_id
     history = str(mock.requests()[1]["body"]["messages"])
     assert "Pick a code word" in history and "The code word is kiwi." in history
+
+
+def test_set_model_sends_later_prompts_to_that_model(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm([{"text": "one"}, {"text": "two"}])
+
+    async def conversation() -> None:
+        async with ClaudeSDKClient(options=options(project)) as client:
+            await client.query("first")
+            [m async for m in client.receive_response()]
+            await client.set_model("claude-opus-4-1")
+            await client.query("second")
+            [m async for m in client.receive_response()]
+
+    run(conversation())
+    assert [r["body"]["model"] for r in mock.requests()] == ["claude-sonnet-4-5", "claude-opus-4-1"]
+
+
+def test_unsupported_control_request_gets_an_error_reply(project: Path, mock_llm: Any) -> None:
+    mock_llm([])
+
+    async def conversation() -> str:
+        async with ClaudeSDKClient(options=options(project)) as client:
+            try:
+                await client.rewind_files("some-message-id")
+            except Exception as error:  # noqa: BLE001 - the SDK raises a plain Exception
+                return str(error)
+            return "no error"
+
+    message = run(conversation())
+    assert "rewind_files" in message and "not support" in message

@@ -2,6 +2,7 @@
 //! (`system/init`, `assistant`, `user` tool results, `stream_event`, `result`), in the shapes
 //! the SDKs' message parsers read.
 
+use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use serde_json::{json, Value};
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use robota::engine::{EngineEvent, RunStopReason};
 use robota::framework::interactive::{InteractiveSession, PromptResult};
 use robota::message::{ContentBlock, Message, Usage};
-use robota::session::SessionEvent;
+use robota::session::{PermissionResolution, SessionEvent};
 
 /// A fresh message id (`uuid` of every line).
 fn uuid() -> String {
@@ -35,6 +36,10 @@ pub struct EventLines {
     pub model: Mutex<String>,
     /// `--include-partial-messages`: text and thinking deltas as `stream_event` lines.
     pub partial: bool,
+    /// The tool calls asked about in the running prompt, by request id: their input.
+    pub asked: Mutex<HashMap<String, Value>>,
+    /// The calls denied in the running prompt (`permission_denials` of its result).
+    pub denials: Mutex<Vec<Value>>,
 }
 
 impl EventLines {
@@ -43,8 +48,42 @@ impl EventLines {
         let Some(session_id) = self.session_id.get() else {
             return Vec::new();
         };
-        let SessionEvent::Engine(event) = event else {
-            return Vec::new();
+        let event = match event {
+            SessionEvent::Engine(event) => event,
+            SessionEvent::PermissionRequest {
+                request_id, input, ..
+            } => {
+                self.asked
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(request_id.clone(), input.clone());
+                return Vec::new();
+            }
+            SessionEvent::PermissionResolved {
+                request_id,
+                tool_name,
+                tool_use_id,
+                resolution,
+                ..
+            } => {
+                let input = self
+                    .asked
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(request_id);
+                if matches!(resolution, PermissionResolution::Denied { .. }) {
+                    self.denials
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(json!({
+                            "tool_name": tool_name,
+                            "tool_use_id": tool_use_id,
+                            "tool_input": input.unwrap_or(Value::Null),
+                        }));
+                }
+                return Vec::new();
+            }
+            _ => return Vec::new(),
         };
         match event {
             EngineEvent::AssistantMessage { message } => {
@@ -183,8 +222,14 @@ pub fn init_line(session: &InteractiveSession) -> Value {
     })
 }
 
-/// The `result` line for a prompt that ended with `result`, after `duration_ms`.
-pub fn result_line(session: &InteractiveSession, result: &PromptResult, duration_ms: u64) -> Value {
+/// The `result` line for a prompt that ended with `result` after `duration_ms`, with the tool
+/// calls denied while it ran.
+pub fn result_line(
+    session: &InteractiveSession,
+    result: &PromptResult,
+    duration_ms: u64,
+    denials: Vec<Value>,
+) -> Value {
     let outcome = result.outcome();
     let stop = outcome.map(|o| o.stop_reason);
     let subtype = match (result, stop) {
@@ -226,7 +271,7 @@ pub fn result_line(session: &InteractiveSession, result: &PromptResult, duration
         "session_id": session.get_session_id(),
         "total_cost_usd": session.session().usage().cost_usd,
         "usage": usage_json(&usage),
-        "permission_denials": [],
+        "permission_denials": denials,
         "uuid": uuid(),
     });
     if !errors.is_empty() {

@@ -68,6 +68,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
             session_id: OnceLock::new(),
             model: Mutex::new(String::new()),
             partial,
+            asked: Mutex::default(),
+            denials: Mutex::default(),
         }),
     });
     let (prompts, queue) = mpsc::unbounded_channel::<String>();
@@ -209,7 +211,14 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
             }
         };
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        emit(&messages::result_line(&session, &result, elapsed));
+        let denials = std::mem::take(
+            &mut *protocol
+                .lines
+                .denials
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        emit(&messages::result_line(&session, &result, elapsed, denials));
     }
 }
 
@@ -243,6 +252,15 @@ impl Protocol {
             }
         })
         .map_err(|CliError { message, .. }| message)?;
+        if init
+            .get("agents")
+            .and_then(Value::as_object)
+            .is_some_and(|agents| !agents.is_empty())
+        {
+            return Err("initialize: robota does not take agent definitions over the protocol; \
+                        put each agent in .claude/agents/<name>.md (robota loads them from there)"
+                .into());
+        }
         self.add_hooks(&mut options, init)?;
         for name in &self.sdk_servers {
             let server = host::sdk_mcp_server(&self.host, name).await?;
