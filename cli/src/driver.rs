@@ -85,6 +85,18 @@ pub fn session_options(
     permission_handler: Option<Arc<dyn PermissionHandler>>,
     on_event: impl Fn(SessionEvent) + Send + Sync + 'static,
 ) -> Result<(InteractiveSessionOptions, Option<String>), CliError> {
+    // robota reads every settings layer of its own; the Claude Code names are only checked.
+    if let Some(sources) = &cli.setting_sources {
+        if let Some(unknown) = sources
+            .split(',')
+            .map(str::trim)
+            .find(|s| !s.is_empty() && !["user", "project", "local"].contains(s))
+        {
+            return Err(CliError::usage(format!(
+                "--setting-sources: unknown source `{unknown}` (user, project or local)"
+            )));
+        }
+    }
     let cwd = project_dir(cli)?;
     let overrides = settings_overrides(cli)?;
     let loaded = load_settings(&SettingsOptions::from_env(&cwd).with_overrides(overrides))
@@ -154,18 +166,6 @@ pub fn session_options(
                     CliError::usage(format!("--permission-mode: {error}"))
                 })?;
         options = options.with_permission_mode(mode);
-    }
-    // robota reads every settings layer of its own; the Claude Code names are only checked.
-    if let Some(sources) = &cli.setting_sources {
-        if let Some(unknown) = sources
-            .split(',')
-            .map(str::trim)
-            .find(|s| !s.is_empty() && !["user", "project", "local"].contains(s))
-        {
-            return Err(CliError::usage(format!(
-                "--setting-sources: unknown source `{unknown}` (user, project or local)"
-            )));
-        }
     }
     // An empty `--system-prompt` (what the Claude Agent SDK passes when none is set) keeps
     // robota's own prompt.

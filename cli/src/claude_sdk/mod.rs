@@ -257,9 +257,11 @@ impl Protocol {
             .and_then(Value::as_object)
             .is_some_and(|agents| !agents.is_empty())
         {
-            return Err("initialize: robota does not take agent definitions over the protocol; \
+            return Err(
+                "initialize: robota does not take agent definitions over the protocol; \
                         put each agent in .claude/agents/<name>.md (robota loads them from there)"
-                .into());
+                    .into(),
+            );
         }
         self.add_hooks(&mut options, init)?;
         for name in &self.sdk_servers {
