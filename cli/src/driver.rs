@@ -70,6 +70,21 @@ pub fn open_session(
     permission_handler: Option<Arc<dyn PermissionHandler>>,
     on_event: impl Fn(SessionEvent) + Send + Sync + 'static,
 ) -> Result<OpenSession, CliError> {
+    let (options, base_url) = session_options(cli, permission_handler, on_event)?;
+    let session = InteractiveSession::new(options).map_err(|error| match error {
+        InteractiveError::Session(error) => CliError::usage(error.to_string()),
+        other => CliError::run(other.to_string()),
+    })?;
+    Ok(OpenSession { session, base_url })
+}
+
+/// The options of the session the arguments describe (what [`open_session`] opens), with the
+/// endpoint of an HTTP provider; `robota serve` opens its sessions from these too.
+pub fn session_options(
+    cli: &Cli,
+    permission_handler: Option<Arc<dyn PermissionHandler>>,
+    on_event: impl Fn(SessionEvent) + Send + Sync + 'static,
+) -> Result<(InteractiveSessionOptions, Option<String>), CliError> {
     let cwd = project_dir(cli)?;
     let overrides = settings_overrides(cli)?;
     let loaded = load_settings(&SettingsOptions::from_env(&cwd).with_overrides(overrides))
@@ -173,17 +188,7 @@ pub fn open_session(
         options.trace_parent = robota::api::trace_parent(traceparent, env("TRACESTATE"))
             .map_err(|error| CliError::usage(format!("--traceparent: {}", error.message)))?;
     }
-    let session =
-        InteractiveSession::new(InteractiveSessionOptions::new(options)).map_err(|error| {
-            match error {
-                InteractiveError::Session(error) => CliError::usage(error.to_string()),
-                other => CliError::run(other.to_string()),
-            }
-        })?;
-    Ok(OpenSession {
-        session,
-        base_url: built.base_url,
-    })
+    Ok((InteractiveSessionOptions::new(options), built.base_url))
 }
 
 /// The OTLP export the flags, the settings' `telemetry` and the environment ask for; `None`

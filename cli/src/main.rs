@@ -6,6 +6,8 @@
 //! duration, denials, a spinner on a terminal — goes to stderr ([`render`]). Both drive core's
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
+//! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
+//! over crate `robota-server`).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
 //! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
@@ -20,11 +22,10 @@ mod output;
 mod prompt;
 mod render;
 mod repl;
+mod serve;
 mod signals;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use args::Cli;
 use driver::CliError;
@@ -83,25 +84,63 @@ fn headless_prompt(cli: &args::Cli) -> Result<String, CliError> {
     Ok(prompt)
 }
 
-fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(error) => {
-            // clap prints help/version to stdout with success, and usage errors to stderr.
-            let code = if error.use_stderr() { EXIT_USAGE } else { 0 };
-            let _ = error.print();
-            return ExitCode::from(code);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+/// Parses arguments with clap; help and version go to stdout (exit 0), usage errors to stderr
+/// (exit 2).
+fn parse_or_exit<T: clap::Parser>(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<T, ExitCode> {
+    T::try_parse_from(args).map_err(|error| {
+        let code = if error.use_stderr() { EXIT_USAGE } else { 0 };
+        let _ = error.print();
+        ExitCode::from(code)
+    })
+}
+
+/// The multi-threaded runtime every mode runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
+        .map_err(|error| {
             eprintln!("robota: cannot start the async runtime: {error}");
-            return ExitCode::from(EXIT_RUN_ERROR);
+            ExitCode::from(EXIT_RUN_ERROR)
+        })
+}
+
+/// `robota serve …`: the network host, with its own flags.
+fn serve_main() -> ExitCode {
+    let args: serve::ServeArgs = match parse_or_exit(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let result = runtime.block_on(serve::run(args));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError { code, message }) => {
+            eprintln!("robota serve: {message}");
+            ExitCode::from(code)
         }
+    }
+}
+
+fn main() -> ExitCode {
+    // `robota serve` is a subcommand with flags of its own; everything else is the agent CLI
+    // (a prompt that is literally `serve` can be given as `robota -- serve`).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
+        return serve_main();
+    }
+    let cli: Cli = match parse_or_exit(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
     };
     let result = runtime.block_on(async move {
         if cli.init_only {

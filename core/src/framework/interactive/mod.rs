@@ -19,6 +19,7 @@ mod host;
 mod job_groups;
 mod skills;
 mod subagents;
+pub mod transport;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -61,6 +62,7 @@ pub use job_groups::{
     BackgroundJobGroup, JobGroupRequest, JobGroupStatus, JobGroupSummary, JobGroupWaitPolicy,
 };
 use skills::{ActiveSkill, SkillSetup};
+pub use transport::{Transport, TransportError};
 
 /// Everything an interactive session is made from.
 #[derive(Clone)]
@@ -450,6 +452,8 @@ struct State {
     active_skills: Vec<ActiveSkill>,
     /// History entries made while a run held the session, appended when it ends.
     deferred_history: Vec<(String, Value)>,
+    /// The transports this session is attached to (detached on shutdown).
+    transports: Vec<Arc<dyn transport::Transport>>,
 }
 
 /// Where agent definitions are read from, when a command module requested the agent executor.
@@ -1148,6 +1152,7 @@ impl InteractiveSession {
         self.inner.lock().shut_down = true;
         self.abort();
         self.inner.session.shutdown(reason).await;
+        self.detach_transports();
     }
 
     /// The `seq` of the last event this session has emitted (0 before the first). A host whose
