@@ -301,7 +301,8 @@ async fn a_prompt_with_a_tool_call_returns_its_result_and_streams_its_events() {
             _ => None,
         })
         .collect();
-    assert_eq!(text, "All read.");
+    // The engine separates the rounds' texts with a blank line.
+    assert_eq!(text.trim_start(), "All read.");
     // The model saw the file through the tool.
     assert!(mock.requests()[1].body["messages"]
         .to_string()
@@ -398,12 +399,14 @@ async fn events_resume_after_a_dropped_connection_without_loss() {
 
     let mut events = Vec::new();
     let mut cut = false;
+    let mut connections_before_cut = 0;
     loop {
         match next_item(&subscription, &serve).await {
             RemoteEventItem::Event(event) => {
                 let ends = event.kind.ends_prompt();
                 events.push(event);
                 if events.len() == 10 && !cut {
+                    connections_before_cut = proxy.accepted.load(Ordering::SeqCst);
                     proxy.cut();
                     cut = true;
                 }
@@ -417,9 +420,8 @@ async fn events_resume_after_a_dropped_connection_without_loss() {
     }
     assert!(cut, "the prompt ended before the connection was cut");
     assert!(
-        proxy.accepted.load(Ordering::SeqCst) >= 3,
-        "the stream did not reconnect (connections: {})",
-        proxy.accepted.load(Ordering::SeqCst)
+        proxy.accepted.load(Ordering::SeqCst) > connections_before_cut,
+        "the stream did not reconnect after the cut"
     );
     assert_contiguous(&events, subscription.subscribed_after());
     let text: String = events
