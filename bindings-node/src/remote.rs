@@ -64,11 +64,12 @@ pub async fn remote_create(
     timeout_ms: f64,
 ) -> napi::Result<NativeRemoteSession> {
     let endpoint = endpoint(url, token, timeout_ms)?;
+    let timeout = endpoint.request_timeout;
     let request: CreateSessionRequest = parse(&request_json, "session request")?;
     let session = RemoteSession::create(&endpoint, request)
         .await
         .map_err(remote_error)?;
-    Ok(NativeRemoteSession { session })
+    Ok(NativeRemoteSession { session, timeout })
 }
 
 /// Attaches to the session `sessionId` the server at `url` hosts.
@@ -80,16 +81,19 @@ pub async fn remote_connect(
     timeout_ms: f64,
 ) -> napi::Result<NativeRemoteSession> {
     let endpoint = endpoint(url, token, timeout_ms)?;
+    let timeout = endpoint.request_timeout;
     let session = RemoteSession::connect(&endpoint, &session_id)
         .await
         .map_err(remote_error)?;
-    Ok(NativeRemoteSession { session })
+    Ok(NativeRemoteSession { session, timeout })
 }
 
 /// A session on a `robota serve` server. Use the `RemoteSession` class of `@robota/native`.
 #[napi]
 pub struct NativeRemoteSession {
     session: RemoteSession,
+    /// The endpoint's per-call timeout (also how long a new stream waits for its connection).
+    timeout: Duration,
 }
 
 /// A prompt submitted to a remote session.
@@ -263,7 +267,10 @@ impl NativeRemoteSession {
     #[napi]
     pub async fn fork(&self, name: Option<String>) -> napi::Result<NativeRemoteSession> {
         let session = self.session.fork(name).await.map_err(remote_error)?;
-        Ok(NativeRemoteSession { session })
+        Ok(NativeRemoteSession {
+            session,
+            timeout: self.timeout,
+        })
     }
 
     /// Closes the session on the server (aborted, saved, no longer hosted).
@@ -277,7 +284,9 @@ impl NativeRemoteSession {
     pub async fn subscribe(&self, after: Option<f64>) -> napi::Result<NativeRemoteEvents> {
         let subscription = match after {
             Some(after) if after.is_finite() && after >= 0.0 => {
-                self.session.subscribe_from(after as u64)
+                let subscription = self.session.subscribe_from(after as u64);
+                subscription.wait_connected(self.timeout).await;
+                subscription
             }
             Some(_) => {
                 return Err(api_error(ApiError::invalid_argument(

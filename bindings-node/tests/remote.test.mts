@@ -140,7 +140,8 @@ describe('RemoteSession', () => {
       'seqs are contiguous',
     );
     const text = seen.map((e) => (e.type === 'text_delta' ? e.text : '')).join('');
-    assert.equal(text, 'All read.');
+    // The engine separates the rounds' texts with a blank line.
+    assert.equal(text.trimStart(), 'All read.');
     await session.close();
   });
 

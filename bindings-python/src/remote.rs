@@ -69,6 +69,8 @@ impl Drop for CancelOnDrop {
 #[pyclass(frozen, module = "robota._native")]
 pub struct NativeRemoteSession {
     session: RemoteSession,
+    /// The endpoint's per-call timeout (also how long a new stream waits for its connection).
+    timeout: Duration,
 }
 
 #[pymethods]
@@ -84,13 +86,17 @@ impl NativeRemoteSession {
         timeout: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let endpoint = endpoint(url, token, timeout)?;
+        let endpoint_timeout = endpoint.request_timeout;
         let request: CreateSessionRequest = serde_json::from_value(from_py(request)?)
             .map_err(|e| invalid_argument(format!("invalid session request: {e}")))?;
         crate::aio::awaitable(py, async move {
             let session = RemoteSession::create(&endpoint, request)
                 .await
                 .map_err(remote_error)?;
-            Ok(NativeRemoteSession { session })
+            Ok(NativeRemoteSession {
+                session,
+                timeout: endpoint_timeout,
+            })
         })
     }
 
@@ -105,11 +111,15 @@ impl NativeRemoteSession {
         timeout: f64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let endpoint = endpoint(url, token, timeout)?;
+        let endpoint_timeout = endpoint.request_timeout;
         crate::aio::awaitable(py, async move {
             let session = RemoteSession::connect(&endpoint, &session_id)
                 .await
                 .map_err(remote_error)?;
-            Ok(NativeRemoteSession { session })
+            Ok(NativeRemoteSession {
+                session,
+                timeout: endpoint_timeout,
+            })
         })
     }
 
@@ -274,9 +284,13 @@ impl NativeRemoteSession {
     #[pyo3(signature = (name=None))]
     fn fork<'py>(&self, py: Python<'py>, name: Option<String>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.session.clone();
+        let timeout = self.timeout;
         crate::aio::awaitable(py, async move {
             let copy = session.fork(name).await.map_err(remote_error)?;
-            Ok(NativeRemoteSession { session: copy })
+            Ok(NativeRemoteSession {
+                session: copy,
+                timeout,
+            })
         })
     }
 
@@ -294,9 +308,14 @@ impl NativeRemoteSession {
     #[pyo3(signature = (after=None))]
     fn subscribe<'py>(&self, py: Python<'py>, after: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
         let session = self.session.clone();
+        let timeout = self.timeout;
         crate::aio::awaitable(py, async move {
             let subscription = match after {
-                Some(after) => session.subscribe_from(after),
+                Some(after) => {
+                    let subscription = session.subscribe_from(after);
+                    subscription.wait_connected(timeout).await;
+                    subscription
+                }
                 None => session.subscribe_pull().await.map_err(remote_error)?,
             };
             Ok(NativeRemoteEvents {

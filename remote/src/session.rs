@@ -284,13 +284,17 @@ impl RemoteSession {
     }
 
     /// Subscribes to the events emitted from now on (the server's `last_seq` is read first, so
-    /// no event between this call and the stream's connection is missed). Needs a tokio runtime.
+    /// no event between this call and the stream's connection is missed), and returns once the
+    /// server answered the stream's connection. Needs a tokio runtime.
     pub async fn subscribe_pull(&self) -> Result<RemoteSubscription, RemoteError> {
         let after = self.info().await?.last_seq;
-        Ok(self.subscribe_from(after))
+        let subscription = self.subscribe_from(after);
+        subscription.wait_connected(self.client.timeout).await;
+        Ok(subscription)
     }
 
-    /// Subscribes to the events after `after_seq` (`0`: every event the server still buffers).
+    /// Subscribes to the events after `after_seq` (`0`: every event the server still buffers);
+    /// returns at once ([`RemoteSubscription::wait_connected`] waits for the server's answer).
     /// Needs a tokio runtime.
     pub fn subscribe_from(&self, after_seq: u64) -> RemoteSubscription {
         RemoteSubscription::start(Arc::clone(&self.client), self.id.clone(), after_seq)

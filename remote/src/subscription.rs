@@ -11,7 +11,7 @@ use reqwest::header::ACCEPT;
 use reqwest::Method;
 use robota::framework::interactive::InteractiveEvent;
 use serde_json::Value;
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::{mpsc, watch, Mutex};
 use tokio::task::JoinHandle;
 
 use crate::client::{transport_error, Client};
@@ -71,6 +71,8 @@ pub struct RemoteSubscription {
     items: Mutex<mpsc::Receiver<RemoteEventItem>>,
     last_seq: Arc<AtomicU64>,
     subscribed_after: u64,
+    /// True once the first connection was answered (the stream is live, or it failed).
+    answered: watch::Receiver<bool>,
     task: JoinHandle<()>,
 }
 
@@ -79,18 +81,32 @@ impl RemoteSubscription {
     pub(crate) fn start(client: Arc<Client>, session_id: String, after: u64) -> Self {
         let (sender, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let last_seq = Arc::new(AtomicU64::new(after));
+        let (answered_sender, answered) = watch::channel(false);
         let task = tokio::spawn(run_stream(
             client,
             session_id,
             Arc::clone(&last_seq),
             sender,
+            answered_sender,
         ));
         RemoteSubscription {
             items: Mutex::new(receiver),
             last_seq,
             subscribed_after: after,
+            answered,
             task,
         }
+    }
+
+    /// Waits (at most `timeout`) until the server answered the stream's first connection: from
+    /// then on the server delivers every new event to it. A failed connection counts as an
+    /// answer (the failure is the stream's last item). False on timeout.
+    pub async fn wait_connected(&self, timeout: Duration) -> bool {
+        let mut answered = self.answered.clone();
+        let connected = tokio::time::timeout(timeout, answered.wait_for(|done| *done))
+            .await
+            .is_ok();
+        connected
     }
 
     /// The `seq` this subscription started after: every event it delivers has a larger one.
@@ -143,10 +159,22 @@ async fn run_stream(
     session_id: String,
     last_seq: Arc<AtomicU64>,
     sender: mpsc::Sender<RemoteEventItem>,
+    answered: watch::Sender<bool>,
 ) {
     let mut failures: u32 = 0;
     loop {
-        match read_connection(&client, &session_id, &last_seq, &sender, &mut failures).await {
+        let end = read_connection(
+            &client,
+            &session_id,
+            &last_seq,
+            &sender,
+            &mut failures,
+            &answered,
+        )
+        .await;
+        // Whatever happened, the first attempt is over.
+        answered.send_replace(true);
+        match end {
             StreamEnd::Finished => return,
             StreamEnd::Dropped(error) => {
                 failures += 1;
@@ -170,6 +198,7 @@ async fn read_connection(
     last_seq: &AtomicU64,
     sender: &mpsc::Sender<RemoteEventItem>,
     failures: &mut u32,
+    answered: &watch::Sender<bool>,
 ) -> StreamEnd {
     let after = last_seq.load(Ordering::SeqCst);
     let mut url = client.url(&["sessions", session_id, "events"]);
@@ -205,6 +234,8 @@ async fn read_connection(
         let _ = sender.send(RemoteEventItem::Disconnected(error)).await;
         return StreamEnd::Finished;
     }
+    // The server subscribed this stream before answering.
+    answered.send_replace(true);
     let mut parser = SseParser::new(MAX_EVENT_BYTES);
     loop {
         let chunk = match tokio::time::timeout(IDLE_TIMEOUT, response.chunk()).await {

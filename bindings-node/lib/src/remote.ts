@@ -232,6 +232,8 @@ export class RemoteSession {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    // Streams opened before see the session end.
+    await this.#streamsReady();
     await nativeAsync(() => this.#native.close());
   }
 

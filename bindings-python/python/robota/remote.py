@@ -287,6 +287,8 @@ class RemoteSession:
         if self._closed:
             return
         self._closed = True
+        # Streams opened before see the session end.
+        await self._streams_ready()
         await self._native.close()
 
     async def __aenter__(self) -> "RemoteSession":
