@@ -54,6 +54,11 @@ struct Serve {
 
 impl Serve {
     async fn start(mock: &MockLlm) -> Serve {
+        Serve::start_with(mock, &[]).await
+    }
+
+    /// Starts with `extra` flags after the test's own.
+    async fn start_with(mock: &MockLlm, extra: &[&str]) -> Serve {
         let project = tempfile::tempdir().expect("temp project");
         let home = tempfile::tempdir().expect("temp home");
         let settings_dir = project.path().join(".robota");
@@ -78,6 +83,7 @@ impl Serve {
                 "--root",
             ])
             .arg(project.path())
+            .args(extra)
             .current_dir(project.path())
             .env(TOKEN_VARIABLE, &token)
             .env("HOME", home.path())
@@ -436,6 +442,42 @@ async fn events_resume_after_a_dropped_connection_without_loss() {
         prompt.result().await.expect("result"),
         PromptResult::Complete { .. }
     ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_no_longer_buffered_are_reported_as_a_gap() {
+    let mock = mock(json!([{"text": {"repeat": "x", "count": 20}}])).await;
+    let serve = Serve::start_with(&mock, &["--event-buffer", "4"]).await;
+    let session = RemoteSession::create(&serve.endpoint(), serve.create_request())
+        .await
+        .expect("create");
+    assert!(matches!(
+        session.submit("go").await.expect("submit"),
+        PromptResult::Complete { .. }
+    ));
+    let last_seq = session.info().await.expect("info").last_seq;
+    assert!(
+        last_seq > 4,
+        "too few events to overflow the buffer: {last_seq}"
+    );
+
+    // From the start: the server kept only the last 4.
+    let subscription = session.subscribe_from(0);
+    let RemoteEventItem::Gap(gap) = next_item(&subscription, &serve).await else {
+        panic!("expected a gap first");
+    };
+    assert_eq!(gap.missed_after, 0);
+    assert_eq!(gap.resumed_at, last_seq - 3);
+    let mut seqs = Vec::new();
+    while seqs.len() < 4 {
+        match next_item(&subscription, &serve).await {
+            RemoteEventItem::Event(event) => seqs.push(event.seq),
+            RemoteEventItem::Unrecognized { seq, .. } => seqs.push(seq),
+            other => panic!("expected the buffered events, got {other:?}"),
+        }
+    }
+    assert_eq!(seqs, (gap.resumed_at..=last_seq).collect::<Vec<_>>());
+    assert_eq!(subscription.last_seq(), last_seq);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
