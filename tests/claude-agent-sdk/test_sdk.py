@@ -4,6 +4,7 @@ mock-llm as the model: the messages it parses, the control protocol both ways.""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -360,3 +361,31 @@ def test_unsupported_control_request_gets_an_error_reply(project: Path, mock_llm
 
     message = run(conversation())
     assert "rewind_files" in message and "not support" in message
+
+
+def test_disconnect_during_a_tool_call_leaves_no_process_behind(
+    project: Path, mock_llm: Any
+) -> None:
+    command = "sleep 41.25; touch late.txt"
+    mock_llm([{"tool_calls": [{"name": "Bash", "input": {"command": command}}]}])
+
+    async def conversation() -> None:
+        opts = options(project, allowed_tools=["Bash"])
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("Run the slow command")
+            async for message in client.receive_messages():
+                if isinstance(message, AssistantMessage):
+                    break
+            # The command is running; give it time to start, then leave the block: the SDK
+            # closes stdin, then sends SIGTERM, which must stop the command.
+            await asyncio.sleep(0.5)
+            assert running(command)
+
+    run(conversation())
+    assert not running(command)
+    assert not (project / "late.txt").exists()
+
+
+def running(command: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", command.split(";")[0]], capture_output=True)
+    return found.returncode == 0

@@ -73,12 +73,21 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
         }),
     });
     let (prompts, queue) = mpsc::unbounded_channel::<String>();
-    let turns = tokio::spawn(run_prompts(protocol.clone(), queue));
+    let mut turns = tokio::spawn(run_prompts(protocol.clone(), queue));
     let inflight: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
 
+    // SIGTERM (what the SDKs send when closing stdin did not end robota soon enough), SIGINT
+    // and SIGHUP abort the running prompt and shut the session down, so no process it started
+    // is left running.
+    let mut signals = crate::signals::Signals::listen()
+        .map_err(|e| CliError::run(format!("cannot handle termination signals: {e}")))?;
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     loop {
-        let line = match next_line(&mut stdin, MAX_LINE_BYTES).await {
+        let read = tokio::select! {
+            read = next_line(&mut stdin, MAX_LINE_BYTES) => read,
+            Some(signal) = signals.next() => return Ok(stop(&protocol, &turns, signal).await),
+        };
+        let line = match read {
             Ok(Some(Ok(line))) => line,
             Ok(Some(Err(length))) => {
                 eprintln!(
@@ -170,11 +179,30 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     // to their results, then the session ends.
     protocol.host.close();
     drop(prompts);
-    let _ = turns.await;
+    tokio::select! {
+        _ = &mut turns => {}
+        Some(signal) = signals.next() => return Ok(stop(&protocol, &turns, signal).await),
+    }
     if let Some(Ok(session)) = protocol.session.get() {
         crate::signals::shut_down(session).await;
     }
     Ok(0)
+}
+
+/// Ends the protocol on a termination signal: the running prompt is aborted and the session
+/// shut down (its processes stopped); returns the signal's exit code.
+async fn stop(
+    protocol: &Protocol,
+    turns: &tokio::task::JoinHandle<()>,
+    signal: crate::signals::Termination,
+) -> u8 {
+    protocol.host.close();
+    turns.abort();
+    if let Some(Ok(session)) = protocol.session.get() {
+        session.abort();
+        crate::signals::shut_down(session).await;
+    }
+    signal.exit_code()
 }
 
 /// Runs the prompts in the order they came, each to its `result` line.
