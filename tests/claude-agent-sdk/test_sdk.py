@@ -389,3 +389,16 @@ def test_disconnect_during_a_tool_call_leaves_no_process_behind(
 def running(command: str) -> bool:
     found = subprocess.run(["pgrep", "-f", command.split(";")[0]], capture_output=True)
     return found.returncode == 0
+
+
+def test_structured_output_follows_the_json_schema(project: Path, mock_llm: Any) -> None:
+    mock_llm([{"text": '{"city": "Lisbon", "population": 545000}'}])
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    }
+    opts = options(project, output_format={"type": "json_schema", "schema": schema})
+    result = run(collect("Which city?", opts))[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "success"
+    assert result.structured_output == {"city": "Lisbon", "population": 545000}

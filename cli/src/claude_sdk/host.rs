@@ -141,6 +141,7 @@ impl Drop for CancelOnDrop {
 /// Permission prompts answered by the SDK's `can_use_tool` callback
 /// (`--permission-prompt-tool stdio`).
 pub struct SdkPermissions {
+    /// Where the questions go.
     pub host: Arc<Host>,
     /// The session, to abort when a denial says `interrupt`.
     pub session: Arc<OnceLock<Weak<InteractiveSession>>>,
@@ -241,7 +242,9 @@ fn allow_with_updates(updates: Option<&Value>) -> PermissionResponse {
 
 /// One hook callback the SDK registered in `initialize`, run through `hook_callback`.
 pub struct SdkHook {
+    /// Where the calls go.
     pub host: Arc<Host>,
+    /// The SDK's id of the callback (`hook_0`, …).
     pub callback_id: String,
 }
 
