@@ -128,6 +128,9 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                     .unwrap_or_default()
                     .to_string();
                 let request = message.get("request").cloned().unwrap_or(Value::Null);
+                // The map is locked while the task is spawned, so the task's own removal
+                // (when it ends) always comes after this insertion.
+                let mut running = inflight.lock().unwrap_or_else(PoisonError::into_inner);
                 let task = {
                     let protocol = protocol.clone();
                     let inflight = inflight.clone();
@@ -148,10 +151,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                             .remove(&id);
                     })
                 };
-                inflight
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id, task.abort_handle());
+                running.insert(id, task.abort_handle());
             }
             Some("control_response") => {
                 protocol
