@@ -424,3 +424,44 @@ impl McpToolHandler for RelayedTool {
         Ok(Value::Object(kept))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_updates_become_session_or_saved_rules() {
+        assert_eq!(allow_with_updates(None), PermissionResponse::AllowOnce);
+        let session = json!([{"type": "addRules", "behavior": "allow", "destination": "session",
+            "rules": [{"toolName": "Bash", "ruleContent": "npm test"}, {"toolName": "Read"}]}]);
+        assert_eq!(
+            allow_with_updates(Some(&session)),
+            PermissionResponse::AllowSession {
+                rules: vec!["Bash(npm test)".into(), "Read".into()]
+            }
+        );
+        let saved = json!([{"type": "addRules", "behavior": "allow",
+            "destination": "projectSettings", "rules": [{"toolName": "Edit"}]}]);
+        assert_eq!(
+            allow_with_updates(Some(&saved)),
+            PermissionResponse::AllowAlways {
+                rules: vec!["Edit".into()],
+                destination: SettingsDestination::ProjectSettings
+            }
+        );
+        // Other updates (a mode change, deny rules) are not allow rules.
+        let other = json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]);
+        assert_eq!(
+            allow_with_updates(Some(&other)),
+            PermissionResponse::AllowOnce
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_host_answers_with_an_error_at_once() {
+        let host = Host::new();
+        host.close();
+        let answer = host.request(json!({"subtype": "can_use_tool"})).await;
+        assert!(answer.is_err_and(|e| e.contains("closed")));
+    }
+}

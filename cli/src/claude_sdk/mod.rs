@@ -546,3 +546,57 @@ async fn next_line(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_over_long_line_is_skipped_and_the_next_one_read() {
+        let input = format!("{}\n{{\"type\":\"user\"}}\nlast", "x".repeat(100));
+        let mut reader = tokio::io::BufReader::with_capacity(16, input.as_bytes());
+        assert_eq!(next_line(&mut reader, 50).await.ok(), Some(Some(Err(100))));
+        assert_eq!(
+            next_line(&mut reader, 50).await.ok(),
+            Some(Some(Ok(b"{\"type\":\"user\"}".to_vec())))
+        );
+        assert_eq!(
+            next_line(&mut reader, 50).await.ok(),
+            Some(Some(Ok(b"last".to_vec())))
+        );
+        assert_eq!(next_line(&mut reader, 50).await.ok(), Some(None));
+    }
+
+    #[test]
+    fn a_prompt_is_the_content_string_or_its_text_blocks() {
+        let message = |content: Value| json!({"type": "user", "message": {"content": content}});
+        assert_eq!(prompt_text(&message(json!("hi"))), Ok("hi".to_string()));
+        assert_eq!(
+            prompt_text(&message(json!([
+                {"type": "text", "text": "a"},
+                {"type": "text", "text": "b"}
+            ]))),
+            Ok("a\nb".to_string())
+        );
+        let image = prompt_text(&message(json!([{"type": "image", "source": {}}])));
+        assert!(image.is_err_and(|e| e.contains("`image`")));
+        assert!(prompt_text(&json!({"type": "user"})).is_err());
+    }
+
+    #[test]
+    fn sdk_servers_are_taken_out_of_inline_mcp_config() {
+        use clap::Parser;
+        let config = json!({"mcpServers": {
+            "calc": {"type": "sdk", "name": "calc"},
+            "files": {"command": "files-server"},
+        }});
+        let cli = Cli::parse_from(["robota", "--mcp-config", &config.to_string()]);
+        let (cli, names) = split_sdk_servers(&cli).expect("split");
+        assert_eq!(names, ["calc"]);
+        let rest: Value = serde_json::from_str(&cli.mcp_config[0]).expect("JSON");
+        assert_eq!(
+            rest,
+            json!({"mcpServers": {"files": {"command": "files-server"}}})
+        );
+    }
+}
