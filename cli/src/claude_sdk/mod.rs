@@ -292,7 +292,22 @@ impl Protocol {
             );
         }
         self.add_hooks(&mut options, init)?;
-        for name in &self.sdk_servers {
+        apply_initialize_prompt(&mut options, init)?;
+        // The Python SDK names its in-process servers in `--mcp-config` (`{"type": "sdk"}`),
+        // the TypeScript SDK in `initialize`'s `sdkMcpServers`.
+        let mut servers = self.sdk_servers.clone();
+        for name in init
+            .get("sdkMcpServers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !servers.iter().any(|known| known == name) {
+                servers.push(name.to_string());
+            }
+        }
+        for name in &servers {
             let server = host::sdk_mcp_server(&self.host, name).await?;
             options.session.mcp_servers.push(server.into_entry());
         }
@@ -453,6 +468,58 @@ impl Protocol {
             None => Err("no session yet: send initialize or a user message first".into()),
         }
     }
+}
+
+/// What `initialize` may say about the prompt (the TypeScript SDK sends these here rather than
+/// as flags): `systemPrompt` (a string or a list of strings; an object is a preset, robota's own
+/// prompt), `appendSystemPrompt`, and
+/// `jsonSchema` (the final answer's JSON Schema).
+fn apply_initialize_prompt(
+    options: &mut InteractiveSessionOptions,
+    init: &Value,
+) -> Result<(), String> {
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match init.get(key) {
+            // An object is a preset (robota's own prompt).
+            None | Some(Value::Null | Value::Object(_)) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .map(|part| {
+                    part.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("initialize: `{key}` must hold strings"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(|parts| Some(parts.join("\n\n"))),
+            Some(other) => Err(format!(
+                "initialize: `{key}` must be a string or a list of strings, not {other}"
+            )),
+        }
+    };
+    if let Some(prompt) = text("systemPrompt")?.filter(|p| !p.is_empty()) {
+        options.session.system_prompt = Some(prompt);
+    }
+    if let Some(append) = text("appendSystemPrompt")?.filter(|p| !p.is_empty()) {
+        options.session.append_system_prompt =
+            Some(match options.session.append_system_prompt.take() {
+                Some(existing) => format!("{existing}\n\n{append}"),
+                None => append,
+            });
+    }
+    match init.get("jsonSchema") {
+        None | Some(Value::Null) => {}
+        Some(schema @ Value::Object(_)) => {
+            options.session.output_format =
+                Some(robota::session::structured_output::OutputFormat::json_schema(schema.clone()));
+        }
+        Some(other) => {
+            return Err(format!(
+                "initialize: `jsonSchema` must be a JSON Schema object, not {other}"
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// The prompt of a `user` message: its content string, or its text blocks joined.
