@@ -39,6 +39,9 @@ use messages::EventLines;
 /// with a message on stderr.
 const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
+/// How long an SDK MCP server may take to answer `initialize` and `tools/list`.
+const SDK_MCP_START_LIMIT: Duration = Duration::from_secs(60);
+
 /// The session, opened once (by `initialize` or the first prompt); `Err` says why it could not.
 type SessionCell = OnceCell<Result<Arc<InteractiveSession>, String>>;
 
@@ -308,7 +311,17 @@ impl Protocol {
             }
         }
         for name in &servers {
-            let server = host::sdk_mcp_server(&self.host, name).await?;
+            // An SDK that never answers must not hold the session's opening forever.
+            let server =
+                tokio::time::timeout(SDK_MCP_START_LIMIT, host::sdk_mcp_server(&self.host, name))
+                    .await
+                    .map_err(|_| {
+                        format!(
+                        "SDK MCP server `{name}` did not answer initialize and tools/list within \
+                         {} s",
+                        SDK_MCP_START_LIMIT.as_secs()
+                    )
+                    })??;
             options.session.mcp_servers.push(server.into_entry());
         }
         let session = InteractiveSession::new(options).map_err(|error| error.to_string())?;
