@@ -7,7 +7,8 @@
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
-//! over crate `robota-server`).
+//! over crate `robota-server`); `robota mcp-serve` is the agent as an MCP server over stdio or
+//! streamable HTTP ([`mcp_serve`]).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
 //! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
@@ -18,11 +19,13 @@
 
 mod args;
 mod driver;
+mod mcp_serve;
 mod output;
 mod prompt;
 mod render;
 mod repl;
 mod serve;
+mod session_flags;
 mod signals;
 
 use std::process::ExitCode;
@@ -128,11 +131,37 @@ fn serve_main() -> ExitCode {
     }
 }
 
+/// `robota mcp-serve …`: the agent as an MCP server, with its own flags.
+fn mcp_serve_main() -> ExitCode {
+    let args: mcp_serve::McpServeArgs = match parse_or_exit(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let result = runtime.block_on(mcp_serve::run(args));
+    // The stdio reader may still block on stdin: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError { code, message }) => {
+            eprintln!("robota mcp-serve: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    // `robota serve` is a subcommand with flags of its own; everything else is the agent CLI
-    // (a prompt that is literally `serve` can be given as `robota -- serve`).
+    // `robota serve` and `robota mcp-serve` are subcommands with flags of their own; everything
+    // else is the agent CLI (a prompt that is literally `serve` can be given as
+    // `robota -- serve`).
     if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
         return serve_main();
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "mcp-serve") {
+        return mcp_serve_main();
     }
     let cli: Cli = match parse_or_exit(std::env::args_os()) {
         Ok(cli) => cli,

@@ -9,6 +9,9 @@
 //! API. The protocol is `server/PROTOCOL.md`; its wire types are in
 //! [`robota_remote::wire`].
 //!
+//! [`mcp_serve`] is `robota mcp-serve`: the agent as an MCP server over stdio and streamable
+//! HTTP.
+//!
 //! Security defaults: loopback, a bearer token on every `/v1` route but health, CORS closed,
 //! request bodies capped, sessions confined to the project roots.
 
@@ -17,6 +20,7 @@ mod error;
 mod event_log;
 mod hosted;
 mod http;
+pub mod mcp_serve;
 mod monitor;
 mod openapi;
 mod permissions;
