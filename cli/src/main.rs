@@ -8,7 +8,8 @@
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
 //! over crate `robota-server`); `robota mcp-serve` is the agent as an MCP server over stdio or
-//! streamable HTTP ([`mcp_serve`]).
+//! streamable HTTP ([`mcp_serve`]); `robota acp` is an Agent Client Protocol agent over stdio for
+//! editors ([`acp`]).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
 //! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
@@ -17,6 +18,7 @@
 //! aborted and the session shut down before the CLI exits, so no process it started is left
 //! running (see [`signals`]).
 
+mod acp;
 mod args;
 mod driver;
 mod mcp_serve;
@@ -153,8 +155,30 @@ fn mcp_serve_main() -> ExitCode {
     }
 }
 
+/// `robota acp …`: the Agent Client Protocol agent, with its own flags.
+fn acp_main() -> ExitCode {
+    let args: acp::AcpArgs = match parse_or_exit(std::env::args_os().skip(1)) {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let result = runtime.block_on(acp::run(args));
+    // The stdio reader may still block on stdin: do not wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError { code, message }) => {
+            eprintln!("robota acp: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    // `robota serve` and `robota mcp-serve` are subcommands with flags of their own; everything
+    // `robota serve`, `robota mcp-serve` and `robota acp` are subcommands with flags of their own; everything
     // else is the agent CLI (a prompt that is literally `serve` can be given as
     // `robota -- serve`).
     if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
@@ -162,6 +186,9 @@ fn main() -> ExitCode {
     }
     if std::env::args_os().nth(1).is_some_and(|a| a == "mcp-serve") {
         return mcp_serve_main();
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "acp") {
+        return acp_main();
     }
     let cli: Cli = match parse_or_exit(std::env::args_os()) {
         Ok(cli) => cli,

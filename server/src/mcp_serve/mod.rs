@@ -379,7 +379,7 @@ fn prompt_result(session_id: &str, result: PromptResult) -> CallToolResult {
     let status = serde_json::to_value(result.status()).unwrap_or(Value::Null);
     let stop_reason = result
         .outcome()
-        .and_then(|o| serde_json::to_value(&o.stop_reason).ok())
+        .and_then(|o| serde_json::to_value(o.stop_reason).ok())
         .unwrap_or(Value::Null);
     let (text, failed) = match &result {
         PromptResult::Complete { outcome, .. } => (outcome.response.clone(), false),
