@@ -58,6 +58,71 @@ export declare class NativeQuery {
   getSessionId(): string
 }
 
+/** A remote session's event stream (use `RemoteSession.events()`). */
+export declare class NativeRemoteEvents {
+  /** The `seq` this stream started after. */
+  get subscribedAfter(): number
+  /**
+   * Waits up to `timeoutMs` for at least one item, then resolves with up to `max` queued
+   * items as a JSON array (`[]` on timeout). Rejects with the error that ended the stream
+   * (the server is gone, the token was refused) after the items before it.
+   */
+  nextBatch(max: number, timeoutMs: number): Promise<string>
+  /** Stops the stream. */
+  close(): void
+}
+
+/** A prompt submitted to a remote session. */
+export declare class NativeRemotePrompt {
+  /** The prompt's id within its session. */
+  get id(): number
+  /** `"started"` or `"queued"`. */
+  get status(): 'started' | 'queued'
+  /** Resolves once the prompt has ended, with the engine's `PromptResult` as JSON. */
+  result(): Promise<string>
+  /** Cancels this prompt (dropped while queued, aborted while running); false once it ended. */
+  cancel(): Promise<boolean>
+}
+
+/** A session on a `robota serve` server. Use the `RemoteSession` class of `@robota/native`. */
+export declare class NativeRemoteSession {
+  /** The session id. */
+  get sessionId(): string
+  /**
+   * Submits a prompt; resolves once the server accepted it (started or queued) with its
+   * `NativeRemotePrompt`.
+   */
+  submit(text: string, display?: string | undefined | null, outputFormatJson?: string | undefined | null): Promise<NativeRemotePrompt>
+  /** Aborts the running prompt and drops the queued one. */
+  abort(): Promise<void>
+  /** Cancels one prompt; false when it had already ended. */
+  cancelPrompt(promptId: number): Promise<boolean>
+  /** Runs a slash command; resolves with the `CommandResult` as JSON. */
+  executeCommand(name: string, args: string): Promise<string>
+  /** The commands, as JSON. */
+  listCommands(): Promise<string>
+  /** The full history, as JSON. */
+  getFullHistory(): Promise<string>
+  /** The context state, as JSON. */
+  getContextState(): Promise<string>
+  /** The session as the server reports it (`SessionInfo`), as JSON. */
+  info(): Promise<string>
+  /** The session's name. */
+  getName(): Promise<string | null>
+  /** Names the session (`null` clears the name). */
+  setName(name?: string | undefined | null): Promise<void>
+  /** Answers a permission request (`responseJson`: a `PermissionResponse`). */
+  answerPermission(requestId: string, responseJson: string): Promise<void>
+  /** The permission requests waiting for an answer, as JSON. */
+  pendingPermissions(): Promise<string>
+  /** Copies the session on the server; resolves with the copy. */
+  fork(name?: string | undefined | null): Promise<NativeRemoteSession>
+  /** Closes the session on the server (aborted, saved, no longer hosted). */
+  close(): Promise<void>
+  /** Subscribes to the events after `after` (`null`: from now on). */
+  subscribe(after?: number | undefined | null): Promise<NativeRemoteEvents>
+}
+
 /**
  * An interactive session (the engine's `InteractiveSession`). Use the `InteractiveSession`
  * class of `@robota/native`, which wraps this one with typed options, an `EventEmitter` and
@@ -204,6 +269,12 @@ export declare function evaluatePermission(tool: string, inputJson: string, cont
  * calls the store, which runs on the JavaScript thread); works for any session.
  */
 export declare function openSession(optionsJson: string, host: (request: string) => Promise<string>, onEvents: (batch: string) => void): Promise<NativeSession>
+
+/** Attaches to the session `sessionId` the server at `url` hosts. */
+export declare function remoteConnect(url: string, sessionId: string, token: string | undefined | null, timeoutMs: number): Promise<NativeRemoteSession>
+
+/** Creates a session on the server at `url` (`requestJson`: `{cwd?, name?, resume?, fork?}`). */
+export declare function remoteCreate(url: string, token: string | undefined | null, requestJson: string, timeoutMs: number): Promise<NativeRemoteSession>
 
 /**
  * Runs the engine's store conformance suite on stores the dispatcher answers for (`store`

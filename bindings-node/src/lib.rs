@@ -13,6 +13,7 @@ mod exit;
 mod host;
 mod options;
 mod query;
+mod remote;
 mod session;
 mod store;
 
@@ -25,6 +26,9 @@ use robota::permissions::{evaluate_permission as evaluate, PermissionContext};
 
 pub use exit::stop_session_processes;
 pub use query::NativeQuery;
+pub use remote::{
+    remote_connect, remote_create, NativeRemoteEvents, NativeRemotePrompt, NativeRemoteSession,
+};
 pub use session::{open_session, NativeSession, OpenSession};
 pub use store::{run_store_conformance, StoreConformance};
 

@@ -79,6 +79,66 @@ create_exception!(
     "A bug in robota (please report it); the session may still be usable."
 );
 
+create_exception!(
+    _native,
+    RemoteError,
+    RobotaError,
+    "A call to a `robota serve` server failed (its `code` attribute is the protocol's error code)."
+);
+create_exception!(
+    _native,
+    UnauthorizedError,
+    RemoteError,
+    "The server refused the token; pass the one `robota serve` printed at start (or its --token-env variable's)."
+);
+create_exception!(
+    _native,
+    NotFoundError,
+    RemoteError,
+    "The server hosts no such session, prompt or permission request."
+);
+create_exception!(
+    _native,
+    PathOutsideRootsError,
+    RemoteError,
+    "The folder is outside the server's project roots (`robota serve --root`)."
+);
+create_exception!(
+    _native,
+    RemoteConnectionError,
+    RemoteError,
+    "The server could not be reached, the connection broke, or it did not answer in time."
+);
+
+/// The Python exception for a failed call to a `robota serve` server: the engine's own class
+/// where one fits (queue full, busy, locked, shut down, invalid argument), else a
+/// [`RemoteError`] subclass; every one carries the protocol's `code`.
+pub fn remote_error(e: robota_remote::RemoteError) -> PyErr {
+    use robota_remote::RemoteError as E;
+    let code = e.code().to_string();
+    let message = e.to_string();
+    let err = match e {
+        E::Unauthorized { .. } => UnauthorizedError::new_err(message),
+        E::NotFound { .. } => NotFoundError::new_err(message),
+        E::PathOutsideRoots { .. } => PathOutsideRootsError::new_err(message),
+        E::QueueFull { .. } => QueueFullError::new_err(message),
+        E::Busy { .. } => BusyError::new_err(message),
+        E::SessionLocked { .. } => SessionLockedError::new_err(message),
+        E::ShuttingDown { .. } => ShutDownError::new_err(message),
+        E::InvalidRequest { .. } | E::PayloadTooLarge { .. } | E::InvalidEndpoint { .. } => {
+            InvalidArgumentError::new_err(message)
+        }
+        E::Connection { .. } | E::Timeout { .. } => RemoteConnectionError::new_err(message),
+        _ => RemoteError::new_err(message),
+    };
+    // Through `with_python`: this runs on tokio threads too (see `aio`). The code is
+    // informative; failing to attach it must not hide the error.
+    crate::aio::with_python(|py| {
+        let _ = err.value(py).setattr("code", code);
+    });
+    err
+}
+
 /// The Python exception for an engine error.
 pub fn api_error(e: ApiError) -> PyErr {
     let message = e.message;
@@ -127,5 +187,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<StructuredOutputError>(),
     )?;
     m.add("RobotaInternalError", py.get_type::<RobotaInternalError>())?;
+    m.add("RemoteError", py.get_type::<RemoteError>())?;
+    m.add("UnauthorizedError", py.get_type::<UnauthorizedError>())?;
+    m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add(
+        "PathOutsideRootsError",
+        py.get_type::<PathOutsideRootsError>(),
+    )?;
+    m.add(
+        "RemoteConnectionError",
+        py.get_type::<RemoteConnectionError>(),
+    )?;
     Ok(())
 }

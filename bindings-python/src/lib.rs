@@ -14,6 +14,7 @@ mod errors;
 mod extensions;
 mod host;
 mod query;
+mod remote;
 mod session;
 mod store;
 
@@ -59,6 +60,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::NativeSession>()?;
     m.add_class::<session::NativeEvents>()?;
     m.add_class::<query::NativeQuery>()?;
+    m.add_class::<remote::NativeRemoteSession>()?;
+    m.add_class::<remote::NativeRemoteEvents>()?;
     m.add_class::<host::NativeStream>()?;
     m.add_class::<host::NativeCommandContext>()?;
     m.add_function(wrap_pyfunction!(evaluate_permission, m)?)?;

@@ -1,6 +1,7 @@
 /**
  * Typed errors: every failure of a robota call is a {@link RobotaError} whose `code` is one of
- * the engine's error kinds (the same names the C ABI, Python and Swift bindings use).
+ * the engine's error kinds (the same names the C ABI, Python and Swift bindings use), or for a
+ * `RemoteSession` one of the remote failures (`unauthorized`, `not_found`, `connection`, …).
  */
 
 /** What kind of failure a {@link RobotaError} is (mirrors the engine's `ApiErrorKind`). */
@@ -17,7 +18,21 @@ export type RobotaErrorCode =
   | 'session_locked'
   /** The answer did not match the `outputFormat` schema after the allowed follow-ups; the
    * message lists the last validation errors. */
-  | 'structured_output';
+  | 'structured_output'
+  /** A `RemoteSession`'s server refused the token. */
+  | 'unauthorized'
+  /** The server hosts no such session, prompt or permission request. */
+  | 'not_found'
+  /** The folder is outside the server's project roots (`robota serve --root`). */
+  | 'path_outside_roots'
+  /** The server refused the operation to this client. */
+  | 'forbidden'
+  /** The server could not be reached, the connection broke, or it did not answer in time. */
+  | 'connection'
+  /** The server answered something this client does not understand. */
+  | 'protocol'
+  /** Any other error the server reported. */
+  | 'remote';
 
 const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'invalid_argument',
@@ -30,6 +45,13 @@ const CODES: ReadonlySet<string> = new Set<RobotaErrorCode>([
   'command',
   'session_locked',
   'structured_output',
+  'unauthorized',
+  'not_found',
+  'path_outside_roots',
+  'forbidden',
+  'connection',
+  'protocol',
+  'remote',
 ]);
 
 /** A failure of a robota call; `message` says what went wrong and how to fix it. */

@@ -637,7 +637,7 @@ function toolAnswer(value: unknown): unknown {
 }
 
 /** A permission answer in the engine's shape: `{type: 'allow_once' | ..., ...}`. */
-function normalizePermission(answer: PermissionAnswer): Record<string, unknown> {
+export function normalizePermission(answer: PermissionAnswer): Record<string, unknown> {
   if (answer === true || answer === 'allow_once') return { type: 'allow_once' };
   if (answer === 'allow_session') return { type: 'allow_session' };
   if (answer === false || answer === 'deny') return { type: 'deny' };

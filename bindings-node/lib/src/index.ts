@@ -4,6 +4,7 @@
  * - {@link InteractiveSession}: a typed `EventEmitter` session with a prompt queue, abort,
  *   commands and state getters; `await session.submit(prompt)`.
  * - {@link createQuery}: `await createQuery({ provider })('prompt')`.
+ * - {@link RemoteSession}: a session hosted by `robota serve`, with the same surface over HTTP.
  * - Providers: {@link AnthropicProvider}, {@link OpenAIProvider}, {@link ScriptedProvider},
  *   {@link ReplayProvider}, {@link CustomProvider}.
  * - Extensions: {@link tool}, permission handlers, hook callbacks, command modules.
@@ -67,6 +68,16 @@ export {
   type StoreCheck,
 } from './stores.js';
 export { createQuery, type Query, type QueryCallOptions } from './query.js';
+export {
+  RemoteSession,
+  DEFAULT_REMOTE_TIMEOUT_MS,
+  type RemoteOptions,
+  type RemoteCreateOptions,
+  type RemoteSubmitOptions,
+  type RemoteSessionInfo,
+  type RemoteEvent,
+  type GapEvent,
+} from './remote.js';
 export type { FromSchema, JsonSchema, JsonValue, OutputFormat } from './structured.js';
 
 /** The context `evaluatePermission` decides in. */

@@ -25,14 +25,19 @@ from .errors import (
     CommandError,
     InvalidArgumentError,
     InvalidJsonError,
+    NotFoundError,
+    PathOutsideRootsError,
     ProviderError,
     QueueFullError,
+    RemoteConnectionError,
+    RemoteError,
     RobotaError,
     RobotaInternalError,
     SessionError,
     SessionLockedError,
     ShutDownError,
     StructuredOutputError,
+    UnauthorizedError,
 )
 from .events import (
     EVENT_TYPES,
@@ -42,6 +47,7 @@ from .events import (
     ContextUpdateEvent,
     ErrorEvent,
     Event,
+    GapEvent,
     InterruptedEvent,
     PermissionRequestEvent,
     RefusedEvent,
@@ -81,6 +87,7 @@ from .providers import (
     ScriptedProvider,
     ToolCall,
 )
+from .remote import RemoteEventStream, RemoteSession
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
 from .stores import SessionStore, StoreCheck, run_store_conformance
@@ -99,6 +106,9 @@ __all__ = [
     "EventStream",
     "EventType",
     "ConfigWarning",
+    # remote sessions (`robota serve`)
+    "RemoteSession",
+    "RemoteEventStream",
     "BackgroundTask",
     "BackgroundTaskLogPage",
     "BackgroundTaskStatus",
@@ -179,6 +189,7 @@ __all__ = [
     "McpServerStatusEvent",
     "SessionEvent",
     "UnknownEvent",
+    "GapEvent",
     "EVENT_TYPES",
     "event_from_dict",
     # errors
@@ -194,4 +205,9 @@ __all__ = [
     "CommandError",
     "StructuredOutputError",
     "RobotaInternalError",
+    "RemoteError",
+    "UnauthorizedError",
+    "NotFoundError",
+    "PathOutsideRootsError",
+    "RemoteConnectionError",
 ]

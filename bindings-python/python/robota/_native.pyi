@@ -1,5 +1,6 @@
 """Type stubs of the compiled module ``robota._native`` (internal: use the ``robota`` package)."""
 
+import asyncio
 from typing import Any, Awaitable, Dict, List, Optional
 
 __version__: str
@@ -43,6 +44,66 @@ class StructuredOutputError(RobotaError):
 
 class RobotaInternalError(RobotaError):
     """A bug in robota."""
+
+class RemoteError(RobotaError):
+    """A call to a ``robota serve`` server failed."""
+
+    #: The protocol's error code (``unauthorized``, ``not_found``, ``connection``, …).
+    code: str
+
+class UnauthorizedError(RemoteError):
+    """The server refused the token."""
+
+class NotFoundError(RemoteError):
+    """The server hosts no such session, prompt or permission request."""
+
+class PathOutsideRootsError(RemoteError):
+    """The folder is outside the server's project roots."""
+
+class RemoteConnectionError(RemoteError):
+    """The server could not be reached, the connection broke, or it did not answer in time."""
+
+class NativeRemoteEvents:
+    """A remote session's event stream."""
+
+    def next_batch(self, max: int = 1024, timeout: float = 3600.0) -> Awaitable[List[Dict[str, Any]]]: ...
+    def close(self) -> None: ...
+    @property
+    def subscribed_after(self) -> int: ...
+
+class NativeRemoteSession:
+    """The native half of ``robota.RemoteSession``."""
+
+    @staticmethod
+    def create(
+        url: str, token: Optional[str], request: Dict[str, Any], timeout: float
+    ) -> Awaitable[NativeRemoteSession]: ...
+    @staticmethod
+    def connect(
+        url: str, session_id: str, token: Optional[str], timeout: float
+    ) -> Awaitable[NativeRemoteSession]: ...
+    @property
+    def session_id(self) -> str: ...
+    def submit(
+        self,
+        input: str,
+        display_input: Optional[str] = None,
+        output_format: Optional[Dict[str, Any]] = None,
+    ) -> Awaitable[Dict[str, Any]]: ...
+    def abort(self) -> Awaitable[None]: ...
+    def cancel_prompt(self, prompt_id: int) -> Awaitable[bool]: ...
+    def execute_command(self, name: str, args: str) -> Awaitable[Dict[str, Any]]: ...
+    def list_commands(self) -> Awaitable[List[Dict[str, Any]]]: ...
+    def get_full_history(self) -> Awaitable[List[Dict[str, Any]]]: ...
+    def get_context_state(self) -> Awaitable[Dict[str, Any]]: ...
+    def info(self) -> Awaitable[Dict[str, Any]]: ...
+    def get_name(self) -> Awaitable[Optional[str]]: ...
+    def set_name(self, name: Optional[str]) -> Awaitable[None]: ...
+    def answer_permission(self, request_id: str, response: Dict[str, Any]) -> Awaitable[None]: ...
+    def pending_permissions(self) -> Awaitable[List[Dict[str, Any]]]: ...
+    def fork(self, name: Optional[str] = None) -> Awaitable[NativeRemoteSession]: ...
+    def close(self) -> Awaitable[None]: ...
+    def subscribe(self, after: Optional[int] = None) -> asyncio.Future[NativeRemoteEvents]: ...
 
 class NativeStream:
     """Where a Python provider streams events while a model call runs."""

@@ -33,6 +33,7 @@ __all__ = [
     "McpServerStatusEvent",
     "SessionEvent",
     "UnknownEvent",
+    "GapEvent",
     "EVENT_TYPES",
     "event_from_dict",
 ]
@@ -445,6 +446,20 @@ class UnknownEvent(Event):
     event_type: str = ""
 
     type = property(lambda self: self.event_type)  # type: ignore[assignment,unused-ignore]
+
+
+@dataclass(slots=True)
+class GapEvent(Event):
+    """Only from a :class:`robota.RemoteSession`'s event stream: the server no longer buffered
+    the events after ``missed_after`` and before ``resumed_at`` (the reader fell too far behind,
+    or resumed too late). Refresh what you show from ``get_full_history()`` / ``info()``.
+    ``seq`` is ``resumed_at - 1``."""
+
+    type: ClassVar[str] = "gap"
+    #: The ``seq`` the stream resumed after.
+    missed_after: int
+    #: The first ``seq`` delivered after the gap.
+    resumed_at: int
 
 
 def _sid(d: Dict[str, Any]) -> str:
