@@ -3,7 +3,7 @@
 // a temporary project: session/new with the permission modes, a prompt whose tool calls stream
 // updates (tool_call, tool_call_update, plan, message chunks), a permission request the client
 // allows (the file is written) and one it rejects (it is not), set_mode acceptEdits (no request,
-// the file is written), session/cancel mid-stream (stopReason `cancelled`), and session/load of
+// the file is written; an edit's update carries its diff), session/cancel mid-stream (stopReason `cancelled`), and session/load of
 // the saved session in a new process (its conversation replayed).
 //
 // ROBOTA_BIN and MOCK_LLM_BIN name the debug binaries (default: $CARGO_TARGET_DIR/debug or
@@ -97,8 +97,11 @@ test("robota acp: prompts with tool calls, permission answers, modes, cancel, lo
       // Rejected by the client.
       write("wb", "b.txt"),
       { text: "Not written." },
-      // acceptEdits: no request.
+      // acceptEdits: no request; the edit's update carries its diff.
       write("wc", "c.txt"),
+      { tool_calls: [{ id: "ec", name: "Edit", input: {
+        file_path: file("c.txt"), old_string: "c.txt", new_string: "edited c",
+      } }] },
       { text: "Wrote c." },
       // Cancelled mid-stream.
       { text: { repeat: "word ", count: 200 }, chunk_delay_ms: 50 },
@@ -184,13 +187,20 @@ test("robota acp: prompts with tool calls, permission answers, modes, cancel, lo
       assert.equal(rejected.status, "failed");
 
       // 3. Mode acceptEdits: the edit needs no request.
+      from = updates.length;
       await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" });
       result = await ctx.request(methods.agent.session.prompt, {
         sessionId, prompt: [{ type: "text", text: "write c.txt" }],
       });
       assert.equal(result.stopReason, "end_turn");
       assert.equal(permissionRequests.length, 2);
-      assert.equal(readFileSync(file("c.txt"), "utf8"), "c.txt\n");
+      assert.equal(readFileSync(file("c.txt"), "utf8"), "edited c\n");
+      const edit = updates.slice(from).map((n) => n.update)
+        .find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "ec");
+      assert.equal(edit.status, "completed");
+      assert.deepEqual(edit.content, [
+        { type: "diff", path: file("c.txt"), oldText: "c.txt\n", newText: "edited c\n" },
+      ]);
       await assert.rejects(
         ctx.request(methods.agent.session.setMode, { sessionId, modeId: "noSuchMode" }),
       );
