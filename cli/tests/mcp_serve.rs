@@ -2,7 +2,8 @@
 //! (`tests/mcp-serve/client.py`, the `mcp` package installed by `tests/mcp-servers/setup.sh`)
 //! lists and calls the tools of the real binary over stdio and over streamable HTTP, with
 //! mock-llm as the model: a prompt whose tool call writes a file, a second prompt in the same
-//! session, a command tool, bad arguments, an unknown session, and the bearer token over HTTP.
+//! session, a command tool, bad arguments, an unknown session, the saved session resumed by a new
+//! server process, and the bearer token over HTTP.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -15,14 +16,16 @@ use tempfile::TempDir;
 
 const TOKEN: &str = "mcp-serve-test-token-0123456789";
 
-/// The model's side: a Write call, the answer, then a second answer.
+/// The model's side: a Write call, the answer, a second answer, then (stdio) the answer in the
+/// resumed session.
 async fn mock_for(project: &Path) -> MockLlm {
     let file = project.join("hello.txt");
     MockLlm::start_json(json!({"turns": [
         {"tool_calls": [{"id": "w1", "name": "Write",
             "input": {"file_path": file.to_string_lossy(), "content": "hello\n"}}]},
         {"text": "Wrote it."},
-        {"text": "Second answer."}
+        {"text": "Second answer."},
+        {"text": "Resumed answer."}
     ]}))
     .await
     .expect("start mock-llm")
@@ -153,6 +156,33 @@ async fn an_mcp_client_lists_and_calls_the_tools_over_stdio() {
         .args(["--allowed-tools", "Write"]);
     let output = run_client(command);
     check_run(&output, &mock, &project);
+
+    // A new server process resumes the saved session by its id.
+    let seen: Value = serde_json::from_slice(&output.stdout).expect("the first run's JSON line");
+    let session_id = seen["session_id"].as_str().expect("session id");
+    let mut command = project.command(&python);
+    command
+        .arg(&script)
+        .arg("resume")
+        .arg(env!("CARGO_BIN_EXE_robota"))
+        .arg(project.path())
+        .arg(session_id);
+    let resumed = run_client(command);
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&resumed.stdout).expect("the resume JSON line");
+    assert_eq!(answer["answer"], "Resumed answer.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4, "model requests");
+    let last = requests[3].body.to_string();
+    assert!(
+        last.contains("write hello.txt") && last.contains("Second answer."),
+        "the resumed session lost its history: {last}"
+    );
 }
 
 /// A `robota mcp-serve --http` process, killed when dropped.

@@ -3,6 +3,7 @@
 Usage:
   client.py stdio ROBOTA_BIN PROJECT_DIR [robota mcp-serve flags…]
   client.py http URL TOKEN
+  client.py resume ROBOTA_BIN PROJECT_DIR SESSION_ID [robota mcp-serve flags…]
 
 Checks, failing with a message (exit 1) on the first one that does not hold:
   - tools/list has `prompt` and the session commands as `command_<name>` tools;
@@ -11,6 +12,8 @@ Checks, failing with a message (exit 1) on the first one that does not hold:
   - a second `prompt` with that `session_id` goes on in the same session;
   - a command tool runs in that session;
   - bad arguments and an unknown session are tool errors, not crashes.
+`resume` runs one `prompt` in the saved session SESSION_ID (in a new server process) and checks it
+ran there.
 Prints one JSON line with what it saw (the caller checks the model's requests and the files).
 """
 
@@ -102,6 +105,24 @@ async def over_stdio(robota: str, project: str, flags: list[str]) -> dict[str, A
             return await exercise(session)
 
 
+async def resume(robota: str, project: str, session_id: str, flags: list[str]) -> dict[str, Any]:
+    params = StdioServerParameters(
+        command=robota, args=["mcp-serve", *flags], cwd=project, env=None
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(
+                "prompt", {"prompt": "still there?", "session_id": session_id}
+            )
+            check(not result.is_error, f"the resumed prompt failed: {text_of(result)}")
+            check(
+                (result.structured_content or {}).get("session_id") == session_id,
+                f"the prompt ran elsewhere: {result.structured_content}",
+            )
+            return {"answer": text_of(result)}
+
+
 async def over_http(url: str, token: str) -> dict[str, Any]:
     # Without the token the endpoint answers 401 and nothing else.
     async with httpx2.AsyncClient() as plain:
@@ -119,6 +140,8 @@ def main() -> int:
     try:
         if len(args) >= 3 and args[0] == "stdio":
             seen = anyio.run(over_stdio, args[1], args[2], args[3:])
+        elif len(args) >= 4 and args[0] == "resume":
+            seen = anyio.run(resume, args[1], args[2], args[3], args[4:])
         elif len(args) == 3 and args[0] == "http":
             seen = anyio.run(over_http, args[1], args[2])
         else:
