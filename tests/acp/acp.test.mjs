@@ -1,6 +1,6 @@
 // Drives `robota acp` with the official Agent Client Protocol client library
 // (@agentclientprotocol/sdk, protocol v1) over the agent's stdio, with mock-llm as the model, in
-// a temporary project: session/new with the permission modes, a prompt whose tool calls stream
+// a temporary project: session/new with the permission modes and the commands (`/cost` run), a prompt whose tool calls stream
 // updates (tool_call, tool_call_update, plan, message chunks), a permission request the client
 // allows (the file is written) and one it rejects (it is not), set_mode acceptEdits (no request,
 // the file is written; an edit's update carries its diff), session/cancel mid-stream (stopReason `cancelled`), and session/load of
@@ -68,6 +68,17 @@ async function withAgent(project, home, handlers, run) {
       const timer = setTimeout(() => { agent.kill("SIGKILL"); ok(); }, 10000);
       agent.once("exit", () => { clearTimeout(timer); ok(); });
     });
+  }
+}
+
+/** Polls `probe` until it returns a value (at most 10 s). */
+async function waitFor(probe) {
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const value = probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((ok) => setTimeout(ok, 20));
   }
 }
 
@@ -142,9 +153,24 @@ test("robota acp: prompts with tool calls, permission answers, modes, cancel, lo
         ["acceptEdits", "bypassPermissions", "default", "dontAsk", "plan"],
       );
 
-      // 1. Allowed: the tool call streams, the client is asked, the file is written.
+      // The session's commands are advertised, and `/name` runs one without the model.
+      const commands = await waitFor(() => updates.find(
+        (n) => n.sessionId === sessionId && n.update.sessionUpdate === "available_commands_update",
+      ));
+      const names = commands.update.availableCommands.map((c) => c.name);
+      for (const name of ["compact", "context", "cost"]) assert.ok(names.includes(name), `${names}`);
       let from = updates.length;
       let result = await ctx.request(methods.agent.session.prompt, {
+        sessionId, prompt: [{ type: "text", text: "/cost" }],
+      });
+      assert.equal(result.stopReason, "end_turn");
+      const costText = updates.slice(from).filter((n) => n.update.sessionUpdate === "agent_message_chunk")
+        .map((n) => n.update.content.text).join("");
+      assert.ok(costText.length > 0, "the command answered nothing");
+
+      // 1. Allowed: the tool call streams, the client is asked, the file is written.
+      from = updates.length;
+      result = await ctx.request(methods.agent.session.prompt, {
         sessionId, prompt: [{ type: "text", text: "write a.txt" }],
       });
       assert.equal(result.stopReason, "end_turn");

@@ -7,7 +7,8 @@
 //! `session/update`s (answer and thought chunks, tool calls with kind, status and content
 //! including diffs, the todo list as a plan); permission requests sent to the client as
 //! `session/request_permission`; `session/cancel` aborting the prompt (it ends `cancelled`);
-//! modes, which are the permission modes (`session/set_mode`).
+//! modes, which are the permission modes (`session/set_mode`); the session's commands advertised
+//! (`available_commands_update`) and run when a prompt is `/name args`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -377,6 +378,66 @@ impl AcpAgent {
         Ok(opened)
     }
 
+    /// Tells the client the session's commands (editors offer them as `/name` in the prompt).
+    fn advertise_commands(&self, opened: &AcpSession, connection: &ConnectionTo<Client>) {
+        let Ok(entries) = opened.session.list_commands() else {
+            return;
+        };
+        let commands: Vec<Value> = entries
+            .iter()
+            .filter(|e| e.descriptor.user_invocable)
+            .map(|e| {
+                let mut command = json!({
+                    "name": e.name,
+                    "description": e.descriptor.description,
+                });
+                if let Some(hint) = &e.descriptor.argument_hint {
+                    command["input"] = json!({"hint": hint});
+                }
+                command
+            })
+            .collect();
+        if let Some(n) = update(
+            &opened.session.get_session_id(),
+            json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}),
+        ) {
+            let _ = connection.send_notification(n);
+        }
+    }
+
+    /// Runs `/name args` when `name` is one of the session's commands: its message is the
+    /// answer. `None` when the text is not a command.
+    async fn run_command(
+        &self,
+        opened: &AcpSession,
+        text: &str,
+        connection: &ConnectionTo<Client>,
+    ) -> Option<Result<schema::PromptResponse, Error>> {
+        let rest = text.trim().strip_prefix('/')?;
+        let (name, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        let known = opened
+            .session
+            .list_commands()
+            .ok()?
+            .iter()
+            .any(|e| e.descriptor.user_invocable && e.name == name);
+        if !known {
+            return None;
+        }
+        let message_text = match opened.session.execute_command(name, args.trim()).await {
+            Ok(result) => result.message,
+            Err(e) => format!("/{name}: {e}"),
+        };
+        if let Some(n) = update(
+            &opened.session.get_session_id(),
+            json!({"sessionUpdate": "agent_message_chunk",
+                   "content": {"type": "text", "text": message_text}}),
+        ) {
+            let _ = connection.send_notification(n);
+        }
+        Some(message(json!({"stopReason": "end_turn"})))
+    }
+
     /// Replays a resumed session's conversation to the client.
     fn replay(&self, opened: &AcpSession, connection: &ConnectionTo<Client>) {
         let session_id = opened.session.get_session_id();
@@ -403,11 +464,15 @@ impl AcpAgent {
     async fn prompt(
         &self,
         request: schema::PromptRequest,
+        connection: &ConnectionTo<Client>,
     ) -> Result<schema::PromptResponse, Error> {
         let opened = self.get(&request.session_id.to_string())?;
         let text = prompt_text(&request.prompt);
         if text.trim().is_empty() {
             return Err(invalid_params("the prompt has no text"));
+        }
+        if let Some(answered) = self.run_command(&opened, &text, connection).await {
+            return answered;
         }
         if text.len() > MAX_PROMPT_BYTES {
             return Err(invalid_params(format!(
@@ -507,10 +572,14 @@ impl AcpAgent {
                         // Opening reads settings and starts MCP servers: off the dispatch loop.
                         connection.clone().spawn(async move {
                             match agent.open(request.cwd.clone(), None, &connection).await {
-                                Ok(opened) => responder.respond(message(json!({
-                                    "sessionId": opened.session.get_session_id(),
-                                    "modes": modes(opened.session.session().permission_mode()),
-                                }))?),
+                                Ok(opened) => {
+                                    responder.respond(message(json!({
+                                        "sessionId": opened.session.get_session_id(),
+                                        "modes": modes(opened.session.session().permission_mode()),
+                                    }))?)?;
+                                    agent.advertise_commands(&opened, &connection);
+                                    Ok(())
+                                }
                                 Err(e) => responder.respond_with_error(e),
                             }
                         })
@@ -537,7 +606,9 @@ impl AcpAgent {
                                     agent.replay(&opened, &connection);
                                     responder.respond(message(json!({
                                         "modes": modes(opened.session.session().permission_mode()),
-                                    }))?)
+                                    }))?)?;
+                                    agent.advertise_commands(&opened, &connection);
+                                    Ok(())
                                 }
                                 Err(e) => responder.respond_with_error(e),
                             }
@@ -555,8 +626,8 @@ impl AcpAgent {
                         let agent = Arc::clone(&agent);
                         // The prompt runs while the loop goes on: cancel and permission answers
                         // must get through.
-                        connection.spawn(async move {
-                            match agent.prompt(request).await {
+                        connection.clone().spawn(async move {
+                            match agent.prompt(request, &connection).await {
                                 Ok(response) => responder.respond(response),
                                 Err(e) => responder.respond_with_error(e),
                             }
