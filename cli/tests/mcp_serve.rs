@@ -126,6 +126,15 @@ fn check_run(output: &Output, mock: &MockLlm, project: &Project) {
     ] {
         assert!(tools.contains(&json!(name)), "{name} missing: {tools:?}");
     }
+    // Listing the tools opened no session of its own that stays empty: the prompt took it.
+    let saved = std::fs::read_dir(project.path().join(".robota/sessions"))
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|entry| entry.path().extension().is_some_and(|e| e == "json"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert!(saved <= 1, "{saved} sessions saved for one conversation");
     // The tool call ran: the file is there.
     assert_eq!(
         std::fs::read_to_string(project.path().join("hello.txt")).expect("hello.txt"),

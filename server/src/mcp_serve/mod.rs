@@ -84,6 +84,10 @@ struct Hosted {
     by_id: HashMap<String, Arc<InteractiveSession>>,
     /// The session a command runs in when the call names none: the last one used.
     last: Option<String>,
+    /// A session opened only to list the commands, in the first root, that nothing ran in yet:
+    /// the next `prompt` for a new session there takes it instead of opening (and saving)
+    /// another.
+    unused: Option<String>,
 }
 
 /// The `prompt` tool's arguments.
@@ -263,7 +267,32 @@ impl AgentMcpServer {
     }
 
     fn remember(&self, session: &InteractiveSession) {
-        self.hosted().last = Some(session.get_session_id());
+        let id = session.get_session_id();
+        let mut hosted = self.hosted();
+        if hosted.unused.as_deref() == Some(id.as_str()) {
+            hosted.unused = None;
+        }
+        hosted.last = Some(id);
+    }
+
+    /// The session opened for listing, when a new session in `cwd` is asked for and it would
+    /// be the same (the first root).
+    fn take_unused(&self, cwd: Option<&str>) -> Option<Arc<InteractiveSession>> {
+        let same_folder = match cwd {
+            None => true,
+            Some(cwd) => self
+                .inner
+                .options
+                .roots
+                .resolve(Some(cwd))
+                .is_ok_and(|p| p == self.inner.options.roots.default_root()),
+        };
+        if !same_folder {
+            return None;
+        }
+        let mut hosted = self.hosted();
+        let id = hosted.unused.take()?;
+        hosted.by_id.get(&id).cloned()
     }
 
     /// The `prompt` tool.
@@ -286,12 +315,19 @@ impl AgentMcpServer {
                 args.prompt.len()
             ));
         }
-        let session = match self
-            .session_for(args.session_id.as_deref(), args.cwd.as_deref())
-            .await
-        {
-            Ok(session) => session,
-            Err(e) => return error_result(e.message),
+        let unused = match args.session_id {
+            None => self.take_unused(args.cwd.as_deref()),
+            Some(_) => None,
+        };
+        let session = match unused {
+            Some(session) => session,
+            None => match self
+                .session_for(args.session_id.as_deref(), args.cwd.as_deref())
+                .await
+            {
+                Ok(session) => session,
+                Err(e) => return error_result(e.message),
+            },
         };
         self.remember(&session);
         let session_id = session.get_session_id();
@@ -353,8 +389,13 @@ impl AgentMcpServer {
     /// configuration), else a new session's in the default folder.
     async fn command_entries(&self) -> Result<Vec<CommandEntry>, ServeError> {
         let session = self.command_session(None).await?;
-        if self.hosted().last.is_none() {
-            self.remember(&session);
+        {
+            let mut hosted = self.hosted();
+            if hosted.last.is_none() {
+                let id = session.get_session_id();
+                hosted.last = Some(id.clone());
+                hosted.unused = Some(id);
+            }
         }
         Ok(session.list_commands()?)
     }
