@@ -14,12 +14,13 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Readable, Writable } from "node:stream";
 import { createInterface } from "node:readline";
 import { client, ndJsonStream, methods } from "@agentclientprotocol/sdk";
 
-const targetDir = process.env.CARGO_TARGET_DIR ?? resolve(import.meta.dirname, "../../target");
+const targetDir = process.env.CARGO_TARGET_DIR ?? fileURLToPath(new URL("../../target", import.meta.url));
 const robotaBin = process.env.ROBOTA_BIN ?? join(targetDir, "debug/robota");
 const mockBin = process.env.MOCK_LLM_BIN ?? join(targetDir, "debug/mock-llm");
 
