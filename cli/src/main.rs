@@ -7,9 +7,10 @@
 //! `InteractiveSession` (the session logic lives there): argument handling is in [`args`], the
 //! session is opened in [`driver`], output formatting in [`output`] and [`repl`].
 //! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
-//! over crate `robota-server`). `--input-format stream-json --output-format stream-json` speaks
-//! the Claude Agent SDK's protocol on stdin/stdout, so the SDKs run robota as their CLI
-//! ([`claude_sdk`]).
+//! over crate `robota-server`); `robota mcp-serve` is the agent as an MCP server over stdio or
+//! streamable HTTP ([`mcp_serve`]); `robota acp` is an Agent Client Protocol agent over stdio for
+//! editors ([`acp`]). `--input-format stream-json --output-format stream-json` speaks the Claude
+//! Agent SDK's protocol on stdin/stdout, so the SDKs run robota as their CLI ([`claude_sdk`]).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
 //! rejected), 2 usage or configuration error (bad flag, bad settings, missing API key), 3 the
@@ -18,14 +19,17 @@
 //! aborted and the session shut down before the CLI exits, so no process it started is left
 //! running (see [`signals`]).
 
+mod acp;
 mod args;
 mod claude_sdk;
 mod driver;
+mod mcp_serve;
 mod output;
 mod prompt;
 mod render;
 mod repl;
 mod serve;
+mod session_flags;
 mod signals;
 
 use std::process::ExitCode;
@@ -110,9 +114,19 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
-/// `robota serve …`: the network host, with its own flags.
-fn serve_main() -> ExitCode {
-    let args: serve::ServeArgs = match parse_or_exit(std::env::args_os().skip(1)) {
+/// Runs a subcommand with flags of its own (`robota serve`, `robota mcp-serve`, `robota acp`):
+/// parses them without the first argument (the subcommand's name), runs `run` on the runtime,
+/// and reports a failure as `robota <name>: …`.
+fn subcommand_main<A, F, Fut>(name: &str, run: F) -> ExitCode
+where
+    A: clap::Parser,
+    F: FnOnce(A) -> Fut,
+    Fut: std::future::Future<Output = Result<u8, CliError>>,
+{
+    // The program name clap shows in usage lines and errors: `robota serve`, not `serve`.
+    let argv = std::iter::once(std::ffi::OsString::from(format!("robota {name}")))
+        .chain(std::env::args_os().skip(2));
+    let args: A = match parse_or_exit(argv) {
         Ok(args) => args,
         Err(code) => return code,
     };
@@ -120,22 +134,30 @@ fn serve_main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let result = runtime.block_on(serve::run(args));
+    let result = runtime.block_on(run(args));
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(CliError { code, message }) => {
-            eprintln!("robota serve: {message}");
+            eprintln!("robota {name}: {message}");
             ExitCode::from(code)
         }
     }
 }
 
 fn main() -> ExitCode {
-    // `robota serve` is a subcommand with flags of its own; everything else is the agent CLI
-    // (a prompt that is literally `serve` can be given as `robota -- serve`).
-    if std::env::args_os().nth(1).is_some_and(|a| a == "serve") {
-        return serve_main();
+    // `robota serve`, `robota mcp-serve` and `robota acp` are subcommands with flags of their
+    // own; everything else is the agent CLI (a prompt that is literally `serve` can be given as
+    // `robota -- serve`).
+    match std::env::args_os()
+        .nth(1)
+        .as_deref()
+        .and_then(|a| a.to_str())
+    {
+        Some("serve") => return subcommand_main("serve", serve::run),
+        Some("mcp-serve") => return subcommand_main("mcp-serve", mcp_serve::run),
+        Some("acp") => return subcommand_main("acp", acp::run),
+        _ => {}
     }
     let cli: Cli = match parse_or_exit(std::env::args_os()) {
         Ok(cli) => cli,

@@ -109,13 +109,20 @@ pub struct ServeArgs {
     pub no_sandbox: bool,
 }
 
-/// Opens sessions the way the CLI does, in the folder a client asked for.
-struct CliSessionFactory {
+/// Opens sessions the way the CLI does, in the folder a client asked for (also used by
+/// `robota mcp-serve` and `robota acp`).
+pub(crate) struct CliSessionFactory {
     base: Cli,
 }
 
 impl CliSessionFactory {
-    fn cli_for(&self, cwd: &Path) -> Cli {
+    /// A factory opening sessions with `base`'s flags.
+    pub(crate) fn new(base: Cli) -> Self {
+        CliSessionFactory { base }
+    }
+
+    /// `base` in the folder `cwd`.
+    pub(crate) fn cli_for(&self, cwd: &Path) -> Cli {
         let mut cli = self.base.clone();
         cli.cwd = Some(cwd.to_path_buf());
         cli

@@ -9,14 +9,20 @@
 //! API. The protocol is `server/PROTOCOL.md`; its wire types are in
 //! [`robota_remote::wire`].
 //!
+//! [`acp`] is `robota acp`: an Agent Client Protocol agent over stdio, for editors.
+//! [`mcp_serve`] is `robota mcp-serve`: the agent as an MCP server over stdio and streamable
+//! HTTP.
+//!
 //! Security defaults: loopback, a bearer token on every `/v1` route but health, CORS closed,
 //! request bodies capped, sessions confined to the project roots.
 
+pub mod acp;
 mod auth;
 mod error;
 mod event_log;
 mod hosted;
 mod http;
+pub mod mcp_serve;
 mod monitor;
 mod openapi;
 mod permissions;
