@@ -152,6 +152,11 @@ pub fn parse_mcp_servers(
         });
         return (entries, warnings);
     };
+    // By name, whatever order the JSON object keeps (serde_json's `preserve_order`, which a
+    // dependency of the same build may turn on, keeps the file's order): the servers start and
+    // are listed the same way in every build.
+    let mut servers: Vec<(&String, &Value)> = servers.iter().collect();
+    servers.sort_by(|a, b| a.0.cmp(b.0));
     for (name, definition) in servers {
         match parse_one(name, definition, env) {
             Ok((transport, oauth)) => entries.push(McpServerEntry {
