@@ -18,8 +18,9 @@ use robota_server::{
     SessionFactory,
 };
 
-use crate::args::{Cli, PermissionPrompt};
+use crate::args::Cli;
 use crate::driver::{session_options, CliError};
+use crate::session_flags::SessionFlags;
 
 /// The environment variable the token is read from when `--token-env` names none.
 pub const DEFAULT_TOKEN_ENV: &str = "ROBOTA_SERVE_TOKEN";
@@ -73,40 +74,10 @@ pub struct ServeArgs {
     /// Most sessions hosted at once.
     #[arg(long, default_value_t = 1000)]
     pub max_sessions: usize,
-    /// The model id for every session (overrides settings).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// The settings provider profile to use.
-    #[arg(long, value_name = "PROFILE")]
-    pub provider: Option<String>,
-    /// An extra settings file, applied above every settings layer of every session.
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
-    /// Permission mode of new sessions: default, acceptEdits, plan, dontAsk, bypassPermissions.
-    #[arg(long, value_name = "MODE")]
-    pub permission_mode: Option<String>,
-    /// Rules to allow without asking, comma or space separated.
-    #[arg(long, value_name = "RULES", num_args = 1..)]
-    pub allowed_tools: Vec<String>,
-    /// Rules to deny, comma or space separated.
-    #[arg(long, value_name = "RULES", num_args = 1..)]
-    pub disallowed_tools: Vec<String>,
-    /// Most model/tool rounds per prompt (0 = no cap).
-    #[arg(long, value_name = "N")]
-    pub max_turns: Option<u32>,
-    /// Where sessions are saved (as `robota --session-store`): `file`, `sqlite:PATH`,
-    /// `postgres://…` or `postgres-env:NAME`.
-    #[arg(long, value_name = "STORE")]
-    pub session_store: Option<String>,
-    /// MCP servers every session gets (as `robota --mcp-config`); repeatable.
-    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1..)]
-    pub mcp_config: Vec<String>,
-    /// Run Bash in the OS sandbox whatever the settings say.
-    #[arg(long, conflicts_with = "no_sandbox")]
-    pub sandbox: bool,
-    /// Run Bash without the OS sandbox.
-    #[arg(long)]
-    pub no_sandbox: bool,
+    /// The session flags (model, provider, settings, permissions, store, MCP, sandbox), for
+    /// every session.
+    #[command(flatten)]
+    pub session: SessionFlags,
 }
 
 /// Opens sessions the way the CLI does, in the folder a client asked for (also used by
@@ -173,24 +144,6 @@ impl SessionFactory for CliSessionFactory {
     }
 }
 
-/// The session flags as the CLI's own arguments (the factory opens sessions from them).
-fn base_cli(args: &ServeArgs) -> Cli {
-    let mut cli = Cli::parse_from(["robota"]);
-    cli.model = args.model.clone();
-    cli.provider = args.provider.clone();
-    cli.settings = args.settings.clone();
-    cli.permission_mode = args.permission_mode.clone();
-    cli.allowed_tools = args.allowed_tools.clone();
-    cli.disallowed_tools = args.disallowed_tools.clone();
-    cli.max_turns = args.max_turns;
-    cli.session_store = args.session_store.clone();
-    cli.mcp_config = args.mcp_config.clone();
-    cli.sandbox = args.sandbox;
-    cli.no_sandbox = args.no_sandbox;
-    cli.permission_prompt = PermissionPrompt::None;
-    cli
-}
-
 fn token(args: &ServeArgs) -> Result<(String, bool), CliError> {
     let name = args.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
     match std::env::var(name) {
@@ -236,7 +189,7 @@ pub async fn run(args: ServeArgs) -> Result<u8, CliError> {
         .collect::<Vec<_>>()
         .join(", ");
     let factory = Arc::new(CliSessionFactory {
-        base: base_cli(&args),
+        base: args.session.to_cli(),
     });
     // A configuration problem (bad settings file, missing key) shows now, not at the first
     // client's request.

@@ -1,4 +1,4 @@
-//! The session flags shared by `robota mcp-serve` and `robota acp` (model, provider, settings,
+//! The session flags shared by `robota serve`, `robota mcp-serve` and `robota acp` (model, provider, settings,
 //! permissions, store, MCP servers, sandbox), turned into the CLI's own arguments so sessions
 //! open exactly as `robota -p` opens them.
 
