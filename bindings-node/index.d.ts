@@ -94,23 +94,23 @@ export declare class NativeRemoteSession {
    */
   submit(text: string, display?: string | undefined | null, outputFormatJson?: string | undefined | null): Promise<NativeRemotePrompt>
   /** Aborts the running prompt and drops the queued one. */
-  abort(): Promise<void>
+  abort(): void
   /** Cancels one prompt; false when it had already ended. */
   cancelPrompt(promptId: number): Promise<boolean>
   /** Runs a slash command; resolves with the `CommandResult` as JSON. */
   executeCommand(name: string, args: string): Promise<string>
   /** The commands, as JSON. */
-  listCommands(): Promise<string>
+  listCommands(): string
   /** The full history, as JSON. */
-  getFullHistory(): Promise<string>
+  getFullHistory(): string
   /** The context state, as JSON. */
-  getContextState(): Promise<string>
+  getContextState(): string
   /** The session as the server reports it (`SessionInfo`), as JSON. */
-  info(): Promise<string>
+  info(): string
   /** The session's name. */
-  getName(): Promise<string | null>
+  getName(): string | null
   /** Names the session (`null` clears the name). */
-  setName(name?: string | undefined | null): Promise<void>
+  setName(name?: string | undefined | null): void
   /** Answers a permission request (`responseJson`: a `PermissionResponse`). */
   answerPermission(requestId: string, responseJson: string): Promise<void>
   /** The permission requests waiting for an answer, as JSON. */

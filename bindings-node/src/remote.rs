@@ -1,11 +1,14 @@
 //! [`NativeRemoteSession`] and [`NativeRemoteEvents`]: `robota_remote::RemoteSession` (a
-//! session hosted by `robota serve`) as JavaScript classes. Every call goes to the server, so
-//! every method returns a Promise; values cross as JSON text. The protocol lives in the Rust
-//! crate, not here.
+//! session hosted by `robota serve`) as JavaScript classes. Every call goes to the server. The
+//! calls that are plain (not Promises) on a local session — abort, the command list, history,
+//! context, name, info — are plain here too and block until the server answers (bounded by the
+//! endpoint's timeout), so code written for a local session runs unchanged; the rest return
+//! Promises. Values cross as JSON text. The protocol lives in the Rust crate, not here.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use napi::bindgen_prelude::block_on;
 use napi_derive::napi;
 use robota::api::ApiError;
 use robota::framework::interactive::{InteractiveEvent, PromptResult};
@@ -165,8 +168,8 @@ impl NativeRemoteSession {
 
     /// Aborts the running prompt and drops the queued one.
     #[napi]
-    pub async fn abort(&self) -> napi::Result<()> {
-        self.session.abort().await.map_err(remote_error)
+    pub fn abort(&self) -> napi::Result<()> {
+        block_on(self.session.abort()).map_err(remote_error)
     }
 
     /// Cancels one prompt; false when it had already ended.
@@ -191,50 +194,38 @@ impl NativeRemoteSession {
 
     /// The commands, as JSON.
     #[napi]
-    pub async fn list_commands(&self) -> napi::Result<String> {
-        to_json(&self.session.list_commands().await.map_err(remote_error)?)
+    pub fn list_commands(&self) -> napi::Result<String> {
+        to_json(&block_on(self.session.list_commands()).map_err(remote_error)?)
     }
 
     /// The full history, as JSON.
     #[napi]
-    pub async fn get_full_history(&self) -> napi::Result<String> {
-        to_json(
-            &self
-                .session
-                .get_full_history()
-                .await
-                .map_err(remote_error)?,
-        )
+    pub fn get_full_history(&self) -> napi::Result<String> {
+        to_json(&block_on(self.session.get_full_history()).map_err(remote_error)?)
     }
 
     /// The context state, as JSON.
     #[napi]
-    pub async fn get_context_state(&self) -> napi::Result<String> {
-        to_json(
-            &self
-                .session
-                .get_context_state()
-                .await
-                .map_err(remote_error)?,
-        )
+    pub fn get_context_state(&self) -> napi::Result<String> {
+        to_json(&block_on(self.session.get_context_state()).map_err(remote_error)?)
     }
 
     /// The session as the server reports it (`SessionInfo`), as JSON.
     #[napi]
-    pub async fn info(&self) -> napi::Result<String> {
-        to_json(&self.session.info().await.map_err(remote_error)?)
+    pub fn info(&self) -> napi::Result<String> {
+        to_json(&block_on(self.session.info()).map_err(remote_error)?)
     }
 
     /// The session's name.
     #[napi]
-    pub async fn get_name(&self) -> napi::Result<Option<String>> {
-        self.session.get_name().await.map_err(remote_error)
+    pub fn get_name(&self) -> napi::Result<Option<String>> {
+        block_on(self.session.get_name()).map_err(remote_error)
     }
 
     /// Names the session (`null` clears the name).
     #[napi]
-    pub async fn set_name(&self, name: Option<String>) -> napi::Result<()> {
-        self.session.set_name(name).await.map_err(remote_error)
+    pub fn set_name(&self, name: Option<String>) -> napi::Result<()> {
+        block_on(self.session.set_name(name)).map_err(remote_error)
     }
 
     /// Answers a permission request (`responseJson`: a `PermissionResponse`).

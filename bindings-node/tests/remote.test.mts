@@ -7,7 +7,14 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 
-import { RemoteSession, RobotaError, type RemoteEvent } from '@robota/native';
+import {
+  AnthropicProvider,
+  InteractiveSession,
+  RemoteSession,
+  RobotaError,
+  type RemoteEvent,
+  type RobotaEvent,
+} from '@robota/native';
 
 import { repoDir, startMockLlm, tempDir, within, type MockLlm } from './helpers.mjs';
 
@@ -88,12 +95,12 @@ async function startServe(mock: MockLlm): Promise<Serve> {
 }
 
 /** Reads `events` until one that ends a prompt; returns them all. */
-async function untilPromptEnd(events: AsyncIterableIterator<RemoteEvent>): Promise<RemoteEvent[]> {
-  const seen: RemoteEvent[] = [];
+async function untilPromptEnd<E extends { type: string; seq: number }>(events: AsyncIterableIterator<E>): Promise<E[]> {
+  const seen: E[] = [];
   for (;;) {
     const next = await within(20_000, events.next(), 'the next event');
     assert.equal(next.done, false, `the stream ended early after ${JSON.stringify(seen)}`);
-    const event = next.value as RemoteEvent;
+    const event = next.value as E;
     seen.push(event);
     if (['complete', 'refused', 'truncated', 'error', 'interrupted'].includes(event.type)) return seen;
   }
@@ -113,56 +120,24 @@ describe('RemoteSession', () => {
     await mock?.stop();
   });
 
-  test('a prompt with a tool call returns its result and streams its events', async () => {
-    await mock.setScript({
-      turns: [
-        { tool_calls: [{ id: 't1', name: 'Read', input: { file_path: 'notes.txt' } }] },
-        { text: ['All ', 'read.'], chunk_delay_ms: 20 },
-      ],
-    });
-    writeFileSync(path.join(serve.project, 'notes.txt'), 'remote notes\n');
-    const session = await RemoteSession.create(serve.url, { token: TOKEN, cwd: serve.project });
-    const events = session.events();
-    const result = await session.submit('Read notes.txt');
-    assert.equal(result.status, 'complete');
-    assert.ok(result.status === 'complete' && result.outcome.response === 'All read.');
-
-    const seen = await untilPromptEnd(events);
-    await events.return?.();
-    const types = seen.map((e) => e.type);
-    for (const wanted of ['tool_start', 'tool_end', 'text_delta', 'complete']) {
-      assert.ok(types.includes(wanted as RemoteEvent['type']), `no ${wanted} in ${types.join(',')}`);
-    }
-    const seqs = seen.map((e) => e.seq);
-    assert.deepEqual(
-      seqs,
-      seqs.map((_, i) => (seqs[0] ?? 0) + i),
-      'seqs are contiguous',
-    );
-    const text = seen.map((e) => (e.type === 'text_delta' ? e.text : '')).join('');
-    // The engine separates the rounds' texts with a blank line.
-    assert.equal(text.trimStart(), 'All read.');
-    await session.close();
-  });
-
   test('commands, state, names, fork and close work over HTTP', async () => {
     await mock.setScript({ turns: [{ text: 'hello' }] });
     const session = await RemoteSession.create(serve.url, { token: TOKEN, cwd: serve.project });
     assert.equal((await session.submit('hi')).status, 'complete');
     const attached = await RemoteSession.connect(serve.url, session.sessionId, { token: TOKEN });
-    assert.ok((await attached.getFullHistory()).length >= 2);
-    assert.ok((await attached.listCommands()).some((c) => c.name === 'rename'));
+    assert.ok(attached.getFullHistory().length >= 2);
+    assert.ok(attached.listCommands().some((c) => c.name === 'rename'));
     const renamed = await attached.executeCommand('rename', 'remote one');
     assert.equal(renamed.success, true);
-    assert.equal(await session.getName(), 'remote one');
-    await session.setName('second');
-    assert.equal(await attached.getName(), 'second');
-    const context = await session.getContextState();
+    assert.equal(session.getName(), 'remote one');
+    session.setName('second');
+    assert.equal(attached.getName(), 'second');
+    const context = session.getContextState();
     assert.equal(typeof context.used_tokens, 'number');
     assert.deepEqual(await session.pendingPermissions(), []);
     const copy = await session.fork('copy');
     assert.notEqual(copy.sessionId, session.sessionId);
-    assert.equal(await copy.getName(), 'copy');
+    assert.equal(copy.getName(), 'copy');
     await copy.close();
 
     const events = session.events();
@@ -172,7 +147,10 @@ describe('RemoteSession', () => {
       const next = await within(20_000, events.next(), 'the stream end');
       if (next.done === true) break;
     }
-    await assert.rejects(session.info(), (error: unknown) => error instanceof RobotaError && error.code === 'not_found');
+    assert.throws(
+      () => session.info(),
+      (error: unknown) => error instanceof RobotaError && error.code === 'not_found',
+    );
   });
 
   test('a permission request is answered over HTTP', async () => {
@@ -226,5 +204,83 @@ describe('RemoteSession', () => {
       RemoteSession.connect('http://127.0.0.1:9', 'any', { token: TOKEN, timeoutMs: 5000 }),
       (error: unknown) => error instanceof RobotaError && error.code === 'connection',
     );
+  });
+  /** Code written once against the session surface: it runs unchanged on a local
+   * `InteractiveSession` and on a `RemoteSession`. */
+  async function driveASession(session: InteractiveSession | RemoteSession): Promise<void> {
+    const events: AsyncIterableIterator<RobotaEvent | RemoteEvent> = session.events();
+    const result = await session.submit('Read notes.txt');
+    assert.equal(result.status, 'complete', JSON.stringify(result));
+    assert.ok(result.status === 'complete' && result.outcome.response === 'All read.');
+    const seen = await untilPromptEnd(events);
+    await events.return?.();
+    const types: string[] = seen.map((e) => e.type);
+    for (const wanted of ['tool_start', 'tool_end', 'text_delta', 'complete']) {
+      assert.ok(types.includes(wanted), `no ${wanted} in ${types.join(',')}`);
+    }
+    const seqs = seen.map((e) => e.seq);
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => (seqs[0] ?? 0) + i),
+      'seqs are contiguous',
+    );
+    const text = seen.map((e) => (e.type === 'text_delta' ? e.text : '')).join('');
+    // The engine separates the rounds' texts with a blank line.
+    assert.equal(text.trimStart(), 'All read.');
+    assert.equal(session.isExecuting(), false);
+    assert.equal(session.getPendingPrompt(), null);
+
+    assert.ok(session.listCommands().some((c) => c.name === 'rename'));
+    assert.equal((await session.executeCommand('rename', 'shared code')).success, true);
+    assert.equal(session.getName(), 'shared code');
+    session.setName('renamed');
+    assert.equal(session.getName(), 'renamed');
+    await session.rename('third');
+    assert.equal(session.getName(), 'third');
+
+    assert.equal(session.getMessages()[0]?.role, 'user');
+    assert.ok(session.getFullHistory().some((entry) => (entry as { category?: string }).category === 'event'));
+    assert.ok(session.getContextState().used_tokens > 0);
+
+    // abort() is a plain call on both: the running prompt ends interrupted.
+    const slow: AsyncIterableIterator<RobotaEvent | RemoteEvent> = session.events();
+    const running = session.submit('Say something slowly');
+    for (;;) {
+      const next = await within(20_000, slow.next(), 'the first text of the slow prompt');
+      assert.equal(next.done, false);
+      const event = next.value as RobotaEvent | RemoteEvent;
+      if (event.type === 'text_delta') break;
+      assert.ok(!['complete', 'error', 'interrupted'].includes(event.type), `ended before streaming: ${event.type}`);
+    }
+    await slow.return?.();
+    assert.equal(session.isExecuting(), true);
+    session.abort();
+    assert.equal((await within(30_000, running, 'the aborted prompt')).status, 'interrupted');
+    assert.equal(session.isExecuting(), false);
+    await session.shutdown();
+  }
+
+  const driveScript = {
+    turns: [
+      { tool_calls: [{ id: 't1', name: 'Read', input: { file_path: 'notes.txt' } }] },
+      { text: ['All ', 'read.'], chunk_delay_ms: 20 },
+      { text: Array.from({ length: 200 }, () => 'slow '), chunk_delay_ms: 50 },
+    ],
+  };
+
+  test('the same code drives a local and a remote session', async () => {
+    writeFileSync(path.join(serve.project, 'notes.txt'), 'shared notes\n');
+    // Local: the same project folder and the same model as the server's sessions.
+    await mock.setScript(driveScript);
+    await driveASession(
+      new InteractiveSession({
+        cwd: serve.project,
+        home: tempDir('robota-remote-local-home-'),
+        provider: new AnthropicProvider({ model: 'claude-sonnet-4-5', apiKey: 'test-key', baseUrl: mock.baseUrl }),
+      }),
+    );
+    // Remote: only the constructor differs.
+    await mock.setScript(driveScript);
+    await driveASession(await RemoteSession.create(serve.url, { token: TOKEN, cwd: serve.project }));
   });
 });

@@ -1,6 +1,9 @@
 //! `NativeRemoteSession` and `NativeRemoteEvents`: `robota_remote::RemoteSession` (a session
-//! hosted by `robota serve`) for Python. Every call goes to the server, so every method is an
-//! awaitable; the protocol lives in the Rust crate, not here.
+//! hosted by `robota serve`) for Python. Every call goes to the server. The calls that are plain
+//! (not awaitable) on a local session — abort, the command list, history, context, name, info —
+//! are plain here too and wait for the server with the GIL released, so code written for a
+//! local session runs unchanged; the rest are awaitables. The protocol lives in the Rust crate,
+//! not here.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -28,6 +31,25 @@ fn endpoint(url: String, token: Option<String>, timeout: f64) -> PyResult<Remote
         ));
     }
     Ok(RemoteEndpoint::new(url, token).with_request_timeout(Duration::from_secs_f64(timeout)))
+}
+
+/// Runs one call to the server to completion and returns its result, with the GIL released.
+/// The call runs on robota's runtime and this thread waits on a channel, which works from any
+/// thread (also one of the runtime's own, where `block_on` would panic); the endpoint's
+/// per-call timeout bounds the wait.
+fn blocking<T, F>(py: Python<'_>, call: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = PyResult<T>> + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime().spawn(async move {
+        // The receiver is gone only if the waiting thread itself was torn down.
+        let _ = tx.send(call.await);
+    });
+    py.detach(move || rx.recv()).map_err(|_| {
+        crate::errors::internal("the remote call ended without an answer (runtime shut down)")
+    })?
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> PyResult<Json> {
@@ -165,9 +187,9 @@ impl NativeRemoteSession {
     }
 
     /// Aborts the running prompt and drops the queued one.
-    fn abort<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
         let session = self.session.clone();
-        crate::aio::awaitable(
+        blocking(
             py,
             async move { session.abort().await.map_err(remote_error) },
         )
@@ -199,50 +221,50 @@ impl NativeRemoteSession {
     }
 
     /// The commands (list of dicts).
-    fn list_commands<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn list_commands(&self, py: Python<'_>) -> PyResult<Json> {
         let session = self.session.clone();
-        crate::aio::awaitable(py, async move {
+        blocking(py, async move {
             to_json(&session.list_commands().await.map_err(remote_error)?)
         })
     }
 
     /// The full history (list of dicts).
-    fn get_full_history<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn get_full_history(&self, py: Python<'_>) -> PyResult<Json> {
         let session = self.session.clone();
-        crate::aio::awaitable(py, async move {
+        blocking(py, async move {
             to_json(&session.get_full_history().await.map_err(remote_error)?)
         })
     }
 
     /// The context state (dict).
-    fn get_context_state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn get_context_state(&self, py: Python<'_>) -> PyResult<Json> {
         let session = self.session.clone();
-        crate::aio::awaitable(py, async move {
+        blocking(py, async move {
             to_json(&session.get_context_state().await.map_err(remote_error)?)
         })
     }
 
     /// The session as the server reports it (dict).
-    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn info(&self, py: Python<'_>) -> PyResult<Json> {
         let session = self.session.clone();
-        crate::aio::awaitable(py, async move {
+        blocking(py, async move {
             to_json(&session.info().await.map_err(remote_error)?)
         })
     }
 
     /// The session's name.
-    fn get_name<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn get_name(&self, py: Python<'_>) -> PyResult<Option<String>> {
         let session = self.session.clone();
-        crate::aio::awaitable(
+        blocking(
             py,
             async move { session.get_name().await.map_err(remote_error) },
         )
     }
 
     /// Names the session (`None` clears the name).
-    fn set_name<'py>(&self, py: Python<'py>, name: Option<String>) -> PyResult<Bound<'py, PyAny>> {
+    fn set_name(&self, py: Python<'_>, name: Option<String>) -> PyResult<()> {
         let session = self.session.clone();
-        crate::aio::awaitable(py, async move {
+        blocking(py, async move {
             session.set_name(name).await.map_err(remote_error)
         })
     }

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Iterator, List
+from typing import AsyncIterator, Iterator, List
 
 import pytest
 
@@ -108,7 +108,7 @@ def serve(mock_llm: MockLlm, tmp_path: Path) -> Iterator[Serve]:
         process.wait(10)
 
 
-async def until_prompt_end(stream: robota.RemoteEventStream) -> List[robota.Event]:
+async def until_prompt_end(stream: AsyncIterator[robota.Event]) -> List[robota.Event]:
     events: List[robota.Event] = []
     async for event in stream:
         events.append(event)
@@ -117,51 +117,23 @@ async def until_prompt_end(stream: robota.RemoteEventStream) -> List[robota.Even
     raise AssertionError(f"the stream ended early after {events}")
 
 
-async def test_a_prompt_with_a_tool_call_returns_its_result_and_streams_its_events(
-    serve: Serve, mock_llm: MockLlm
-) -> None:
-    mock_llm.script(
-        [
-            {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
-            {"text": ["All ", "read."], "chunk_delay_ms": 20},
-        ]
-    )
-    (serve.project / "notes.txt").write_text("remote notes\n")
-    async with await RemoteSession.create(serve.url, token=TOKEN, cwd=serve.project) as session:
-        async with session.events() as stream:
-            result = await session.submit("Read notes.txt")
-            assert result.status == "complete", result
-            assert result.response == "All read."
-            assert [t.name for t in result.tool_summaries] == ["Read"]
-            events = await until_prompt_end(stream)
-            after = stream.subscribed_after
-        assert after is not None
-        assert [e.seq for e in events] == list(range(after + 1, after + 1 + len(events)))
-        types = {e.type for e in events}
-        assert {"tool_start", "tool_end", "text_delta", "complete"} <= types, types
-        text = "".join(e.text for e in events if isinstance(e, robota.TextDeltaEvent))
-        # The engine separates the rounds' texts with a blank line.
-        assert text.lstrip() == "All read."
-        assert isinstance(events[-1], robota.CompleteEvent)
-
-
 async def test_commands_state_names_fork_and_close_work_over_http(serve: Serve, mock_llm: MockLlm) -> None:
     mock_llm.script([{"text": "hello"}])
     session = await RemoteSession.create(serve.url, token=TOKEN, cwd=serve.project)
     assert (await session.submit("hi")).ok
     attached = await RemoteSession.connect(serve.url, session.session_id, token=TOKEN)
-    assert len(await attached.get_full_history()) >= 2
-    assert any(c["name"] == "rename" for c in await attached.list_commands())
+    assert len(attached.get_full_history()) >= 2
+    assert any(c["name"] == "rename" for c in attached.list_commands())
     renamed = await attached.execute_command("rename", "remote one")
     assert renamed.success, renamed
-    assert await session.get_name() == "remote one"
-    await session.set_name("second")
-    assert await attached.get_name() == "second"
-    assert isinstance((await session.get_context_state())["used_tokens"], int)
+    assert session.get_name() == "remote one"
+    session.set_name("second")
+    assert attached.get_name() == "second"
+    assert isinstance(session.get_context_state()["used_tokens"], int)
     assert await session.pending_permissions() == []
     copy = await session.fork("copy")
     assert copy.session_id != session.session_id
-    assert await copy.get_name() == "copy"
+    assert copy.get_name() == "copy"
     await copy.close()
 
     stream = session.events()
@@ -171,7 +143,7 @@ async def test_commands_state_names_fork_and_close_work_over_http(serve: Serve, 
     async for _ in stream:
         pass
     with pytest.raises(NotFoundError) as raised:
-        await session.info()
+        session.info()
     assert raised.value.code == "not_found"
 
 
@@ -222,3 +194,78 @@ async def test_a_wrong_token_is_unauthorized_and_bad_targets_fail_clearly(serve:
         await RemoteSession.connect("http://127.0.0.1:9", "any", token=TOKEN, timeout=5)
     with pytest.raises(robota.InvalidArgumentError):
         await RemoteSession.connect("not a url", "any", token=TOKEN)
+
+
+# -- one body of code, a local and a remote session ------------------------------------------
+
+
+async def drive_a_session(session: "robota.InteractiveSession | RemoteSession") -> None:
+    """Code written once against the session surface: it runs unchanged on a local
+    :class:`robota.InteractiveSession` and on a :class:`robota.RemoteSession`."""
+    async with session.events() as stream:
+        result = await session.submit("Read notes.txt")
+        assert result.status == "complete", result
+        assert result.response == "All read."
+        assert [t.name for t in result.tool_summaries] == ["Read"]
+        events = await until_prompt_end(stream)
+    assert {"tool_start", "tool_end", "text_delta", "complete"} <= {e.type for e in events}
+    assert [e.seq for e in events] == list(range(events[0].seq, events[0].seq + len(events)))
+    text = "".join(e.text for e in events if isinstance(e, robota.TextDeltaEvent))
+    # The engine separates the rounds' texts with a blank line.
+    assert text.lstrip() == "All read."
+    assert isinstance(events[-1], robota.CompleteEvent)
+    assert not session.is_executing()
+    assert session.get_pending_prompt() is None
+
+    assert any(c["name"] == "rename" for c in session.list_commands())
+    renamed = await session.execute_command("rename", "shared code")
+    assert renamed.success, renamed
+    assert session.get_name() == "shared code"
+    session.set_name("renamed")
+    assert session.name == "renamed"
+    session.name = "third"
+    assert session.get_name() == "third"
+
+    messages = session.get_messages()
+    assert messages[0]["role"] == "user"
+    assert any(entry["category"] == "event" for entry in session.get_full_history())
+    assert session.get_context_state()["used_tokens"] > 0
+
+    # abort() is a plain call on both: the running prompt ends interrupted.
+    async with session.events() as stream:
+        running = asyncio.ensure_future(session.submit("Say something slowly"))
+        async for event in stream:
+            if event.type == "text_delta":
+                break
+            assert event.type not in ENDS, f"the prompt ended before streaming: {event}"
+        assert session.is_executing()
+        session.abort()
+        aborted = await asyncio.wait_for(running, 30)
+    assert aborted.status == "interrupted", aborted
+    assert not session.is_executing()
+    await session.shutdown()
+
+
+def script_for_drive_a_session(mock_llm: MockLlm) -> None:
+    mock_llm.script(
+        [
+            {"tool_calls": [{"id": "t1", "name": "Read", "input": {"file_path": "notes.txt"}}]},
+            {"text": ["All ", "read."], "chunk_delay_ms": 20},
+            {"text": ["slow "] * 200, "chunk_delay_ms": 50},
+        ]
+    )
+
+
+async def test_the_same_code_drives_a_local_and_a_remote_session(
+    serve: Serve, mock_llm: MockLlm, tmp_path: Path
+) -> None:
+    (serve.project / "notes.txt").write_text("shared notes\n")
+    # Local: the same project folder and the same model as the server's sessions.
+    script_for_drive_a_session(mock_llm)
+    provider = robota.AnthropicProvider(
+        "claude-sonnet-4-5", api_key="test-key", base_url=mock_llm.base_url, max_retries=0
+    )
+    await drive_a_session(robota.InteractiveSession(provider=provider, cwd=serve.project, home=tmp_path / "home"))
+    # Remote: only the constructor differs.
+    script_for_drive_a_session(mock_llm)
+    await drive_a_session(await RemoteSession.create(serve.url, token=TOKEN, cwd=serve.project))

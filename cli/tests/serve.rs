@@ -137,13 +137,18 @@ impl Served {
         info["id"].as_str().expect("id").to_string()
     }
 
-    /// Submits a prompt and waits for its result.
-    async fn run_prompt(&self, id: &str, text: &str) -> Value {
+    /// Submits a prompt and returns its id (without waiting for it to end).
+    async fn submit_prompt(&self, id: &str, text: &str) -> u64 {
         let (status, submitted) = self
             .post(&format!("/v1/sessions/{id}/prompts"), json!({"text": text}))
             .await;
         assert_eq!(status, 202, "{submitted}");
-        let prompt = submitted["prompt_id"].as_u64().expect("prompt id");
+        submitted["prompt_id"].as_u64().expect("prompt id")
+    }
+
+    /// Submits a prompt and waits for its result.
+    async fn run_prompt(&self, id: &str, text: &str) -> Value {
+        let prompt = self.submit_prompt(id, text).await;
         self.wait_result(id, prompt).await
     }
 
@@ -408,13 +413,7 @@ async fn permission_requests_are_answered_over_http() {
     let served = Served::start(&mock, &[]);
     let id = served.session().await;
     let mut events = served.events(&id, None).await;
-    let (_, submitted) = served
-        .post(
-            &format!("/v1/sessions/{id}/prompts"),
-            json!({"text": "save it"}),
-        )
-        .await;
-    let prompt = submitted["prompt_id"].as_u64().expect("id");
+    let prompt = served.submit_prompt(&id, "save it").await;
     let request = events
         .until("permission_request")
         .await
@@ -460,13 +459,7 @@ async fn permission_requests_are_answered_over_http() {
         .await;
     assert_eq!(status, 404);
 
-    let (_, submitted) = served
-        .post(
-            &format!("/v1/sessions/{id}/prompts"),
-            json!({"text": "save another"}),
-        )
-        .await;
-    let prompt = submitted["prompt_id"].as_u64().expect("id");
+    let prompt = served.submit_prompt(&id, "save another").await;
     let request = events
         .until("permission_request")
         .await
@@ -487,6 +480,55 @@ async fn permission_requests_are_answered_over_http() {
     assert_eq!(result["response"], "Not saved.");
     assert!(!served.root.path().join("no.txt").exists());
     assert!(mock.requests()[3].body.to_string().contains("not now"));
+}
+
+/// A request nobody answers gets `--permission-default` after `--permission-timeout`: deny
+/// (the default; the model is told why) or allow once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unanswered_permission_requests_get_the_configured_default_after_the_timeout() {
+    for (default, extra) in [
+        ("deny", &["--permission-timeout", "1"][..]),
+        (
+            "allow",
+            &["--permission-timeout", "1", "--permission-default", "allow"][..],
+        ),
+    ] {
+        let mock = mock(json!([
+            {"tool_calls": [{"id": "w1", "name": "Write", "input": {"file_path": "late.txt", "content": "unattended"}}]},
+            {"text": "Done."}
+        ]))
+        .await;
+        let served = Served::start(&mock, extra);
+        let id = served.session().await;
+        let mut events = served.events(&id, None).await;
+        let prompt = served.submit_prompt(&id, "save it").await;
+        let asked = events.until("permission_request").await;
+        assert!(!asked.is_empty(), "{default}: no permission request");
+        let asked_at = Instant::now();
+        // Nobody answers: the prompt still ends, once the timeout has passed.
+        let result = served.wait_result(&id, prompt).await;
+        assert!(
+            asked_at.elapsed() >= Duration::from_millis(900),
+            "{default}: answered before the timeout"
+        );
+        assert_eq!(result["response"], "Done.", "{default}: {result}");
+        let (_, pending) = served.get(&format!("/v1/sessions/{id}/permissions")).await;
+        assert_eq!(pending["pending"], json!([]), "{default}");
+        let written = served.root.path().join("late.txt");
+        let tool_result = mock.requests()[1].body.to_string();
+        if default == "deny" {
+            assert!(!written.exists(), "denied, yet the file was written");
+            assert!(
+                tool_result.contains("nobody answered the permission request in time"),
+                "the model is not told why: {tool_result}"
+            );
+        } else {
+            assert_eq!(
+                std::fs::read_to_string(&written).unwrap_or_default(),
+                "unattended"
+            );
+        }
+    }
 }
 
 async fn ws_connect(

@@ -4,16 +4,20 @@
  * Server-Sent Events. The protocol is implemented once, in Rust (crate `robota-remote`); this
  * module only adapts it.
  *
- * Every call goes over the network, so the methods that are synchronous on a local session
- * (`abort`, `listCommands`, `getFullHistory`, `getContextState`, `getName`, `setName`) return
- * Promises here.
+ * Code written against a local session runs against a remote one by changing how the session
+ * is made: the methods that are synchronous on a local session (`abort`, `listCommands`,
+ * `getFullHistory`, `getMessages`, `getContextState`, `getName`, `setName`, `isExecuting`,
+ * `getPendingPrompt`) are synchronous here too — each blocks the calling thread until the
+ * server answers, bounded by `timeoutMs`, so the server must not run on the same JavaScript
+ * thread — and the async ones (`submit`, `executeCommand`, `shutdown`, …) return Promises.
  */
 
-import { RobotaError, nativeAsync, toRobotaError } from './errors.js';
+import { RobotaError, native, nativeAsync, toRobotaError } from './errors.js';
 import { normalizePermission, type PermissionAnswer, type PermissionRequest } from './extensions.js';
 import { nativeAddon } from './native.js';
 import { toOutputFormat, type JsonSchema, type OutputFormat } from './structured.js';
-import type { CommandEntry, CommandResult, ContextState, PromptResult, RobotaEvent } from './types.js';
+import type { ShutdownReason } from './session.js';
+import type { CommandEntry, CommandResult, ContextState, Message, PromptResult, RobotaEvent } from './types.js';
 
 /** The default timeout of one call to the server, in milliseconds. */
 export const DEFAULT_REMOTE_TIMEOUT_MS = 30_000;
@@ -164,9 +168,9 @@ export class RemoteSession {
     }
   }
 
-  /** Aborts the running prompt and drops the queued one. */
-  async abort(): Promise<void> {
-    await nativeAsync(() => this.#native.abort());
+  /** Aborts the running prompt and drops the queued one (returns once the server has done so). */
+  abort(): void {
+    native(() => this.#native.abort());
   }
 
   /** Cancels one prompt by id; false when it had already ended. */
@@ -181,33 +185,61 @@ export class RemoteSession {
   }
 
   /** The commands users can run. */
-  async listCommands(): Promise<CommandEntry[]> {
-    return JSON.parse(await nativeAsync(() => this.#native.listCommands())) as CommandEntry[];
+  listCommands(): CommandEntry[] {
+    return JSON.parse(native(() => this.#native.listCommands())) as CommandEntry[];
   }
 
   /** The full history: chat messages and event entries. */
-  async getFullHistory(): Promise<unknown[]> {
-    return JSON.parse(await nativeAsync(() => this.#native.getFullHistory())) as unknown[];
+  getFullHistory(): unknown[] {
+    return JSON.parse(native(() => this.#native.getFullHistory())) as unknown[];
+  }
+
+  /** The conversation messages only (the chat entries of {@link getFullHistory}). */
+  getMessages(): Message[] {
+    const messages: Message[] = [];
+    for (const entry of this.getFullHistory()) {
+      const chat = entry as { category?: unknown; data?: unknown };
+      if (chat.category === 'chat' && typeof chat.data === 'object' && chat.data !== null) {
+        messages.push(chat.data as Message);
+      }
+    }
+    return messages;
   }
 
   /** How full the context window is. */
-  async getContextState(): Promise<ContextState> {
-    return JSON.parse(await nativeAsync(() => this.#native.getContextState())) as ContextState;
+  getContextState(): ContextState {
+    return JSON.parse(native(() => this.#native.getContextState())) as ContextState;
   }
 
   /** The session as the server reports it. */
-  async info(): Promise<RemoteSessionInfo> {
-    return JSON.parse(await nativeAsync(() => this.#native.info())) as RemoteSessionInfo;
+  info(): RemoteSessionInfo {
+    return JSON.parse(native(() => this.#native.info())) as RemoteSessionInfo;
+  }
+
+  /** Whether a prompt is running. */
+  isExecuting(): boolean {
+    return this.info().executing;
+  }
+
+  /** The queued prompt's text, if one waits. */
+  getPendingPrompt(): string | null {
+    return this.info().pending_prompt;
   }
 
   /** The session's name. */
-  async getName(): Promise<string | null> {
-    return (await nativeAsync(() => this.#native.getName())) ?? null;
+  getName(): string | null {
+    return native(() => this.#native.getName()) ?? null;
   }
 
   /** Names the session (`null` clears the name). */
-  async setName(name: string | null): Promise<void> {
-    await nativeAsync(() => this.#native.setName(name ?? undefined));
+  setName(name: string | null): void {
+    native(() => this.#native.setName(name ?? undefined));
+  }
+
+  /** Names the session, like {@link InteractiveSession.rename}. */
+  async rename(name: string | null): Promise<void> {
+    this.setName(name);
+    return Promise.resolve();
   }
 
   /** Answers the permission request `requestId` (from a `permission_request` event or
@@ -235,6 +267,13 @@ export class RemoteSession {
     // Streams opened before see the session end.
     await this.#streamsReady();
     await nativeAsync(() => this.#native.close());
+  }
+
+  /** Same as {@link close} (the name a local session's method has); `reason` is accepted
+   * for that reason and not sent — the server records its own. */
+  async shutdown(reason?: ShutdownReason): Promise<void> {
+    void reason;
+    await this.close();
   }
 
   /** `await using session = await RemoteSession.create(…)` closes it at the end of the block. */

@@ -3,12 +3,16 @@
 Server-Sent Events. The protocol is implemented once, in Rust (crate ``robota-remote``); this
 module only adapts it to Python.
 
-Every call goes over the network, so the methods that are plain calls on a local session
-(``abort``, ``list_commands``, ``get_full_history``, ``get_context_state``, ``get_name``,
-``set_name``) are coroutines here::
+Code written against a local session runs against a remote one by changing how the session is
+made: the methods that are plain calls on a local session (``abort``, ``list_commands``,
+``get_full_history``, ``get_context_state``, ``get_name``, ``set_name``, ``name``,
+``is_executing``, ``get_pending_prompt``) are plain calls here too (each waits for the server's
+answer, bounded by ``timeout``), and the coroutines (``submit``, ``execute_command``,
+``shutdown``, …) are coroutines::
 
     async with await RemoteSession.create("http://127.0.0.1:7420", token=TOKEN) as session:
         result = await session.submit("Hello")
+        print(session.get_context_state())
 """
 
 from __future__ import annotations
@@ -188,9 +192,10 @@ class RemoteSession:
         )
         return TurnResult._from_native(value)
 
-    async def abort(self) -> None:
-        """Aborts the running prompt and drops the queued one."""
-        await self._native.abort()
+    def abort(self) -> None:
+        """Aborts the running prompt and drops the queued one (returns once the server has
+        done so)."""
+        self._native.abort()
 
     async def cancel_prompt(self, prompt_id: int) -> bool:
         """Cancels one prompt by id; False when it had already ended."""
@@ -203,31 +208,57 @@ class RemoteSession:
         await self._streams_ready()
         return CommandResult.from_dict(await self._native.execute_command(name, args))
 
-    async def list_commands(self) -> List[Dict[str, Any]]:
+    def list_commands(self) -> List[Dict[str, Any]]:
         """The commands users can run: ``[{"name", "module", "source", "descriptor"}]``."""
-        return list(await self._native.list_commands())
+        return list(self._native.list_commands())
 
-    async def get_full_history(self) -> List[Dict[str, Any]]:
+    def get_full_history(self) -> List[Dict[str, Any]]:
         """The full history (messages and event entries) as dicts."""
-        return list(await self._native.get_full_history())
+        return list(self._native.get_full_history())
 
-    async def get_context_state(self) -> Dict[str, Any]:
+    def get_messages(self) -> List[Dict[str, Any]]:
+        """The conversation messages only (no event entries), as dicts."""
+        return [
+            dict(entry["data"])
+            for entry in self.get_full_history()
+            if entry.get("category") == "chat" and isinstance(entry.get("data"), dict)
+        ]
+
+    def get_context_state(self) -> Dict[str, Any]:
         """How full the context window is: ``used_tokens``, ``max_tokens``, ``ratio``,
         ``estimated``."""
-        return dict(await self._native.get_context_state())
+        return dict(self._native.get_context_state())
 
-    async def info(self) -> Dict[str, Any]:
+    def info(self) -> Dict[str, Any]:
         """The session as the server reports it (``id``, ``name``, ``cwd``, ``executing``,
-        ``last_seq``, ``pending_permissions``, …)."""
-        return dict(await self._native.info())
+        ``pending_prompt``, ``last_seq``, ``pending_permissions``, …)."""
+        return dict(self._native.info())
 
-    async def get_name(self) -> Optional[str]:
+    def is_executing(self) -> bool:
+        """Whether a prompt is running."""
+        return bool(self.info().get("executing"))
+
+    def get_pending_prompt(self) -> Optional[str]:
+        """The queued prompt's text, if one waits."""
+        pending = self.info().get("pending_prompt")
+        return None if pending is None else str(pending)
+
+    def get_name(self) -> Optional[str]:
         """The session's name."""
-        return await self._native.get_name()
+        return self._native.get_name()
 
-    async def set_name(self, name: Optional[str]) -> None:
+    def set_name(self, name: Optional[str]) -> None:
         """Names the session (``None`` clears the name)."""
-        await self._native.set_name(name)
+        self._native.set_name(name)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The session's name (assignable, like :attr:`robota.InteractiveSession.name`)."""
+        return self.get_name()
+
+    @name.setter
+    def name(self, value: Optional[str]) -> None:
+        self.set_name(value)
 
     @property
     def session_id(self) -> str:
@@ -280,6 +311,12 @@ class RemoteSession:
     async def fork(self, name: Optional[str] = None) -> "RemoteSession":
         """Copies the session on the server into a new hosted session and returns it."""
         return RemoteSession(await self._native.fork(name))
+
+    async def shutdown(self, reason: Optional[str] = None) -> None:
+        """Same as :meth:`close` (the name a local session's method has); ``reason`` is
+        accepted for that reason and not sent — the server records its own."""
+        del reason
+        await self.close()
 
     async def close(self) -> None:
         """Closes the session on the server: its work is aborted, it is saved, and it is no
