@@ -109,8 +109,10 @@ impl SessionFactory for CliSessionFactory {
         let mut cli = self.cli_for(&request.cwd);
         cli.resume = request.resume;
         cli.fork = request.fork;
-        let (options, _) =
+        let (mut options, _) =
             session_options(&cli, Some(request.permission_handler), |_| {}).map_err(usage_error)?;
+        options.session.builtin_tools.host_files = request.host_files;
+        options.session.mcp_servers.extend(request.mcp_servers);
         Ok(InteractiveSession::new(options)?)
     }
 

@@ -741,3 +741,140 @@ async fn notebook_edit_names_the_problem_with_bad_notebooks_and_cells() {
         "refused edits leave the notebook as it was"
     );
 }
+
+/// A host (an editor) keeping some files itself: an in-memory buffer per path, plus a record
+/// of the writes it took.
+#[derive(Default)]
+struct EditorBuffers {
+    buffers: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>>,
+    writes: std::sync::Mutex<Vec<PathBuf>>,
+    fail_reads: bool,
+}
+
+impl robota::tools::builtins::HostFileAccess for EditorBuffers {
+    fn read_text(&self, path: &Path) -> Result<Option<String>, String> {
+        if self.fail_reads {
+            return Err("the editor is not responding".into());
+        }
+        Ok(self.buffers.lock().unwrap().get(path).cloned())
+    }
+
+    fn write_text(&self, path: &Path, content: &str) -> Result<bool, String> {
+        self.writes.lock().unwrap().push(path.to_path_buf());
+        self.buffers
+            .lock()
+            .unwrap()
+            .insert(path.to_path_buf(), content.to_string());
+        Ok(true)
+    }
+}
+
+fn env_with_host(host: std::sync::Arc<EditorBuffers>) -> Env {
+    let plain = env();
+    let builtins = Builtins::new(BuiltinToolsConfig {
+        session_dir: Some(plain.dir.path().join("session")),
+        host_files: Some(host),
+        ..BuiltinToolsConfig::default()
+    });
+    Env { builtins, ..plain }
+}
+
+#[tokio::test]
+async fn a_host_keeping_files_is_read_and_written_through_and_paths_are_still_checked() {
+    let host = std::sync::Arc::new(EditorBuffers::default());
+    let env = env_with_host(host.clone());
+    let on_disk = env.cwd.join("open.rs");
+    write_file(&on_disk, "fn saved() {}\n");
+    // The editor's buffer has unsaved changes: Read shows them, not the disk.
+    host.buffers
+        .lock()
+        .unwrap()
+        .insert(on_disk.clone(), "fn unsaved() {}\nfn second() {}\n".into());
+    let read = env.read(json!({"file_path": "open.rs"})).await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(
+        read.content.contains("1\tfn unsaved() {}"),
+        "{}",
+        read.content
+    );
+    assert!(
+        read.content.contains("2\tfn second() {}"),
+        "{}",
+        read.content
+    );
+    assert!(!read.content.contains("fn saved()"), "{}", read.content);
+
+    // Edit changes the buffer through the host; the disk is left to the editor.
+    let edited = env
+        .edit(json!({"file_path": "open.rs", "old_string": "second", "new_string": "third"}))
+        .await;
+    assert!(!edited.is_error, "{}", edited.content);
+    assert_eq!(
+        host.buffers.lock().unwrap().get(&on_disk).cloned(),
+        Some("fn unsaved() {}\nfn third() {}\n".to_string())
+    );
+    assert_eq!(
+        std::fs::read_to_string(&on_disk).unwrap(),
+        "fn saved() {}\n"
+    );
+
+    // Write and MultiEdit go through the host as well.
+    let written = env
+        .write(json!({"file_path": "new.txt", "content": "from the model\n"}))
+        .await;
+    assert!(!written.is_error, "{}", written.content);
+    assert!(!env.cwd.join("new.txt").exists());
+    let multi = env
+        .multi_edit(json!({"file_path": "new.txt", "edits": [
+            {"old_string": "model", "new_string": "agent"}
+        ]}))
+        .await;
+    assert!(!multi.is_error, "{}", multi.content);
+    assert_eq!(
+        host.buffers
+            .lock()
+            .unwrap()
+            .get(&env.cwd.join("new.txt"))
+            .cloned(),
+        Some("from the agent\n".to_string())
+    );
+    assert_eq!(host.writes.lock().unwrap().len(), 3);
+
+    // A file the host does not keep is read from the disk.
+    write_file(&env.cwd.join("plain.txt"), "disk text\n");
+    let plain = env.read(json!({"file_path": "plain.txt"})).await;
+    assert!(plain.content.contains("1\tdisk text"), "{}", plain.content);
+
+    // The workspace checks come first: the host is never asked for a path outside it.
+    let outside = env.outside().join("secret.txt");
+    let refused = env
+        .write(json!({"file_path": outside.to_string_lossy(), "content": "x"}))
+        .await;
+    assert!(refused.is_error, "{}", refused.content);
+    assert_eq!(host.writes.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn a_failing_host_is_the_calls_error() {
+    let host = std::sync::Arc::new(EditorBuffers {
+        fail_reads: true,
+        ..EditorBuffers::default()
+    });
+    let env = env_with_host(host);
+    write_file(&env.cwd.join("a.txt"), "text\n");
+    let read = env.read(json!({"file_path": "a.txt"})).await;
+    assert!(read.is_error);
+    assert!(
+        read.content.contains("the editor is not responding"),
+        "{}",
+        read.content
+    );
+    let edit = env
+        .edit(json!({"file_path": "a.txt", "old_string": "text", "new_string": "t"}))
+        .await;
+    assert!(edit.is_error);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("a.txt")).unwrap(),
+        "text\n"
+    );
+}

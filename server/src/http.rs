@@ -189,6 +189,8 @@ pub(crate) async fn open_and_host(
         resume: request.resume.clone(),
         fork: request.fork,
         permission_handler: permissions.clone(),
+        host_files: None,
+        mcp_servers: Vec::new(),
     };
     // Opening reads settings and files and may wait for a lock: off the async workers.
     let session = tokio::task::spawn_blocking(move || factory.open(open))

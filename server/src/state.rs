@@ -28,6 +28,12 @@ pub struct OpenRequest {
     pub fork: bool,
     /// The handler its permission requests go to (answered over the network).
     pub permission_handler: Arc<dyn PermissionHandler>,
+    /// Text files the client keeps itself (an editor's buffers, unsaved changes included): the
+    /// session's Read, Write, Edit and MultiEdit go through it. `None`: the disk.
+    pub host_files: Option<Arc<dyn robota::tools::builtins::HostFileAccess>>,
+    /// MCP servers the client adds to this session (a server of the same name as one in the
+    /// settings replaces it).
+    pub mcp_servers: Vec<robota::mcp::McpServerEntry>,
 }
 
 impl std::fmt::Debug for OpenRequest {
@@ -36,6 +42,11 @@ impl std::fmt::Debug for OpenRequest {
             .field("cwd", &self.cwd)
             .field("resume", &self.resume)
             .field("fork", &self.fork)
+            .field("host_files", &self.host_files.is_some())
+            .field(
+                "mcp_servers",
+                &self.mcp_servers.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }

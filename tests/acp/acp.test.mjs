@@ -4,7 +4,9 @@
 // updates (tool_call, tool_call_update, plan, message chunks), a permission request the client
 // allows (the file is written) and one it rejects (it is not), set_mode acceptEdits (no request,
 // the file is written; an edit's update carries its diff), session/cancel mid-stream (stopReason `cancelled`), and session/load of
-// the saved session in a new process (its conversation replayed).
+// the saved session in a new process (its conversation replayed). A second test offers the
+// client's fs methods (Read, Edit and Write go through the editor's buffers, not the disk) and
+// passes an MCP server (the npm reference server from tests/mcp-servers) in session/new.
 //
 // ROBOTA_BIN and MOCK_LLM_BIN name the debug binaries (default: $CARGO_TARGET_DIR/debug or
 // ../../target/debug).
@@ -47,17 +49,24 @@ async function withAgent(project, home, handlers, run) {
   let stderr = "";
   agent.stderr.on("data", (d) => (stderr += d));
   const stream = ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
-  const app = client({ name: "robota-acp-test" })
+  let app = client({ name: "robota-acp-test" })
     .onNotification(methods.client.session.update, (ctx) => handlers.update(ctx.params))
     .onRequest(methods.client.session.requestPermission, (ctx) => handlers.permission(ctx.params));
+  if (handlers.fs) {
+    app = app
+      .onRequest(methods.client.fs.readTextFile, (ctx) => handlers.fs.read(ctx.params))
+      .onRequest(methods.client.fs.writeTextFile, (ctx) => handlers.fs.write(ctx.params));
+  }
+  const offered = handlers.fs !== undefined;
   try {
     return await app.connectWith(stream, async (ctx) => {
       const init = await ctx.request(methods.agent.initialize, {
         protocolVersion: 1,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false } },
+        clientCapabilities: { fs: { readTextFile: offered, writeTextFile: offered } },
       });
       assert.equal(init.protocolVersion, 1);
       assert.equal(init.agentCapabilities.loadSession, true);
+      assert.equal(init.agentCapabilities.mcpCapabilities.http, true);
       return await run(ctx);
     });
   } catch (error) {
@@ -83,13 +92,29 @@ async function waitFor(probe) {
   }
 }
 
-test("robota acp: prompts with tool calls, permission answers, modes, cancel, load", async () => {
-  const base = realpathSync(mkdtempSync(join(tmpdir(), "robota-acp-")));
+/** A temporary project folder (with `.robota/`) and home; `file(name)` is a path in the project. */
+function tempProject(prefix) {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
   const project = join(base, "project");
   const home = join(base, "home");
   mkdirSync(join(project, ".robota"), { recursive: true });
   mkdirSync(home);
-  const file = (name) => join(project, name);
+  return { base, project, home, file: (name) => join(project, name) };
+}
+
+/** Points the project's settings at mock-llm. */
+function useMock(project, mock) {
+  writeFileSync(join(project, ".robota/settings.json"), JSON.stringify({
+    currentProvider: "mock",
+    providers: { mock: {
+      type: "anthropic", model: "claude-sonnet-4-5", apiKey: "test-key",
+      baseURL: mock.baseUrl, options: { maxRetries: 0 },
+    } },
+  }));
+}
+
+test("robota acp: prompts with tool calls, permission answers, modes, cancel, load", async () => {
+  const { base, project, home, file } = tempProject("robota-acp-");
   const write = (id, name) => ({
     tool_calls: [{ id, name: "Write", input: { file_path: file(name), content: `${name}\n` } }],
   });
@@ -119,13 +144,7 @@ test("robota acp: prompts with tool calls, permission answers, modes, cancel, lo
       { text: { repeat: "word ", count: 200 }, chunk_delay_ms: 50 },
     ],
   });
-  writeFileSync(join(project, ".robota/settings.json"), JSON.stringify({
-    currentProvider: "mock",
-    providers: { mock: {
-      type: "anthropic", model: "claude-sonnet-4-5", apiKey: "test-key",
-      baseURL: mock.baseUrl, options: { maxRetries: 0 },
-    } },
-  }));
+  useMock(project, mock);
 
   const updates = [];
   const permissionRequests = [];
@@ -266,6 +285,74 @@ test("robota acp: prompts with tool calls, permission answers, modes, cancel, lo
         "the answers are replayed",
       );
     });
+  } finally {
+    mock.child.kill();
+  }
+});
+
+test("robota acp: file tools go through the editor's buffers; the editor's MCP servers are used", async () => {
+  const { base, project, home, file } = tempProject("robota-acp-fs-");
+  writeFileSync(file("open.txt"), "saved on disk\n");
+  const everything = fileURLToPath(
+    new URL("../mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url),
+  );
+  assert.ok(existsSync(everything), "the MCP test servers are not installed: run tests/mcp-servers/setup.sh");
+  const mock = await startMock(base, {
+    turns: [
+      { tool_calls: [{ id: "r1", name: "Read", input: { file_path: file("open.txt") } }] },
+      { tool_calls: [{ id: "e1", name: "Edit", input: {
+        file_path: file("open.txt"), old_string: "unsaved", new_string: "edited",
+      } }] },
+      { tool_calls: [{ id: "w1", name: "Write", input: { file_path: file("new.txt"), content: "new buffer\n" } }] },
+      { tool_calls: [{ id: "m1", name: "mcp__everything__echo", input: { message: "from the editor's server" } }] },
+      { text: "All done." },
+    ],
+  });
+  useMock(project, mock);
+
+  // The editor's buffers: open.txt has unsaved changes.
+  const buffers = new Map([[file("open.txt"), "unsaved in the editor\n"]]);
+  const reads = [];
+  const handlers = {
+    update: () => {},
+    permission: () => ({ outcome: { outcome: "selected", optionId: "allow_once" } }),
+    fs: {
+      read: (params) => {
+        reads.push(params.path);
+        if (!buffers.has(params.path)) throw new Error(`no buffer for ${params.path}`);
+        return { content: buffers.get(params.path) };
+      },
+      write: (params) => {
+        buffers.set(params.path, params.content);
+        return {};
+      },
+    },
+  };
+  try {
+    await withAgent(project, home, handlers, async (ctx) => {
+      const session = await ctx.request(methods.agent.session.new, {
+        cwd: project,
+        mcpServers: [{ name: "everything", command: "node", args: [everything, "stdio"], env: [] }],
+      });
+      const result = await ctx.request(methods.agent.session.prompt, {
+        sessionId: session.sessionId, prompt: [{ type: "text", text: "work in the editor" }],
+      });
+      assert.equal(result.stopReason, "end_turn");
+    });
+    const requests = JSON.parse(await (await fetch(`${mock.baseUrl}/_mock/requests`)).text());
+    const toolResult = (i) => JSON.stringify(requests[i].body.messages.at(-1));
+    // Read saw the editor's unsaved text, not the disk's.
+    assert.ok(toolResult(1).includes("unsaved in the editor"), toolResult(1));
+    assert.ok(!toolResult(1).includes("saved on disk"), toolResult(1));
+    assert.ok(reads.includes(file("open.txt")));
+    // Edit and Write changed the editor's buffers; the disk is the editor's business.
+    assert.equal(buffers.get(file("open.txt")), "edited in the editor\n");
+    assert.equal(buffers.get(file("new.txt")), "new buffer\n");
+    assert.equal(readFileSync(file("open.txt"), "utf8"), "saved on disk\n");
+    assert.equal(existsSync(file("new.txt")), false);
+    // The MCP server the editor passed in session/new answered the model's call.
+    assert.ok(toolResult(4).includes("from the editor's server"), toolResult(4));
+    assert.ok(!toolResult(4).includes("is_error\":true"), toolResult(4));
   } finally {
     mock.child.kill();
   }

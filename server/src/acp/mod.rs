@@ -8,7 +8,10 @@
 //! including diffs, the todo list as a plan); permission requests sent to the client as
 //! `session/request_permission`; `session/cancel` aborting the prompt (it ends `cancelled`);
 //! modes, which are the permission modes (`session/set_mode`); the session's commands advertised
-//! (`available_commands_update`) and run when a prompt is `/name args`.
+//! (`available_commands_update`) and run when a prompt is `/name args`. When the client offers
+//! `fs/read_text_file` / `fs/write_text_file`, the session's Read, Write, Edit and MultiEdit go
+//! through the editor (its unsaved buffers are what the model reads); the MCP servers the client
+//! passes in `session/new` and `session/load` are added to the session.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,6 +24,7 @@ use robota::framework::interactive::{
     InteractiveEventKind, InteractiveSession, PromptResult, SubscriptionHandle, ToolResultKind,
     ToolState,
 };
+use robota::mcp::McpServerEntry;
 use robota::message::Role;
 use robota::permissions::PermissionMode;
 use robota::session::{PermissionHandler, PermissionRequest, PermissionResponse};
@@ -54,23 +58,165 @@ fn from_serve(error: ServeError) -> Error {
     Error::new(-32000, error.message).data(json!({"code": error.code}))
 }
 
-/// Where a session's permission requests go once the session is known to the client.
+/// Where a session's requests to the client go once the session is known to the client.
 #[derive(Default)]
 struct ClientLink {
     connection: Option<ConnectionTo<Client>>,
     session_id: Option<String>,
 }
 
+/// The link shared by a session's permission handler and file access.
+type SharedLink = Arc<Mutex<ClientLink>>;
+
+fn lock_link(link: &SharedLink) -> MutexGuard<'_, ClientLink> {
+    link.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The permission handler of an ACP session: asks the client with
 /// `session/request_permission` and waits for its choice (a cancelled prompt denies).
 struct ClientPermissions {
-    link: Mutex<ClientLink>,
+    link: SharedLink,
 }
 
 impl ClientPermissions {
     fn link(&self) -> MutexGuard<'_, ClientLink> {
-        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_link(&self.link)
     }
+}
+
+/// What the client said it can do with files in `initialize`.
+#[derive(Debug, Clone, Copy, Default)]
+struct ClientFs {
+    read_text_file: bool,
+    write_text_file: bool,
+}
+
+/// How long a file tool waits for the editor to answer `fs/read_text_file` or
+/// `fs/write_text_file` before the call fails.
+const CLIENT_FS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The text files of an ACP session, as the editor keeps them: the built-in file tools read
+/// and write through `fs/read_text_file` and `fs/write_text_file` (the editor's unsaved
+/// buffers included). The tools run on blocking threads: each call is sent from the runtime
+/// and waited for here.
+struct ClientFiles {
+    link: SharedLink,
+    can: ClientFs,
+    runtime: tokio::runtime::Handle,
+}
+
+impl ClientFiles {
+    /// Sends one request to the client and waits for the answer (as JSON).
+    fn call<Req>(&self, request: Value, what: &str) -> Result<Value, String>
+    where
+        Req: agent_client_protocol::JsonRpcRequest + DeserializeOwned + Send + 'static,
+        Req::Response: serde::Serialize + Send,
+    {
+        let (connection, session_id) = {
+            let link = lock_link(&self.link);
+            match (&link.connection, &link.session_id) {
+                (Some(c), Some(s)) => (c.clone(), s.clone()),
+                _ => return Err(format!("no ACP client is connected to {what}")),
+            }
+        };
+        let mut request = request;
+        request["sessionId"] = json!(session_id);
+        let request: Req = message(request).map_err(|e| e.to_string())?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime.spawn(async move {
+            let answer = connection
+                .send_request(request)
+                .block_task()
+                .await
+                .map(|a| serde_json::to_value(a).unwrap_or(Value::Null));
+            let _ = tx.send(answer);
+        });
+        match rx.recv_timeout(CLIENT_FS_TIMEOUT) {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(format!("the editor could not {what}: {e}")),
+            Err(_) => Err(format!(
+                "the editor did not answer within {} s when asked to {what}",
+                CLIENT_FS_TIMEOUT.as_secs()
+            )),
+        }
+    }
+}
+
+impl robota::tools::builtins::HostFileAccess for ClientFiles {
+    fn read_text(&self, path: &std::path::Path) -> Result<Option<String>, String> {
+        if !self.can.read_text_file {
+            return Ok(None);
+        }
+        let what = format!("read {}", path.display());
+        match self.call::<schema::ReadTextFileRequest>(json!({"path": path}), &what) {
+            Ok(answer) => Ok(Some(
+                answer["content"].as_str().unwrap_or_default().to_string(),
+            )),
+            // A file neither the editor nor the disk has: the tool says so in its own words
+            // (and Edit may create it).
+            Err(_) if !path.exists() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_text(&self, path: &std::path::Path, content: &str) -> Result<bool, String> {
+        if !self.can.write_text_file {
+            return Ok(false);
+        }
+        let what = format!("write {}", path.display());
+        self.call::<schema::WriteTextFileRequest>(json!({"path": path, "content": content}), &what)
+            .map(|_| true)
+    }
+}
+
+/// The MCP servers of a `session/new` or `session/load` (ACP's `McpServer` list) as core's
+/// entries: stdio servers and HTTP ones; SSE servers are left out (not offered in
+/// `initialize`).
+fn client_mcp_servers(servers: &[schema::McpServer]) -> Result<Vec<McpServerEntry>, Error> {
+    let pairs = |list: &Value| -> Value {
+        let mut map = serde_json::Map::new();
+        for pair in list.as_array().into_iter().flatten() {
+            if let (Some(name), Some(value)) = (pair["name"].as_str(), pair["value"].as_str()) {
+                map.insert(name.to_string(), json!(value));
+            }
+        }
+        Value::Object(map)
+    };
+    let mut config = serde_json::Map::new();
+    for server in servers {
+        let wire = serde_json::to_value(server).map_err(Error::into_internal_error)?;
+        let Some(name) = wire["name"].as_str() else {
+            return Err(invalid_params("an MCP server has no `name`"));
+        };
+        let entry = match wire["type"].as_str() {
+            None | Some("stdio") => json!({
+                "command": wire["command"],
+                "args": wire["args"],
+                "env": pairs(&wire["env"]),
+            }),
+            Some("http") => json!({
+                "type": "http",
+                "url": wire["url"],
+                "headers": pairs(&wire["headers"]),
+            }),
+            Some(other) => {
+                return Err(invalid_params(format!(
+                    "MCP server `{name}`: the `{other}` transport is not supported (stdio and \
+                     http are)"
+                )))
+            }
+        };
+        config.insert(name.to_string(), entry);
+    }
+    let (entries, problems) = robota::mcp::parse_mcp_servers(
+        &Value::Object(config),
+        &robota::mcp::McpServerOrigin::Host,
+        &|_| None,
+    );
+    if let Some(problem) = problems.first() {
+        return Err(invalid_params(format!("invalid MCP server: {problem:?}")));
+    }
+    Ok(entries)
 }
 
 #[async_trait]
@@ -165,6 +311,8 @@ struct AcpSession {
 pub struct AcpAgent {
     factory: Arc<dyn SessionFactory>,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    /// The file methods the client offered in `initialize`.
+    client_fs: Mutex<ClientFs>,
 }
 
 impl std::fmt::Debug for AcpAgent {
@@ -308,6 +456,7 @@ impl AcpAgent {
         Arc::new(AcpAgent {
             factory,
             sessions: Mutex::new(HashMap::new()),
+            client_fs: Mutex::new(ClientFs::default()),
         })
     }
 
@@ -329,8 +478,10 @@ impl AcpAgent {
         &self,
         cwd: PathBuf,
         resume: Option<String>,
+        mcp_servers: &[schema::McpServer],
         connection: &ConnectionTo<Client>,
     ) -> Result<Arc<AcpSession>, Error> {
+        let mcp_servers = client_mcp_servers(mcp_servers)?;
         if !cwd.is_absolute() {
             return Err(invalid_params("`cwd` must be an absolute path"));
         }
@@ -339,14 +490,28 @@ impl AcpAgent {
             .ok()
             .filter(|p| p.is_dir())
             .ok_or_else(|| invalid_params(format!("`{}` is not a folder", cwd.display())))?;
+        let link: SharedLink = Arc::default();
         let permissions = Arc::new(ClientPermissions {
-            link: Mutex::new(ClientLink::default()),
+            link: Arc::clone(&link),
+        });
+        let can = *self
+            .client_fs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let host_files = (can.read_text_file || can.write_text_file).then(|| {
+            Arc::new(ClientFiles {
+                link: Arc::clone(&link),
+                can,
+                runtime: tokio::runtime::Handle::current(),
+            }) as Arc<dyn robota::tools::builtins::HostFileAccess>
         });
         let request = OpenRequest {
             cwd,
             resume,
             fork: false,
             permission_handler: Arc::clone(&permissions) as Arc<dyn PermissionHandler>,
+            host_files,
+            mcp_servers,
         };
         let factory = Arc::clone(&self.factory);
         let session = tokio::task::spawn_blocking(move || factory.open(request))
@@ -355,7 +520,7 @@ impl AcpAgent {
             .map_err(from_serve)?;
         let session_id = session.get_session_id();
         {
-            let mut link = permissions.link();
+            let mut link = lock_link(&link);
             link.connection = Some(connection.clone());
             link.session_id = Some(session_id.clone());
         }
@@ -546,19 +711,31 @@ impl AcpAgent {
             .v1()
             .name("robota")
             .on_receive_request(
-                async |request: schema::InitializeRequest,
-                       responder: Responder<schema::InitializeResponse>,
-                       _connection: ConnectionTo<Client>| {
-                    let _ = request;
-                    responder.respond(message(json!({
-                        "protocolVersion": ACP_PROTOCOL_VERSION,
-                        "agentCapabilities": {
-                            "loadSession": true,
-                            "promptCapabilities": {"embeddedContext": true},
-                        },
-                        "agentInfo": {"name": "robota", "version": env!("CARGO_PKG_VERSION")},
-                        "authMethods": [],
-                    }))?)
+                {
+                    let agent = Arc::clone(&agent);
+                    async move |request: schema::InitializeRequest,
+                                responder: Responder<schema::InitializeResponse>,
+                                _connection: ConnectionTo<Client>| {
+                        let offered = serde_json::to_value(&request).unwrap_or(Value::Null);
+                        let fs = &offered["clientCapabilities"]["fs"];
+                        *agent
+                            .client_fs
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = ClientFs {
+                            read_text_file: fs["readTextFile"].as_bool().unwrap_or(false),
+                            write_text_file: fs["writeTextFile"].as_bool().unwrap_or(false),
+                        };
+                        responder.respond(message(json!({
+                            "protocolVersion": ACP_PROTOCOL_VERSION,
+                            "agentCapabilities": {
+                                "loadSession": true,
+                                "promptCapabilities": {"embeddedContext": true},
+                                "mcpCapabilities": {"http": true, "sse": false},
+                            },
+                            "agentInfo": {"name": "robota", "version": env!("CARGO_PKG_VERSION")},
+                            "authMethods": [],
+                        }))?)
+                    }
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -571,7 +748,10 @@ impl AcpAgent {
                         let agent = Arc::clone(&agent);
                         // Opening reads settings and starts MCP servers: off the dispatch loop.
                         connection.clone().spawn(async move {
-                            match agent.open(request.cwd.clone(), None, &connection).await {
+                            match agent
+                                .open(request.cwd.clone(), None, &request.mcp_servers, &connection)
+                                .await
+                            {
                                 Ok(opened) => {
                                     responder.respond(message(json!({
                                         "sessionId": opened.session.get_session_id(),
@@ -601,7 +781,15 @@ impl AcpAgent {
                                     "the session is open already",
                                 ));
                             }
-                            match agent.open(request.cwd.clone(), Some(id), &connection).await {
+                            match agent
+                                .open(
+                                    request.cwd.clone(),
+                                    Some(id),
+                                    &request.mcp_servers,
+                                    &connection,
+                                )
+                                .await
+                            {
                                 Ok(opened) => {
                                     agent.replay(&opened, &connection);
                                     responder.respond(message(json!({

@@ -246,6 +246,8 @@ impl AgentMcpServer {
             resume: session_id.map(str::to_string),
             fork: false,
             permission_handler: Arc::clone(&self.inner.permissions),
+            host_files: None,
+            mcp_servers: Vec::new(),
         };
         // Opening reads settings and the session store from disk.
         let session = tokio::task::spawn_blocking(move || factory.open(request))

@@ -79,13 +79,14 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
             "No changes to make: old_string and new_string are exactly the same.",
         );
     }
-    let content = match read_text(&resolved.real, &shown, "Edit") {
+    let content = match read_text(shared, &resolved.real, &shown, "Edit") {
         Ok(content) => content,
         Err(message) => return ToolOutput::error(message),
     };
     let Some(content) = content else {
         if old_string.is_empty() {
             return save(
+                shared,
                 &shown,
                 &resolved.real,
                 "",
@@ -104,6 +105,7 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
     if old_string.is_empty() {
         if content.is_empty() {
             return save(
+                shared,
                 &shown,
                 &resolved.real,
                 "",
@@ -122,6 +124,7 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
 
     match replace(&content, &old_string, &new_string, replace_all, &shown) {
         Ok(replaced) => save(
+            shared,
             &shown,
             &resolved.real,
             &content,
@@ -138,11 +141,12 @@ fn edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
 /// The text of a file an editing tool (`tool`) is about to change: `Ok(None)` when it does not
 /// exist; an error for a directory, an unreadable, binary or non-UTF-8 file.
 pub(super) fn read_text(
+    shared: &Shared,
     real: &std::path::Path,
     shown: &str,
     tool: &str,
 ) -> Result<Option<String>, String> {
-    let bytes = match std::fs::read(real) {
+    let bytes = match shared.read_file(real) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(_) if real.is_dir() => {
@@ -242,6 +246,7 @@ pub(super) fn replace(
 
 #[allow(clippy::too_many_arguments)]
 fn save(
+    shared: &Shared,
     shown: &str,
     real: &std::path::Path,
     old: &str,
@@ -251,7 +256,7 @@ fn save(
     replace_all: bool,
     existed: bool,
 ) -> ToolOutput {
-    if let Err(err) = fsutil::atomic_write(real, new.as_bytes()) {
+    if let Err(err) = shared.write_text_file(real, &new) {
         return ToolOutput::error(format!("Cannot write {shown}: {err}"));
     }
     let message = if !existed {

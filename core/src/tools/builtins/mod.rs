@@ -103,7 +103,7 @@ mod workspace;
 mod write;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -210,6 +210,23 @@ pub struct BuiltinToolsConfig {
     /// Also offer the `BackgroundProcess` tool ([`BackgroundProcessTool`]; off by default, as
     /// Claude Code has no such tool and `Bash` with `run_in_background` does the same).
     pub background_process_tool: bool,
+    /// A host that keeps the text of files itself (an editor with unsaved buffers): Read,
+    /// Write, Edit and MultiEdit read and write text files through it, after their own path
+    /// checks. `None`: the disk.
+    pub host_files: Option<Arc<dyn HostFileAccess>>,
+}
+
+/// Text files as a host keeps them: an editor (an ACP client, say) whose open buffers may hold
+/// unsaved changes the model should see, and whose writes should go through the editor so its
+/// buffers stay in step. Called from the tools' blocking threads, never from async code; each
+/// call gets the absolute path the tool resolved and checked (inside the workspace).
+pub trait HostFileAccess: Send + Sync {
+    /// The file's text as the host has it; `Ok(None)` leaves this file to the disk (the host
+    /// does not keep it, or it does not exist there). An error is the call's error.
+    fn read_text(&self, path: &Path) -> Result<Option<String>, String>;
+    /// Writes the file's whole text through the host; `Ok(false)` leaves the write to the disk.
+    /// An error is the call's error, and nothing was written.
+    fn write_text(&self, path: &Path, content: &str) -> Result<bool, String>;
 }
 
 impl Default for BuiltinToolsConfig {
@@ -228,6 +245,7 @@ impl Default for BuiltinToolsConfig {
             processes: None,
             background: BackgroundLimits::default(),
             background_process_tool: false,
+            host_files: None,
         }
     }
 }
@@ -251,6 +269,7 @@ impl std::fmt::Debug for BuiltinToolsConfig {
             .field("processes", &self.processes)
             .field("background", &self.background)
             .field("background_process_tool", &self.background_process_tool)
+            .field("host_files", &self.host_files.is_some())
             .finish()
     }
 }
@@ -271,9 +290,42 @@ pub(crate) struct Shared {
     processes: ProcessGroups,
     /// TodoWrite's task list.
     todos: Arc<std::sync::Mutex<Vec<TodoItem>>>,
+    /// Where text files are read and written when a host keeps them.
+    host_files: Option<Arc<dyn HostFileAccess>>,
 }
 
 impl Shared {
+    /// The file's text as the host keeps it (`Ok(None)`: read the disk).
+    fn host_text(&self, path: &Path) -> Result<Option<String>, String> {
+        match &self.host_files {
+            Some(host) => host.read_text(path),
+            None => Ok(None),
+        }
+    }
+
+    /// The file's bytes: the host's text when it keeps the file, else the disk's.
+    fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        match self.host_text(path) {
+            Ok(Some(text)) => Ok(text.into_bytes()),
+            Ok(None) => std::fs::read(path),
+            Err(message) => Err(std::io::Error::other(message)),
+        }
+    }
+
+    /// Writes a whole text file (through the host when it takes the write, else atomically on
+    /// disk); true when the file existed before.
+    fn write_text_file(&self, path: &Path, content: &str) -> std::io::Result<bool> {
+        if let Some(host) = &self.host_files {
+            let existed = path.exists();
+            match host.write_text(path, content) {
+                Ok(true) => return Ok(existed),
+                Ok(false) => {}
+                Err(message) => return Err(std::io::Error::other(message)),
+            }
+        }
+        fsutil::atomic_write(path, content.as_bytes())
+    }
+
     /// The extra environment of Bash commands and background tasks.
     fn env(&self) -> BTreeMap<String, String> {
         self.env
@@ -344,6 +396,7 @@ impl Builtins {
                 sandbox: config.sandbox,
                 processes: config.processes.unwrap_or_default(),
                 todos: Arc::default(),
+                host_files: config.host_files,
             }),
         }
     }

@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 
 use super::diff;
 use super::edit::{read_text, replace};
-use super::fsutil;
 use super::schema::{Field, Input, InputSchema, Kind};
 use super::workspace::Access;
 use super::{blocking, Builtins, Shared};
@@ -90,7 +89,7 @@ fn multi_edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutp
         Err(message) => return ToolOutput::error(message),
     };
     let shown = resolved.display.display().to_string();
-    let existing = match read_text(&resolved.real, &shown, "MultiEdit") {
+    let existing = match read_text(shared, &resolved.real, &shown, "MultiEdit") {
         Ok(existing) => existing,
         Err(message) => return ToolOutput::error(message),
     };
@@ -140,7 +139,7 @@ fn multi_edit(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutp
             Err(message) => return failed(message),
         }
     }
-    if let Err(err) = fsutil::atomic_write(&resolved.real, content.as_bytes()) {
+    if let Err(err) = shared.write_text_file(&resolved.real, &content) {
         return ToolOutput::error(format!("Cannot write {shown}: {err}"));
     }
     let created = existing.is_none();

@@ -74,6 +74,29 @@ fn read(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
         Err(message) => return ToolOutput::error(message),
     };
     let shown = resolved.display.display().to_string();
+    let offset = input.int("offset").unwrap_or(1).max(1) as usize;
+    let limit = input
+        .int("limit")
+        .map(|l| l as usize)
+        .unwrap_or(DEFAULT_READ_LIMIT);
+    match shared.host_text(&resolved.real) {
+        Ok(Some(text)) => {
+            // The host's (an editor's) copy, unsaved changes included.
+            let size = text.len() as u64;
+            let window = window_of(text.as_bytes(), offset, limit, shared.limit.read_max_bytes);
+            return match window {
+                Ok(window) => render(window, &shown, offset, size),
+                Err(WindowError::Binary) => ToolOutput::error(format!(
+                    "{shown} looks like binary data ({size} bytes), so Read will not show it."
+                )),
+                Err(WindowError::Io(err)) => {
+                    ToolOutput::error(format!("Cannot read {shown}: {err}"))
+                }
+            };
+        }
+        Ok(None) => {}
+        Err(message) => return ToolOutput::error(format!("Cannot read {shown}: {message}")),
+    }
     let meta = match std::fs::metadata(&resolved.real) {
         Ok(meta) => meta,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
@@ -116,11 +139,6 @@ fn read(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
             }
         ));
     }
-    let offset = input.int("offset").unwrap_or(1).max(1) as usize;
-    let limit = input
-        .int("limit")
-        .map(|l| l as usize)
-        .unwrap_or(DEFAULT_READ_LIMIT);
     match read_window(&resolved.real, offset, limit, shared.limit.read_max_bytes) {
         Ok(window) => render(window, &shown, offset, meta.len()),
         Err(WindowError::Binary) => ToolOutput::error(format!(
@@ -208,15 +226,24 @@ fn read_window(
     limit: usize,
     max_bytes: usize,
 ) -> Result<Window, WindowError> {
-    let mut file = File::open(path)?;
+    window_of(File::open(path)?, offset, limit, max_bytes)
+}
+
+/// [`read_window`] over any source of the file's bytes (the disk, or a host's text).
+fn window_of(
+    mut source: impl std::io::Read,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<Window, WindowError> {
     let mut sniff = Vec::with_capacity(SNIFF_BYTES);
-    (&mut file)
+    (&mut source)
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut sniff)?;
     if fsutil::looks_binary(&sniff) {
         return Err(WindowError::Binary);
     }
-    let mut reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(sniff).chain(file));
+    let mut reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(sniff).chain(source));
     let mut window = Window {
         lines: Vec::new(),
         total_lines: 0,

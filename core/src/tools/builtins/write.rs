@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use super::diff;
-use super::fsutil;
 use super::schema::{Field, Input, InputSchema, Kind};
 use super::workspace::Access;
 use super::{blocking, Builtins, Shared};
@@ -63,12 +62,15 @@ fn write(shared: &Shared, input: &Input, context: &ToolContext) -> ToolOutput {
             "{shown} is a directory; give the path of a file inside it."
         ));
     }
-    let old = std::fs::metadata(&resolved.real)
-        .ok()
-        .filter(|m| m.len() <= DIFF_MAX_BYTES)
-        .and_then(|_| std::fs::read(&resolved.real).ok())
-        .and_then(|bytes| String::from_utf8(bytes).ok());
-    let existed = match fsutil::atomic_write(&resolved.real, content.as_bytes()) {
+    let old = match shared.host_text(&resolved.real) {
+        Ok(Some(text)) => Some(text).filter(|t| t.len() as u64 <= DIFF_MAX_BYTES),
+        _ => std::fs::metadata(&resolved.real)
+            .ok()
+            .filter(|m| m.len() <= DIFF_MAX_BYTES)
+            .and_then(|_| std::fs::read(&resolved.real).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+    };
+    let existed = match shared.write_text_file(&resolved.real, &content) {
         Ok(existed) => existed,
         Err(err) => return ToolOutput::error(format!("Cannot write {shown}: {err}")),
     };
