@@ -617,3 +617,52 @@ async fn partial_messages_are_the_anthropic_event_stream() {
     assert_eq!(events[20]["delta"]["stop_reason"], "end_turn");
     assert_eq!(events[20]["usage"]["output_tokens"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn await_initialize_holds_prompts_until_initialize() {
+    let mock = MockLlm::start_json(json!({"turns": [{"text": "one"}, {"text": "two"}]}))
+        .await
+        .expect("start mock-llm");
+    let (dir, home) = project(&mock);
+    // The prompt comes first; with --await-initialize it runs in the session `initialize`
+    // configures (here: its system prompt).
+    let input = [
+        user_message("hi", "u1"),
+        json!({"type": "control_request", "request_id": "init", "request": {
+            "subtype": "initialize", "hooks": null, "systemPrompt": "SYSTEM-FROM-INIT"}}),
+    ]
+    .iter()
+    .map(|line| format!("{line}\n"))
+    .collect::<String>();
+    let (project_dir, home_dir) = (dir.path().to_path_buf(), home.path().to_path_buf());
+    let output = tokio::task::spawn_blocking(move || {
+        let mut args = SDK_FLAGS.to_vec();
+        args.push("--await-initialize");
+        let held = run(&project_dir, &home_dir, &args, &input);
+        // Without an initialize, stdin's end lets the held prompt run.
+        let alone = format!("{}\n", user_message("hi again", "u2"));
+        let unheld = run(&project_dir, &home_dir, &args, &alone);
+        (held, unheld)
+    })
+    .await
+    .expect("robota ran");
+    let (held, unheld) = output;
+    assert_eq!(held.status.code(), Some(0), "{}", stderr(&held));
+    let lines = lines(&held);
+    let reply = lines
+        .iter()
+        .find(|l| l["type"] == "control_response")
+        .expect("a reply to initialize");
+    assert_eq!(reply["response"]["subtype"], "success", "{reply}");
+    assert_eq!(lines.last().expect("result")["result"], "one");
+    assert!(
+        mock.requests()[0].body["system"]
+            .to_string()
+            .contains("SYSTEM-FROM-INIT"),
+        "{}",
+        mock.requests()[0].body["system"]
+    );
+    assert_eq!(unheld.status.code(), Some(0), "{}", stderr(&unheld));
+    let unheld_lines = self::lines(&unheld);
+    assert_eq!(unheld_lines.last().expect("result")["result"], "two");
+}
