@@ -666,3 +666,44 @@ async fn await_initialize_holds_prompts_until_initialize() {
     let unheld_lines = self::lines(&unheld);
     assert_eq!(unheld_lines.last().expect("result")["result"], "two");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn can_use_tool_may_change_the_input() {
+    let mock = MockLlm::start_json(json!({"turns": [
+        {"tool_calls": [{"id": "toolu_1", "name": "Bash", "input": {"command": "touch asked.txt"}}]},
+        {"text": "Done."},
+    ]}))
+    .await
+    .expect("start mock-llm");
+    let (dir, home) = project(&mock);
+    let (project_dir, home_dir) = (dir.path().to_path_buf(), home.path().to_path_buf());
+    let status = tokio::task::spawn_blocking(move || {
+        let mut args = SDK_FLAGS.to_vec();
+        args.extend(["--permission-prompt-tool", "stdio"]);
+        let mut live = Live::start(&project_dir, &home_dir, &args);
+        live.control("init", json!({"subtype": "initialize", "hooks": null}));
+        live.send(&user_message("Touch it", "u1"));
+        let ask = live.until("can_use_tool", |l| {
+            l["type"] == "control_request" && l["request"]["subtype"] == "can_use_tool"
+        });
+        assert_eq!(
+            ask["request"]["input"],
+            json!({"command": "touch asked.txt"})
+        );
+        live.send(&json!({"type": "control_response", "response": {
+            "subtype": "success", "request_id": ask["request_id"],
+            "response": {"behavior": "allow", "updatedInput": {"command": "touch changed.txt"}},
+        }}));
+        let result = live.until("the result", |l| l["type"] == "result");
+        assert_eq!(result["subtype"], "success", "{result}");
+        live.finish()
+    })
+    .await
+    .expect("robota ran");
+    assert_eq!(status.code(), Some(0));
+    assert!(dir.path().join("changed.txt").exists());
+    assert!(!dir.path().join("asked.txt").exists());
+    // The model was told the call ran with the changed input.
+    let history = mock.requests()[1].body["messages"].to_string();
+    assert!(history.contains("touch asked.txt"), "{history}");
+}

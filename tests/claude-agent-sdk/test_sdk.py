@@ -171,6 +171,29 @@ def test_can_use_tool_allows_one_tool_and_denies_another(project: Path, mock_llm
     assert "no shell in this test" in str(mock.requests()[1]["body"]["messages"])
 
 
+def test_can_use_tool_may_change_the_input(project: Path, mock_llm: Any) -> None:
+    mock_llm(
+        [
+            {"tool_calls": [{"id": "toolu_b", "name": "Bash", "input": {"command": "touch asked.txt"}}]},
+            {"text": "Ran it."},
+        ]
+    )
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        return PermissionResultAllow(updated_input={"command": "touch changed.txt"})
+
+    async def conversation() -> list[Any]:
+        async with ClaudeSDKClient(options=options(project, can_use_tool=can_use_tool)) as client:
+            await client.query("Touch a file")
+            return [m async for m in client.receive_response()]
+
+    messages = run(conversation())
+    assert (project / "changed.txt").exists()
+    assert not (project / "asked.txt").exists()
+    assert not tool_results(messages)["toolu_b"].is_error
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"
+
+
 def test_pre_tool_use_hook_blocks_a_command(project: Path, mock_llm: Any) -> None:
     mock_llm(
         [
