@@ -71,6 +71,11 @@ fn project(mock: &MockLlm) -> (TempDir, TempDir) {
     (dir, home)
 }
 
+/// `lines` as JSON lines, the way the SDK writes stdin.
+fn jsonl(lines: &[Value]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
 /// Stdout's JSON lines.
 fn lines(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
@@ -143,17 +148,14 @@ async fn an_exchange_as_the_sdk_writes_it() {
     // The SDK's camelCase spellings.
     args.extend(["--allowedTools", "Bash", "--disallowedTools", "Write"]);
     args.extend(["--permission-mode", "default", "--max-turns", "5"]);
-    let input = [
+    let input = jsonl(&[
         json!({"type": "control_request", "request_id": "req_1", "request": {
             "subtype": "initialize", "hooks": null}}),
         json!({"type": "control_request", "request_id": "req_2", "request": {
             "subtype": "seed_read_state", "path": "x", "mtime": 0}}),
         json!({"type": "user", "session_id": "", "parent_tool_use_id": null,
             "message": {"role": "user", "content": "Say hi in the shell"}}),
-    ]
-    .iter()
-    .map(|line| format!("{line}\n"))
-    .collect::<String>();
+    ]);
     let output = tokio::task::spawn_blocking(move || run(dir.path(), home.path(), &args, &input))
         .await
         .expect("robota ran");
@@ -626,14 +628,11 @@ async fn await_initialize_holds_prompts_until_initialize() {
     let (dir, home) = project(&mock);
     // The prompt comes first; with --await-initialize it runs in the session `initialize`
     // configures (here: its system prompt).
-    let input = [
+    let input = jsonl(&[
         user_message("hi", "u1"),
         json!({"type": "control_request", "request_id": "init", "request": {
             "subtype": "initialize", "hooks": null, "systemPrompt": "SYSTEM-FROM-INIT"}}),
-    ]
-    .iter()
-    .map(|line| format!("{line}\n"))
-    .collect::<String>();
+    ]);
     let (project_dir, home_dir) = (dir.path().to_path_buf(), home.path().to_path_buf());
     let output = tokio::task::spawn_blocking(move || {
         let mut args = SDK_FLAGS.to_vec();
@@ -706,4 +705,83 @@ async fn can_use_tool_may_change_the_input() {
     // The model was told the call ran with the changed input.
     let history = mock.requests()[1].body["messages"].to_string();
     assert!(history.contains("touch asked.txt"), "{history}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_from_initialize_run_as_subagents() {
+    let mock = MockLlm::start_json(json!({"turns": [
+        {"tool_calls": [{"id": "toolu_task", "name": "Task", "input": {
+            "description": "review", "prompt": "Review the change", "subagent_type": "reviewer"}}]},
+        {"text": "LGTM from the reviewer."},
+        {"text": "Reviewed."},
+    ]}))
+    .await
+    .expect("start mock-llm");
+    let (dir, home) = project(&mock);
+    let agents = json!({
+        "reviewer": {"description": "Reviews code changes", "prompt": "REVIEWER-SYSTEM-PROMPT",
+                     "tools": ["Read", "Grep"], "model": "inherit", "maxTurns": 3},
+    });
+    let input = jsonl(&[
+        json!({"type": "control_request", "request_id": "init", "request": {
+            "subtype": "initialize", "hooks": null, "agents": agents}}),
+        user_message("Review it", "u1"),
+    ]);
+    let (project_dir, home_dir) = (dir.path().to_path_buf(), home.path().to_path_buf());
+    let output = tokio::task::spawn_blocking(move || {
+        let mut args = SDK_FLAGS.to_vec();
+        args.extend(["--allowedTools", "Task"]);
+        run(&project_dir, &home_dir, &args, &input)
+    })
+    .await
+    .expect("robota ran");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines = lines(&output);
+    assert_eq!(lines.last().expect("result")["result"], "Reviewed.");
+    let requests = mock.requests();
+    // The parent's prompt lists the agent; the subagent runs with its prompt and tools.
+    let parent_system = requests[0].body["system"].to_string();
+    assert!(
+        parent_system.contains("reviewer: Reviews code changes"),
+        "{parent_system}"
+    );
+    let sub = &requests[1].body;
+    assert!(
+        sub["system"].to_string().contains("REVIEWER-SYSTEM-PROMPT"),
+        "{}",
+        sub["system"]
+    );
+    let mut tools: Vec<&str> = sub["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    tools.sort_unstable();
+    assert_eq!(tools, ["Grep", "Read"]);
+    let task_result = lines
+        .iter()
+        .find(|l| l["type"] == "user" && l["message"]["content"][0]["tool_use_id"] == "toolu_task")
+        .expect("the Task result");
+    assert!(
+        task_result["message"]["content"][0]["content"]
+            .to_string()
+            .contains("LGTM from the reviewer."),
+        "{task_result}"
+    );
+
+    // A field robota cannot honour is refused, naming it.
+    let (dir, home) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("home"),
+    );
+    let init = json!({"type": "control_request", "request_id": "init", "request": {
+        "subtype": "initialize", "agents": {"helper": {"description": "d", "prompt": "p",
+            "mcpServers": ["x"]}}}});
+    let output = run(dir.path(), home.path(), SDK_FLAGS, &format!("{init}\n"));
+    let reply = self::lines(&output)
+        .into_iter()
+        .find(|l| l["type"] == "control_response")
+        .expect("a reply");
+    assert_error_naming(&reply["response"], "mcpServers");
 }

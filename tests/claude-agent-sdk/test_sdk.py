@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import (
+    AgentDefinition,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -608,3 +609,30 @@ def test_structured_output_follows_the_json_schema(project: Path, mock_llm: Any)
     result = run(collect("Which city?", opts))[-1]
     assert isinstance(result, ResultMessage) and result.subtype == "success"
     assert result.structured_output == {"city": "Lisbon", "population": 545000}
+
+
+def test_agents_from_the_options_run_as_subagents(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {"id": "toolu_task", "name": "Task",
+                     "input": {"description": "review", "prompt": "Review the change",
+                               "subagent_type": "reviewer"}}
+                ]
+            },
+            {"text": "LGTM from the reviewer."},
+            {"text": "Reviewed."},
+        ]
+    )
+    reviewer = AgentDefinition(
+        description="Reviews code changes", prompt="REVIEWER-SYSTEM-PROMPT", tools=["Read", "Grep"]
+    )
+    opts = options(project, agents={"reviewer": reviewer}, allowed_tools=["Task"])
+    messages = run(collect("Review it", opts))
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Reviewed."
+    assert "LGTM from the reviewer." in str(tool_results(messages)["toolu_task"].content)
+    requests = mock.requests()
+    assert "reviewer: Reviews code changes" in str(requests[0]["body"]["system"])
+    assert "REVIEWER-SYSTEM-PROMPT" in str(requests[1]["body"]["system"])
+    assert sorted(t["name"] for t in requests[1]["body"]["tools"]) == ["Grep", "Read"]

@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{mpsc, OnceCell};
 
+use robota::framework::agents::{AgentDefinition, AgentSource};
 use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
 use robota::hooks::{HookEvent, OnHookFailure};
 use robota::mcp::{McpServerAction, McpServerStatus};
@@ -95,6 +96,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     let (prompts, queue) = mpsc::unbounded_channel::<Prompt>();
     let mut turns = tokio::spawn(run_prompts(protocol.clone(), queue));
     let inflight: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
+    // The control requests being answered: stdin's end waits for their replies.
+    let mut answering = tokio::task::JoinSet::new();
 
     // SIGTERM (what the SDKs send when closing stdin did not end robota soon enough), SIGINT
     // and SIGHUP abort the running prompt and shut the session down, so no process it started
@@ -156,11 +159,13 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                 // The map is locked while the task is spawned, so the task's own removal
                 // (when it ends) always comes after this insertion.
                 let mut running = inflight.lock().unwrap_or_else(PoisonError::into_inner);
+                // Replies already sent need no waiting for.
+                while answering.try_join_next().is_some() {}
                 let task = {
                     let protocol = protocol.clone();
                     let inflight = inflight.clone();
                     let id = id.clone();
-                    tokio::spawn(async move {
+                    answering.spawn(async move {
                         let reply = match protocol.control(&request).await {
                             Ok(response) => json!({"type": "control_response", "response": {
                                 "subtype": "success", "request_id": id, "response": response,
@@ -176,7 +181,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                             .remove(&id);
                     })
                 };
-                running.insert(id, task.abort_handle());
+                running.insert(id, task);
             }
             Some("control_response") => {
                 protocol
@@ -207,7 +212,10 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     // Prompts held for an `initialize` that can no longer come run without it.
     protocol.initialized.send_replace(true);
     tokio::select! {
-        _ = &mut turns => {}
+        _ = async {
+            let _ = (&mut turns).await;
+            while answering.join_next().await.is_some() {}
+        } => {}
         Some(signal) = signals.next() => return Ok(stop(&protocol, &turns, signal).await),
     }
     if let Some(Ok(session)) = protocol.session.get() {
@@ -316,6 +324,7 @@ impl Protocol {
     }
 
     async fn open_session(&self, init: &Value) -> Result<Arc<InteractiveSession>, String> {
+        let agents = agent_definitions(init)?;
         let handler = match self.cli.permission_prompt_tool.as_deref() {
             None => None,
             Some("stdio") => Some(Arc::new(SdkPermissions {
@@ -335,17 +344,7 @@ impl Protocol {
             }
         })
         .map_err(|CliError { message, .. }| message)?;
-        if init
-            .get("agents")
-            .and_then(Value::as_object)
-            .is_some_and(|agents| !agents.is_empty())
-        {
-            return Err(
-                "initialize: robota does not take agent definitions over the protocol; \
-                        put each agent in .claude/agents/<name>.md (robota loads them from there)"
-                    .into(),
-            );
-        }
+        options.agents = agents;
         self.add_hooks(&mut options, init)?;
         apply_initialize_prompt(&mut options, init)?;
         // The Python SDK names its in-process servers in `--mcp-config` (`{"type": "sdk"}`),
@@ -627,6 +626,98 @@ impl Protocol {
             None => Err("no session yet: send initialize or a user message first".into()),
         }
     }
+}
+
+/// The fields of an SDK agent definition robota honours; any other is refused, since leaving it
+/// out would change what the agent does.
+const AGENT_FIELDS: [&str; 7] = [
+    "description",
+    "prompt",
+    "tools",
+    "disallowedTools",
+    "model",
+    "maxTurns",
+    "permissionMode",
+];
+
+/// The agents `initialize` defines (`agents: {name: {description, prompt, tools?,
+/// disallowedTools?, model?, maxTurns?, permissionMode?}}`), for the session's Task tool.
+fn agent_definitions(init: &Value) -> Result<Vec<AgentDefinition>, String> {
+    let agents = match init.get("agents") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(agents)) => agents,
+        Some(other) => {
+            return Err(format!(
+                "initialize: `agents` must be an object, not {other}"
+            ))
+        }
+    };
+    let mut definitions = Vec::new();
+    for (name, agent) in agents {
+        let problem = |what: String| format!("initialize: agent `{name}`: {what}");
+        let Value::Object(fields) = agent else {
+            return Err(problem(format!("must be an object, not {agent}")));
+        };
+        if let Some(unknown) = fields
+            .iter()
+            .find(|(key, value)| !value.is_null() && !AGENT_FIELDS.contains(&key.as_str()))
+        {
+            return Err(problem(format!(
+                "robota does not support `{}` in an agent definition (it takes {})",
+                unknown.0,
+                AGENT_FIELDS.join(", ")
+            )));
+        }
+        let text = |key: &str| -> Result<Option<String>, String> {
+            match fields.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.clone())),
+                Some(other) => Err(problem(format!("`{key}` must be a string, not {other}"))),
+            }
+        };
+        let names = |key: &str| -> Result<Option<Vec<String>>, String> {
+            match fields.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| {
+                        item.as_str().map(str::to_string).ok_or_else(|| {
+                            problem(format!("`{key}` must list tool names, not {item}"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some),
+                Some(other) => Err(problem(format!("`{key}` must be a list, not {other}"))),
+            }
+        };
+        let max_turns = match fields.get("maxTurns") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .and_then(|turns| u32::try_from(turns).ok())
+                    .ok_or_else(|| problem(format!("`maxTurns` must be a count, not {value}")))?,
+            ),
+        };
+        let permission_mode = text("permissionMode")?
+            .map(|mode| mode.parse::<PermissionMode>())
+            .transpose()
+            .map_err(|e| problem(format!("`permissionMode`: {e}")))?;
+        definitions.push(AgentDefinition {
+            name: name.clone(),
+            description: text("description")?
+                .ok_or_else(|| problem("`description` is missing".into()))?,
+            system_prompt: text("prompt")?.ok_or_else(|| problem("`prompt` is missing".into()))?,
+            tools: names("tools")?,
+            disallowed_tools: names("disallowedTools")?.unwrap_or_default(),
+            // `inherit` is the session's model, which is robota's default for a subagent.
+            model: text("model")?.filter(|model| model != "inherit"),
+            max_turns,
+            permission_mode,
+            source: AgentSource::Host,
+        });
+    }
+    Ok(definitions)
 }
 
 /// The string field `field` of a control request, which `subtype` needs.
