@@ -142,6 +142,42 @@ pub struct Cli {
     /// `$TRACESTATE`).
     #[arg(long, value_name = "TRACEPARENT")]
     pub traceparent: Option<String>,
+    /// Use only the MCP servers of `--mcp-config` (none from settings, `.mcp.json` or plugins).
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+    /// The id of the new session (a safe file name: letters, digits, `.`, `_`, `-`); not with
+    /// `--resume`/`--continue`, whose session keeps its id.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Extended thinking with this token budget per model call (`0`: no thinking).
+    #[arg(long, value_name = "TOKENS")]
+    pub max_thinking_tokens: Option<u32>,
+    /// Claude Code's thinking switch: `disabled` turns thinking off; `adaptive` and `enabled`
+    /// (without a budget) are refused, since robota needs a budget (`--max-thinking-tokens`).
+    #[arg(long, value_name = "MODE")]
+    pub thinking: Option<String>,
+    /// In the stream-json protocol, prompts wait for the SDK's `initialize` (which configures
+    /// the session) however early they arrive.
+    #[arg(long)]
+    pub await_initialize: bool,
+    /// In the stream-json protocol, echo each prompt's user message (with its `uuid`, the id
+    /// `rewind_files` takes) before its answer.
+    #[arg(long)]
+    pub replay_user_messages: bool,
+    /// Claude Code's hook progress messages: refused (robota does not report hook runs as
+    /// messages).
+    #[arg(long, hide = true)]
+    pub include_hook_events: bool,
+    /// Anthropic beta headers: refused (robota's provider sends none of the caller's).
+    #[arg(long, value_name = "BETAS", hide = true)]
+    pub betas: Option<String>,
+    /// The reasoning effort: refused (robota has no effort setting; a thinking budget is
+    /// `--max-thinking-tokens`).
+    #[arg(long, value_name = "LEVEL", hide = true)]
+    pub effort: Option<String>,
+    /// How thinking is shown (summarized or omitted): refused (robota cannot ask for either).
+    #[arg(long, value_name = "DISPLAY", hide = true)]
+    pub thinking_display: Option<String>,
 }
 
 impl Cli {

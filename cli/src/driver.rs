@@ -15,7 +15,7 @@ use robota::framework::interactive::{
 };
 use robota::mcp::{McpAuthorizationHandler, McpOptions};
 use robota::permissions::PermissionMode;
-use robota::provider::Provider;
+use robota::provider::{Provider, ThinkingConfig};
 use robota::session::store::SessionStore;
 use robota::session::store_choice::StoreChoice;
 use robota::session::structured_output::OutputFormat;
@@ -96,6 +96,14 @@ pub fn session_options(
                 "--setting-sources: unknown source `{unknown}` (user, project or local)"
             )));
         }
+    }
+    refuse_unsupported_flags(cli)?;
+    let thinking = thinking_budget(cli)?;
+    if cli.session_id.is_some() && (cli.resume.is_some() || cli.continue_session) {
+        return Err(CliError::usage(
+            "--session-id names a new session; a resumed session (--resume, --continue) keeps \
+             its own id, and a --fork-session copy gets a fresh one",
+        ));
     }
     let cwd = project_dir(cli)?;
     let overrides = settings_overrides(cli)?;
@@ -216,6 +224,11 @@ pub fn session_options(
     if let Some(id) = resume {
         options = options.with_resume(id, cli.fork);
     }
+    if let Some(id) = &cli.session_id {
+        options = options.with_session_id(id);
+    }
+    options.engine.thinking = thinking;
+    options.host_mcp_servers_only = cli.strict_mcp_config;
     if let Some(config) = telemetry_config(cli, &settings_telemetry, &env)? {
         options.telemetry = Some(
             robota::telemetry::Telemetry::start(&config)
@@ -226,6 +239,65 @@ pub fn session_options(
             .map_err(|error| CliError::usage(format!("--traceparent: {}", error.message)))?;
     }
     Ok((InteractiveSessionOptions::new(options), built.base_url))
+}
+
+/// Refuses the Claude Code flags robota parses but cannot honour: each would change what the
+/// session does or reports, so running without it would mislead the caller.
+fn refuse_unsupported_flags(cli: &Cli) -> Result<(), CliError> {
+    let refused = if cli.include_hook_events {
+        Some(
+            "--include-hook-events: robota does not report hook runs as messages \
+             (hook_started / hook_response); run without it",
+        )
+    } else if cli.betas.is_some() {
+        Some("--betas: robota's providers send no beta headers of the caller's; run without it")
+    } else if cli.effort.is_some() {
+        Some(
+            "--effort: robota has no reasoning-effort setting; give a thinking budget with \
+             --max-thinking-tokens instead",
+        )
+    } else if cli.thinking_display.is_some() {
+        Some(
+            "--thinking-display: robota cannot ask for summarized or omitted thinking; run \
+             without it",
+        )
+    } else {
+        None
+    };
+    match refused {
+        Some(message) => Err(CliError::usage(message)),
+        None => Ok(()),
+    }
+}
+
+/// The thinking budget `--max-thinking-tokens` and `--thinking` ask for (`None`: no thinking).
+fn thinking_budget(cli: &Cli) -> Result<Option<ThinkingConfig>, CliError> {
+    match cli.thinking.as_deref() {
+        None => {}
+        Some("disabled") => {
+            if cli.max_thinking_tokens.is_some_and(|tokens| tokens > 0) {
+                return Err(CliError::usage(
+                    "--thinking disabled and --max-thinking-tokens contradict each other",
+                ));
+            }
+            return Ok(None);
+        }
+        Some(mode @ ("adaptive" | "enabled")) => {
+            return Err(CliError::usage(format!(
+                "--thinking {mode}: robota thinks only with a token budget; give it with \
+                 --max-thinking-tokens N"
+            )))
+        }
+        Some(other) => {
+            return Err(CliError::usage(format!(
+                "--thinking `{other}`: use disabled (or a budget with --max-thinking-tokens)"
+            )))
+        }
+    }
+    Ok(cli
+        .max_thinking_tokens
+        .filter(|tokens| *tokens > 0)
+        .map(|budget_tokens| ThinkingConfig { budget_tokens }))
 }
 
 /// The OTLP export the flags, the settings' `telemetry` and the environment ask for; `None`

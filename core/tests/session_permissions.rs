@@ -228,6 +228,49 @@ async fn deny_sends_the_message_to_the_model() {
 }
 
 #[tokio::test]
+async fn allow_with_input_runs_the_call_with_the_handlers_input() {
+    let project = Project::new();
+    project.settings(
+        ".claude/settings.json",
+        json!({"permissions": {"deny": ["Bash(rm *)"]}}),
+    );
+    let mock = Mock::start(json!({"turns": [
+        tool_turn("toolu_1", "Bash", json!({"command": "touch asked.txt"})),
+        tool_turn("toolu_2", "Bash", json!({"command": "touch asked.txt"})),
+        tool_turn("toolu_3", "Bash", json!({"command": "touch again.txt"})),
+        text_turn("done"),
+    ]}))
+    .await;
+    let events = Events::default();
+    let handler = Handler::default();
+    let session = session(options(&project, &mock, &events).with_permission_handler(
+        handler.answering(vec![
+            PermissionResponse::allow_with_input(json!({"command": "touch changed.txt"})),
+            // A changed input is checked against the deny rules.
+            PermissionResponse::allow_with_input(json!({"command": "rm -rf ."})),
+            // With rules: remembered for the session, like allow for the session.
+            PermissionResponse::AllowWithInput {
+                input: json!({"command": "touch third.txt"}),
+                rules: vec!["Bash(touch *)".into()],
+                destination: None,
+            },
+        ]),
+    ));
+    session.run("touch it").await.expect("run");
+    assert!(project.path("changed.txt").exists());
+    assert!(!project.path("asked.txt").exists());
+    let refused = mock.result_for("toolu_2");
+    assert!(refused.contains("denied"), "{refused}");
+    assert!(project.path("third.txt").exists());
+    assert!(!project.path("again.txt").exists());
+    assert_eq!(session.session_allowed_rules(), ["Bash(touch *)"]);
+    let resolved = events.of("permission_resolved");
+    assert_eq!(resolved[0]["resolution"]["decision"], "allowed");
+    assert_eq!(resolved[1]["resolution"]["decision"], "denied");
+    assert_eq!(resolved[2]["resolution"]["scope"], "session");
+}
+
+#[tokio::test]
 async fn without_a_handler_ask_becomes_deny_with_an_explanation() {
     let project = Project::new();
     let mock = Mock::start(json!({"turns": [

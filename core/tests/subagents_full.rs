@@ -5,7 +5,8 @@
 //! skill's `model`; the project's CLAUDE.md/AGENTS.md in the subagent's system prompt; three
 //! background subagents in parallel whose reports the parent reads with `BashOutput`; cancel,
 //! the concurrency limit and shutdown for background subagents; `Task` never offered to a
-//! subagent. Requests are checked as mock-llm recorded them.
+//! subagent; agent definitions a host gives in code, above the files'. Requests are checked as
+//! mock-llm recorded them.
 #![cfg(unix)]
 
 mod session_common;
@@ -14,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use robota::framework::agents::{
-    SubagentRequest, FORK_WORKER_PROMPT_SUFFIX, SUBAGENT_PROMPT_SUFFIX,
+    AgentDefinition, AgentSource, SubagentRequest, FORK_WORKER_PROMPT_SUFFIX,
+    SUBAGENT_PROMPT_SUFFIX,
 };
 use robota::framework::interactive::{
     InteractiveEventKind, InteractiveSession, InteractiveSessionOptions,
@@ -154,6 +156,53 @@ async fn the_agent_model_the_callers_override_and_a_live_switch_choose_the_child
         ["claude-opus-4-1", "claude-opus-4-1", "claude-opus-4-1"]
     );
     assert_eq!(mock.result_for("toolu_three"), "CHILD-THREE");
+}
+
+#[tokio::test]
+async fn host_agent_definitions_run_as_subagents_above_the_files() {
+    let project = Project::new();
+    // A file defines `quick` too: the host's definition wins.
+    project.write(".claude/agents/quick.md", QUICK_AGENT);
+    allow(&project, &["Task"]);
+    let mock = Mock::start(json!({"turns": [
+        task_call("toolu_one", "quick", "look", json!({})),
+        text_turn("CHILD"),
+        text_turn("Done."),
+    ]}))
+    .await;
+    let events = Events::default();
+    let mut options = InteractiveSessionOptions::new(options(&project, &mock, &events));
+    options.agents.push(AgentDefinition {
+        name: "quick".into(),
+        description: "The host's quick agent".into(),
+        system_prompt: "HOST-AGENT-PROMPT".into(),
+        tools: Some(vec!["Read".into()]),
+        disallowed_tools: Vec::new(),
+        model: None,
+        max_turns: None,
+        permission_mode: None,
+        source: AgentSource::Host,
+    });
+    let session = InteractiveSession::new(options).unwrap_or_else(|e| panic!("session: {e}"));
+    prompt(&session, "delegate").await;
+    let bodies = mock.bodies();
+    assert!(
+        bodies[0]["system"]
+            .to_string()
+            .contains("quick: The host's quick agent"),
+        "{}",
+        bodies[0]["system"]
+    );
+    let child_system = bodies[1]["system"].to_string();
+    assert!(child_system.contains("HOST-AGENT-PROMPT"), "{child_system}");
+    assert!(!child_system.contains("QUICK-AGENT-BODY"), "{child_system}");
+    let tools: Vec<&str> = bodies[1]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["Read"]);
 }
 
 #[tokio::test]

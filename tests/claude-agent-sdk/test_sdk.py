@@ -4,11 +4,13 @@ mock-llm as the model: the messages it parses, the control protocol both ways.""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from claude_agent_sdk import (
+    AgentDefinition,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -16,6 +18,7 @@ from claude_agent_sdk import (
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
+    StreamEvent,
     SystemMessage,
     TextBlock,
     ToolResultBlock,
@@ -167,6 +170,29 @@ def test_can_use_tool_allows_one_tool_and_denies_another(project: Path, mock_llm
     ]
     # The model was told about the denial.
     assert "no shell in this test" in str(mock.requests()[1]["body"]["messages"])
+
+
+def test_can_use_tool_may_change_the_input(project: Path, mock_llm: Any) -> None:
+    mock_llm(
+        [
+            {"tool_calls": [{"id": "toolu_b", "name": "Bash", "input": {"command": "touch asked.txt"}}]},
+            {"text": "Ran it."},
+        ]
+    )
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        return PermissionResultAllow(updated_input={"command": "touch changed.txt"})
+
+    async def conversation() -> list[Any]:
+        async with ClaudeSDKClient(options=options(project, can_use_tool=can_use_tool)) as client:
+            await client.query("Touch a file")
+            return [m async for m in client.receive_response()]
+
+    messages = run(conversation())
+    assert (project / "changed.txt").exists()
+    assert not (project / "asked.txt").exists()
+    assert not tool_results(messages)["toolu_b"].is_error
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"
 
 
 def test_pre_tool_use_hook_blocks_a_command(project: Path, mock_llm: Any) -> None:
@@ -353,14 +379,195 @@ def test_unsupported_control_request_gets_an_error_reply(project: Path, mock_llm
 
     async def conversation() -> str:
         async with ClaudeSDKClient(options=options(project)) as client:
+            # Every request the Python SDK's API sends is supported; the TypeScript SDK's
+            # `seedReadState` is not, so it goes through the SDK's own request channel.
+            assert client._query is not None
             try:
-                await client.rewind_files("some-message-id")
+                await client._query._send_control_request(
+                    {"subtype": "seed_read_state", "path": "x", "mtime": 0}
+                )
             except Exception as error:  # noqa: BLE001 - the SDK raises a plain Exception
                 return str(error)
             return "no error"
 
     message = run(conversation())
-    assert "rewind_files" in message and "not support" in message
+    assert "seed_read_state" in message and "not support" in message
+
+
+def test_session_id_thinking_budget_and_strict_mcp_config(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm([{"text": "thought about it"}])
+    # A server in the project's settings, which --strict-mcp-config leaves out.
+    settings_file = project / ".robota" / "settings.json"
+    settings = json.loads(settings_file.read_text())
+    settings["mcpServers"] = {"from-settings": {"command": "/nonexistent/mcp-server"}}
+    settings_file.write_text(json.dumps(settings))
+
+    @tool("ping", "Answers pong", {})
+    async def ping(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "pong"}]}
+
+    opts = options(
+        project,
+        session_id="chosen-session",
+        max_thinking_tokens=2048,
+        strict_mcp_config=True,
+        mcp_servers={"tools": create_sdk_mcp_server(name="tools", tools=[ping])},
+    )
+    messages = run(collect("Think", opts))
+    init = messages[0]
+    assert isinstance(init, SystemMessage)
+    assert init.data["session_id"] == "chosen-session"
+    assert [s["name"] for s in init.data["mcp_servers"]] == ["tools"]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.session_id == "chosen-session"
+    [request] = mock.requests()
+    assert request["body"]["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_options_robota_cannot_honour_are_refused(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm([{"text": "never sent"}])
+    for extra, named in [
+        ({"include_hook_events": True}, "--include-hook-events"),
+        ({"betas": ["context-1m-2025-08-07"]}, "--betas"),
+        ({"effort": "high"}, "--effort"),
+        ({"thinking": {"type": "adaptive"}}, "--thinking adaptive"),
+    ]:
+        # The session opens at `initialize`, whose error reply the SDK raises.
+        try:
+            run(collect("hi", options(project, **extra)))
+            error = "no error"
+        except Exception as failure:  # noqa: BLE001 - the SDK raises a plain Exception
+            error = str(failure)
+        assert named in error and "robota" in error, (extra, error)
+    assert mock.requests() == []
+
+
+def test_context_usage_and_mcp_server_control(project: Path, mock_llm: Any) -> None:
+    mock_llm([{"text": "ok", "usage": {"input_tokens": 1500, "output_tokens": 2}}])
+
+    @tool("ping", "Answers pong", {})
+    async def ping(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "pong"}]}
+
+    async def conversation() -> tuple[Any, Any, Any, str]:
+        opts = options(project, mcp_servers={"tools": create_sdk_mcp_server(name="tools", tools=[ping])})
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("hello")
+            [m async for m in client.receive_response()]
+            usage = await client.get_context_usage()
+            await client.toggle_mcp_server("tools", False)
+            off = await client.get_mcp_status()
+            await client.toggle_mcp_server("tools", True)
+            await client.reconnect_mcp_server("tools")
+            on = await client.get_mcp_status()
+            try:
+                await client.reconnect_mcp_server("nowhere")
+                error = "no error"
+            except Exception as failure:  # noqa: BLE001 - the SDK raises a plain Exception
+                error = str(failure)
+            return usage, off, on, error
+
+    usage, off, on, error = run(conversation())
+    # The measured context of the last call: its input and output tokens.
+    assert usage["totalTokens"] == 1502
+    assert usage["maxTokens"] > usage["totalTokens"]
+    assert usage["model"] == "claude-sonnet-4-5"
+    assert 0 < usage["percentage"] < 100
+    assert [t["name"] for t in usage["mcpTools"]] == ["mcp__tools__ping"]
+    assert off["mcpServers"] == [{"name": "tools", "status": "disabled"}]
+    assert on["mcpServers"] == [{"name": "tools", "status": "connected"}]
+    assert "nowhere" in error
+
+
+def test_stop_task_stops_a_background_command(project: Path, mock_llm: Any) -> None:
+    command = "sleep 43.5"
+    mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {"id": "toolu_bg", "name": "Bash",
+                     "input": {"command": command, "run_in_background": True}}
+                ]
+            },
+            {"text": "Started it."},
+        ]
+    )
+
+    async def conversation() -> tuple[bool, str]:
+        async with ClaudeSDKClient(options=options(project, allowed_tools=["Bash"])) as client:
+            await client.query("Start the sleeper")
+            messages = [m async for m in client.receive_response()]
+            started = next(
+                m for m in messages if isinstance(m, UserMessage) and m.tool_use_result
+            )
+            assert started.tool_use_result is not None
+            task_id = started.tool_use_result["backgroundTaskId"]
+            was_running = running(command)
+            await client.stop_task(task_id)
+            try:
+                await client.stop_task("no-such-task")
+                error = "no error"
+            except Exception as failure:  # noqa: BLE001 - the SDK raises a plain Exception
+                error = str(failure)
+            return was_running, error
+
+    was_running, error = run(conversation())
+    assert was_running
+    assert not running(command)
+    assert "no-such-task" in error
+
+
+def test_rewind_files_puts_edited_files_back(project: Path, mock_llm: Any) -> None:
+    notes = project / "notes.txt"
+    notes.write_text("old\n")
+    mock_llm(
+        [
+            {"tool_calls": [{"name": "Write", "input": {"file_path": str(notes), "content": "new\n"}}]},
+            {"text": "Rewrote the notes."},
+        ]
+    )
+
+    async def conversation() -> tuple[str | None, str]:
+        opts = options(
+            project,
+            permission_mode="acceptEdits",
+            enable_file_checkpointing=True,
+            extra_args={"replay-user-messages": None},
+        )
+        async with ClaudeSDKClient(options=opts) as client:
+            await client.query("Rewrite the notes")
+            messages = [m async for m in client.receive_response()]
+            echoed = next(
+                m for m in messages if isinstance(m, UserMessage) and m.content == "Rewrite the notes"
+            )
+            edited = notes.read_text()
+            assert echoed.uuid is not None
+            await client.rewind_files(echoed.uuid)
+            return echoed.uuid, edited
+
+    uuid, edited = run(conversation())
+    assert uuid
+    assert edited == "new\n"
+    assert notes.read_text() == "old\n"
+
+
+def test_partial_messages_stream_the_anthropic_events(project: Path, mock_llm: Any) -> None:
+    mock_llm([{"text": ["Hel", "lo"], "usage": {"input_tokens": 3, "output_tokens": 2}}])
+    messages = run(collect("Greet", options(project, include_partial_messages=True)))
+    events = [m.event for m in messages if isinstance(m, StreamEvent)]
+    assert [e["type"] for e in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta") == "Hello"
+    assert events[5]["delta"]["stop_reason"] == "end_turn"
+    assert events[5]["usage"]["output_tokens"] == 2
+    assert texts(messages) == ["Hello"]
 
 
 def test_disconnect_during_a_tool_call_leaves_no_process_behind(
@@ -402,3 +609,30 @@ def test_structured_output_follows_the_json_schema(project: Path, mock_llm: Any)
     result = run(collect("Which city?", opts))[-1]
     assert isinstance(result, ResultMessage) and result.subtype == "success"
     assert result.structured_output == {"city": "Lisbon", "population": 545000}
+
+
+def test_agents_from_the_options_run_as_subagents(project: Path, mock_llm: Any) -> None:
+    mock = mock_llm(
+        [
+            {
+                "tool_calls": [
+                    {"id": "toolu_task", "name": "Task",
+                     "input": {"description": "review", "prompt": "Review the change",
+                               "subagent_type": "reviewer"}}
+                ]
+            },
+            {"text": "LGTM from the reviewer."},
+            {"text": "Reviewed."},
+        ]
+    )
+    reviewer = AgentDefinition(
+        description="Reviews code changes", prompt="REVIEWER-SYSTEM-PROMPT", tools=["Read", "Grep"]
+    )
+    opts = options(project, agents={"reviewer": reviewer}, allowed_tools=["Task"])
+    messages = run(collect("Review it", opts))
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Reviewed."
+    assert "LGTM from the reviewer." in str(tool_results(messages)["toolu_task"].content)
+    requests = mock.requests()
+    assert "reviewer: Reviews code changes" in str(requests[0]["body"]["system"])
+    assert "REVIEWER-SYSTEM-PROMPT" in str(requests[1]["body"]["system"])
+    assert sorted(t["name"] for t in requests[1]["body"]["tools"]) == ["Grep", "Read"]

@@ -169,17 +169,24 @@ impl PermissionHandler for SdkPermissions {
         };
         match answer.get("behavior").and_then(Value::as_str) {
             Some("allow") => {
-                if let Some(updated) = answer.get("updatedInput") {
-                    if updated != &request.input {
-                        // The engine runs the call as the model made it; a changed input
-                        // cannot be honoured, so the call is not run with the old one either.
-                        return PermissionResponse::deny(
-                            "can_use_tool changed the tool input (updatedInput); robota runs \
-                             tool calls only with the input the model gave",
-                        );
+                let (rules, destination) = allow_rules(answer.get("updatedPermissions"));
+                match answer.get("updatedInput") {
+                    // The call runs with the SDK's input (checked against the deny rules).
+                    Some(updated) if updated != &request.input => {
+                        PermissionResponse::AllowWithInput {
+                            input: updated.clone(),
+                            rules,
+                            destination,
+                        }
                     }
+                    _ => match (rules.is_empty(), destination) {
+                        (true, _) => PermissionResponse::AllowOnce,
+                        (false, None) => PermissionResponse::AllowSession { rules },
+                        (false, Some(destination)) => {
+                            PermissionResponse::AllowAlways { rules, destination }
+                        }
+                    },
                 }
-                allow_with_updates(answer.get("updatedPermissions"))
             }
             Some("deny") => {
                 if answer.get("interrupt").and_then(Value::as_bool) == Some(true) {
@@ -201,9 +208,9 @@ impl PermissionHandler for SdkPermissions {
     }
 }
 
-/// An allow with the SDK's `updatedPermissions` (`addRules` with behavior `allow`): remembered
-/// for the session, or saved to the settings file it names.
-fn allow_with_updates(updates: Option<&Value>) -> PermissionResponse {
+/// The allow rules of the SDK's `updatedPermissions` (`addRules` with behavior `allow`), and the
+/// settings file they are saved to (`None`: remembered for the session).
+fn allow_rules(updates: Option<&Value>) -> (Vec<String>, Option<SettingsDestination>) {
     let mut rules = Vec::new();
     let mut destination = None;
     for update in updates.and_then(Value::as_array).into_iter().flatten() {
@@ -233,11 +240,7 @@ fn allow_with_updates(updates: Option<&Value>) -> PermissionResponse {
             _ => destination,
         };
     }
-    match (rules.is_empty(), destination) {
-        (true, _) => PermissionResponse::AllowOnce,
-        (false, None) => PermissionResponse::AllowSession { rules },
-        (false, Some(destination)) => PermissionResponse::AllowAlways { rules, destination },
-    }
+    (rules, destination)
 }
 
 /// One hook callback the SDK registered in `initialize`, run through `hook_callback`.
@@ -431,30 +434,25 @@ mod tests {
 
     #[test]
     fn allow_updates_become_session_or_saved_rules() {
-        assert_eq!(allow_with_updates(None), PermissionResponse::AllowOnce);
+        assert_eq!(allow_rules(None), (Vec::new(), None));
         let session = json!([{"type": "addRules", "behavior": "allow", "destination": "session",
             "rules": [{"toolName": "Bash", "ruleContent": "npm test"}, {"toolName": "Read"}]}]);
         assert_eq!(
-            allow_with_updates(Some(&session)),
-            PermissionResponse::AllowSession {
-                rules: vec!["Bash(npm test)".into(), "Read".into()]
-            }
+            allow_rules(Some(&session)),
+            (vec!["Bash(npm test)".into(), "Read".into()], None)
         );
         let saved = json!([{"type": "addRules", "behavior": "allow",
             "destination": "projectSettings", "rules": [{"toolName": "Edit"}]}]);
         assert_eq!(
-            allow_with_updates(Some(&saved)),
-            PermissionResponse::AllowAlways {
-                rules: vec!["Edit".into()],
-                destination: SettingsDestination::ProjectSettings
-            }
+            allow_rules(Some(&saved)),
+            (
+                vec!["Edit".into()],
+                Some(SettingsDestination::ProjectSettings)
+            )
         );
         // Other updates (a mode change, deny rules) are not allow rules.
         let other = json!([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}]);
-        assert_eq!(
-            allow_with_updates(Some(&other)),
-            PermissionResponse::AllowOnce
-        );
+        assert_eq!(allow_rules(Some(&other)), (Vec::new(), None));
     }
 
     #[tokio::test]

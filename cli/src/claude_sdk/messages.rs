@@ -40,6 +40,25 @@ pub struct EventLines {
     pub asked: Mutex<HashMap<String, Value>>,
     /// The calls denied in the running prompt (`permission_denials` of its result).
     pub denials: Mutex<Vec<Value>>,
+    /// The model message being streamed (`--include-partial-messages`).
+    pub stream: Mutex<Stream>,
+}
+
+/// Where the Anthropic-shaped event stream of the running prompt is: robota streams text and
+/// thinking, so a message opens (`message_start`) at its first delta and its blocks open and
+/// close as the delta kind changes; the committed message closes it, adding its tool calls
+/// (whose input robota does not stream) as whole blocks.
+#[derive(Debug, Default)]
+pub struct Stream {
+    /// A message is open (`message_start` sent, `message_stop` not yet).
+    open: bool,
+    /// The open block: its index and kind (`text` or `thinking`).
+    block: Option<(usize, &'static str)>,
+    /// Blocks started in the open message.
+    blocks: usize,
+    /// A model message of the running prompt was committed (the engine then starts the next
+    /// round's text with a `"\n\n"` separator that is not part of the model's message).
+    answered: bool,
 }
 
 impl EventLines {
@@ -87,8 +106,22 @@ impl EventLines {
         };
         match event {
             EngineEvent::AssistantMessage { message } => {
-                let model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
-                vec![assistant_line(message, &model, session_id)]
+                let model = self
+                    .model
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let mut lines = Vec::new();
+                if self.partial {
+                    let mut stream = self.stream.lock().unwrap_or_else(PoisonError::into_inner);
+                    lines = stream.finish(message, &model);
+                }
+                let mut lines: Vec<Value> = lines
+                    .into_iter()
+                    .map(|event| stream_event(session_id, event))
+                    .collect();
+                lines.push(assistant_line(message, &model, session_id));
+                lines
             }
             EngineEvent::ToolEnd {
                 tool_use_id,
@@ -108,27 +141,143 @@ impl EventLines {
                 "tool_use_result": output.response,
             })],
             EngineEvent::TextDelta { text } if self.partial => {
-                vec![stream_event(
-                    session_id,
-                    json!({"type": "text_delta", "text": text}),
-                )]
+                self.streamed(session_id, "text", text)
             }
-            EngineEvent::Thinking { text } if self.partial => vec![stream_event(
-                session_id,
-                json!({"type": "thinking_delta", "thinking": text}),
-            )],
+            EngineEvent::Thinking { text } if self.partial => {
+                self.streamed(session_id, "thinking", text)
+            }
             _ => Vec::new(),
         }
     }
+
+    /// The `stream_event` lines for one streamed piece of `kind` (`text` or `thinking`).
+    fn streamed(&self, session_id: &str, kind: &'static str, text: &str) -> Vec<Value> {
+        let model = self.model.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stream = self.stream.lock().unwrap_or_else(PoisonError::into_inner);
+        stream
+            .delta(kind, text, &model)
+            .into_iter()
+            .map(|event| stream_event(session_id, event))
+            .collect()
+    }
+
+    /// The prompt ended: a message still streaming (the prompt was interrupted or its model
+    /// call failed) is closed, and the next prompt starts afresh.
+    pub fn end_prompt(&self) -> Vec<Value> {
+        let Some(session_id) = self.session_id.get() else {
+            return Vec::new();
+        };
+        let mut stream = self.stream.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut events = Vec::new();
+        if stream.open {
+            events.extend(stream.stop_block());
+            events.push(json!({"type": "message_stop"}));
+        }
+        *stream = Stream::default();
+        events
+            .into_iter()
+            .map(|event| stream_event(session_id, event))
+            .collect()
+    }
 }
 
-/// A `stream_event` line carrying one content-block delta.
-fn stream_event(session_id: &str, delta: Value) -> Value {
+impl Stream {
+    /// The events for one streamed piece of `kind` (`text` or `thinking`).
+    fn delta(&mut self, kind: &'static str, text: &str, model: &str) -> Vec<Value> {
+        if !self.open && self.answered && text == "\n\n" {
+            // The engine's separator between rounds, not the model's text.
+            return Vec::new();
+        }
+        let mut events = self.start_message(model);
+        if self.block.map(|(_, open)| open) != Some(kind) {
+            events.extend(self.stop_block());
+            let index = self.blocks;
+            self.blocks += 1;
+            self.block = Some((index, kind));
+            let block = match kind {
+                "thinking" => json!({"type": "thinking", "thinking": "", "signature": ""}),
+                _ => json!({"type": "text", "text": ""}),
+            };
+            events.push(
+                json!({"type": "content_block_start", "index": index, "content_block": block}),
+            );
+        }
+        let index = self.blocks.saturating_sub(1);
+        let delta = match kind {
+            "thinking" => json!({"type": "thinking_delta", "thinking": text}),
+            _ => json!({"type": "text_delta", "text": text}),
+        };
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        events
+    }
+
+    /// `message_start` when no message is open yet.
+    fn start_message(&mut self, model: &str) -> Vec<Value> {
+        if self.open {
+            return Vec::new();
+        }
+        self.open = true;
+        self.blocks = 0;
+        self.block = None;
+        vec![json!({"type": "message_start", "message": {
+            "id": format!("msg_{}", uuid().replace('-', "")),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": usage_json(&Usage::default()),
+        }})]
+    }
+
+    /// `content_block_stop` for the open block, if any.
+    fn stop_block(&mut self) -> Vec<Value> {
+        match self.block.take() {
+            Some((index, _)) => vec![json!({"type": "content_block_stop", "index": index})],
+            None => Vec::new(),
+        }
+    }
+
+    /// The committed `message` ends the streamed one: its tool calls as whole blocks, then
+    /// `message_delta` (stop reason, usage) and `message_stop`.
+    fn finish(&mut self, message: &Message, model: &str) -> Vec<Value> {
+        let mut events = self.start_message(model);
+        events.extend(self.stop_block());
+        for block in &message.content {
+            if let ContentBlock::ToolUse { id, name, input } = block {
+                let index = self.blocks;
+                self.blocks += 1;
+                events.push(json!({"type": "content_block_start", "index": index,
+                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
+                events.push(json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
+                events.push(json!({"type": "content_block_stop", "index": index}));
+            }
+        }
+        events.push(json!({"type": "message_delta",
+            "delta": {
+                "stop_reason": message.metadata.get("stop_reason").cloned().unwrap_or(Value::Null),
+                "stop_sequence": null,
+            },
+            "usage": usage_json(&message.usage.unwrap_or_default()),
+        }));
+        events.push(json!({"type": "message_stop"}));
+        *self = Stream {
+            answered: true,
+            ..Stream::default()
+        };
+        events
+    }
+}
+
+/// A `stream_event` line carrying one event of the Anthropic Messages stream.
+fn stream_event(session_id: &str, event: Value) -> Value {
     json!({
         "type": "stream_event",
         "uuid": uuid(),
         "session_id": session_id,
-        "event": {"type": "content_block_delta", "index": 0, "delta": delta},
+        "event": event,
         "parent_tool_use_id": null,
     })
 }
@@ -195,6 +344,8 @@ pub fn init_line(session: &InteractiveSession) -> Value {
             let status = serde_json::to_value(&server.status).unwrap_or(Value::Null);
             let state = match status.get("state").and_then(Value::as_str) {
                 Some("ready") | Some("connected") => "connected",
+                // The SDKs spell this one with a dash.
+                Some("needs_auth") => "needs-auth",
                 Some(other) => other,
                 None => "unknown",
             }
@@ -296,5 +447,79 @@ pub fn failed_result_line(session_id: &str, message: &str) -> Value {
         "errors": [message],
         "permission_denials": [],
         "uuid": uuid(),
+    })
+}
+
+/// The answer to `get_context_usage`: how full the session's context window is, in the shape
+/// of the SDKs' `ContextUsageResponse`. robota measures the whole request (system prompt, tools
+/// and messages together), so the breakdown is that one figure and the free space; MCP tools
+/// are listed with their definitions' estimated size (characters / 4, robota's estimate).
+pub fn context_usage(session: &InteractiveSession) -> Value {
+    let state = session.get_context_state();
+    let inner = session.session();
+    let threshold = inner.auto_compact_threshold();
+    let free = state.max_tokens.saturating_sub(state.used_tokens);
+    let mut categories = vec![json!({
+        "name": "System prompt, tools and messages",
+        "tokens": state.used_tokens,
+        "color": "promptBorder",
+        "kind": "used",
+    })];
+    if state.max_tokens > 0 {
+        categories.push(json!({
+            "id": "free_space",
+            "name": "Free space",
+            "tokens": free,
+            "color": "inactive",
+            "kind": "free",
+        }));
+    }
+    let mcp_tools: Vec<Value> = session
+        .list_mcp_servers()
+        .iter()
+        .flat_map(|server| {
+            server.tools.iter().map(|name| {
+                let tokens = inner.tool(name).map_or(0, |tool| {
+                    let chars = name.chars().count()
+                        + tool.description().chars().count()
+                        + tool.input_schema().to_string().chars().count();
+                    chars.div_ceil(4)
+                });
+                json!({"name": name, "serverName": server.name, "tokens": tokens,
+                       "isLoaded": true})
+            })
+        })
+        .collect();
+    let mut usage = json!({
+        "categories": categories,
+        "totalTokens": state.used_tokens,
+        "maxTokens": state.max_tokens,
+        "rawMaxTokens": state.max_tokens,
+        "percentage": state.ratio * 100.0,
+        "model": inner.current_model(),
+        "isAutoCompactEnabled": threshold.is_some(),
+        "memoryFiles": [],
+        "mcpTools": mcp_tools,
+        "agents": [],
+        "gridRows": [],
+        "estimated": state.estimated,
+    });
+    if let Some(threshold) = threshold {
+        // The threshold is a fraction of the window; the SDK wants tokens.
+        usage["autoCompactThreshold"] = json!((threshold * state.max_tokens as f64).round() as u64);
+    }
+    usage
+}
+
+/// The echo of a prompt's user message (`--replay-user-messages`), carrying the `uuid` that
+/// `rewind_files` takes.
+pub fn replayed_user_line(session_id: &str, prompt: &str, uuid: &str) -> Value {
+    json!({
+        "type": "user",
+        "message": {"role": "user", "content": prompt},
+        "parent_tool_use_id": null,
+        "session_id": session_id,
+        "uuid": uuid,
+        "isReplay": true,
     })
 }

@@ -16,7 +16,7 @@
 mod host;
 mod messages;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -24,8 +24,10 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{mpsc, OnceCell};
 
+use robota::framework::agents::{AgentDefinition, AgentSource};
 use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
 use robota::hooks::{HookEvent, OnHookFailure};
+use robota::mcp::{McpServerAction, McpServerStatus};
 use robota::permissions::PermissionMode;
 use robota::session::options::HookCallbackRegistration;
 use robota::session::PermissionHandler;
@@ -55,6 +57,19 @@ struct Protocol {
     /// The session for the permission handler's `interrupt` (set once open).
     weak_session: Arc<OnceLock<Weak<InteractiveSession>>>,
     lines: Arc<EventLines>,
+    /// True once `initialize` opened the session (`--await-initialize` holds prompts until
+    /// then).
+    initialized: tokio::sync::watch::Sender<bool>,
+    /// For each prompt that ran, by its user message id: the edit checkpoints that existed
+    /// before it (`rewind_files` undoes every later one).
+    checkpoints_before: Mutex<HashMap<String, HashSet<String>>>,
+}
+
+/// One prompt from stdin: its text and the id of its user message (the `uuid` the SDK gave,
+/// or a fresh one).
+struct Prompt {
+    text: String,
+    uuid: String,
 }
 
 /// Runs the protocol until stdin ends and the prompts sent before are answered.
@@ -73,11 +88,16 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
             partial,
             asked: Mutex::default(),
             denials: Mutex::default(),
+            stream: Mutex::default(),
         }),
+        initialized: tokio::sync::watch::channel(false).0,
+        checkpoints_before: Mutex::default(),
     });
-    let (prompts, queue) = mpsc::unbounded_channel::<String>();
+    let (prompts, queue) = mpsc::unbounded_channel::<Prompt>();
     let mut turns = tokio::spawn(run_prompts(protocol.clone(), queue));
     let inflight: Arc<Mutex<HashMap<String, tokio::task::AbortHandle>>> = Arc::default();
+    // The control requests being answered: stdin's end waits for their replies.
+    let mut answering = tokio::task::JoinSet::new();
 
     // SIGTERM (what the SDKs send when closing stdin did not end robota soon enough), SIGINT
     // and SIGHUP abort the running prompt and shut the session down, so no process it started
@@ -119,8 +139,13 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
         };
         match message.get("type").and_then(Value::as_str) {
             Some("user") => match prompt_text(&message) {
-                Ok(prompt) => {
-                    let _ = prompts.send(prompt);
+                Ok(text) => {
+                    let uuid = message
+                        .get("uuid")
+                        .and_then(Value::as_str)
+                        .filter(|id| !id.is_empty())
+                        .map_or_else(robota::message::new_id, str::to_string);
+                    let _ = prompts.send(Prompt { text, uuid });
                 }
                 Err(problem) => eprintln!("robota: a user message was ignored: {problem}"),
             },
@@ -134,11 +159,13 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                 // The map is locked while the task is spawned, so the task's own removal
                 // (when it ends) always comes after this insertion.
                 let mut running = inflight.lock().unwrap_or_else(PoisonError::into_inner);
+                // Replies already sent need no waiting for.
+                while answering.try_join_next().is_some() {}
                 let task = {
                     let protocol = protocol.clone();
                     let inflight = inflight.clone();
                     let id = id.clone();
-                    tokio::spawn(async move {
+                    answering.spawn(async move {
                         let reply = match protocol.control(&request).await {
                             Ok(response) => json!({"type": "control_response", "response": {
                                 "subtype": "success", "request_id": id, "response": response,
@@ -154,7 +181,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                             .remove(&id);
                     })
                 };
-                running.insert(id, task.abort_handle());
+                running.insert(id, task);
             }
             Some("control_response") => {
                 protocol
@@ -182,8 +209,13 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     // to their results, then the session ends.
     protocol.host.close();
     drop(prompts);
+    // Prompts held for an `initialize` that can no longer come run without it.
+    protocol.initialized.send_replace(true);
     tokio::select! {
-        _ = &mut turns => {}
+        _ = async {
+            let _ = (&mut turns).await;
+            while answering.join_next().await.is_some() {}
+        } => {}
         Some(signal) = signals.next() => return Ok(stop(&protocol, &turns, signal).await),
     }
     if let Some(Ok(session)) = protocol.session.get() {
@@ -209,9 +241,13 @@ async fn stop(
 }
 
 /// Runs the prompts in the order they came, each to its `result` line.
-async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver<String>) {
+async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver<Prompt>) {
     let mut announced = false;
     while let Some(prompt) = queue.recv().await {
+        if protocol.cli.await_initialize {
+            let mut initialized = protocol.initialized.subscribe();
+            let _ = initialized.wait_for(|done| *done).await;
+        }
         let started = Instant::now();
         let session = match protocol.open(&Value::Null).await {
             Ok(session) => session,
@@ -226,12 +262,29 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
             session.wait_for_mcp_servers(None).await;
             emit(&messages::init_line(&session));
         }
+        if protocol.cli.replay_user_messages {
+            emit(&messages::replayed_user_line(
+                &session.get_session_id(),
+                &prompt.text,
+                &prompt.uuid,
+            ));
+        }
+        if let Ok(checkpoints) = session.list_edit_checkpoints() {
+            protocol
+                .checkpoints_before
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    prompt.uuid.clone(),
+                    checkpoints.into_iter().map(|c| c.id).collect(),
+                );
+        }
         *protocol
             .lines
             .model
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = session.session().current_model();
-        let result = match session.submit_tracked_now(&prompt, None) {
+        let result = match session.submit_tracked_now(&prompt.text, None) {
             Ok(ticket) => ticket.result().await,
             Err(error) => {
                 emit(&messages::failed_result_line(
@@ -241,6 +294,9 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
                 continue;
             }
         };
+        for line in protocol.lines.end_prompt() {
+            emit(&line);
+        }
         let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let denials = std::mem::take(
             &mut *protocol
@@ -249,7 +305,11 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        emit(&messages::result_line(&session, &result, elapsed, denials));
+        let mut line = messages::result_line(&session, &result, elapsed, denials);
+        // Which prompt this answers: the id `rewind_files` takes.
+        line["user_message_uuid"] = json!(prompt.uuid);
+        line["user_message_uuids"] = json!([prompt.uuid]);
+        emit(&line);
     }
 }
 
@@ -264,6 +324,7 @@ impl Protocol {
     }
 
     async fn open_session(&self, init: &Value) -> Result<Arc<InteractiveSession>, String> {
+        let agents = agent_definitions(init)?;
         let handler = match self.cli.permission_prompt_tool.as_deref() {
             None => None,
             Some("stdio") => Some(Arc::new(SdkPermissions {
@@ -283,17 +344,7 @@ impl Protocol {
             }
         })
         .map_err(|CliError { message, .. }| message)?;
-        if init
-            .get("agents")
-            .and_then(Value::as_object)
-            .is_some_and(|agents| !agents.is_empty())
-        {
-            return Err(
-                "initialize: robota does not take agent definitions over the protocol; \
-                        put each agent in .claude/agents/<name>.md (robota loads them from there)"
-                    .into(),
-            );
-        }
+        options.agents = agents;
         self.add_hooks(&mut options, init)?;
         apply_initialize_prompt(&mut options, init)?;
         // The Python SDK names its in-process servers in `--mcp-config` (`{"type": "sdk"}`),
@@ -414,6 +465,7 @@ impl Protocol {
                 if !opened_here {
                     return Err("the session is already initialized".into());
                 }
+                self.initialized.send_replace(true);
                 result.map(|_| {
                     json!({
                         "commands": [],
@@ -466,11 +518,104 @@ impl Protocol {
                     .unwrap_or_default();
                 Ok(json!({"mcpServers": servers}))
             }
+            "get_context_usage" => Ok(messages::context_usage(self.opened()?.as_ref())),
+            "mcp_reconnect" | "mcp_toggle" => {
+                let session = self.opened()?;
+                let server = required_text(request, subtype, "serverName")?;
+                let action = match (subtype, request.get("enabled").map(Value::as_bool)) {
+                    ("mcp_reconnect", _) => McpServerAction::Reconnect,
+                    (_, Some(Some(true))) => McpServerAction::Enable,
+                    (_, Some(Some(false))) => McpServerAction::Disable,
+                    _ => return Err("mcp_toggle: `enabled` must be true or false".into()),
+                };
+                let info = session
+                    .session()
+                    .control_mcp_server(action, server)
+                    .await
+                    .map_err(|e| format!("{subtype}: {e}"))?;
+                // A reconnect that ends `failed` did not reconnect: the SDK is told why.
+                if let (McpServerAction::Reconnect, McpServerStatus::Failed { reason }) =
+                    (action, &info.status)
+                {
+                    return Err(format!(
+                        "mcp_reconnect: server `{server}` failed to connect: {reason}"
+                    ));
+                }
+                Ok(json!({}))
+            }
+            "stop_task" => {
+                let task = required_text(request, subtype, "task_id")?;
+                self.opened()?
+                    .cancel_background_task(task)
+                    .await
+                    .map_err(|e| format!("stop_task: {e}"))?;
+                Ok(json!({}))
+            }
+            "rewind_files" => {
+                let message = required_text(request, subtype, "user_message_id")?;
+                let dry_run = request.get("dry_run").and_then(Value::as_bool) == Some(true);
+                self.rewind_files(self.opened()?.as_ref(), message, dry_run)
+            }
             "" => Err("a control request without subtype".into()),
             other => Err(format!(
                 "robota does not support the control request `{other}`"
             )),
         }
+    }
+
+    /// `rewind_files`: puts the files the session's tools edited back as they were before the
+    /// prompt of user message `message_id` ran (its edit checkpoint and every later one are
+    /// rolled back). Bash's changes are not tracked, as in Claude Code. A `dry_run` only says
+    /// which files the rollback would touch.
+    fn rewind_files(
+        &self,
+        session: &InteractiveSession,
+        message_id: &str,
+        dry_run: bool,
+    ) -> Result<Value, String> {
+        let before = self
+            .checkpoints_before
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(message_id)
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "rewind_files: no prompt of this session has user message id \
+                     `{message_id}` (a prompt's id is the `uuid` of the user message the SDK \
+                     sent, echoed with --replay-user-messages)"
+                )
+            })?;
+        let checkpoints = session
+            .list_edit_checkpoints()
+            .map_err(|e| format!("rewind_files: {e}"))?;
+        let Some(first) = checkpoints.iter().find(|c| !before.contains(&c.id)) else {
+            // Nothing was edited since: the files already are as they were.
+            return Ok(json!({"canRewind": true, "filesChanged": []}));
+        };
+        if dry_run {
+            // The files of every checkpoint the rollback would undo.
+            let mut files = std::collections::BTreeSet::new();
+            for checkpoint in checkpoints.iter().filter(|c| !before.contains(&c.id)) {
+                let inspection = session
+                    .inspect_edit_checkpoint(&checkpoint.id)
+                    .map_err(|e| format!("rewind_files: {e}"))?;
+                files.extend(inspection.files.into_iter().map(|file| file.display_path));
+            }
+            return Ok(json!({"canRewind": true, "filesChanged": files}));
+        }
+        let report = session
+            .rollback_edit_checkpoint(&first.id)
+            .map_err(|e| format!("rewind_files: {e}"))?;
+        let changed: Vec<&String> = report.restored.iter().chain(&report.deleted).collect();
+        if !report.problems.is_empty() {
+            return Err(format!(
+                "rewind_files: put back {} file(s), but not: {}",
+                changed.len(),
+                report.problems.join("; ")
+            ));
+        }
+        Ok(json!({"canRewind": true, "filesChanged": changed}))
     }
 
     /// The open session, for requests that need one.
@@ -481,6 +626,106 @@ impl Protocol {
             None => Err("no session yet: send initialize or a user message first".into()),
         }
     }
+}
+
+/// The fields of an SDK agent definition robota honours; any other is refused, since leaving it
+/// out would change what the agent does.
+const AGENT_FIELDS: [&str; 7] = [
+    "description",
+    "prompt",
+    "tools",
+    "disallowedTools",
+    "model",
+    "maxTurns",
+    "permissionMode",
+];
+
+/// The agents `initialize` defines (`agents: {name: {description, prompt, tools?,
+/// disallowedTools?, model?, maxTurns?, permissionMode?}}`), for the session's Task tool.
+fn agent_definitions(init: &Value) -> Result<Vec<AgentDefinition>, String> {
+    let agents = match init.get("agents") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(agents)) => agents,
+        Some(other) => {
+            return Err(format!(
+                "initialize: `agents` must be an object, not {other}"
+            ))
+        }
+    };
+    let mut definitions = Vec::new();
+    for (name, agent) in agents {
+        let problem = |what: String| format!("initialize: agent `{name}`: {what}");
+        let Value::Object(fields) = agent else {
+            return Err(problem(format!("must be an object, not {agent}")));
+        };
+        if let Some(unknown) = fields
+            .iter()
+            .find(|(key, value)| !value.is_null() && !AGENT_FIELDS.contains(&key.as_str()))
+        {
+            return Err(problem(format!(
+                "robota does not support `{}` in an agent definition (it takes {})",
+                unknown.0,
+                AGENT_FIELDS.join(", ")
+            )));
+        }
+        let text = |key: &str| -> Result<Option<String>, String> {
+            match fields.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.clone())),
+                Some(other) => Err(problem(format!("`{key}` must be a string, not {other}"))),
+            }
+        };
+        let names = |key: &str| -> Result<Option<Vec<String>>, String> {
+            match fields.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| {
+                        item.as_str().map(str::to_string).ok_or_else(|| {
+                            problem(format!("`{key}` must list tool names, not {item}"))
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Some),
+                Some(other) => Err(problem(format!("`{key}` must be a list, not {other}"))),
+            }
+        };
+        let max_turns = match fields.get("maxTurns") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .and_then(|turns| u32::try_from(turns).ok())
+                    .ok_or_else(|| problem(format!("`maxTurns` must be a count, not {value}")))?,
+            ),
+        };
+        let permission_mode = text("permissionMode")?
+            .map(|mode| mode.parse::<PermissionMode>())
+            .transpose()
+            .map_err(|e| problem(format!("`permissionMode`: {e}")))?;
+        definitions.push(AgentDefinition {
+            name: name.clone(),
+            description: text("description")?
+                .ok_or_else(|| problem("`description` is missing".into()))?,
+            system_prompt: text("prompt")?.ok_or_else(|| problem("`prompt` is missing".into()))?,
+            tools: names("tools")?,
+            disallowed_tools: names("disallowedTools")?.unwrap_or_default(),
+            // `inherit` is the session's model, which is robota's default for a subagent.
+            model: text("model")?.filter(|model| model != "inherit"),
+            max_turns,
+            permission_mode,
+            source: AgentSource::Host,
+        });
+    }
+    Ok(definitions)
+}
+
+/// The string field `field` of a control request, which `subtype` needs.
+fn required_text<'a>(request: &'a Value, subtype: &str, field: &str) -> Result<&'a str, String> {
+    request
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{subtype}: no `{field}` string"))
 }
 
 /// What `initialize` may say about the prompt (the TypeScript SDK sends these here rather than

@@ -887,15 +887,75 @@ impl PermissionEnforcer {
             Some(Ok(response)) => response,
         };
         let suggested = &request.suggested_rules;
-        match response {
-            PermissionResponse::AllowOnce => {
+        let (mut input, mut rewritten) = (input, rewritten);
+        let grant = match response {
+            PermissionResponse::AllowOnce => Grant::Once,
+            PermissionResponse::AllowSession { rules } => Grant::Session(rules),
+            PermissionResponse::AllowAlways { rules, destination } => {
+                Grant::Always(rules, destination)
+            }
+            PermissionResponse::AllowWithInput {
+                input: updated,
+                rules,
+                destination,
+            } => {
+                // Checked against the deny rules like a hook's `updatedInput`.
+                let refusal = if !updated.is_object() {
+                    Some(format!(
+                        "The permission handler allowed this {} call with an input that is not \
+                         a JSON object, so it was not run.",
+                        call.name
+                    ))
+                } else {
+                    let check = self.evaluate_in(&self.context_arc(), &call.name, &updated);
+                    denied_by_rule(&check).then(|| {
+                        format!(
+                            "Permission to use {} was denied: {}",
+                            call.name, check.reason
+                        )
+                    })
+                };
+                if let Some(message) = refusal {
+                    pending.resolve(
+                        PermissionResolution::Denied {
+                            message: message.clone(),
+                        },
+                        ResolvedBy::Handler,
+                    );
+                    return GateDecision::Deny { message };
+                }
+                input = updated;
+                rewritten = true;
+                match (rules.is_empty(), destination) {
+                    (true, _) => Grant::Once,
+                    (false, None) => Grant::Session(rules),
+                    (false, Some(destination)) => Grant::Always(rules, destination),
+                }
+            }
+            PermissionResponse::Deny { message } => {
+                let message = if message.trim().is_empty() {
+                    format!("The user denied permission to use {}.", call.name)
+                } else {
+                    format!("The user denied permission to use {}: {message}", call.name)
+                };
+                pending.resolve(
+                    PermissionResolution::Denied {
+                        message: message.clone(),
+                    },
+                    ResolvedBy::Handler,
+                );
+                return GateDecision::Deny { message };
+            }
+        };
+        match grant {
+            Grant::Once => {
                 pending.resolve(
                     allowed(AllowScope::Once, Vec::new(), None, None),
                     ResolvedBy::Handler,
                 );
                 allow(input, rewritten)
             }
-            PermissionResponse::AllowSession { rules } => {
+            Grant::Session(rules) => {
                 let rules = if rules.is_empty() {
                     suggested.clone()
                 } else {
@@ -922,7 +982,7 @@ impl PermissionEnforcer {
                 pending.resolve(resolution, ResolvedBy::Handler);
                 allow(input, rewritten)
             }
-            PermissionResponse::AllowAlways { rules, destination } => {
+            Grant::Always(rules, destination) => {
                 let rules = if rules.is_empty() {
                     suggested.clone()
                 } else {
@@ -931,20 +991,6 @@ impl PermissionEnforcer {
                 let resolution = self.allow_always(&call.name, rules, destination).await;
                 pending.resolve(resolution, ResolvedBy::Handler);
                 allow(input, rewritten)
-            }
-            PermissionResponse::Deny { message } => {
-                let message = if message.trim().is_empty() {
-                    format!("The user denied permission to use {}.", call.name)
-                } else {
-                    format!("The user denied permission to use {}: {message}", call.name)
-                };
-                pending.resolve(
-                    PermissionResolution::Denied {
-                        message: message.clone(),
-                    },
-                    ResolvedBy::Handler,
-                );
-                GateDecision::Deny { message }
             }
         }
     }
@@ -1228,6 +1274,14 @@ fn allowed(
         settings_file,
         error,
     }
+}
+
+/// What an allowing permission answer grants: this call, or also its rules for the session
+/// (empty: the request's suggested rules), or also saved to a settings file.
+enum Grant {
+    Once,
+    Session(Vec<String>),
+    Always(Vec<String>, SettingsDestination),
 }
 
 fn allow(input: Value, rewritten: bool) -> GateDecision {

@@ -166,6 +166,9 @@ pub struct SessionOptions {
     /// server of the same name replaces theirs. Parse Claude Code's `mcpServers` object with
     /// [`parse_mcp_servers`](crate::mcp::parse_mcp_servers).
     pub mcp_servers: Vec<crate::mcp::McpServerEntry>,
+    /// Only `mcp_servers` with origin `Host` are started: none from the settings, `.mcp.json`
+    /// or plugins (Claude Code's `--strict-mcp-config`). Off by default.
+    pub host_mcp_servers_only: bool,
     /// Timeouts and the output budget of MCP servers.
     pub mcp_options: crate::mcp::McpOptions,
     /// Shows the user the authorization URL of a remote MCP server that requires OAuth (opens
@@ -272,6 +275,7 @@ impl SessionOptions {
             builtin_tools: BuiltinToolsConfig::default(),
             settings: SessionSettings::default(),
             mcp_servers: Vec::new(),
+            host_mcp_servers_only: false,
             mcp_options: crate::mcp::McpOptions::default(),
             mcp_authorization_handler: None,
             permission_mode: None,

@@ -123,6 +123,21 @@ pub enum PermissionResponse {
         /// Which settings file.
         destination: SettingsDestination,
     },
+    /// Run it with this input instead of the model's (the Claude Agent SDK's `updatedInput`),
+    /// after the deny rules are checked against it; with `rules`, also allow calls matching them
+    /// for the rest of the session, and with a `destination` save them there too.
+    AllowWithInput {
+        /// The arguments the tool receives (a JSON object).
+        input: serde_json::Value,
+        /// Allow rules to remember, like [`AllowSession`](Self::AllowSession)'s; empty: this
+        /// call only.
+        #[serde(default)]
+        rules: Vec<String>,
+        /// Where to save `rules`, like [`AllowAlways`](Self::AllowAlways)'s; `None`: the
+        /// session only.
+        #[serde(default)]
+        destination: Option<SettingsDestination>,
+    },
     /// Do not run it.
     Deny {
         /// What the model is told (empty: a standard "the user denied this" message).
@@ -142,6 +157,15 @@ impl PermissionResponse {
         PermissionResponse::AllowAlways {
             rules: Vec::new(),
             destination,
+        }
+    }
+
+    /// Allow this call once, run with `input` instead of the model's.
+    pub fn allow_with_input(input: serde_json::Value) -> Self {
+        PermissionResponse::AllowWithInput {
+            input,
+            rules: Vec::new(),
+            destination: None,
         }
     }
 

@@ -381,10 +381,20 @@ impl Session {
         };
         // OAuth tokens of remote servers live in the user's folder, never the project's.
         let mcp_oauth_folder = home.as_deref().map(crate::mcp::oauth::token_folder);
+        let (mcp_servers, mcp_skipped, host_mcp_servers) = if options.host_mcp_servers_only {
+            let host_only = options
+                .mcp_servers
+                .into_iter()
+                .filter(|entry| matches!(entry.origin, crate::mcp::McpServerOrigin::Host))
+                .collect();
+            (Vec::new(), Vec::new(), host_only)
+        } else {
+            (mcp_servers, mcp_skipped, options.mcp_servers)
+        };
         let mcp = build_mcp_hub(
             mcp_servers,
             mcp_skipped,
-            options.mcp_servers,
+            host_mcp_servers,
             options.mcp_options,
             crate::mcp::McpConnectContext {
                 cwd: cwd.clone(),

@@ -70,13 +70,15 @@ pub enum AgentSource {
         /// The file.
         path: PathBuf,
     },
+    /// Given by the host in code (e.g. the Claude Agent SDK's `agents`); above every file's.
+    Host,
 }
 
 impl AgentSource {
     /// The file a definition was read from (`None` for a built-in).
     pub fn path(&self) -> Option<&Path> {
         match self {
-            AgentSource::Builtin => None,
+            AgentSource::Builtin | AgentSource::Host => None,
             AgentSource::Project { path }
             | AgentSource::User { path }
             | AgentSource::Plugin { path, .. } => Some(path),

@@ -29,7 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineEvent, RunOutcome, CONTINUE_PROMPT};
 use crate::framework::agents::{
-    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinitionError, AgentWarning, TaskTool,
+    load_agent_definitions_with_plugins, AgentCatalog, AgentDefinition, AgentDefinitionError,
+    AgentSource, AgentWarning, TaskTool,
 };
 use crate::framework::commands::custom::{CommandRegistration, CommandRoot};
 use crate::framework::commands::{
@@ -93,6 +94,10 @@ pub struct InteractiveSessionOptions {
     /// and host tools declaring their files change are saved first, so
     /// [`InteractiveSession::restore_edit_checkpoint`] can undo them.
     pub edit_checkpoints: bool,
+    /// Agent definitions the host gives (the Claude Agent SDK's `agents`), above the built-ins
+    /// and every definition file of the same name; used when a module requests
+    /// [`SessionRequirement::AgentExecutor`] (the default modules do).
+    pub agents: Vec<AgentDefinition>,
 }
 
 impl InteractiveSessionOptions {
@@ -106,6 +111,7 @@ impl InteractiveSessionOptions {
             commands: Vec::new(),
             command_roots: Vec::new(),
             edit_checkpoints: true,
+            agents: Vec::new(),
         }
     }
 }
@@ -463,6 +469,26 @@ pub(crate) struct AgentSetup {
     pub(crate) home: Option<std::path::PathBuf>,
     /// `(plugin, agents folder)` of the enabled plugins.
     pub(crate) plugin_agents: Vec<(String, std::path::PathBuf)>,
+    /// The host's definitions, above the files'.
+    pub(crate) host_agents: Vec<AgentDefinition>,
+}
+
+impl AgentSetup {
+    /// The agents: the files' (read now) and the built-ins, then the host's over them.
+    pub(crate) fn catalog(&self) -> AgentCatalog {
+        let mut catalog = load_agent_definitions_with_plugins(
+            &self.cwd,
+            self.home.as_deref(),
+            &self.plugin_agents,
+        );
+        for definition in &self.host_agents {
+            catalog.insert(AgentDefinition {
+                source: AgentSource::Host,
+                ..definition.clone()
+            });
+        }
+        catalog
+    }
 }
 
 pub(crate) struct Inner {
@@ -506,6 +532,7 @@ impl InteractiveSession {
             commands: command_registrations,
             mut command_roots,
             edit_checkpoints,
+            agents: host_agents,
         } = options;
         let wants_agents = command_modules.iter().any(|m| {
             m.session_requirements
@@ -547,9 +574,13 @@ impl InteractiveSession {
         // their names are qualified (`plugin:command`).
         command_roots.extend(plugins.command_roots());
         let agents = if wants_agents {
-            let (cwd, home) = (cwd.clone(), home.clone());
-            let catalog =
-                load_agent_definitions_with_plugins(&cwd, home.as_deref(), &plugin_agents);
+            let setup = AgentSetup {
+                cwd: cwd.clone(),
+                home: home.clone(),
+                plugin_agents: plugin_agents.clone(),
+                host_agents,
+            };
+            let catalog = setup.catalog();
             let mut warnings: Vec<SessionWarning> =
                 catalog.warnings.iter().map(agent_warning).collect();
             warnings.extend(unknown_agent_tools(&catalog, &session));
@@ -559,11 +590,7 @@ impl InteractiveSession {
                 Some(text) => format!("{text}\n\n{section}"),
                 None => section,
             });
-            Some(AgentSetup {
-                cwd,
-                home,
-                plugin_agents: plugin_agents.clone(),
-            })
+            Some(setup)
         } else {
             None
         };
@@ -1415,13 +1442,7 @@ impl Inner {
     }
 
     pub(crate) fn agent_catalog(&self) -> Option<AgentCatalog> {
-        self.agents.as_ref().map(|setup| {
-            load_agent_definitions_with_plugins(
-                &setup.cwd,
-                setup.home.as_deref(),
-                &setup.plugin_agents,
-            )
-        })
+        self.agents.as_ref().map(AgentSetup::catalog)
     }
 
     /// A cancellation token for a subagent starting now: a child of the running prompt's (so
