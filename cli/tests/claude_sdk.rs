@@ -120,6 +120,20 @@ fn stream_json_input_needs_stream_json_output() {
 }
 
 #[test]
+fn protocol_flags_need_the_protocol() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for flag in ["--await-initialize", "--replay-user-messages"] {
+        let output = run(dir.path(), dir.path(), &["-p", "hi", flag], "");
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let error = stderr(&output);
+        assert!(
+            error.contains(flag) && error.contains("--input-format stream-json"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn a_bad_setting_source_is_named() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut args = SDK_FLAGS.to_vec();
