@@ -406,6 +406,15 @@ impl Live {
         }
     }
 
+    /// A line already read that matches `wanted`, else the next one that does (lines arrive in
+    /// no fixed order relative to the replies read meanwhile).
+    fn seen_or_next(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        match self.seen.iter().find(|line| wanted(line)) {
+            Some(line) => line.clone(),
+            None => self.until(what, wanted),
+        }
+    }
+
     /// Sends control request `request` as `id` and returns its reply's `response` object.
     fn control(&mut self, id: &str, request: Value) -> Value {
         self.send(&json!({"type": "control_request", "request_id": id, "request": request}));
@@ -490,8 +499,17 @@ async fn context_usage_stop_task_mcp_control_and_rewind_files() {
             .expect("a background task id")
             .to_string();
         live.until("the second result", |l| l["type"] == "result");
+        // The SDK's task lifecycle messages name the task and the call that started it.
+        let announced = live.seen_or_next("task_started", |l| l["subtype"] == "task_started");
+        assert_eq!(announced["task_id"], task.as_str(), "{announced}");
+        assert_eq!(announced["tool_use_id"], "toolu_bg");
+        assert_eq!(announced["task_type"], "local_bash");
+        assert_eq!(announced["description"], "sleep 60");
         let stopped = live.control("stop", json!({"subtype": "stop_task", "task_id": task}));
         assert_eq!(stopped["subtype"], "success", "{stopped}");
+        let ended = live.seen_or_next("task_notification", |l| l["subtype"] == "task_notification");
+        assert_eq!(ended["task_id"], task.as_str(), "{ended}");
+        assert_eq!(ended["status"], "stopped", "{ended}");
         let pid = started["tool_use_result"]["pid"]
             .as_u64()
             .expect("the task's pid");
