@@ -273,6 +273,10 @@ fn flags_robota_cannot_honour_are_refused_by_name() {
         ),
         (&["--thinking=adaptive"][..], "--thinking adaptive"),
         (&["--session-id=abc", "--continue"][..], "--session-id"),
+        (
+            &["--no-session-persistence", "--resume=x"][..],
+            "--no-session-persistence",
+        ),
     ] {
         let (_, lines) = one_prompt(dir.path(), dir.path(), flags);
         let error = result_error(&lines);
@@ -281,7 +285,7 @@ fn flags_robota_cannot_honour_are_refused_by_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
+async fn session_id_persistence_thinking_budget_and_strict_mcp_config_are_honoured() {
     let mock = MockLlm::start_json(json!({"turns": [{"text": "one"}, {"text": "two"}]}))
         .await
         .expect("start mock-llm");
@@ -332,10 +336,17 @@ async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
     assert_eq!(body["thinking"]["type"], "enabled", "{body}");
     assert_eq!(body["thinking"]["budget_tokens"], 2048, "{body}");
 
+    let sessions = || {
+        std::fs::read_dir(dir.path().join(".robota/sessions"))
+            .map(|entries| entries.count())
+            .unwrap_or(0)
+    };
+    let saved = sessions();
     let (output, lines) = one_prompt_off_thread(
         &dir,
         &home,
         &[
+            "--no-session-persistence",
             "--strict-mcp-config",
             "--thinking",
             "disabled",
@@ -347,6 +358,11 @@ async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(server_names(&lines), ["from-flag"]);
     assert_ne!(lines[0]["session_id"], "chosen-id");
+    assert_eq!(
+        sessions(),
+        saved,
+        "--no-session-persistence saved the session"
+    );
     assert!(mock.requests()[1].body.get("thinking").is_none());
 }
 
