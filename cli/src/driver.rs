@@ -235,6 +235,13 @@ pub fn session_options(
     if let Some(id) = &cli.session_id {
         options = options.with_session_id(id);
     }
+    if thinking.is_some() && !built.provider.capabilities().thinking {
+        // The budget would be dropped on the way to the model.
+        return Err(CliError::usage(format!(
+            "--max-thinking-tokens: the {} provider takes no thinking budget",
+            built.kind
+        )));
+    }
     options.engine.thinking = thinking;
     options.host_mcp_servers_only = cli.strict_mcp_config;
     if let Some(config) = telemetry_config(cli, &settings_telemetry, &env)? {

@@ -284,6 +284,25 @@ fn flags_robota_cannot_honour_are_refused_by_name() {
     }
 }
 
+#[test]
+fn a_thinking_budget_for_a_provider_without_one_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join(".robota")).expect("create .robota");
+    std::fs::write(
+        dir.path().join(".robota/settings.json"),
+        json!({"currentProvider": "o", "providers": {"o": {
+            "type": "openai", "model": "gpt-4o", "apiKey": "k", "baseURL": "http://127.0.0.1:9"}}})
+        .to_string(),
+    )
+    .expect("write settings");
+    let (_, lines) = one_prompt(dir.path(), dir.path(), &["--max-thinking-tokens", "2048"]);
+    let error = result_error(&lines);
+    assert!(
+        error.contains("--max-thinking-tokens") && error.contains("openai"),
+        "{error}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_id_persistence_thinking_budget_and_strict_mcp_config_are_honoured() {
     let mock = MockLlm::start_json(json!({"turns": [{"text": "one"}, {"text": "two"}]}))
