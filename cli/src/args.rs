@@ -156,6 +156,9 @@ pub struct Cli {
     /// (without a budget) are refused, since robota needs a budget (`--max-thinking-tokens`).
     #[arg(long, value_name = "MODE")]
     pub thinking: Option<String>,
+    /// Save nothing of the session (no snapshot, no log), so it cannot be resumed.
+    #[arg(long)]
+    pub no_session_persistence: bool,
     /// In the stream-json protocol, prompts wait for the SDK's `initialize` (which configures
     /// the session) however early they arrive.
     #[arg(long)]

@@ -99,6 +99,12 @@ pub fn session_options(
     }
     refuse_unsupported_flags(cli)?;
     let thinking = thinking_budget(cli)?;
+    if cli.no_session_persistence && (cli.resume.is_some() || cli.continue_session) {
+        return Err(CliError::usage(
+            "--no-session-persistence cannot resume a session (--resume, --continue): resuming \
+             reads the saved session and saves it again",
+        ));
+    }
     if cli.session_id.is_some() && (cli.resume.is_some() || cli.continue_session) {
         return Err(CliError::usage(
             "--session-id names a new session; a resumed session (--resume, --continue) keeps \
@@ -153,7 +159,9 @@ pub fn session_options(
 
     let mut options = SessionOptions::new(&cwd, built.provider.clone())
         .with_settings(SessionSettings::Loaded(Box::new(loaded)))
-        .with_persistence(if chosen {
+        .with_persistence(if cli.no_session_persistence {
+            SessionPersistence::None
+        } else if chosen {
             SessionPersistence::Store(store)
         } else {
             SessionPersistence::Project
@@ -226,6 +234,13 @@ pub fn session_options(
     }
     if let Some(id) = &cli.session_id {
         options = options.with_session_id(id);
+    }
+    if thinking.is_some() && !built.provider.capabilities().thinking {
+        // The budget would be dropped on the way to the model.
+        return Err(CliError::usage(format!(
+            "--max-thinking-tokens: the {} provider takes no thinking budget",
+            built.kind
+        )));
     }
     options.engine.thinking = thinking;
     options.host_mcp_servers_only = cli.strict_mcp_config;

@@ -176,6 +176,17 @@ fn main() -> ExitCode {
                 ));
             }
             claude_sdk::run(&cli).await
+        } else if let Some(flag) = [
+            (cli.await_initialize, "--await-initialize"),
+            (cli.replay_user_messages, "--replay-user-messages"),
+        ]
+        .into_iter()
+        .find_map(|(set, flag)| set.then_some(flag))
+        {
+            Err(CliError::usage(format!(
+                "{flag} belongs to the Claude Agent SDK's protocol: use it with --input-format \
+                 stream-json --output-format stream-json"
+            )))
         } else if cli.init_only {
             output::run_setup_only(&cli).await
         } else if cli.print {

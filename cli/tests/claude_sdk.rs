@@ -120,6 +120,20 @@ fn stream_json_input_needs_stream_json_output() {
 }
 
 #[test]
+fn protocol_flags_need_the_protocol() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for flag in ["--await-initialize", "--replay-user-messages"] {
+        let output = run(dir.path(), dir.path(), &["-p", "hi", flag], "");
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let error = stderr(&output);
+        assert!(
+            error.contains(flag) && error.contains("--input-format stream-json"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn a_bad_setting_source_is_named() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut args = SDK_FLAGS.to_vec();
@@ -259,6 +273,10 @@ fn flags_robota_cannot_honour_are_refused_by_name() {
         ),
         (&["--thinking=adaptive"][..], "--thinking adaptive"),
         (&["--session-id=abc", "--continue"][..], "--session-id"),
+        (
+            &["--no-session-persistence", "--resume=x"][..],
+            "--no-session-persistence",
+        ),
     ] {
         let (_, lines) = one_prompt(dir.path(), dir.path(), flags);
         let error = result_error(&lines);
@@ -266,8 +284,27 @@ fn flags_robota_cannot_honour_are_refused_by_name() {
     }
 }
 
+#[test]
+fn a_thinking_budget_for_a_provider_without_one_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join(".robota")).expect("create .robota");
+    std::fs::write(
+        dir.path().join(".robota/settings.json"),
+        json!({"currentProvider": "o", "providers": {"o": {
+            "type": "openai", "model": "gpt-4o", "apiKey": "k", "baseURL": "http://127.0.0.1:9"}}})
+        .to_string(),
+    )
+    .expect("write settings");
+    let (_, lines) = one_prompt(dir.path(), dir.path(), &["--max-thinking-tokens", "2048"]);
+    let error = result_error(&lines);
+    assert!(
+        error.contains("--max-thinking-tokens") && error.contains("openai"),
+        "{error}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
+async fn session_id_persistence_thinking_budget_and_strict_mcp_config_are_honoured() {
     let mock = MockLlm::start_json(json!({"turns": [{"text": "one"}, {"text": "two"}]}))
         .await
         .expect("start mock-llm");
@@ -318,10 +355,17 @@ async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
     assert_eq!(body["thinking"]["type"], "enabled", "{body}");
     assert_eq!(body["thinking"]["budget_tokens"], 2048, "{body}");
 
+    let sessions = || {
+        std::fs::read_dir(dir.path().join(".robota/sessions"))
+            .map(|entries| entries.count())
+            .unwrap_or(0)
+    };
+    let saved = sessions();
     let (output, lines) = one_prompt_off_thread(
         &dir,
         &home,
         &[
+            "--no-session-persistence",
             "--strict-mcp-config",
             "--thinking",
             "disabled",
@@ -333,6 +377,11 @@ async fn session_id_thinking_budget_and_strict_mcp_config_are_honoured() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(server_names(&lines), ["from-flag"]);
     assert_ne!(lines[0]["session_id"], "chosen-id");
+    assert_eq!(
+        sessions(),
+        saved,
+        "--no-session-persistence saved the session"
+    );
     assert!(mock.requests()[1].body.get("thinking").is_none());
 }
 
@@ -389,6 +438,15 @@ impl Live {
             if wanted(&line) {
                 return line;
             }
+        }
+    }
+
+    /// A line already read that matches `wanted`, else the next one that does (lines arrive in
+    /// no fixed order relative to the replies read meanwhile).
+    fn seen_or_next(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        match self.seen.iter().find(|line| wanted(line)) {
+            Some(line) => line.clone(),
+            None => self.until(what, wanted),
         }
     }
 
@@ -476,8 +534,17 @@ async fn context_usage_stop_task_mcp_control_and_rewind_files() {
             .expect("a background task id")
             .to_string();
         live.until("the second result", |l| l["type"] == "result");
+        // The SDK's task lifecycle messages name the task and the call that started it.
+        let announced = live.seen_or_next("task_started", |l| l["subtype"] == "task_started");
+        assert_eq!(announced["task_id"], task.as_str(), "{announced}");
+        assert_eq!(announced["tool_use_id"], "toolu_bg");
+        assert_eq!(announced["task_type"], "local_bash");
+        assert_eq!(announced["description"], "sleep 60");
         let stopped = live.control("stop", json!({"subtype": "stop_task", "task_id": task}));
         assert_eq!(stopped["subtype"], "success", "{stopped}");
+        let ended = live.seen_or_next("task_notification", |l| l["subtype"] == "task_notification");
+        assert_eq!(ended["task_id"], task.as_str(), "{ended}");
+        assert_eq!(ended["status"], "stopped", "{ended}");
         let pid = started["tool_use_result"]["pid"]
             .as_u64()
             .expect("the task's pid");

@@ -342,6 +342,36 @@ async fn project_servers_need_approval_recorded_like_claude_code() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn host_servers_only_leaves_out_the_settings_and_project_servers() {
+    let project = Project::new();
+    project.write(
+        ".mcp.json",
+        &serde_json::to_string(&json!({"mcpServers": {"from-project": python_server()}})).unwrap(),
+    );
+    project.settings(
+        ".claude/settings.json",
+        json!({"mcpServers": {"from-settings": {"command": "/nonexistent/settings-server"}}}),
+    );
+    let mock = Mock::start(json!({"turns": [text_turn("ok")]})).await;
+    let events = Events::default();
+    let names = |host_only: bool| {
+        let mut options = options(&project, &mock, &events);
+        options.mcp_servers =
+            host_servers(json!({"from-host": {"command": "/nonexistent/host-server"}}));
+        options.host_mcp_servers_only = host_only;
+        let mut names: Vec<String> = session(options)
+            .mcp_servers()
+            .into_iter()
+            .map(|server| server.name)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(false), ["from-host", "from-project", "from-settings"]);
+    assert_eq!(names(true), ["from-host"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn mcp_command_lists_servers_and_prompts_run_as_slash_commands() {
     use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
     let project = Project::new();

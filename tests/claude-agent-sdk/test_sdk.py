@@ -19,6 +19,8 @@ from claude_agent_sdk import (
     PermissionResultDeny,
     ResultMessage,
     StreamEvent,
+    TaskNotificationMessage,
+    TaskStartedMessage,
     SystemMessage,
     TextBlock,
     ToolResultBlock,
@@ -493,26 +495,29 @@ def test_stop_task_stops_a_background_command(project: Path, mock_llm: Any) -> N
         ]
     )
 
-    async def conversation() -> tuple[bool, str]:
+    async def conversation() -> tuple[bool, str, Any]:
         async with ClaudeSDKClient(options=options(project, allowed_tools=["Bash"])) as client:
             await client.query("Start the sleeper")
             messages = [m async for m in client.receive_response()]
-            started = next(
-                m for m in messages if isinstance(m, UserMessage) and m.tool_use_result
-            )
-            assert started.tool_use_result is not None
-            task_id = started.tool_use_result["backgroundTaskId"]
+            started = next(m for m in messages if isinstance(m, TaskStartedMessage))
+            assert started.tool_use_id == "toolu_bg" and started.task_type == "local_bash"
             was_running = running(command)
-            await client.stop_task(task_id)
+            await client.stop_task(started.task_id)
+            # Its end is reported as the SDK's task notification.
+            async for message in client.receive_messages():
+                if isinstance(message, TaskNotificationMessage):
+                    ended = message
+                    break
             try:
                 await client.stop_task("no-such-task")
                 error = "no error"
             except Exception as failure:  # noqa: BLE001 - the SDK raises a plain Exception
                 error = str(failure)
-            return was_running, error
+            return was_running, error, ended
 
-    was_running, error = run(conversation())
+    was_running, error, ended = run(conversation())
     assert was_running
+    assert ended.status == "stopped" and ended.tool_use_id == "toolu_bg"
     assert not running(command)
     assert "no-such-task" in error
 

@@ -523,3 +523,61 @@ pub fn replayed_user_line(session_id: &str, prompt: &str, uuid: &str) -> Value {
         "isReplay": true,
     })
 }
+
+/// The SDK's task lifecycle message for one change of a background task (an interactive
+/// session's `background_task_event` with `event: "state_changed"`): `system/task_started`
+/// when the task appears, `system/task_notification` when it ends; `None` for other changes.
+pub fn task_line(session_id: &str, data: &Value) -> Option<Value> {
+    if data.get("event").and_then(Value::as_str) != Some("state_changed") {
+        return None;
+    }
+    let task_id = data.get("task_id").and_then(Value::as_str)?;
+    let task = data.get("task").unwrap_or(&Value::Null);
+    let tool_use_id = task.pointer("/origin/tool_use_id").cloned();
+    let agent = data.get("task_kind").and_then(Value::as_str) == Some("agent");
+    let command = task
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let description = task
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or(command);
+    if data.get("from").is_none_or(Value::is_null) {
+        return Some(json!({
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": task_id,
+            "tool_use_id": tool_use_id,
+            "description": description,
+            "task_type": if agent { "local_agent" } else { "local_bash" },
+            "session_id": session_id,
+            "uuid": uuid(),
+        }));
+    }
+    let (status, ended) = match data.get("status").and_then(Value::as_str)? {
+        "completed" => ("completed", "completed"),
+        "failed" => ("failed", "failed"),
+        "lost" => ("failed", "was lost when the session that ran it ended"),
+        "cancelled" => ("stopped", "was stopped"),
+        _ => return None,
+    };
+    let mut summary = format!("{description}: {ended}");
+    if let Some(code) = task.get("exit_code").and_then(Value::as_i64) {
+        summary.push_str(&format!(" (exit code {code})"));
+    }
+    if let Some(error) = task.get("error").and_then(Value::as_str) {
+        summary.push_str(&format!(": {error}"));
+    }
+    Some(json!({
+        "type": "system",
+        "subtype": "task_notification",
+        "task_id": task_id,
+        "tool_use_id": tool_use_id,
+        "status": status,
+        "output_file": task.get("stdout_path").cloned().unwrap_or(Value::Null),
+        "summary": summary,
+        "session_id": session_id,
+        "uuid": uuid(),
+    }))
+}

@@ -25,7 +25,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::{mpsc, OnceCell};
 
 use robota::framework::agents::{AgentDefinition, AgentSource};
-use robota::framework::interactive::{InteractiveSession, InteractiveSessionOptions};
+use robota::framework::interactive::{
+    InteractiveEventKind, InteractiveSession, InteractiveSessionOptions, SubscriptionHandle,
+};
 use robota::hooks::{HookEvent, OnHookFailure};
 use robota::mcp::{McpServerAction, McpServerStatus};
 use robota::permissions::PermissionMode;
@@ -63,6 +65,9 @@ struct Protocol {
     /// For each prompt that ran, by its user message id: the edit checkpoints that existed
     /// before it (`rewind_files` undoes every later one).
     checkpoints_before: Mutex<HashMap<String, HashSet<String>>>,
+    /// Turns the session's background task changes into task lifecycle messages (kept for the
+    /// session's life: dropping it stops them).
+    task_messages: OnceLock<SubscriptionHandle>,
 }
 
 /// One prompt from stdin: its text and the id of its user message (the `uuid` the SDK gave,
@@ -92,6 +97,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
         }),
         initialized: tokio::sync::watch::channel(false).0,
         checkpoints_before: Mutex::default(),
+        task_messages: OnceLock::new(),
     });
     let (prompts, queue) = mpsc::unbounded_channel::<Prompt>();
     let mut turns = tokio::spawn(run_prompts(protocol.clone(), queue));
@@ -209,12 +215,14 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     // to their results, then the session ends.
     protocol.host.close();
     drop(prompts);
-    // Prompts held for an `initialize` that can no longer come run without it.
-    protocol.initialized.send_replace(true);
     tokio::select! {
         _ = async {
-            let _ = (&mut turns).await;
+            // The control requests already sent are answered first: an `initialize` among
+            // them configures the session that prompts held for it run in. Prompts still held
+            // then run without one.
             while answering.join_next().await.is_some() {}
+            protocol.initialized.send_replace(true);
+            let _ = (&mut turns).await;
         } => {}
         Some(signal) = signals.next() => return Ok(stop(&protocol, &turns, signal).await),
     }
@@ -377,7 +385,15 @@ impl Protocol {
         }
         let session = InteractiveSession::new(options).map_err(|error| error.to_string())?;
         let _ = self.weak_session.set(Arc::downgrade(&session));
-        let _ = self.lines.session_id.set(session.get_session_id());
+        let session_id = session.get_session_id();
+        let _ = self.lines.session_id.set(session_id.clone());
+        let _ = self.task_messages.set(session.subscribe(move |event| {
+            if let InteractiveEventKind::BackgroundTaskEvent { data } = &event.kind {
+                if let Some(line) = messages::task_line(&session_id, data) {
+                    emit(&line);
+                }
+            }
+        }));
         Ok(session)
     }
 

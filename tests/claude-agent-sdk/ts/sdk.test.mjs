@@ -130,3 +130,45 @@ test('canUseTool allows one call and denies another', async (t) => {
   assert.match(String(results.toolu_no.content), /not this one/);
   assert.equal(messages.at(-1).result, 'Half done.');
 });
+
+test('sessionId, persistSession, partial messages, agents and a changed tool input', async (t) => {
+  const { project, env, requests } = await setUp(t, [
+    {
+      text: ['Let me ', 'delegate.'],
+      tool_calls: [{ id: 'toolu_task', name: 'Task', input: {
+        description: 'check', prompt: 'Check it', subagent_type: 'checker' } }],
+    },
+    { tool_calls: [{ id: 'toolu_sub', name: 'Bash', input: { command: 'touch asked.txt' } }] },
+    { text: 'Checked.' },
+    { text: 'All done.' },
+  ]);
+  const messages = await collect('Check the project', {
+    pathToClaudeCodeExecutable: robota,
+    cwd: project,
+    env,
+    sessionId: 'ts-chosen-session',
+    persistSession: false,
+    includePartialMessages: true,
+    allowedTools: ['Task'],
+    agents: { checker: { description: 'Checks things', prompt: 'CHECKER-PROMPT', tools: ['Bash'] } },
+    canUseTool: async () => ({ behavior: 'allow', updatedInput: { command: 'touch changed.txt' } }),
+  });
+  const last = messages.at(-1);
+  assert.equal(last.type, 'result');
+  assert.equal(last.result, 'All done.');
+  assert.equal(last.session_id, 'ts-chosen-session');
+  assert.ok(!existsSync(join(project, '.robota', 'sessions', 'ts-chosen-session.json')));
+  // The subagent's Bash call ran with the input canUseTool gave.
+  assert.ok(existsSync(join(project, 'changed.txt')));
+  assert.ok(!existsSync(join(project, 'asked.txt')));
+  assert.match(JSON.stringify((await requests())[1].body.system), /CHECKER-PROMPT/);
+  const events = messages.filter((m) => m.type === 'stream_event').map((m) => m.event);
+  assert.deepEqual(events.slice(0, 2).map((e) => e.type), ['message_start', 'content_block_start']);
+  assert.equal(
+    events.filter((e) => e.delta?.type === 'text_delta').map((e) => e.delta.text).join(''),
+    'Let me delegate.All done.',
+  );
+  const toolBlock = events.find((e) => e.content_block?.type === 'tool_use');
+  assert.equal(toolBlock.content_block.name, 'Task');
+  assert.equal(events.filter((e) => e.type === 'message_stop').length, 2);
+});
