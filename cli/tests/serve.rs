@@ -437,6 +437,18 @@ async fn permission_requests_are_answered_over_http() {
         (status, refused["error"]["code"].clone()),
         (403, json!("path_outside_roots"))
     );
+    // Nor through an "allow with this input" that saves its rules there.
+    let (status, refused) = served
+        .post(
+            &format!("/v1/sessions/{id}/permissions/{request_id}"),
+            json!({"type": "allow_with_input", "input": {"file_path": "out.txt", "content": "x"},
+                   "rules": ["Write"], "destination": "userSettings"}),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"]["code"].clone()),
+        (403, json!("path_outside_roots"))
+    );
     let (status, _) = served
         .post(
             &format!("/v1/sessions/{id}/permissions/{request_id}"),

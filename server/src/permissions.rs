@@ -68,15 +68,21 @@ impl NetworkPermissions {
         self.lock().len()
     }
 
-    /// Answers a waiting request. An "allow always" that would write the user's settings file
-    /// (outside every project root) is refused: network clients may change only the project's
-    /// settings.
+    /// Answers a waiting request. An answer that would save rules into the user's settings
+    /// file (outside every project root) is refused, whichever kind of "allow" carries it:
+    /// network clients may change only the project's settings.
     pub fn answer(&self, request_id: &str, response: PermissionResponse) -> Result<(), ServeError> {
-        if let PermissionResponse::AllowAlways {
-            destination: SettingsDestination::UserSettings,
-            ..
-        } = &response
-        {
+        let writes_user_settings = matches!(
+            &response,
+            PermissionResponse::AllowAlways {
+                destination: SettingsDestination::UserSettings,
+                ..
+            } | PermissionResponse::AllowWithInput {
+                destination: Some(SettingsDestination::UserSettings),
+                ..
+            }
+        );
+        if writes_user_settings {
             return Err(ServeError::outside_roots(
                 "\"allow always\" into userSettings would write the user's settings file, \
                  outside the project roots; use localSettings or projectSettings",
