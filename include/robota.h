@@ -592,8 +592,10 @@ void robota_session_options_free(struct robota_session_options *options);
 // [{"destination", "path"}], "permission_mode"}`. Resolve its completion with one of
 // `{"type": "allow_once"}`, `{"type": "allow_session", "rules"?: [...]}` (default rules: the
 // suggested ones), `{"type": "allow_always", "destination": "localSettings" |
-// "projectSettings" | "userSettings", "rules"?: [...]}`, `{"type": "deny", "message"?:
-// "..."}`. A rejection or malformed answer denies the call; on abort the completion is
+// "projectSettings" | "userSettings", "rules"?: [...]}`, `{"type": "allow_with_input",
+// "input": {...}, "rules"?: [...], "destination"?: ...}` (runs the call with `input` instead
+// of the model's arguments, checked against the deny rules first), `{"type": "deny",
+// "message"?: "..."}`. A rejection or malformed answer denies the call; on abort the completion is
 // cancelled and the call does not run.
 //
 // `free_user_data` (may be NULL) is called exactly once with `user_data`, after the last

@@ -190,8 +190,8 @@ describe('JS extensions', () => {
     await session.shutdown();
   });
 
-  test('permission handler: allow, deny with message, throw denies', async () => {
-    const answers = ['allow', 'deny', 'throw'];
+  test('permission handler: allow, deny with message, throw denies, another input', async () => {
+    const answers = ['allow', 'deny', 'throw', 'rewrite'];
     const requests: PermissionRequest[] = [];
     const write = tool({
       name: 'write_note',
@@ -206,6 +206,7 @@ describe('JS extensions', () => {
         toolCall('write_note', { text: 'a' }, 'c1'),
         toolCall('write_note', { text: 'b' }, 'c2'),
         toolCall('write_note', { text: 'c' }, 'c3'),
+        toolCall('write_note', { text: 'd' }, 'c4'),
         { text: 'ok' },
       ]),
       tools: [write],
@@ -217,12 +218,13 @@ describe('JS extensions', () => {
         const answer = answers.shift();
         if (answer === 'allow') return true;
         if (answer === 'deny') return { type: 'deny', message: 'Not today.' };
+        if (answer === 'rewrite') return { type: 'allow_with_input', input: { text: 'rewritten' } };
         throw new Error('handler crashed');
       },
     });
     const result = await within(10_000, session.submit('write three notes'), 'submit');
     assert.equal(result.status, 'complete');
-    assert.equal(requests.length, 3);
+    assert.equal(requests.length, 4);
     assert.equal(requests[0]?.tool_name, 'write_note');
     const results = toolResults(session);
     assert.deepEqual(results[0], { content: 'wrote a', is_error: false });
@@ -230,6 +232,7 @@ describe('JS extensions', () => {
     assert.match(results[1]?.content ?? '', /Not today\./);
     assert.equal(results[2]?.is_error, true);
     assert.match(results[2]?.content ?? '', /handler crashed/);
+    assert.deepEqual(results[3], { content: 'wrote rewritten', is_error: false });
     await session.shutdown();
   });
 

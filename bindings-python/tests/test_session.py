@@ -29,6 +29,7 @@ from robota import (
     ToolContext,
     allow,
     allow_session,
+    allow_with_input,
     deny,
     tool,
 )
@@ -152,6 +153,11 @@ async def test_sync_and_async_tools_and_raising_tool(opts: Dict[str, Any]) -> No
         assert sorted(result.outcome["tools_executed"]) == ["add", "explode", "slow_echo"]  # type: ignore[index]
 
 
+def tool_results_of(session: InteractiveSession) -> List[Dict[str, Any]]:
+    """The tool_result blocks of the session's messages, in order."""
+    return [b for m in session.get_messages() for b in m.get("content", []) if b.get("type") == "tool_result"]
+
+
 async def test_permission_handler_sync_async_and_deny(opts: Dict[str, Any]) -> None:
     asked: List[PermissionRequest] = []
 
@@ -198,6 +204,20 @@ async def test_permission_handler_sync_async_and_deny(opts: Dict[str, Any]) -> N
     assert calls == 1
 
 
+async def test_a_permission_handler_may_run_the_call_with_another_input(opts: Dict[str, Any]) -> None:
+    def handler(request: PermissionRequest) -> robota.PermissionDecision:
+        return allow_with_input({"a": 20, "b": 22})
+
+    provider = ScriptedProvider([{"tool_calls": [tool_call("add", {"a": 1, "b": 1}, "c1")]}, {"text": "ok"}])
+    async with InteractiveSession(provider=provider, tools=[add], permission_handler=handler, **opts) as session:
+        assert (await session.submit("add")).ok
+        tool_results = tool_results_of(session)
+    assert tool_results[0]["is_error"] is False
+    assert "42" in str(tool_results[0]["content"])
+    with pytest.raises(TypeError):
+        allow_with_input("not a dict")  # type: ignore[arg-type]
+
+
 async def test_raising_permission_handler_denies(opts: Dict[str, Any]) -> None:
     def handler(request: PermissionRequest) -> bool:
         raise RuntimeError("handler bug")
@@ -208,9 +228,7 @@ async def test_raising_permission_handler_denies(opts: Dict[str, Any]) -> None:
     provider = ScriptedProvider([{"tool_calls": [tool_call("add", {"a": 1, "b": 1})]}, {"text": "ok"}])
     async with InteractiveSession(provider=provider, tools=[add], permission_handler=handler, **opts) as session:
         assert (await session.submit("go")).ok
-        tool_results = [
-            b for m in session.get_messages() for b in m.get("content", []) if b.get("type") == "tool_result"
-        ]
+        tool_results = tool_results_of(session)
         assert tool_results[0]["is_error"] is True
         assert "handler bug" in str(tool_results[0]["content"])
     assert any("permission handler" in r["message"] for r in reported)
@@ -241,9 +259,7 @@ async def test_hooks_block_a_tool_and_add_prompt_context(opts: Dict[str, Any]) -
     ) as session:
         session_hooks_result = await session.submit("go")
         assert session_hooks_result.ok
-        tool_results = [
-            b for m in session.get_messages() for b in m.get("content", []) if b.get("type") == "tool_result"
-        ]
+        tool_results = tool_results_of(session)
         assert tool_results[0]["is_error"] is True
         assert "13 is unlucky" in str(tool_results[0]["content"])
     assert seen == ["PreToolUse"]
@@ -567,9 +583,7 @@ async def test_tool_that_calls_back_into_the_session(opts: Dict[str, Any]) -> No
     async with InteractiveSession(provider=provider, tools=[introspect], **opts) as session:
         holder["s"] = session
         assert (await session.submit("go")).ok
-        tool_results = [
-            b for m in session.get_messages() for b in m.get("content", []) if b.get("type") == "tool_result"
-        ]
+        tool_results = tool_results_of(session)
         assert "2 messages, tools: ['introspect']" in str(tool_results[0]["content"])
 
 

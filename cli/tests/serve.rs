@@ -933,4 +933,16 @@ async fn shutdown_lets_the_running_turn_finish_and_saves_it() {
         (status, body["error"]["code"].clone()),
         (409, json!("session_locked"))
     );
+    // Errors do not tell the network where the server keeps its files.
+    let (status, unknown) = served
+        .post("/v1/sessions", json!({"resume": "no-such-saved-session"}))
+        .await;
+    assert_eq!(status, 404, "{unknown}");
+    let root = served.root.path().display().to_string();
+    for body in [&body, &unknown] {
+        assert!(
+            !body.to_string().contains(&root),
+            "an error names a server path: {body}"
+        );
+    }
 }

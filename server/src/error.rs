@@ -97,9 +97,39 @@ impl ServeError {
     }
 }
 
+/// `message` with every absolute path shortened to `…/<file name>`. Engine errors name the
+/// files they are about (the session store's snapshot, a lock file), which helps a local user;
+/// a network client must not learn where the server keeps its files (home folders, stores).
+pub fn without_paths(message: &str) -> String {
+    let mut shortened = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find('/') {
+        let (before, from) = rest.split_at(at);
+        let starts_word = before.is_empty()
+            || before.ends_with(|c: char| {
+                c.is_whitespace() || matches!(c, '`' | '"' | '\'' | '(' | '=')
+            });
+        // `from` starts with `/`, so the word is never empty and the loop moves on.
+        let end = from
+            .find(|c: char| c.is_whitespace() || matches!(c, '`' | '"' | '\'' | ')'))
+            .unwrap_or(from.len());
+        let word = &from[..end];
+        shortened.push_str(before);
+        if starts_word && word[1..].contains('/') {
+            shortened.push_str("…/");
+            shortened.push_str(word.rsplit('/').find(|part| !part.is_empty()).unwrap_or(""));
+        } else {
+            shortened.push_str(word);
+        }
+        rest = &from[end..];
+    }
+    shortened.push_str(rest);
+    shortened
+}
+
 impl From<InteractiveError> for ServeError {
     fn from(error: InteractiveError) -> Self {
-        let message = error.to_string();
+        let message = without_paths(&error.to_string());
         match error {
             InteractiveError::QueueFull => ServeError::conflict("queue_full", message),
             InteractiveError::Busy(_) => ServeError::conflict("busy", message),
@@ -119,6 +149,34 @@ impl From<InteractiveError> for ServeError {
             | InteractiveError::Session(_) => ServeError::invalid(message),
             _ => ServeError::internal(message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_paths;
+
+    #[test]
+    fn absolute_paths_are_shortened_to_their_file_names() {
+        assert_eq!(
+            without_paths("no snapshot at /home/ann/p/.robota/sessions/s1.json, sorry"),
+            "no snapshot at …/s1.json, sorry"
+        );
+        assert_eq!(
+            without_paths("Lock file: `/tmp/x/s1.lock` (held)"),
+            "Lock file: `…/s1.lock` (held)"
+        );
+        // Not paths: a URL, a ratio, a lone slash, a relative path.
+        for kept in [
+            "see http://127.0.0.1:7420/v1/sessions",
+            "1/2 done",
+            "a / b",
+            "src/main.rs changed",
+        ] {
+            assert_eq!(without_paths(kept), kept);
+        }
+        assert_eq!(without_paths("/etc/passwd"), "…/passwd");
+        assert_eq!(without_paths(""), "");
     }
 }
 

@@ -158,7 +158,9 @@ export interface PermissionRequest {
 }
 
 /** The host's answer: `true`/`'allow_once'` runs the call, `'allow_session'` also remembers
- * the suggested rules, `false`/`'deny'` refuses (optionally with a message for the model). */
+ * the suggested rules, `allow_with_input` runs it with other arguments (checked against the deny
+ * rules first; the Claude Agent SDK's `updatedInput`), `false`/`'deny'` refuses (optionally
+ * with a message for the model). */
 export type PermissionAnswer =
   | boolean
   | 'allow_once'
@@ -167,6 +169,12 @@ export type PermissionAnswer =
   | { type: 'allow_once' }
   | { type: 'allow_session'; rules?: string[] }
   | { type: 'allow_always'; rules?: string[]; destination: 'localSettings' | 'projectSettings' | 'userSettings' }
+  | {
+      type: 'allow_with_input';
+      input: Record<string, unknown>;
+      rules?: string[];
+      destination?: 'localSettings' | 'projectSettings' | 'userSettings';
+    }
   | { type: 'deny'; message?: string };
 
 /** Answers permission prompts; `signal` fires when the run is aborted while it decides. */

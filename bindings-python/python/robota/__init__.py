@@ -74,6 +74,7 @@ from .permissions import (
     allow,
     allow_always,
     allow_session,
+    allow_with_input,
     deny,
     evaluate_permission,
 )
@@ -153,6 +154,7 @@ __all__ = [
     "allow",
     "allow_session",
     "allow_always",
+    "allow_with_input",
     "deny",
     "evaluate_permission",
     # hooks

@@ -80,16 +80,18 @@ class PermissionRequest:
 @dataclass(frozen=True)
 class PermissionDecision:
     """A permission handler's answer. Make one with :func:`allow`, :func:`allow_session`,
-    :func:`allow_always` or :func:`deny`."""
+    :func:`allow_always`, :func:`allow_with_input` or :func:`deny`."""
 
-    #: ``allow_once``, ``allow_session``, ``allow_always`` or ``deny``.
-    type: Literal["allow_once", "allow_session", "allow_always", "deny"]
+    #: ``allow_once``, ``allow_session``, ``allow_always``, ``allow_with_input`` or ``deny``.
+    type: Literal["allow_once", "allow_session", "allow_always", "allow_with_input", "deny"]
     #: Allow rules to remember (empty: the request's suggested rules).
     rules: Sequence[str] = ()
     #: For ``allow_always``: the settings file to save the rules to.
     destination: Optional[SettingsDestination] = None
     #: For ``deny``: what the model is told (empty: a standard message).
     message: str = ""
+    #: For ``allow_with_input``: the arguments the tool runs with instead of the model's.
+    input: Optional[Mapping[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The decision as the engine reads it."""
@@ -103,6 +105,15 @@ class PermissionDecision:
                 "rules": list(self.rules),
                 "destination": self.destination or "localSettings",
             }
+        if self.type == "allow_with_input":
+            answer: Dict[str, Any] = {
+                "type": "allow_with_input",
+                "input": dict(self.input or {}),
+                "rules": list(self.rules),
+            }
+            if self.destination is not None:
+                answer["destination"] = self.destination
+            return answer
         return {"type": "deny", "message": self.message}
 
 
@@ -122,6 +133,21 @@ def allow_always(
 ) -> PermissionDecision:
     """Run it, allow matching calls for the session and save the rules to a settings file."""
     return PermissionDecision("allow_always", rules=tuple(rules), destination=destination)
+
+
+def allow_with_input(
+    input: Mapping[str, Any],
+    rules: Sequence[str] = (),
+    destination: Optional[SettingsDestination] = None,
+) -> PermissionDecision:
+    """Run it with ``input`` instead of the model's arguments (the Claude Agent SDK's
+    ``updatedInput``). The new input is checked against the deny rules first; ``rules`` are
+    also allowed for the session, and saved to ``destination`` when one is given."""
+    if not isinstance(input, Mapping):
+        raise TypeError(f"allow_with_input needs the tool's input as a dict, not {input!r}")
+    return PermissionDecision(
+        "allow_with_input", rules=tuple(rules), destination=destination, input=dict(input)
+    )
 
 
 def deny(message: str = "") -> PermissionDecision:
@@ -157,8 +183,8 @@ def decision_to_dict(decision: Any) -> Dict[str, Any]:
     if isinstance(decision, Mapping) and "type" in decision:
         return dict(decision)
     raise TypeError(
-        "a permission handler must return allow(), allow_session(), allow_always() or "
-        f"deny(message) (or True/False), not {decision!r}"
+        "a permission handler must return allow(), allow_session(), allow_always(), "
+        f"allow_with_input(input) or deny(message) (or True/False), not {decision!r}"
     )
 
 

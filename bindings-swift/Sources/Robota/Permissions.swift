@@ -45,6 +45,10 @@ public enum PermissionDecision: Sendable, Equatable {
     case allowForSession(rules: [String] = [])
     /// Run it, allow `rules` for the session and save them to a settings file.
     case allowAlways(rules: [String] = [], destination: SettingsDestination = .localSettings)
+    /// Run it with `input` instead of the model's arguments (checked against the deny rules
+    /// first; the Claude Agent SDK's `updatedInput`); `rules` are also allowed for the session,
+    /// and saved to `destination` when one is given.
+    case allowWithInput(JSONValue, rules: [String] = [], destination: SettingsDestination? = nil)
     /// Do not run it; `message` is what the model is told.
     case deny(message: String = "")
 
@@ -62,6 +66,12 @@ public enum PermissionDecision: Sendable, Equatable {
             [
                 "type": "allow_always", "rules": .array(rules.map(JSONValue.string)),
                 "destination": .string(destination.rawValue),
+            ]
+        case .allowWithInput(let input, let rules, let destination):
+            [
+                "type": "allow_with_input", "input": input,
+                "rules": .array(rules.map(JSONValue.string)),
+                "destination": destination.map { JSONValue.string($0.rawValue) } ?? JSONValue.null,
             ]
         case .deny(let message): ["type": "deny", "message": .string(message)]
         }

@@ -70,6 +70,26 @@ final class SessionTests: XCTestCase {
         XCTAssertEqual(toolResultsSent(requests), ["42"])
     }
 
+    func testAPermissionHandlerMayRunTheCallWithAnotherInput() async throws {
+        let script = """
+            {"turns": [
+              {"tool_calls": [{"id": "t1", "name": "lookup", "input": {"key": "wrong"}}]},
+              {"text": "Fixed."}
+            ]}
+            """
+        let mock = try MockLLM(script: script)
+        let options = SessionOptions(
+            provider: .anthropic(model: "claude-test", apiKey: "sk-test", baseURL: mock.baseURL),
+            cwd: try temporaryDirectory(), tools: [LookupTool()],
+            permissionHandler: { _ in .allowWithInput(["key": "answer"]) })
+        let query = try createQuery(options: options)
+        let result = try await query("What is the answer?")
+        XCTAssertEqual(result.response, "Fixed.")
+        // The tool ran with the handler's input, not the model's.
+        let requests = try await mock.requests()
+        XCTAssertEqual(toolResultsSent(requests), ["42"])
+    }
+
     func testSessionStreamsEventsWithPermissionAllowAndDenyOverOpenAI() async throws {
         let script = """
             {"turns": [
