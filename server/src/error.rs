@@ -152,6 +152,20 @@ impl From<InteractiveError> for ServeError {
     }
 }
 
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let unauthorized = status == StatusCode::UNAUTHORIZED;
+        let mut response = (status, axum::Json(self.body())).into_response();
+        if unauthorized {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::without_paths;
@@ -177,19 +191,5 @@ mod tests {
         }
         assert_eq!(without_paths("/etc/passwd"), "…/passwd");
         assert_eq!(without_paths(""), "");
-    }
-}
-
-impl IntoResponse for ServeError {
-    fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let unauthorized = status == StatusCode::UNAUTHORIZED;
-        let mut response = (status, axum::Json(self.body())).into_response();
-        if unauthorized {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        response
     }
 }
