@@ -63,7 +63,7 @@ interface Scenario {
   description: string;
   provider: { turns: ScriptedTurn[] };
   host_tools?: HostToolSpec[];
-  permission_answers?: Array<{ tool: string; answer: string; message?: string }>;
+  permission_answers?: Array<{ tool: string; answer: string; message?: string; input?: Record<string, unknown> }>;
   settings?: { permission_mode?: string; allow?: string[]; deny?: string[] };
   skills?: Array<{ name: string; content: string }>;
   commands?: Array<{ name: string; content: string }>;
@@ -259,6 +259,8 @@ async function play(scenario: Scenario): Promise<Record<string, unknown>> {
           return 'allow_once';
         case 'allow_session':
           return 'allow_session';
+        case 'allow_with_input':
+          return { type: 'allow_with_input', input: next.input ?? {} };
         case 'deny':
           return { type: 'deny', message: next.message ?? '' };
         default:

@@ -167,6 +167,8 @@ async def run_scenario(scenario: Dict[str, Any], tmp_path: Path) -> Dict[str, An
             return robota.allow()
         if answer["answer"] == "allow_session":
             return robota.allow_session()
+        if answer["answer"] == "allow_with_input":
+            return robota.allow_with_input(answer["input"])
         if answer["answer"] == "deny":
             return robota.deny(answer.get("message", ""))
         mismatches.append(f"unknown answer {answer['answer']}")

@@ -145,6 +145,9 @@ struct PermissionAnswer {
     answer: String,
     #[serde(default)]
     message: Option<String>,
+    /// For `allow_with_input`: the input the tool runs with.
+    #[serde(default)]
+    input: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -280,6 +283,9 @@ fn permission_handler(
             match answer.answer.as_str() {
                 "allow_once" => PermissionResponse::AllowOnce,
                 "allow_session" => PermissionResponse::AllowSession { rules: Vec::new() },
+                "allow_with_input" => {
+                    PermissionResponse::allow_with_input(answer.input.unwrap_or_default())
+                }
                 "deny" => PermissionResponse::deny(answer.message.unwrap_or_default()),
                 other => {
                     record(format!("unknown permission answer `{other}`"));

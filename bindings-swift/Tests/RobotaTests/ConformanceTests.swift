@@ -61,6 +61,7 @@ final class ScriptedAnswers: @unchecked Sendable {
             switch answer["answer"]?.stringValue {
             case "allow_once": return .allow
             case "allow_session": return .allowForSession
+            case "allow_with_input": return .allowWithInput(answer["input"] ?? [:])
             case "deny": return .deny(message: answer["message"]?.stringValue ?? "")
             default:
                 mismatches.append("unknown answer \(answer["answer"] ?? nil)")

@@ -216,6 +216,11 @@ static void on_permission(void *user_data, const char *request, size_t len,
       cJSON_AddStringToObject(out, "type", "allow_once");
     } else if (kind != NULL && strcmp(kind, "allow_session") == 0) {
       cJSON_AddStringToObject(out, "type", "allow_session");
+    } else if (kind != NULL && strcmp(kind, "allow_with_input") == 0) {
+      const cJSON *input = cJSON_GetObjectItemCaseSensitive(answer, "input");
+      cJSON_AddStringToObject(out, "type", "allow_with_input");
+      cJSON_AddItemToObject(out, "input",
+                            input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
     } else if (kind != NULL && strcmp(kind, "deny") == 0) {
       const char *message = str_of(answer, "message");
       cJSON_AddStringToObject(out, "type", "deny");
