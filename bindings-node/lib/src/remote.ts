@@ -239,7 +239,6 @@ export class RemoteSession {
   /** Names the session, like {@link InteractiveSession.rename}. */
   async rename(name: string | null): Promise<void> {
     this.setName(name);
-    return Promise.resolve();
   }
 
   /** Answers the permission request `requestId` (from a `permission_request` event or
