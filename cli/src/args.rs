@@ -138,6 +138,9 @@ pub struct Cli {
     /// Stop the session's runs once they have cost this many US dollars.
     #[arg(long, value_name = "USD")]
     pub max_budget_usd: Option<f64>,
+    /// A second model of the same provider, answering when the main model is overloaded.
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
     /// The W3C traceparent the session's spans join (default: `$TRACEPARENT`, with
     /// `$TRACESTATE`).
     #[arg(long, value_name = "TRACEPARENT")]

@@ -204,6 +204,11 @@ pub fn session_options(
         }
         options.max_budget_usd = Some(budget);
     }
+    options.fallback_model = cli
+        .fallback_model
+        .as_ref()
+        .filter(|model| !model.trim().is_empty())
+        .cloned();
     options
         .builtin_tools
         .additional_roots

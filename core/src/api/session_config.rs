@@ -131,6 +131,9 @@ pub struct SessionConfig {
     pub fork_session: Option<bool>,
     /// Refuse further prompts once the session has spent this many USD.
     pub max_budget_usd: Option<f64>,
+    /// A second model of the same provider, used when the main model is overloaded (the Claude
+    /// Agent SDK's `fallbackModel`).
+    pub fallback_model: Option<String>,
     /// Automatic compaction (default true).
     pub auto_compact: Option<bool>,
     /// The model's context window in tokens, when the provider does not know it.
@@ -335,6 +338,7 @@ impl SessionConfig {
             }
             options.max_budget_usd = Some(max_usd);
         }
+        options.fallback_model = self.fallback_model;
         if let Some(auto) = self.auto_compact {
             options.auto_compact = auto;
         }

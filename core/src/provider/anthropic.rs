@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::catalog;
 use super::http::{
     classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
     HttpOptions, HttpTransport, Progress, StreamAssembler,
@@ -48,7 +49,7 @@ use super::http::{
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
+    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice,
 };
 use crate::message::{
     ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage, SERVER_BLOCKS_METADATA,
@@ -347,8 +348,7 @@ impl Provider for AnthropicProvider {
             streaming: true,
             tools: true,
             thinking: true,
-            context_window: model_limits(&self.model)
-                .map_or(DEFAULT_CONTEXT_WINDOW, |limits| limits.context_window),
+            context_window: catalog::context_window(&self.model),
         }
     }
 
@@ -376,49 +376,10 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// What the built-in table knows about a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ModelLimits {
-    context_window: u64,
-    max_output: u32,
-}
-
-/// Known models by id prefix, most specific first (so `claude-opus-4-6` is not taken for
-/// `claude-opus-4`). Dated ids (`claude-sonnet-4-5-20250929`) match their family's prefix.
-const MODEL_TABLE: &[(&str, ModelLimits)] = &[
-    ("claude-opus-4-6", limits(1_000_000, 128_000)),
-    ("claude-sonnet-4-6", limits(1_000_000, 64_000)),
-    ("claude-opus-4-5", limits(200_000, 64_000)),
-    ("claude-sonnet-4-5", limits(200_000, 64_000)),
-    ("claude-haiku-4-5", limits(200_000, 64_000)),
-    ("claude-opus-4-1", limits(200_000, 32_000)),
-    ("claude-opus-4", limits(200_000, 32_000)),
-    ("claude-sonnet-4", limits(200_000, 64_000)),
-    ("claude-3-7-sonnet", limits(200_000, 64_000)),
-    ("claude-3-5-sonnet", limits(200_000, 8_192)),
-    ("claude-3-5-haiku", limits(200_000, 8_192)),
-    ("claude-3-opus", limits(200_000, 4_096)),
-    ("claude-3-haiku", limits(200_000, 4_096)),
-];
-
-const fn limits(context_window: u64, max_output: u32) -> ModelLimits {
-    ModelLimits {
-        context_window,
-        max_output,
-    }
-}
-
-fn model_limits(model: &str) -> Option<ModelLimits> {
-    MODEL_TABLE
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map(|(_, limits)| *limits)
-}
-
+/// The default `max_tokens`: the model's maximum output from the model catalog (capped), or
+/// [`DEFAULT_MAX_TOKENS`] for models it does not know.
 fn default_max_tokens(model: &str) -> u32 {
-    model_limits(model).map_or(DEFAULT_MAX_TOKENS, |l| {
-        l.max_output.min(MAX_DEFAULT_MAX_TOKENS)
-    })
+    catalog::max_output(model).map_or(DEFAULT_MAX_TOKENS, |max| max.min(MAX_DEFAULT_MAX_TOKENS))
 }
 
 /// Builds the Messages API request body.
@@ -1452,24 +1413,21 @@ mod tests {
     }
 
     #[test]
-    fn context_windows() {
+    fn context_windows_come_from_the_catalog() {
+        let window = |model: &str| {
+            AnthropicProvider::new(AnthropicConfig {
+                api_key: Some("k".into()),
+                ..AnthropicConfig::new(model)
+            })
+            .map(|provider| provider.capabilities().context_window)
+            .ok()
+        };
+        assert_eq!(window("claude-opus-4-6"), Some(1_000_000));
+        assert_eq!(window("claude-sonnet-4-20250514"), Some(200_000));
         assert_eq!(
-            model_limits("claude-opus-4-6").map(|l| l.context_window),
-            Some(1_000_000)
+            window("some-proxy-model"),
+            Some(crate::provider::DEFAULT_CONTEXT_WINDOW)
         );
-        assert_eq!(
-            model_limits("claude-sonnet-4-20250514").map(|l| l.context_window),
-            Some(200_000)
-        );
-        assert_eq!(
-            model_limits("claude-opus-4-1-20250805").map(|l| l.max_output),
-            Some(32_000)
-        );
-        assert_eq!(
-            model_limits("claude-sonnet-4-5-20250929").map(|l| l.max_output),
-            Some(64_000)
-        );
-        assert_eq!(model_limits("gpt-4o"), None);
     }
 
     #[test]
@@ -1492,7 +1450,7 @@ mod tests {
         assert_eq!(provider.base_url(), DEFAULT_BASE_URL);
         assert_eq!(
             provider.capabilities().context_window,
-            DEFAULT_CONTEXT_WINDOW
+            crate::provider::DEFAULT_CONTEXT_WINDOW
         );
         assert!(provider.capabilities().thinking);
     }

@@ -5,6 +5,8 @@
 //! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
 
 pub mod anthropic;
+pub mod catalog;
+pub mod fallback;
 mod http;
 pub mod openai;
 pub mod replay;
@@ -12,6 +14,7 @@ pub mod scripted;
 pub mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
+pub use fallback::FallbackProvider;
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::catalog;
 use super::http::{
     classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
     HttpOptions, HttpTransport, Progress, StreamAssembler,
@@ -22,7 +23,7 @@ use super::http::{
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice, DEFAULT_CONTEXT_WINDOW,
+    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice,
 };
 use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
 
@@ -269,7 +270,7 @@ impl Provider for OpenAiProvider {
             // Reasoning text is streamed when a server sends it, but there is no request-side
             // thinking budget in this wire format.
             thinking: false,
-            context_window: context_window(&self.model),
+            context_window: catalog::context_window(&self.model),
         }
     }
 
@@ -295,26 +296,6 @@ impl Provider for OpenAiProvider {
             )
             .await
     }
-}
-
-/// Context windows of well-known models by id prefix (most specific first); others get
-/// [`DEFAULT_CONTEXT_WINDOW`].
-fn context_window(model: &str) -> u64 {
-    const TABLE: &[(&str, u64)] = &[
-        ("gpt-4.1", 1_047_576),
-        ("gpt-5", 400_000),
-        ("gpt-4o", 128_000),
-        ("gpt-4-turbo", 128_000),
-        ("gpt-3.5-turbo", 16_385),
-        ("o1", 200_000),
-        ("o3", 200_000),
-        ("o4", 200_000),
-        ("deepseek-", 128_000),
-    ];
-    TABLE
-        .iter()
-        .find(|(prefix, _)| model.starts_with(prefix))
-        .map_or(DEFAULT_CONTEXT_WINDOW, |(_, window)| *window)
 }
 
 /// OpenAI's reasoning models reject `max_tokens` and take `max_completion_tokens` instead; other
@@ -1107,10 +1088,21 @@ mod tests {
     }
 
     #[test]
-    fn context_windows() {
-        assert_eq!(context_window("gpt-4.1-mini"), 1_047_576);
-        assert_eq!(context_window("deepseek-chat"), 128_000);
-        assert_eq!(context_window("some-local-model"), DEFAULT_CONTEXT_WINDOW);
+    fn context_windows_come_from_the_catalog() {
+        let window = |model: &str| {
+            OpenAiProvider::new(OpenAiConfig {
+                api_key: Some("k".into()),
+                ..OpenAiConfig::new(model)
+            })
+            .map(|provider| provider.capabilities().context_window)
+            .ok()
+        };
+        assert_eq!(window("gpt-4.1-mini"), Some(1_047_576));
+        assert_eq!(window("deepseek-chat"), Some(128_000));
+        assert_eq!(
+            window("some-local-model"),
+            Some(crate::provider::DEFAULT_CONTEXT_WINDOW)
+        );
     }
 
     fn run(sse: &str) -> (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>) {

@@ -193,6 +193,13 @@ pub enum SessionError {
         /// The provider's name.
         provider: String,
     },
+    /// The fallback model cannot be used (the provider cannot switch models, or it is the main
+    /// model).
+    #[error("invalid fallback_model: {message}")]
+    InvalidFallbackModel {
+        /// What is wrong.
+        message: String,
+    },
     /// A UserPromptSubmit hook rejected the prompt; nothing was sent to the model.
     #[error("the prompt was rejected by a UserPromptSubmit hook: {reason}")]
     PromptRejected {

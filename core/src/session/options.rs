@@ -149,6 +149,11 @@ pub struct SessionOptions {
     pub cwd: PathBuf,
     /// The model.
     pub provider: Arc<dyn Provider>,
+    /// A second model of the same provider, called when `provider`'s model is overloaded
+    /// (the Claude Agent SDK's `fallbackModel`; see
+    /// [`FallbackProvider`](crate::provider::FallbackProvider)). Each switch is reported as a
+    /// `warning` event with source `fallback_model`. `None`: no fallback.
+    pub fallback_model: Option<String>,
     /// The tools the model may use. `None`: the built-ins over the cwd and the settings'
     /// `additionalDirectories`, with the settings' `env` for Bash. Tools a bare-name deny rule
     /// names are removed either way.
@@ -270,6 +275,7 @@ impl SessionOptions {
         SessionOptions {
             cwd: cwd.into(),
             provider,
+            fallback_model: None,
             tools: None,
             extra_tools: Vec::new(),
             builtin_tools: BuiltinToolsConfig::default(),

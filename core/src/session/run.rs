@@ -107,7 +107,9 @@ use crate::permissions::{
     BashSandbox, PermissionContext, PermissionMode, RuleList, RuleSet, ToolClass,
 };
 use crate::process::ProcessGroups;
-use crate::provider::{Provider, ProviderRequest};
+use crate::provider::catalog;
+use crate::provider::fallback::FALLBACK_COOLDOWN;
+use crate::provider::{FallbackProvider, Provider, ProviderRequest};
 use crate::sandbox::{PolicyInputs, Sandbox, SandboxStatus};
 use crate::tools::builtins::Builtins;
 use crate::tools::ToolRegistry;
@@ -225,12 +227,36 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// `provider` with `fallback_model` behind it: each switch is a `warning` event.
+fn with_fallback(
+    provider: Arc<dyn Provider>,
+    fallback_model: &str,
+    events: EventSink,
+) -> Result<Arc<dyn Provider>, SessionError> {
+    let fallback = FallbackProvider::new(provider, fallback_model)
+        .map_err(|error| SessionError::InvalidFallbackModel {
+            message: error.message,
+        })?
+        .on_switch(Arc::new(move |primary, fallback, error| {
+            events.emit(SessionEvent::Warning {
+                source: "fallback_model".into(),
+                message: format!(
+                    "model {primary} is overloaded ({}); answering with the fallback model \
+                     {fallback} for the next {} minutes",
+                    error.message,
+                    FALLBACK_COOLDOWN.as_secs() / 60
+                ),
+            })
+        }));
+    Ok(Arc::new(fallback))
+}
+
 impl Session {
     /// Creates a session from resolved settings (and, when the project supplies the system
     /// prompt, its builder): builds its tools, permission enforcer and hooks. Fires no hook (see
     /// [`Session::start`]). [`Session::new`] resolves them.
     pub(crate) fn from_resolved(
-        options: SessionOptions,
+        mut options: SessionOptions,
         resolved: ResolvedSettings,
         project_prompt: Option<ProjectPromptBuilder>,
     ) -> Result<Session, SessionError> {
@@ -286,6 +312,9 @@ impl Session {
             .map(|format| StructuredOutput::new(format, options.max_structured_output_retries))
             .transpose()?;
         let events = EventSink::new(options.on_event.clone());
+        if let Some(fallback_model) = options.fallback_model.take() {
+            options.provider = with_fallback(options.provider, &fallback_model, events.clone())?;
+        }
         let ResolvedSettings {
             home,
             warnings,
@@ -347,6 +376,16 @@ impl Session {
         ));
         let mut warnings = warnings;
         warnings.extend(options.warnings);
+        if catalog::is_catalog_provider(options.provider.name()) {
+            if let Some(message) = catalog::unknown_model_warning(options.provider.model()) {
+                warnings.push(SessionWarning {
+                    file: None,
+                    json_path: "model".into(),
+                    kind: "unknown_model".into(),
+                    message,
+                });
+            }
+        }
         if let Some(warning) = sandbox_warning(&sandbox) {
             warnings.push(warning);
         }

@@ -1,5 +1,5 @@
-//! Token usage and what it cost: a [`PriceTable`] of USD prices per model (built in for the
-//! Anthropic and OpenAI models, extendable by hosts), per-call and per-turn costs, cumulative
+//! Token usage and what it cost: a [`PriceTable`] of USD prices per model (built in from the
+//! model catalog, [`crate::provider::catalog`]; extendable by hosts), per-call and per-turn costs, cumulative
 //! [`UsageTotals`] that a session record stores, and a [`Budget`] that tells the session when to
 //! stop.
 //!
@@ -15,261 +15,13 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Usage;
+use crate::provider::catalog::{self, is_snapshot_suffix};
+pub use crate::provider::catalog::{
+    normalize_model_id, LongPromptPrice, Price, PriceError, PriceMatch,
+};
 
-/// A model's price in USD per million tokens.
-///
-/// `cache_write` is the price of writing the prompt cache (Anthropic's 5-minute cache write; for
-/// providers without a write surcharge, such as OpenAI, it equals `input`). `cache_read` is the
-/// price of input served from the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Price {
-    /// Input tokens not served from a cache.
-    pub input_per_mtok: f64,
-    /// Output tokens (thinking included).
-    pub output_per_mtok: f64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read_per_mtok: f64,
-    /// Input tokens written to the prompt cache.
-    pub cache_write_per_mtok: f64,
-    /// Different rates for calls whose prompt is longer than a threshold (some models charge
-    /// more, for every token of such a call).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub long_prompt: Option<LongPromptPrice>,
-}
-
-/// The rates a model charges for a call whose prompt (input + cache read + cache write tokens) is
-/// longer than `above_tokens`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LongPromptPrice {
-    /// Prompts longer than this many tokens use these rates.
-    pub above_tokens: u64,
-    /// Input tokens not served from a cache.
-    pub input_per_mtok: f64,
-    /// Output tokens.
-    pub output_per_mtok: f64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read_per_mtok: f64,
-    /// Input tokens written to the prompt cache.
-    pub cache_write_per_mtok: f64,
-}
-
-/// A price that cannot be used (negative or not a finite number).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid price for {what}: {value} (prices are USD per million tokens: finite and not negative)")]
-pub struct PriceError {
-    /// Which figure is wrong (`"claude-x input"`, `"budget"`, …).
-    pub what: String,
-    /// The rejected value.
-    pub value: f64,
-}
-
-impl Price {
-    /// A price with the four rates, in USD per million tokens.
-    pub const fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
-        Price {
-            input_per_mtok: input,
-            output_per_mtok: output,
-            cache_read_per_mtok: cache_read,
-            cache_write_per_mtok: cache_write,
-            long_prompt: None,
-        }
-    }
-
-    /// A price for a provider that charges cached input at `cache_read` and has no cache-write
-    /// surcharge (writes cost `input`), as OpenAI does.
-    pub const fn without_write_surcharge(input: f64, output: f64, cache_read: f64) -> Self {
-        Self::new(input, output, cache_read, input)
-    }
-
-    /// Adds rates for calls whose prompt is longer than `above_tokens`.
-    pub const fn with_long_prompt(
-        mut self,
-        above_tokens: u64,
-        input: f64,
-        output: f64,
-        cache_read: f64,
-        cache_write: f64,
-    ) -> Self {
-        self.long_prompt = Some(LongPromptPrice {
-            above_tokens,
-            input_per_mtok: input,
-            output_per_mtok: output,
-            cache_read_per_mtok: cache_read,
-            cache_write_per_mtok: cache_write,
-        });
-        self
-    }
-
-    /// What `usage` costs in USD at this price.
-    ///
-    /// The long-prompt rates apply when `usage` is one model call whose prompt is over the
-    /// threshold; pass one call at a time for models that have them (a turn's summed usage would
-    /// look like one long prompt).
-    pub fn cost_usd(&self, usage: &Usage) -> f64 {
-        let prompt =
-            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
-        let (input, output, read, write) = match self.long_prompt {
-            Some(tier) if prompt > tier.above_tokens => (
-                tier.input_per_mtok,
-                tier.output_per_mtok,
-                tier.cache_read_per_mtok,
-                tier.cache_write_per_mtok,
-            ),
-            _ => (
-                self.input_per_mtok,
-                self.output_per_mtok,
-                self.cache_read_per_mtok,
-                self.cache_write_per_mtok,
-            ),
-        };
-        (usage.input_tokens as f64 * input
-            + usage.output_tokens as f64 * output
-            + usage.cache_read_input_tokens as f64 * read
-            + usage.cache_creation_input_tokens as f64 * write)
-            / 1_000_000.0
-    }
-
-    fn validate(&self, model: &str) -> Result<(), PriceError> {
-        let mut figures = vec![
-            ("input", self.input_per_mtok),
-            ("output", self.output_per_mtok),
-            ("cache read", self.cache_read_per_mtok),
-            ("cache write", self.cache_write_per_mtok),
-        ];
-        if let Some(tier) = &self.long_prompt {
-            figures.extend([
-                ("long-prompt input", tier.input_per_mtok),
-                ("long-prompt output", tier.output_per_mtok),
-                ("long-prompt cache read", tier.cache_read_per_mtok),
-                ("long-prompt cache write", tier.cache_write_per_mtok),
-            ]);
-        }
-        for (name, value) in figures {
-            if !value.is_finite() || value < 0.0 {
-                return Err(PriceError {
-                    what: format!("{model} {name}"),
-                    value,
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// When the built-in prices were last checked against their sources.
-pub const BUILTIN_PRICES_CHECKED: &str = "2026-11";
-
-/// Where the built-in Anthropic prices come from ("Model pricing" table and each model's
-/// overview page; the 5-minute cache-write rate is used for `cache_write`).
-pub const ANTHROPIC_PRICING_SOURCE: &str =
-    "https://platform.claude.com/docs/en/about-claude/pricing";
-
-/// Where the built-in OpenAI prices come from (standard tier; "cached input" is `cache_read`).
-pub const OPENAI_PRICING_SOURCE: &str = "https://developers.openai.com/api/docs/pricing";
-
-/// The built-in prices: `(model id, price)`, USD per million tokens.
-///
-/// Anthropic rows follow [`ANTHROPIC_PRICING_SOURCE`]. Sonnet 4 and 4.5 charge more for prompts
-/// over 200K tokens (the 1M-context beta). Sonnet 5.5's cache read is the $0.10 rate that applies
-/// from 2026-10-07; Haiku 5.5 is priced by prompt length (over 100K tokens: the higher rates).
-/// Models whose rates could not be confirmed (Mythos, limited availability) are left out: hosts
-/// add them with [`PriceTable::with_price`].
-///
-/// OpenAI rows follow [`OPENAI_PRICING_SOURCE`] (standard tier). The GPT-5.6 and GPT-6 families
-/// are not included: at the time of checking their rates were announced for a limited preview
-/// and changed several times; add them with [`PriceTable::with_price`] once they are settled.
-pub const BUILTIN_PRICES: &[(&str, Price)] = &[
-    // --- Anthropic: Claude 5.x.
-    ("claude-fable-5-1", Price::new(10.0, 50.0, 0.25, 12.5)),
-    ("claude-fable-5", Price::new(10.0, 50.0, 1.0, 12.5)),
-    ("claude-opus-5-5", Price::new(4.0, 20.0, 0.20, 5.0)),
-    ("claude-opus-5", Price::new(5.0, 25.0, 0.50, 6.25)),
-    ("claude-sonnet-5-5", Price::new(2.0, 10.0, 0.10, 2.5)),
-    ("claude-sonnet-5", Price::new(2.0, 10.0, 0.20, 2.5)),
-    (
-        "claude-haiku-5-5",
-        Price::new(0.10, 0.50, 0.01, 0.125).with_long_prompt(100_000, 0.50, 2.50, 0.05, 0.625),
-    ),
-    // --- Anthropic: Claude 4.x.
-    ("claude-opus-4-8", Price::new(5.0, 25.0, 0.50, 6.25)),
-    ("claude-opus-4-7", Price::new(5.0, 25.0, 0.50, 6.25)),
-    ("claude-opus-4-6", Price::new(5.0, 25.0, 0.50, 6.25)),
-    ("claude-opus-4-5", Price::new(5.0, 25.0, 0.50, 6.25)),
-    ("claude-opus-4-1", Price::new(15.0, 75.0, 1.50, 18.75)),
-    ("claude-opus-4-0", Price::new(15.0, 75.0, 1.50, 18.75)),
-    ("claude-opus-4", Price::new(15.0, 75.0, 1.50, 18.75)),
-    ("claude-sonnet-4-6", Price::new(3.0, 15.0, 0.30, 3.75)),
-    (
-        "claude-sonnet-4-5",
-        Price::new(3.0, 15.0, 0.30, 3.75).with_long_prompt(200_000, 6.0, 22.5, 0.60, 7.5),
-    ),
-    (
-        "claude-sonnet-4-0",
-        Price::new(3.0, 15.0, 0.30, 3.75).with_long_prompt(200_000, 6.0, 22.5, 0.60, 7.5),
-    ),
-    (
-        "claude-sonnet-4",
-        Price::new(3.0, 15.0, 0.30, 3.75).with_long_prompt(200_000, 6.0, 22.5, 0.60, 7.5),
-    ),
-    ("claude-haiku-4-5", Price::new(1.0, 5.0, 0.10, 1.25)),
-    // --- Anthropic: Claude 3.x (legacy ids, still seen in old settings).
-    ("claude-3-7-sonnet", Price::new(3.0, 15.0, 0.30, 3.75)),
-    ("claude-3-5-sonnet", Price::new(3.0, 15.0, 0.30, 3.75)),
-    ("claude-3-5-haiku", Price::new(0.80, 4.0, 0.08, 1.0)),
-    ("claude-3-opus", Price::new(15.0, 75.0, 1.50, 18.75)),
-    ("claude-3-haiku", Price::new(0.25, 1.25, 0.03, 0.30)),
-    // --- OpenAI.
-    ("gpt-5.5", Price::without_write_surcharge(5.0, 30.0, 0.50)),
-    ("gpt-5.4", Price::without_write_surcharge(2.50, 15.0, 0.25)),
-    (
-        "gpt-5.4-mini",
-        Price::without_write_surcharge(0.75, 4.50, 0.075),
-    ),
-    (
-        "gpt-5.4-nano",
-        Price::without_write_surcharge(0.20, 1.25, 0.02),
-    ),
-    ("gpt-5.1", Price::without_write_surcharge(1.25, 10.0, 0.125)),
-    ("gpt-5", Price::without_write_surcharge(1.25, 10.0, 0.125)),
-    (
-        "gpt-5-mini",
-        Price::without_write_surcharge(0.25, 2.0, 0.025),
-    ),
-    (
-        "gpt-5-nano",
-        Price::without_write_surcharge(0.05, 0.40, 0.005),
-    ),
-    ("gpt-4.1", Price::without_write_surcharge(2.0, 8.0, 0.50)),
-    (
-        "gpt-4.1-mini",
-        Price::without_write_surcharge(0.40, 1.60, 0.10),
-    ),
-    (
-        "gpt-4.1-nano",
-        Price::without_write_surcharge(0.10, 0.40, 0.025),
-    ),
-    ("gpt-4o", Price::without_write_surcharge(2.50, 10.0, 1.25)),
-    (
-        "gpt-4o-mini",
-        Price::without_write_surcharge(0.15, 0.60, 0.075),
-    ),
-    ("o3", Price::without_write_surcharge(2.0, 8.0, 0.50)),
-    ("o4-mini", Price::without_write_surcharge(1.10, 4.40, 0.275)),
-    ("o3-mini", Price::without_write_surcharge(1.10, 4.40, 0.55)),
-];
-
-/// How a model id was matched to a price.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PriceMatch {
-    /// The normalized id is in the table.
-    Exact,
-    /// A table id plus a snapshot suffix (date, `-latest`, `-vN:M`, `@date`).
-    Snapshot,
-}
-
-/// Prices per model. Starts from [`BUILTIN_PRICES`] ([`PriceTable::builtin`]) or empty; hosts add
-/// or override models with [`PriceTable::with_price`].
+/// Prices per model. Starts from the model catalog's prices ([`PriceTable::builtin`]) or empty;
+/// hosts add or override models with [`PriceTable::with_price`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct PriceTable {
     prices: HashMap<String, Price>,
@@ -282,12 +34,13 @@ impl Default for PriceTable {
 }
 
 impl PriceTable {
-    /// The built-in prices ([`BUILTIN_PRICES`]).
+    /// The built-in prices: every priced model of the model catalog
+    /// ([`crate::provider::catalog`], with its sources).
     pub fn builtin() -> Self {
         PriceTable {
-            prices: BUILTIN_PRICES
+            prices: catalog::entries()
                 .iter()
-                .map(|(model, price)| ((*model).to_string(), *price))
+                .filter_map(|entry| entry.price.map(|price| (entry.id.clone(), price)))
                 .collect(),
         }
     }
@@ -359,55 +112,6 @@ impl PriceTable {
             },
         }
     }
-}
-
-/// Lower-cases a model id and removes routing prefixes, so that `anthropic/claude-sonnet-4-5`,
-/// `us.anthropic.claude-sonnet-4-5-20250929-v1:0` and `claude-sonnet-4-5[1m]` find
-/// `claude-sonnet-4-5`.
-pub fn normalize_model_id(model: &str) -> String {
-    let mut id = model.trim().to_ascii_lowercase();
-    if let Some(slash) = id.rfind('/') {
-        id = id[slash + 1..].to_string();
-    }
-    // Bedrock ids: `anthropic.claude-…`, optionally behind a region prefix (`us.`, `eu.`, …).
-    if let Some(at) = id.find("anthropic.") {
-        id = id[at + "anthropic.".len()..].to_string();
-    }
-    // Claude Code's context-size marker.
-    if let Some(stripped) = id.strip_suffix("[1m]") {
-        id = stripped.to_string();
-    }
-    id
-}
-
-/// True when `rest` (what follows a table id) only names a snapshot of that model: `-YYYYMMDD`,
-/// `-YYYY-MM-DD`, `-latest`, optionally followed by a Bedrock version `-vN` / `-vN:M`, or
-/// Vertex's `@YYYYMMDD`. `-6` (a different model version) is not a snapshot.
-fn is_snapshot_suffix(rest: &str) -> bool {
-    if let Some(date) = rest.strip_prefix('@') {
-        return date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit());
-    }
-    let Some(rest) = rest.strip_prefix('-') else {
-        return false;
-    };
-    let parts: Vec<&str> = rest.split('-').collect();
-    let digits =
-        |part: &str, len: usize| part.len() == len && part.bytes().all(|b| b.is_ascii_digit());
-    let version = |part: &str| {
-        part.strip_prefix('v').is_some_and(|v| {
-            !v.is_empty()
-                && v.split(':')
-                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        })
-    };
-    let tail = match parts.as_slice() {
-        [first, tail @ ..] if digits(first, 8) || *first == "latest" => tail,
-        [year, month, day, tail @ ..] if digits(year, 4) && digits(month, 2) && digits(day, 2) => {
-            tail
-        }
-        _ => return false,
-    };
-    tail.len() <= 1 && tail.iter().all(|part| version(part))
 }
 
 /// Whether a cost figure covers every token it sums.
@@ -719,30 +423,6 @@ mod tests {
             output_tokens: output,
             cache_read_input_tokens: read,
             cache_creation_input_tokens: write,
-        }
-    }
-
-    #[test]
-    fn snapshot_suffixes() {
-        for ok in [
-            "-20250929",
-            "-2024-08-06",
-            "-latest",
-            "-20250929-v1:0",
-            "@20250929",
-        ] {
-            assert!(is_snapshot_suffix(ok), "{ok}");
-        }
-        for bad in ["-6", "-mini", "", "-2024", "-latest-mini", "@2025", "-v2:0"] {
-            assert!(!is_snapshot_suffix(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn every_builtin_price_is_valid_and_ids_are_normalized() {
-        for (model, price) in BUILTIN_PRICES {
-            assert!(price.validate(model).is_ok(), "{model}");
-            assert_eq!(normalize_model_id(model), *model);
         }
     }
 
