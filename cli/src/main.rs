@@ -9,7 +9,8 @@
 //! `robota serve` hosts sessions over HTTP + SSE and WebSocket with a web monitor ([`serve`],
 //! over crate `robota-server`); `robota mcp-serve` is the agent as an MCP server over stdio or
 //! streamable HTTP ([`mcp_serve`]); `robota acp` is an Agent Client Protocol agent over stdio for
-//! editors ([`acp`]). `--input-format stream-json --output-format stream-json` speaks the Claude
+//! editors ([`acp`]); `robota providers` lists provider types and the model catalog and probes
+//! an endpoint and key ([`providers`]). `--input-format stream-json --output-format stream-json` speaks the Claude
 //! Agent SDK's protocol on stdin/stdout, so the SDKs run robota as their CLI ([`claude_sdk`]).
 //!
 //! Exit codes: 0 the model answered, 1 the run failed (model/network error, a prompt a hook
@@ -26,6 +27,7 @@ mod driver;
 mod mcp_serve;
 mod output;
 mod prompt;
+mod providers;
 mod render;
 mod repl;
 mod serve;
@@ -157,6 +159,7 @@ fn main() -> ExitCode {
         Some("serve") => return subcommand_main("serve", serve::run),
         Some("mcp-serve") => return subcommand_main("mcp-serve", mcp_serve::run),
         Some("acp") => return subcommand_main("acp", acp::run),
+        Some("providers") => return subcommand_main("providers", providers::run),
         _ => {}
     }
     let cli: Cli = match parse_or_exit(std::env::args_os()) {

@@ -1965,3 +1965,96 @@ async fn telemetry_flags_export_the_prompt_into_the_given_trace() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("--otel-protocol"), "{}", stderr(&bad));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_lists_types_and_the_model_catalog() {
+    let project = Project::new();
+    let output = project.run(&["providers"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in ["anthropic — Anthropic", "gemini", "bedrock", "ANTHROPIC_API_KEY"] {
+        assert!(text.contains(expected), "{expected}: {text}");
+    }
+    let output = project.run(&["providers", "models", "gemini", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let models: Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    let pro = models
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["model"] == "gemini-2.5-pro"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(pro["context_window"], 1_048_576);
+    assert_eq!(pro["price"]["input_per_mtok"], 1.25);
+    assert!(models
+        .as_array()
+        .is_some_and(|m| m.iter().all(|m| m["provider"] == "gemini")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn providers_probe_checks_the_active_profile_and_says_what_failed() {
+    let project = Project::new();
+    let mock = MockLlm::start_json(json!({
+        "models": ["claude-sonnet-4-5"], "api_key": "test-key", "turns": []
+    }))
+    .await
+    .expect("start mock-llm");
+    project.use_mock(&mock);
+    let output = project.run(&["providers", "probe"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with("ok: ") && stdout(&output).contains("claude-sonnet-4-5"),
+        "{}",
+        stdout(&output)
+    );
+
+    // The same profile with a wrong key: exit 1, the step and the variable to fix.
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "wrong",
+            "baseURL": mock.base_url()
+        }}
+    }));
+    let output = project.run(&["providers", "probe", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let report = json_result(&output);
+    assert_eq!(report["stage"], "auth");
+    assert_eq!(report["status"], 401);
+    assert!(
+        report["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ANTHROPIC_API_KEY")),
+        "{report}"
+    );
+
+    let output = project.run(&["providers", "probe", "--profile", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("profiles: mock"), "{}", stderr(&output));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fallback_model_answers_when_the_main_model_is_overloaded() {
+    let project = Project::new();
+    let mock = mock(json!([
+        {"fault": {"kind": "status", "status": 529}},
+        {"text": "answered by the fallback"}
+    ]))
+    .await;
+    project.use_mock(&mock);
+    let output = project.run(&[
+        "-p",
+        "hi",
+        "--output-format",
+        "json",
+        "--fallback-model",
+        "claude-haiku-4-5",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(json_result(&output)["result"], "answered by the fallback");
+    let models: Vec<Value> = mock
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].clone())
+        .collect();
+    assert_eq!(models, [json!("claude-sonnet-4-5"), json!("claude-haiku-4-5")]);
+}

@@ -327,7 +327,9 @@ async fn the_model_command_switches_the_running_sessions_model() {
     assert!(listing.success);
     assert!(listing.message.contains("Current model: claude-sonnet-4-5"));
     assert!(
-        listing.message.contains("claude-opus-4-6 (1000000 tokens)"),
+        listing
+            .message
+            .contains("claude-opus-4-6 (1000000 tokens; $5/$25)"),
         "{}",
         listing.message
     );
@@ -335,6 +337,13 @@ async fn the_model_command_switches_the_running_sessions_model() {
     assert!(known
         .as_array()
         .is_some_and(|k| k.iter().any(|m| m["id"] == "claude-haiku-4-5")));
+    // The listing is the model catalog's: prices and output limits come with it.
+    let haiku = known
+        .as_array()
+        .and_then(|k| k.iter().find(|m| m["id"] == "claude-haiku-4-5").cloned())
+        .unwrap_or_default();
+    assert_eq!(haiku["max_output"], 64_000);
+    assert_eq!(haiku["price"]["input_per_mtok"], 1.0);
 
     session.submit("one", None, None).await.expect("submit");
     session.wait_idle().await;

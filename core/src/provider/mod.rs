@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod catalog;
+pub mod definitions;
 pub mod fallback;
 mod http;
 pub mod openai;

@@ -10,6 +10,7 @@
 mod anthropic;
 mod cache;
 mod history;
+mod models;
 mod openai;
 mod plan;
 mod script;

@@ -36,6 +36,14 @@ pub struct Script {
     /// shared with an earlier request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<PromptCacheSim>,
+    /// The model ids the model-listing endpoints (`GET /v1/models`, `GET /models`,
+    /// `GET /v1beta/models`) answer with; they consume no turn. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
+    /// When set, the model-listing endpoints answer 401 (in the provider's error shape) to a
+    /// request whose key (`x-api-key`, `Authorization: Bearer`, `x-goog-api-key`) differs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
     /// The turns, served in order.
     pub turns: Vec<Turn>,
 }
@@ -428,6 +436,8 @@ impl Script {
             repeat: false,
             record: true,
             prompt_cache: None,
+            models: Vec::new(),
+            api_key: None,
             turns,
         }
     }

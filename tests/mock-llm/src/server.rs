@@ -26,6 +26,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::models;
 use crate::cache::{CacheSim, InputUsage};
 use crate::plan::{self, to_json, Ctx, Dialect, End, Plan};
 use crate::script::{Fault, Script};
@@ -419,6 +420,9 @@ async fn route(
                 &format!("wrong method for {path}"),
             )
         }
+        (Method::GET, _) if models::Listing::of(&path, req.headers()).is_some() => {
+            list_models(shared, req).await
+        }
         (Method::POST, "/v1/messages") => {
             model_request(shared, kill, Dialect::Anthropic, req).await
         }
@@ -446,6 +450,19 @@ async fn route(
             }
         }
     }
+}
+
+/// A model-listing request (see [`models`]): recorded, no turn consumed.
+async fn list_models(shared: &Shared, req: Request<Incoming>) -> Response<MockBody> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_body(body).await.unwrap_or_default();
+    shared.admit(record(&parts, body_value(&bytes)), false);
+    let Some(listing) = models::Listing::of(parts.uri.path(), &parts.headers) else {
+        return generic_error(StatusCode::NOT_FOUND, "not a model listing");
+    };
+    let script = Arc::clone(&shared.lock().script);
+    let (status, body) = models::answer(listing, &script, &parts.headers);
+    json(status, body)
 }
 
 async fn replace_script(shared: &Shared, req: Request<Incoming>) -> Response<MockBody> {

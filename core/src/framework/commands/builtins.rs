@@ -609,15 +609,21 @@ impl SystemCommand for ModelCommand {
         if requested.is_empty() {
             let mut message = format!("Current model: {shown}");
             if !known.is_empty() {
-                message.push_str("\nKnown models (context window):");
+                message.push_str(
+                    "\nKnown models (context window; USD per million input/output tokens):",
+                );
                 for model in &known {
                     let marker = if Some(&model.id) == current.as_ref() {
                         "*"
                     } else {
                         " "
                     };
+                    let price = model.price.map_or_else(
+                        || "price unknown".to_string(),
+                        |p| format!("${}/${}", p.input_per_mtok, p.output_per_mtok),
+                    );
                     message.push_str(&format!(
-                        "\n {marker} {} ({} tokens)",
+                        "\n {marker} {} ({} tokens; {price})",
                         model.id, model.context_window
                     ));
                 }

@@ -1,19 +1,32 @@
-//! The models the `model` command lists for each provider robota ships, with their context
-//! windows (asked of the provider, which knows its models' limits). A model missing here is still
-//! accepted: providers add models faster than any table.
+//! The models the `model` command lists for each provider: the model catalog's
+//! ([`crate::provider::catalog`]) models of that provider, with their context windows (asked of
+//! the provider, which knows its models' limits) and prices. A model missing here is still
+//! accepted: providers add models faster than any table. Also the model aliases (`opus`,
+//! `sonnet`, `haiku`) agent definitions and skills use.
 
 use serde::{Deserialize, Serialize};
 
+use crate::provider::catalog;
+use crate::session::usage::Price;
+
 /// One model the `model` command offers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KnownModel {
     /// The model id the provider's API takes.
     pub id: String,
     /// Its context window in tokens.
     pub context_window: u64,
+    /// Most output tokens per call, when the catalog knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output: Option<u32>,
+    /// USD per million tokens, when the catalog knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
 }
 
-/// Model ids by provider name, newest first.
+/// The models the aliases resolve to, by provider name, newest first: the generally available
+/// models an agent definition's `model: opus` should mean (the catalog also lists models in
+/// limited availability, which an alias must not pick).
 const MODELS: &[(&str, &[&str])] = &[
     (
         "anthropic",
@@ -41,17 +54,18 @@ const MODELS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The known models of `provider` with the context window `window_of` gives each (models it
-/// gives none for are left out).
+/// The catalog's models of `provider`, in the catalog's order, with the context window
+/// `window_of` gives each (models it gives none for are left out).
 pub fn known_models(provider: &str, window_of: impl Fn(&str) -> Option<u64>) -> Vec<KnownModel> {
-    MODELS
+    catalog::entries()
         .iter()
-        .filter(|(name, _)| *name == provider)
-        .flat_map(|(_, ids)| ids.iter())
-        .filter_map(|id| {
-            window_of(id).map(|context_window| KnownModel {
-                id: (*id).to_string(),
+        .filter(|entry| entry.provider == provider)
+        .filter_map(|entry| {
+            window_of(&entry.id).map(|context_window| KnownModel {
+                id: entry.id.clone(),
                 context_window,
+                max_output: entry.max_output,
+                price: entry.price,
             })
         })
         .collect()
@@ -80,6 +94,21 @@ pub fn resolve_model_alias(provider: &str, alias: &str) -> Option<&'static str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_models_come_from_the_catalog() {
+        let models = known_models("anthropic", |id| Some(catalog::context_window(id)));
+        let sonnet = models
+            .iter()
+            .find(|m| m.id == "claude-sonnet-4-5")
+            .expect("listed");
+        assert_eq!(sonnet.context_window, 200_000);
+        assert_eq!(sonnet.max_output, Some(64_000));
+        assert_eq!(sonnet.price.map(|p| p.input_per_mtok), Some(3.0));
+        assert!(models.iter().all(|m| m.id.starts_with("claude-")));
+        assert!(known_models("gemini", |_| Some(1)).iter().any(|m| m.id == "gemini-2.5-pro"));
+        assert!(known_models("scripted", |_| Some(1)).is_empty());
+    }
 
     #[test]
     fn aliases_map_to_the_newest_model_of_the_family() {
