@@ -5,15 +5,19 @@
 //! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
 
 pub mod anthropic;
+pub mod bedrock;
 mod http;
 pub mod openai;
 pub mod replay;
 pub mod scripted;
 pub mod sse;
+pub mod vertex;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
+pub use bedrock::{AwsCredentials, BedrockConfig, BedrockProvider};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use vertex::{VertexConfig, VertexProvider};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 mod anthropic;
+mod bedrock;
 mod cache;
 mod history;
 mod openai;
