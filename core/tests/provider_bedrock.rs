@@ -827,3 +827,109 @@ fn sigv4_matches_the_published_test_vectors() {
         );
     }
 }
+
+/// Settings for a project whose `.claude/settings.json` is `settings`, with an empty home.
+fn load_project_settings(
+    dir: &Path,
+    settings: Option<Value>,
+) -> robota::framework::config::LoadedSettings {
+    use robota::framework::config::{load_settings, SettingsOptions};
+    let project = dir.join("project");
+    let home = dir.join("home");
+    std::fs::create_dir_all(project.join(".claude")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    if let Some(settings) = settings {
+        std::fs::write(project.join(".claude/settings.json"), settings.to_string())
+            .expect("settings");
+    }
+    load_settings(&SettingsOptions::new(&project).with_home(&home)).expect("settings load")
+}
+
+#[tokio::test]
+async fn settings_profile_and_the_claude_code_switch_build_bedrock() {
+    use robota::framework::assembly::provider::{provider_from_settings, DEFAULT_BEDROCK_MODEL};
+    let mock = mock(json!({"turns": [{"text": "from settings"}]})).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        "[team]\naws_access_key_id = AKIDTEAM\naws_secret_access_key = s\n",
+    )
+    .expect("write");
+    let loaded = load_project_settings(
+        dir.path(),
+        Some(json!({
+            "currentProvider": "aws",
+            "providers": {"aws": {
+                "type": "bedrock",
+                "model": MODEL,
+                "baseURL": mock.base_url(),
+                "options": {"region": "eu-west-3", "profile": "team", "maxRetries": 0}
+            }}
+        })),
+    );
+    assert!(
+        loaded.warnings.is_empty(),
+        "bedrock is a known type: {:?}",
+        loaded.warnings
+    );
+    let credentials_path = credentials.display().to_string();
+    let env =
+        move |name: &str| (name == "AWS_SHARED_CREDENTIALS_FILE").then(|| credentials_path.clone());
+    let built = provider_from_settings(&loaded.settings, dir.path(), &env).expect("built");
+    assert_eq!(built.kind, "bedrock");
+    assert_eq!(built.provider.name(), "bedrock");
+    assert_eq!(built.provider.model(), MODEL);
+    let (result, _) = {
+        let events = Mutex::new(Vec::new());
+        let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
+        let result = built
+            .provider
+            .stream(&hello(), &sink, &CancellationToken::new())
+            .await;
+        (result, events.into_inner().expect("lock"))
+    };
+    assert_eq!(result.expect("ok").text, "from settings");
+    let sent = &mock.requests()[0];
+    assert!(
+        header(sent, "authorization").contains("Credential=AKIDTEAM/")
+            && header(sent, "authorization").contains("/eu-west-3/bedrock/aws4_request"),
+        "{}",
+        header(sent, "authorization")
+    );
+
+    // No profile: CLAUDE_CODE_USE_BEDROCK=1 picks Bedrock over an Anthropic key.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let loaded = load_project_settings(empty.path(), None);
+    let env = |name: &str| {
+        match name {
+            "CLAUDE_CODE_USE_BEDROCK" => Some("1"),
+            "ANTHROPIC_API_KEY" => Some("sk-ant-unused"),
+            "AWS_REGION" => Some("us-east-1"),
+            "AWS_ACCESS_KEY_ID" => Some("AKIDENV"),
+            "AWS_SECRET_ACCESS_KEY" => Some("s"),
+            _ => None,
+        }
+        .map(str::to_string)
+    };
+    let built = provider_from_settings(&loaded.settings, empty.path(), &env).expect("built");
+    assert_eq!(built.kind, "bedrock");
+    assert_eq!(built.model, DEFAULT_BEDROCK_MODEL);
+    assert_eq!(
+        built.base_url.as_deref(),
+        Some("https://bedrock-runtime.us-east-1.amazonaws.com")
+    );
+    // The switch off: Anthropic as before.
+    let off = |name: &str| match name {
+        "CLAUDE_CODE_USE_BEDROCK" => Some("0".to_string()),
+        other => env(other),
+    };
+    let built = provider_from_settings(&loaded.settings, empty.path(), &off).expect("built");
+    assert_eq!(built.kind, "anthropic");
+    // The switch without credentials: the error says what to set.
+    let bare = |name: &str| (name == "CLAUDE_CODE_USE_BEDROCK").then(|| "1".to_string());
+    let error = provider_from_settings(&loaded.settings, empty.path(), &bare)
+        .expect_err("no region")
+        .to_string();
+    assert!(error.contains("AWS_REGION"), "{error}");
+}

@@ -494,3 +494,76 @@ async fn a_fixed_access_token_is_used_as_it_is() {
     );
     assert!(token_requests(&mock).is_empty());
 }
+
+#[tokio::test]
+async fn settings_profile_and_the_claude_code_switch_build_vertex() {
+    use robota::framework::assembly::provider::{provider_from_settings, DEFAULT_VERTEX_MODEL};
+    use robota::framework::config::{load_settings, SettingsOptions};
+    let mock = mock(json!({"turns": [{"text": "from settings"}]})).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("project");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(project.join(".claude")).expect("mkdir");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::fs::write(
+        project.join(".claude/settings.json"),
+        json!({
+            "currentProvider": "gcp",
+            "providers": {"gcp": {
+                "type": "vertex",
+                "model": MODEL,
+                "apiKey": "ya29.from-settings",
+                "baseURL": format!("{}/v1", mock.base_url()),
+                "options": {"project": "settings-project", "region": "europe-west4"}
+            }}
+        })
+        .to_string(),
+    )
+    .expect("settings");
+    let loaded = load_settings(&SettingsOptions::new(&project).with_home(&home)).expect("load");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let built = provider_from_settings(&loaded.settings, &project, &|_| None).expect("built");
+    assert_eq!(built.kind, "vertex");
+    assert_eq!(built.provider.name(), "vertex");
+    let events = Mutex::new(Vec::new());
+    let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
+    let response = built
+        .provider
+        .stream(&hello(), &sink, &CancellationToken::new())
+        .await
+        .expect("ok");
+    assert_eq!(response.text, "from settings");
+    let sent = &model_requests(&mock)[0];
+    assert_eq!(authorization(sent), "Bearer ya29.from-settings");
+    assert!(
+        sent.path
+            .starts_with("/v1/projects/settings-project/locations/europe-west4/"),
+        "{}",
+        sent.path
+    );
+
+    // No profile: CLAUDE_CODE_USE_VERTEX=1 with Claude Code's variables.
+    std::fs::remove_file(project.join(".claude/settings.json")).expect("rm");
+    let loaded = load_settings(&SettingsOptions::new(&project).with_home(&home)).expect("load");
+    let key = key_file(&format!("{}/token", mock.base_url()));
+    let key_path = key.path.display().to_string();
+    let env = move |name: &str| match name {
+        "CLAUDE_CODE_USE_VERTEX" => Some("1".to_string()),
+        "CLOUD_ML_REGION" => Some("global".to_string()),
+        "ANTHROPIC_VERTEX_PROJECT_ID" => Some("env-project".to_string()),
+        "GOOGLE_APPLICATION_CREDENTIALS" => Some(key_path.clone()),
+        _ => None,
+    };
+    let built = provider_from_settings(&loaded.settings, &project, &env).expect("built");
+    assert_eq!(built.kind, "vertex");
+    assert_eq!(built.model, DEFAULT_VERTEX_MODEL);
+    assert_eq!(
+        built.base_url.as_deref(),
+        Some("https://aiplatform.googleapis.com/v1")
+    );
+    let bare = |name: &str| (name == "CLAUDE_CODE_USE_VERTEX").then(|| "true".to_string());
+    let error = provider_from_settings(&loaded.settings, &project, &bare)
+        .expect_err("no region")
+        .to_string();
+    assert!(error.contains("CLOUD_ML_REGION"), "{error}");
+}
