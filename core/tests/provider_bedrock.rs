@@ -71,6 +71,9 @@ fn hello() -> ProviderRequest {
     }
 }
 
+/// An environment for a provider built in a test.
+type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
 
 async fn run(provider: &BedrockProvider, request: &ProviderRequest) -> Outcome {
@@ -583,7 +586,7 @@ async fn keys_and_region_come_from_the_environment_and_the_shared_files() {
                 .map(|(_, v)| (*v).to_string()),
         }
     };
-    let build = |var: Box<dyn Fn(&str) -> Option<String> + Send + Sync>, profile: Option<&str>| {
+    let build = |var: Env, profile: Option<&str>| {
         BedrockProvider::new(
             BedrockConfig {
                 profile: profile.map(str::to_string),

@@ -102,6 +102,9 @@ fn hello() -> ProviderRequest {
     }
 }
 
+/// An environment for a provider built in a test.
+type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
 
 async fn run(provider: &VertexProvider, request: &ProviderRequest) -> Outcome {
@@ -403,7 +406,7 @@ async fn cut_stream_and_cancellation() {
 async fn project_region_and_endpoint_resolution() {
     let mock = mock(json!({"turns": []})).await;
     let key = key_file(&format!("{}/token", mock.base_url()));
-    let build = |var: Box<dyn Fn(&str) -> Option<String> + Send + Sync>| {
+    let build = |var: Env| {
         VertexProvider::new(
             VertexConfig {
                 credentials_file: Some(key.path.clone()),

@@ -48,16 +48,15 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION,
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::anthropic::{build_body, mark_cache_breakpoints, AnthropicAssembler, CacheTtl};
+use super::anthropic::CacheTtl;
+use super::cloud::AnthropicOnCloud;
+pub use super::cloud::EnvLookup;
 use super::http::{
     is_context_length, truncate, BodyDecoder, ErrorBody, ErrorContext, HttpOptions, HttpTransport,
     RequestSigner, SignableRequest,
 };
 use super::sse::SseEvent;
-use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StreamSink,
-    DEFAULT_CONTEXT_WINDOW,
-};
+use super::{Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StreamSink};
 use crate::message::{ProviderError, ProviderErrorKind};
 
 /// The `anthropic_version` Bedrock requires in the body.
@@ -141,39 +140,6 @@ pub struct BedrockConfig {
     /// Environment variables (and through them the shared AWS files) are read through this;
     /// `None`: the process's. Set with [`BedrockConfig::with_env`].
     pub env: Option<EnvLookup>,
-}
-
-/// A lookup of environment variables, so tests and hosts can supply their own (shared with the
-/// Vertex AI provider).
-#[derive(Clone)]
-pub struct EnvLookup(Arc<dyn Fn(&str) -> Option<String> + Send + Sync>);
-
-impl fmt::Debug for EnvLookup {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("EnvLookup")
-    }
-}
-
-impl EnvLookup {
-    /// A lookup through `var`.
-    pub fn new(var: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
-        EnvLookup(Arc::new(var))
-    }
-
-    /// `name` from `source` (the process environment when `None`); blank values count as unset.
-    pub(crate) fn lookup(source: Option<&EnvLookup>, name: &str) -> Option<String> {
-        let value = match source {
-            Some(env) => (env.0)(name),
-            None => std::env::var(name).ok(),
-        };
-        value.filter(|v| !v.trim().is_empty())
-    }
-}
-
-impl PartialEq for EnvLookup {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
 }
 
 impl fmt::Debug for BedrockConfig {
@@ -368,18 +334,15 @@ impl RequestSigner for AwsSigV4Signer {
 
 /// A [`Provider`] for Anthropic models on Amazon Bedrock (streaming).
 pub struct BedrockProvider {
-    model: String,
+    call: AnthropicOnCloud,
     region: String,
-    max_tokens: Option<u32>,
-    prompt_caching: Option<CacheTtl>,
     base_url: String,
-    transport: HttpTransport,
 }
 
 impl fmt::Debug for BedrockProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BedrockProvider")
-            .field("model", &self.model)
+            .field("model", &self.call.model)
             .field("region", &self.region)
             .field("base_url", &self.base_url)
             .finish_non_exhaustive()
@@ -480,12 +443,17 @@ impl BedrockProvider {
             Auth::Bearer(_) => transport,
         };
         Ok(BedrockProvider {
-            model: config.model,
+            call: AnthropicOnCloud {
+                provider: PROVIDER_NAME,
+                model: config.model,
+                max_tokens: config.max_tokens,
+                prompt_caching: config.prompt_caching,
+                anthropic_version: BEDROCK_ANTHROPIC_VERSION,
+                drop_fields: &["model", "stream"],
+                transport,
+            },
             region,
-            max_tokens: config.max_tokens,
-            prompt_caching: config.prompt_caching,
             base_url,
-            transport,
         })
     }
 
@@ -502,19 +470,7 @@ impl BedrockProvider {
     /// The JSON body sent for `request`: the Messages API body without `model` and `stream`,
     /// with Bedrock's `anthropic_version`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        let mut body = build_body(anthropic_model_id(&self.model), self.max_tokens, request);
-        if let Some(ttl) = self.prompt_caching {
-            mark_cache_breakpoints(&mut body, ttl);
-        }
-        if let Some(map) = body.as_object_mut() {
-            map.remove("model");
-            map.remove("stream");
-            map.insert(
-                "anthropic_version".into(),
-                Value::String(BEDROCK_ANTHROPIC_VERSION.into()),
-            );
-        }
-        body
+        self.call.body(request)
     }
 }
 
@@ -525,16 +481,11 @@ impl Provider for BedrockProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.call.model
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            streaming: true,
-            tools: true,
-            thinking: true,
-            context_window: context_window(&self.model),
-        }
+        self.call.capabilities()
     }
 
     async fn stream(
@@ -543,36 +494,8 @@ impl Provider for BedrockProvider {
         on_event: &StreamSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<ProviderResponse, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(request)).map_err(|e| {
-            ProviderError::new(
-                ProviderErrorKind::InvalidRequest,
-                PROVIDER_NAME,
-                format!("could not encode the request: {e}"),
-            )
-        })?;
-        self.transport
-            .stream(
-                body.into(),
-                || AnthropicAssembler::for_provider(&self.model, PROVIDER_NAME),
-                on_event,
-                cancel,
-            )
-            .await
+        self.call.stream(request, on_event, cancel).await
     }
-}
-
-/// The model's context window.
-fn context_window(_model: &str) -> u64 {
-    // the catalog replaces this
-    DEFAULT_CONTEXT_WINDOW
-}
-
-/// The Anthropic model name inside a Bedrock id (`us.anthropic.claude-sonnet-4-5-…-v1:0` →
-/// `claude-sonnet-4-5-…-v1:0`), so default output caps follow the model family.
-fn anthropic_model_id(model: &str) -> &str {
-    model
-        .find("anthropic.")
-        .map_or(model, |at| &model[at + "anthropic.".len()..])
 }
 
 /// Percent-encodes one path segment: everything but RFC 3986's unreserved characters (a model
@@ -931,15 +854,6 @@ mod tests {
             encode_path_segment("arn:aws:bedrock:us-east-1:1:inference-profile/x"),
             "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fx"
         );
-    }
-
-    #[test]
-    fn anthropic_model_names_inside_bedrock_ids() {
-        assert_eq!(
-            anthropic_model_id("us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
-            "claude-sonnet-4-5-20250929-v1:0"
-        );
-        assert_eq!(anthropic_model_id("my-profile"), "my-profile");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod anthropic;
 pub mod bedrock;
+mod cloud;
 mod http;
 pub mod openai;
 pub mod replay;

@@ -33,13 +33,11 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
-use super::anthropic::{build_body, mark_cache_breakpoints, AnthropicAssembler, CacheTtl};
-use super::bedrock::EnvLookup;
+use super::anthropic::CacheTtl;
+use super::cloud::AnthropicOnCloud;
+pub use super::cloud::EnvLookup;
 use super::http::{ErrorContext, HttpOptions, HttpTransport, RequestSigner, SignableRequest};
-use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StreamSink,
-    DEFAULT_CONTEXT_WINDOW,
-};
+use super::{Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StreamSink};
 use crate::message::{ProviderError, ProviderErrorKind};
 
 /// The `anthropic_version` Vertex AI requires in the body.
@@ -143,7 +141,7 @@ impl VertexConfig {
 /// Where access tokens come from.
 enum TokenSource {
     /// A service-account key file.
-    ServiceAccount(CustomServiceAccount),
+    ServiceAccount(Box<CustomServiceAccount>),
     /// Application default credentials, found on first use (finding them may ask the metadata
     /// server, which needs the runtime).
     Default(OnceCell<Arc<dyn TokenProvider>>),
@@ -213,19 +211,16 @@ impl RequestSigner for GoogleTokenSigner {
 
 /// A [`Provider`] for Anthropic models on Google Cloud Vertex AI (streaming).
 pub struct VertexProvider {
-    model: String,
+    call: AnthropicOnCloud,
     project: String,
     region: String,
-    max_tokens: Option<u32>,
-    prompt_caching: Option<CacheTtl>,
     base_url: String,
-    transport: HttpTransport,
 }
 
 impl fmt::Debug for VertexProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VertexProvider")
-            .field("model", &self.model)
+            .field("model", &self.call.model)
             .field("project", &self.project)
             .field("region", &self.region)
             .field("base_url", &self.base_url)
@@ -272,7 +267,7 @@ impl VertexProvider {
                 })?;
                 key_project = account.project_id().map(str::to_string);
                 Some(GoogleTokenSigner {
-                    source: TokenSource::ServiceAccount(account),
+                    source: TokenSource::ServiceAccount(Box::new(account)),
                 })
             }
             (None, None) => Some(GoogleTokenSigner {
@@ -334,13 +329,18 @@ impl VertexProvider {
             None => transport,
         };
         Ok(VertexProvider {
-            model: config.model,
+            call: AnthropicOnCloud {
+                provider: PROVIDER_NAME,
+                model: config.model,
+                max_tokens: config.max_tokens,
+                prompt_caching: config.prompt_caching,
+                anthropic_version: VERTEX_ANTHROPIC_VERSION,
+                drop_fields: &["model"],
+                transport,
+            },
             project,
             region,
-            max_tokens: config.max_tokens,
-            prompt_caching: config.prompt_caching,
             base_url,
-            transport,
         })
     }
 
@@ -362,18 +362,7 @@ impl VertexProvider {
     /// The JSON body sent for `request`: the Messages API body without `model`, with Vertex
     /// AI's `anthropic_version`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        let mut body = build_body(&self.model, self.max_tokens, request);
-        if let Some(ttl) = self.prompt_caching {
-            mark_cache_breakpoints(&mut body, ttl);
-        }
-        if let Some(map) = body.as_object_mut() {
-            map.remove("model");
-            map.insert(
-                "anthropic_version".into(),
-                Value::String(VERTEX_ANTHROPIC_VERSION.into()),
-            );
-        }
-        body
+        self.call.body(request)
     }
 }
 
@@ -386,12 +375,6 @@ fn default_base_url(region: &str) -> String {
     }
 }
 
-/// The model's context window.
-fn context_window(_model: &str) -> u64 {
-    // the catalog replaces this
-    DEFAULT_CONTEXT_WINDOW
-}
-
 #[async_trait]
 impl Provider for VertexProvider {
     fn name(&self) -> &str {
@@ -399,16 +382,11 @@ impl Provider for VertexProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.call.model
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            streaming: true,
-            tools: true,
-            thinking: true,
-            context_window: context_window(&self.model),
-        }
+        self.call.capabilities()
     }
 
     async fn stream(
@@ -417,21 +395,7 @@ impl Provider for VertexProvider {
         on_event: &StreamSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<ProviderResponse, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(request)).map_err(|e| {
-            ProviderError::new(
-                ProviderErrorKind::InvalidRequest,
-                PROVIDER_NAME,
-                format!("could not encode the request: {e}"),
-            )
-        })?;
-        self.transport
-            .stream(
-                body.into(),
-                || AnthropicAssembler::for_provider(&self.model, PROVIDER_NAME),
-                on_event,
-                cancel,
-            )
-            .await
+        self.call.stream(request, on_event, cancel).await
     }
 }
 

@@ -51,11 +51,10 @@ fn frames(body: &[u8]) -> Vec<Message> {
     let mut buffer = BytesMut::from(body);
     let mut decoder = MessageFrameDecoder::new();
     let mut out = Vec::new();
-    loop {
-        match decoder.decode_frame(&mut buffer).expect("valid frame") {
-            DecodedFrame::Complete(message) => out.push(message),
-            DecodedFrame::Incomplete => break,
-        }
+    while let DecodedFrame::Complete(message) =
+        decoder.decode_frame(&mut buffer).expect("valid frame")
+    {
+        out.push(message);
     }
     assert!(buffer.is_empty(), "a partial frame at the end");
     out

@@ -460,24 +460,37 @@ fn env_snapshot(
     move |name| values.get(name).cloned()
 }
 
-fn build_bedrock(
+/// What the `bedrock` and `vertex` profiles share with `anthropic`: output cap, network
+/// settings and prompt caching.
+struct CloudOptions {
+    max_tokens: Option<u32>,
+    http: HttpOptions,
+    prompt_caching: Option<CacheTtl>,
+}
+
+impl CloudOptions {
+    fn of(
+        profile: &ProviderProfile,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, FromSettingsError> {
+        Ok(CloudOptions {
+            max_tokens: option_u64(profile, "maxTokens")?.map(saturate_u32),
+            http: http_options(profile)?,
+            prompt_caching: prompt_caching(profile, var)?,
+        })
+    }
+}
+
+/// The [`BuiltProvider`] for a cloud provider that was (or was not) built.
+fn built_cloud<P: Provider + 'static>(
     profile: &ProviderProfile,
-    model: Option<String>,
-    var: &dyn Fn(&str) -> Option<String>,
     named: Option<String>,
+    model: String,
+    provider: Result<P, crate::message::ProviderError>,
+    base_url: impl Fn(&P) -> &str,
 ) -> Result<BuiltProvider, FromSettingsError> {
-    let model = model.unwrap_or_else(|| DEFAULT_BEDROCK_MODEL.into());
-    let mut config = BedrockConfig::new(model.clone())
-        .with_env(env_snapshot(var, crate::provider::bedrock::ENV_VARS));
-    config.region = option_string(profile, "region")?;
-    config.profile = option_string(profile, "profile")?;
-    config.bearer_token = profile.api_key.clone();
-    config.base_url = profile.base_url.clone();
-    config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
-    config.http = http_options(profile)?;
-    config.prompt_caching = prompt_caching(profile, var)?;
-    let provider = BedrockProvider::new(config).map_err(|e| cloud_error(profile, e))?;
-    let base_url = provider.base_url().to_string();
+    let provider = provider.map_err(|e| cloud_error(profile, e))?;
+    let base_url = base_url(&provider).to_string();
     Ok(BuiltProvider {
         provider: Arc::new(provider),
         profile: named,
@@ -487,6 +500,29 @@ fn build_bedrock(
     })
 }
 
+fn build_bedrock(
+    profile: &ProviderProfile,
+    model: Option<String>,
+    var: &dyn Fn(&str) -> Option<String>,
+    named: Option<String>,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let model = model.unwrap_or_else(|| DEFAULT_BEDROCK_MODEL.into());
+    let options = CloudOptions::of(profile, var)?;
+    let config = BedrockConfig {
+        region: option_string(profile, "region")?,
+        profile: option_string(profile, "profile")?,
+        bearer_token: profile.api_key.clone(),
+        base_url: profile.base_url.clone(),
+        max_tokens: options.max_tokens,
+        http: options.http,
+        prompt_caching: options.prompt_caching,
+        ..BedrockConfig::new(model.clone())
+    }
+    .with_env(env_snapshot(var, crate::provider::bedrock::ENV_VARS));
+    let provider = BedrockProvider::new(config);
+    built_cloud(profile, named, model, provider, BedrockProvider::base_url)
+}
+
 fn build_vertex(
     profile: &ProviderProfile,
     model: Option<String>,
@@ -494,24 +530,20 @@ fn build_vertex(
     named: Option<String>,
 ) -> Result<BuiltProvider, FromSettingsError> {
     let model = model.unwrap_or_else(|| DEFAULT_VERTEX_MODEL.into());
-    let mut config = VertexConfig::new(model.clone())
-        .with_env(env_snapshot(var, crate::provider::vertex::ENV_VARS));
-    config.project = option_string(profile, "project")?;
-    config.region = option_string(profile, "region")?;
-    config.access_token = profile.api_key.clone();
-    config.base_url = profile.base_url.clone();
-    config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
-    config.http = http_options(profile)?;
-    config.prompt_caching = prompt_caching(profile, var)?;
-    let provider = VertexProvider::new(config).map_err(|e| cloud_error(profile, e))?;
-    let base_url = provider.base_url().to_string();
-    Ok(BuiltProvider {
-        provider: Arc::new(provider),
-        profile: named,
-        kind: profile.kind.clone(),
-        model,
-        base_url: Some(base_url),
-    })
+    let options = CloudOptions::of(profile, var)?;
+    let config = VertexConfig {
+        project: option_string(profile, "project")?,
+        region: option_string(profile, "region")?,
+        access_token: profile.api_key.clone(),
+        base_url: profile.base_url.clone(),
+        max_tokens: options.max_tokens,
+        http: options.http,
+        prompt_caching: options.prompt_caching,
+        ..VertexConfig::new(model.clone())
+    }
+    .with_env(env_snapshot(var, crate::provider::vertex::ENV_VARS));
+    let provider = VertexProvider::new(config);
+    built_cloud(profile, named, model, provider, VertexProvider::base_url)
 }
 
 /// A cloud provider's refusal to build (no region, no credentials, …): its message already
