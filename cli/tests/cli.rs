@@ -1972,7 +1972,12 @@ async fn providers_lists_types_and_the_model_catalog() {
     let output = project.run(&["providers"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
-    for expected in ["anthropic — Anthropic", "gemini", "bedrock", "ANTHROPIC_API_KEY"] {
+    for expected in [
+        "anthropic — Anthropic",
+        "gemini",
+        "bedrock",
+        "ANTHROPIC_API_KEY",
+    ] {
         assert!(text.contains(expected), "{expected}: {text}");
     }
     let output = project.run(&["providers", "models", "gemini", "--json"]);
@@ -2029,7 +2034,11 @@ async fn providers_probe_checks_the_active_profile_and_says_what_failed() {
 
     let output = project.run(&["providers", "probe", "--profile", "nope"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("profiles: mock"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("profiles: mock"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2056,5 +2065,8 @@ async fn fallback_model_answers_when_the_main_model_is_overloaded() {
         .iter()
         .map(|r| r.body["model"].clone())
         .collect();
-    assert_eq!(models, [json!("claude-sonnet-4-5"), json!("claude-haiku-4-5")]);
+    assert_eq!(
+        models,
+        [json!("claude-sonnet-4-5"), json!("claude-haiku-4-5")]
+    );
 }

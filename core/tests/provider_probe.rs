@@ -45,13 +45,19 @@ async fn a_working_endpoint_and_key_list_the_model_in_each_api_shape() {
     // Each probe sent the key where its API expects it.
     let requests = mock.requests();
     assert_eq!(requests.len(), 4);
-    assert_eq!(requests[0].headers.get("x-api-key").map(String::as_str), Some("right-key"));
+    assert_eq!(
+        requests[0].headers.get("x-api-key").map(String::as_str),
+        Some("right-key")
+    );
     assert_eq!(
         requests[1].headers.get("authorization").map(String::as_str),
         Some("Bearer right-key")
     );
     assert_eq!(
-        requests[3].headers.get("x-goog-api-key").map(String::as_str),
+        requests[3]
+            .headers
+            .get("x-goog-api-key")
+            .map(String::as_str),
         Some("right-key")
     );
 }
@@ -70,11 +76,23 @@ async fn each_failure_names_its_step_and_what_to_do() {
         report.message
     );
 
-    let report = probe(&request("openai", format!("{base}/wrong/v1"), "right-key", None)).await;
+    let report = probe(&request(
+        "openai",
+        format!("{base}/wrong/v1"),
+        "right-key",
+        None,
+    ))
+    .await;
     assert_eq!(report.stage, Some(ProbeStage::NotFound), "{report:?}");
     assert!(report.message.contains("base URL"), "{}", report.message);
 
-    let report = probe(&request("gemini", base.clone(), "right-key", Some("gemini-9"))).await;
+    let report = probe(&request(
+        "gemini",
+        base.clone(),
+        "right-key",
+        Some("gemini-9"),
+    ))
+    .await;
     assert_eq!(report.stage, Some(ProbeStage::Model), "{report:?}");
     assert_eq!(report.model_found, Some(false));
     assert!(
@@ -96,7 +114,11 @@ async fn each_failure_names_its_step_and_what_to_do() {
     ))
     .await;
     assert_eq!(report.stage, Some(ProbeStage::Connect), "{report:?}");
-    assert!(report.message.contains("is the server running"), "{}", report.message);
+    assert!(
+        report.message.contains("is the server running"),
+        "{}",
+        report.message
+    );
 
     let report = probe(&request("bedrock", base, "k", None)).await;
     assert_eq!(report.stage, Some(ProbeStage::Unsupported), "{report:?}");

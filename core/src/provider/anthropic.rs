@@ -382,8 +382,13 @@ fn default_max_tokens(model: &str) -> u32 {
     catalog::max_output(model).map_or(DEFAULT_MAX_TOKENS, |max| max.min(MAX_DEFAULT_MAX_TOKENS))
 }
 
-/// Builds the Messages API request body.
-fn build_body(model: &str, configured_max_tokens: Option<u32>, request: &ProviderRequest) -> Value {
+/// Builds the Messages API request body (also the body of Anthropic models on Bedrock and
+/// Vertex AI, which drop or move some fields).
+pub(crate) fn build_body(
+    model: &str,
+    configured_max_tokens: Option<u32>,
+    request: &ProviderRequest,
+) -> Value {
     let explicit_max = request.max_tokens.or(configured_max_tokens);
     let max_tokens = match (explicit_max, request.thinking) {
         (Some(max), _) => max,
@@ -458,7 +463,7 @@ fn build_body(model: &str, configured_max_tokens: Option<u32>, request: &Provide
 }
 
 /// Puts the prompt-cache breakpoints on a request body (see the module docs).
-fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
+pub(crate) fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
     let marker = match ttl {
         CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
         CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),
@@ -839,8 +844,11 @@ struct ToolState {
     done: bool,
 }
 
-/// Assembles one streamed Messages API response.
-struct AnthropicAssembler {
+/// Assembles one streamed Messages API response (also the same events relayed by Bedrock and
+/// Vertex AI).
+pub(crate) struct AnthropicAssembler {
+    /// The provider named in errors.
+    provider: &'static str,
     model: String,
     text: String,
     thinking: Vec<ThinkingBlock>,
@@ -857,7 +865,13 @@ struct AnthropicAssembler {
 
 impl AnthropicAssembler {
     fn new(model: &str) -> Self {
+        Self::for_provider(model, PROVIDER_NAME)
+    }
+
+    /// An assembler whose errors name `provider` (Bedrock and Vertex AI relay these events).
+    pub(crate) fn for_provider(model: &str, provider: &'static str) -> Self {
         AnthropicAssembler {
+            provider,
             model: model.to_string(),
             text: String::new(),
             thinking: Vec::new(),
@@ -1049,7 +1063,7 @@ impl StreamAssembler for AnthropicAssembler {
             return Ok(Progress::Continue); // a keep-alive from some proxy
         }
         let wire = parse_wire_event(&event)
-            .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+            .map_err(|e| malformed_event(self.provider, &event.data, &e))?;
         match wire {
             WireEvent::MessageStart { message } => {
                 if self.started {
@@ -1057,7 +1071,7 @@ impl StreamAssembler for AnthropicAssembler {
                     // nothing from it can be trusted, least of all a half-streamed tool call.
                     return Err(ProviderError::new(
                         ProviderErrorKind::Provider,
-                        PROVIDER_NAME,
+                        self.provider,
                         "the stream is corrupt: a second message_start arrived before the first \
                          message ended (message_stop), so two responses were spliced together; \
                          nothing from it was used",
@@ -1074,7 +1088,7 @@ impl StreamAssembler for AnthropicAssembler {
                 // with their own indexes.
                 for (index, block) in message.content.into_iter().enumerate() {
                     self.start_block(index, block, emitter)
-                        .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+                        .map_err(|e| malformed_event(self.provider, &event.data, &e))?;
                     self.stop_block(index);
                 }
             }
@@ -1083,7 +1097,7 @@ impl StreamAssembler for AnthropicAssembler {
                 content_block,
             } => {
                 self.start_block(index, content_block, emitter)
-                    .map_err(|e| malformed_event(PROVIDER_NAME, &event.data, &e))?;
+                    .map_err(|e| malformed_event(self.provider, &event.data, &e))?;
             }
             WireEvent::ContentBlockDelta { index, delta } => {
                 let slot = self.blocks.get(&index).copied();
@@ -1144,7 +1158,7 @@ impl StreamAssembler for AnthropicAssembler {
             WireEvent::Ping | WireEvent::Unknown => {}
             WireEvent::Error { error } => {
                 let body = error_body_from_value(&json!({ "error": error }));
-                return Err(classify_stream_error(PROVIDER_NAME, &body));
+                return Err(classify_stream_error(self.provider, &body));
             }
         }
         Ok(Progress::Continue)

@@ -531,7 +531,12 @@ async fn fetch(
         .timeout(PROBE_TIMEOUT)
         .user_agent(concat!("robota/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| (ProbeStage::Config, format!("cannot build an HTTP client: {e}")))?;
+        .map_err(|e| {
+            (
+                ProbeStage::Config,
+                format!("cannot build an HTTP client: {e}"),
+            )
+        })?;
     let mut builder = client.get(url);
     builder = match (listing, key) {
         (Listing::Anthropic, key) => builder
@@ -541,7 +546,10 @@ async fn fetch(
         (Listing::OpenAi, None) => builder,
         (Listing::Gemini, key) => builder.header("x-goog-api-key", key.unwrap_or_default()),
     };
-    let response = builder.send().await.map_err(|error| classify(url, &error))?;
+    let response = builder
+        .send()
+        .await
+        .map_err(|error| classify(url, &error))?;
     let status = response.status().as_u16();
     let mut body = Vec::new();
     let mut response = response;
@@ -553,7 +561,9 @@ async fn fetch(
         if body.len() + chunk.len() > MAX_PROBE_BODY_BYTES {
             return Err((
                 ProbeStage::Response,
-                format!("{url} answered with more than {MAX_PROBE_BODY_BYTES} bytes: not a model list"),
+                format!(
+                    "{url} answered with more than {MAX_PROBE_BODY_BYTES} bytes: not a model list"
+                ),
             ));
         }
         body.extend_from_slice(&chunk);
@@ -573,7 +583,10 @@ fn classify(url: &str, error: &reqwest::Error) -> (ProbeStage, String) {
     }
     let lower = chain.to_ascii_lowercase();
     if error.is_builder() {
-        (ProbeStage::Config, format!("{url} is not a usable URL: {chain}"))
+        (
+            ProbeStage::Config,
+            format!("{url} is not a usable URL: {chain}"),
+        )
     } else if error.is_timeout() {
         (
             ProbeStage::Timeout,
@@ -596,7 +609,10 @@ fn classify(url: &str, error: &reqwest::Error) -> (ProbeStage, String) {
             format!("nothing accepts connections at {url} (is the server running, is the port right?): {chain}"),
         )
     } else {
-        (ProbeStage::Response, format!("reading {url} failed: {chain}"))
+        (
+            ProbeStage::Response,
+            format!("reading {url} failed: {chain}"),
+        )
     }
 }
 
@@ -625,13 +641,21 @@ mod tests {
         })
         .await;
         assert_eq!(report.stage, Some(ProbeStage::Config));
-        assert!(report.message.contains("ANTHROPIC_API_KEY"), "{}", report.message);
+        assert!(
+            report.message.contains("ANTHROPIC_API_KEY"),
+            "{}",
+            report.message
+        );
         let report = probe(&ProbeRequest {
             kind: "telepathy".into(),
             ..ProbeRequest::default()
         })
         .await;
         assert_eq!(report.stage, Some(ProbeStage::Config));
-        assert!(report.message.contains("known: anthropic"), "{}", report.message);
+        assert!(
+            report.message.contains("known: anthropic"),
+            "{}",
+            report.message
+        );
     }
 }

@@ -25,6 +25,7 @@
 //! caller decides what to do with the partial turn.
 
 use std::error::Error as _;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -148,6 +149,46 @@ pub(crate) trait StreamAssembler: Send {
     fn abort(self) -> ProviderResponse;
 }
 
+/// Per-attempt authentication: called right before every attempt (so a retry is signed anew;
+/// SigV4 signatures include the time, OAuth tokens expire) with the request as it will be sent,
+/// it returns headers to add (`authorization`, `x-amz-date`, …). Providers whose credentials are a
+/// fixed header need none.
+#[async_trait::async_trait]
+pub(crate) trait RequestSigner: Send + Sync + std::fmt::Debug {
+    /// The headers that authenticate `request`. An error ends the attempt (retried when the error
+    /// says it is retryable, e.g. a token endpoint that did not answer).
+    async fn sign(
+        &self,
+        request: &SignableRequest<'_>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError>;
+}
+
+/// What a [`RequestSigner`] sees of a request.
+#[derive(Debug)]
+pub(crate) struct SignableRequest<'a> {
+    /// `POST`.
+    pub method: &'a str,
+    /// The full URL.
+    pub url: &'a str,
+    /// The headers that will be sent (the provider's and [`HttpOptions::headers`]).
+    pub headers: &'a HeaderMap,
+    /// The body.
+    pub body: &'a [u8],
+}
+
+/// Turns the bytes of a response body into the events an assembler reads, for bodies that are
+/// not server-sent events (the SSE decoder is the default). Decoded payloads are handed over as
+/// [`SseEvent`]s (`event` = the payload's type, `data` = its JSON), so one assembler serves
+/// every framing of the same events.
+pub(crate) trait BodyDecoder: Send {
+    /// Decodes what `chunk` completes into `out`. An error ends the attempt (a malformed frame,
+    /// an error the stream itself reported).
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError>;
+}
+
+/// Makes a fresh [`BodyDecoder`] per attempt; it gets the options in force (for size caps).
+pub(crate) type DecoderFactory = Arc<dyn Fn(&HttpOptions) -> Box<dyn BodyDecoder> + Send + Sync>;
+
 /// Provider-specific wording for errors.
 #[derive(Debug, Clone)]
 pub(crate) struct ErrorContext {
@@ -160,13 +201,32 @@ pub(crate) struct ErrorContext {
 }
 
 /// One provider's HTTP client and request target.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct HttpTransport {
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
     options: HttpOptions,
     context: ErrorContext,
+    signer: Option<Arc<dyn RequestSigner>>,
+    decoder: Option<DecoderFactory>,
+}
+
+impl std::fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("url", &self.url)
+            .field("options", &self.options)
+            .field("signer", &self.signer)
+            .field("custom_decoder", &self.decoder.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The response body's decoder for one attempt.
+enum Decoder {
+    Sse(SseDecoder),
+    Custom(Box<dyn BodyDecoder>),
 }
 
 enum Attempt {
@@ -221,7 +281,22 @@ impl HttpTransport {
             headers,
             options,
             context,
+            signer: None,
+            decoder: None,
         })
+    }
+
+    /// The same transport, authenticating every attempt with `signer`.
+    pub(crate) fn with_signer(mut self, signer: Arc<dyn RequestSigner>) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// The same transport, decoding response bodies with decoders from `factory` instead of as
+    /// server-sent events.
+    pub(crate) fn with_decoder(mut self, factory: DecoderFactory) -> Self {
+        self.decoder = Some(factory);
+        self
     }
 
     /// The options in force.
@@ -294,10 +369,31 @@ impl HttpTransport {
             return Attempt::Cancelled;
         }
         let idle = self.options.idle_timeout;
+        let mut headers = self.headers.clone();
+        if let Some(signer) = &self.signer {
+            let request = SignableRequest {
+                method: "POST",
+                url: &self.url,
+                headers: &headers,
+                body,
+            };
+            let signed = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Attempt::Cancelled,
+                signed = tokio::time::timeout(idle, signer.sign(&request)) => match signed {
+                    Err(_) => return Attempt::Failed(self.idle_error("credentials")),
+                    Ok(Err(error)) => return Attempt::Failed(error),
+                    Ok(Ok(signed)) => signed,
+                },
+            };
+            for (name, value) in signed {
+                headers.insert(name, value);
+            }
+        }
         let request = self
             .client
             .post(&self.url)
-            .headers(self.headers.clone())
+            .headers(headers)
             .body(body.clone())
             .send();
         let mut response = tokio::select! {
@@ -333,7 +429,12 @@ impl HttpTransport {
             return Attempt::Failed(error.with_retry_after(retry_after));
         }
 
-        let mut decoder = SseDecoder::with_max_event_bytes(self.options.max_event_bytes);
+        let mut decoder = match &self.decoder {
+            None => Decoder::Sse(SseDecoder::with_max_event_bytes(
+                self.options.max_event_bytes,
+            )),
+            Some(factory) => Decoder::Custom(factory(&self.options)),
+        };
         let mut events = Vec::new();
         // The cancellation future and the idle timer live across the whole stream: creating them
         // per chunk (a waiter registration and a timer-wheel insert for every SSE event) was the
@@ -363,8 +464,12 @@ impl HttpTransport {
                 }
             };
             last_activity = tokio::time::Instant::now();
-            if let Err(e) = decoder.feed(&chunk, &mut events) {
-                return Attempt::Failed(self.sse_error(e));
+            let fed = match &mut decoder {
+                Decoder::Sse(sse) => sse.feed(&chunk, &mut events).map_err(|e| self.sse_error(e)),
+                Decoder::Custom(custom) => custom.feed(&chunk, &mut events),
+            };
+            if let Err(error) = fed {
+                return Attempt::Failed(error);
             }
             for event in events.drain(..) {
                 match assembler.on_event(event, emitter) {
@@ -381,7 +486,11 @@ impl HttpTransport {
                 }
             }
         }
-        if let Some(event) = decoder.finish() {
+        let last = match &mut decoder {
+            Decoder::Sse(sse) => sse.finish(),
+            Decoder::Custom(_) => None,
+        };
+        if let Some(event) = last {
             match assembler.on_event(event, emitter) {
                 Ok(Progress::Done) => return Attempt::Done,
                 Ok(Progress::Continue) => {}
@@ -619,7 +728,7 @@ fn parse_http_date(value: &str) -> Option<SystemTime> {
 }
 
 fn request_id(headers: &HeaderMap) -> Option<String> {
-    ["request-id", "x-request-id"]
+    ["request-id", "x-request-id", "x-amzn-requestid"]
         .iter()
         .find_map(|name| headers.get(*name)?.to_str().ok())
         .map(str::to_string)
@@ -667,7 +776,7 @@ pub(crate) fn error_body_from_value(value: &serde_json::Value) -> ErrorBody {
 }
 
 /// Whether an error says the prompt is too long for the model.
-fn is_context_length(body: &ErrorBody) -> bool {
+pub(crate) fn is_context_length(body: &ErrorBody) -> bool {
     if body.code.as_deref() == Some("context_length_exceeded") {
         return true;
     }

@@ -5,7 +5,9 @@
 //! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod catalog;
+mod cloud;
 pub mod definitions;
 pub mod fallback;
 mod http;
@@ -13,11 +15,14 @@ pub mod openai;
 pub mod replay;
 pub mod scripted;
 pub mod sse;
+pub mod vertex;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
+pub use bedrock::{AwsCredentials, BedrockConfig, BedrockProvider};
 pub use fallback::FallbackProvider;
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use vertex::{VertexConfig, VertexProvider};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -34,7 +34,11 @@ impl Listing {
 }
 
 /// The status and JSON body answering a listing request.
-pub(crate) fn answer(listing: Listing, script: &Script, headers: &HeaderMap) -> (StatusCode, String) {
+pub(crate) fn answer(
+    listing: Listing,
+    script: &Script,
+    headers: &HeaderMap,
+) -> (StatusCode, String) {
     if let Some(expected) = &script.api_key {
         if presented_key(listing, headers).as_deref() != Some(expected.as_str()) {
             return (StatusCode::UNAUTHORIZED, unauthorized(listing).to_string());

@@ -71,6 +71,8 @@ pub(crate) struct Plan {
     pub delay: Duration,
     pub split_bytes: usize,
     pub sse: SseOptions,
+    /// Frame events as AWS event-stream messages (Bedrock) instead of SSE.
+    pub eventstream: bool,
 }
 
 /// Builds the plan for a streaming turn (a `status` fault never gets here).
@@ -149,6 +151,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
         delay: Duration::from_millis(turn.chunk_delay_ms),
         split_bytes: turn.split_bytes,
         sse: turn.sse,
+        eventstream: false,
     }
 }
 

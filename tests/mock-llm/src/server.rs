@@ -26,8 +26,9 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::models;
+use crate::bedrock::{self, Cloud};
 use crate::cache::{CacheSim, InputUsage};
+use crate::models;
 use crate::plan::{self, to_json, Ctx, Dialect, End, Plan};
 use crate::script::{Fault, Script};
 use crate::sse;
@@ -356,7 +357,11 @@ async fn write_plan(plan: Plan, tx: mpsc::Sender<Piece>, kill: Arc<AtomicBool>) 
                 return;
             }
         }
-        carry.extend_from_slice(&sse::encode(event, &plan.sse));
+        if plan.eventstream {
+            carry.extend_from_slice(&bedrock::encode(event));
+        } else {
+            carry.extend_from_slice(&sse::encode(event, &plan.sse));
+        }
         if plan.split_bytes == 0 {
             if !send(&tx, carry.split().freeze()).await {
                 return;
@@ -406,6 +411,14 @@ async fn route(
 ) -> Response<MockBody> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    if method == Method::POST {
+        if path == "/token" {
+            return token(shared, req).await;
+        }
+        if let Some(cloud) = bedrock::route(&path) {
+            return model_request(shared, kill, Dialect::Anthropic, Some(cloud), req).await;
+        }
+    }
     match (method, path.as_str()) {
         (Method::GET, "/_mock/health") => json(StatusCode::OK, r#"{"ok":true}"#.to_owned()),
         (Method::GET, "/_mock/requests") => json(StatusCode::OK, to_json(&shared.requests())),
@@ -424,10 +437,10 @@ async fn route(
             list_models(shared, req).await
         }
         (Method::POST, "/v1/messages") => {
-            model_request(shared, kill, Dialect::Anthropic, req).await
+            model_request(shared, kill, Dialect::Anthropic, None, req).await
         }
         (Method::POST, "/v1/chat/completions" | "/chat/completions") => {
-            model_request(shared, kill, Dialect::OpenAi, req).await
+            model_request(shared, kill, Dialect::OpenAi, None, req).await
         }
         (method, _) => {
             let known = matches!(
@@ -490,14 +503,24 @@ struct RequestInfo {
 }
 
 /// Rejects requests the real API would reject for shape, so client bugs show up here too.
-fn check_request(dialect: Dialect, body: &Value) -> Result<RequestInfo, String> {
+fn check_request(
+    dialect: Dialect,
+    body: &Value,
+    cloud: Option<&Cloud>,
+) -> Result<RequestInfo, String> {
     let obj = body
         .as_object()
         .ok_or("request body must be a JSON object")?;
-    let model = obj
-        .get("model")
-        .and_then(Value::as_str)
-        .ok_or("`model` is required and must be a string")?;
+    if let Some(cloud) = cloud {
+        cloud.check(body)?;
+    }
+    let model = match cloud {
+        Some(cloud) => cloud.model(),
+        None => obj
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or("`model` is required and must be a string")?,
+    };
     let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
         return Err("`messages` is required and must be an array".into());
     };
@@ -505,7 +528,9 @@ fn check_request(dialect: Dialect, body: &Value) -> Result<RequestInfo, String> 
     if dialect == Dialect::Anthropic && !obj.get("max_tokens").is_some_and(Value::is_u64) {
         return Err("`max_tokens` is required and must be a non-negative integer".into());
     }
-    if obj.get("stream") != Some(&Value::Bool(true)) {
+    // Bedrock streams by endpoint, not by a body field.
+    let streams_by_path = cloud.is_some_and(Cloud::eventstream);
+    if !streams_by_path && obj.get("stream") != Some(&Value::Bool(true)) {
         return Err("mock-llm only serves streaming requests: set \"stream\": true".into());
     }
     let include_usage = obj
@@ -523,15 +548,17 @@ async fn model_request(
     shared: &Shared,
     kill: Arc<AtomicBool>,
     dialect: Dialect,
+    cloud: Option<Cloud>,
     req: Request<Incoming>,
 ) -> Response<MockBody> {
+    let cloud = cloud.as_ref();
     let (parts, body) = req.into_parts();
     let bytes = match read_body(body).await {
         Ok(b) => b,
         Err(status) => {
             shared.admit(record(&parts, Value::Null), false);
             let msg = format!("request body unreadable or over {MAX_REQUEST_BODY} bytes");
-            return dialect_error(dialect, status, &msg, 0);
+            return dialect_error(dialect, cloud, status, &msg, 0);
         }
     };
     let parsed = serde_json::from_slice::<Value>(&bytes)
@@ -539,12 +566,12 @@ async fn model_request(
     let checked = parsed
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|v| check_request(dialect, v));
+        .and_then(|v| check_request(dialect, v, cloud));
     let info = match checked {
         Ok(info) => info,
         Err(msg) => {
             let (seq, _) = shared.admit(record(&parts, body_value(&bytes)), false);
-            return dialect_error(dialect, StatusCode::BAD_REQUEST, &msg, seq);
+            return dialect_error(dialect, cloud, StatusCode::BAD_REQUEST, &msg, seq);
         }
     };
     let (seq, assignment) = shared.admit(record(&parts, body_value(&bytes)), true);
@@ -555,18 +582,19 @@ async fn model_request(
                 "mock-llm script exhausted: all {turns} turns were already used \
                  (this was request #{seq}); add turns or set \"repeat\": true"
             );
-            return dialect_error(dialect, StatusCode::INTERNAL_SERVER_ERROR, &msg, seq);
+            return dialect_error(dialect, cloud, StatusCode::INTERNAL_SERVER_ERROR, &msg, seq);
         }
         // `admit` always assigns when asked to consume; answer sanely all the same.
         Assignment::None => {
             let msg = "mock-llm assigned no turn";
-            return dialect_error(dialect, StatusCode::INTERNAL_SERVER_ERROR, msg, seq);
+            return dialect_error(dialect, cloud, StatusCode::INTERNAL_SERVER_ERROR, msg, seq);
         }
     };
     // `index` came from this script's own length, so it is in range.
     let Some(turn) = script.turns.get(index) else {
         return dialect_error(
             dialect,
+            cloud,
             StatusCode::INTERNAL_SERVER_ERROR,
             "turn out of range",
             seq,
@@ -583,15 +611,22 @@ async fn model_request(
     }) = &turn.fault
     {
         let status = StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = plan::error_body(
-            dialect,
-            status.as_u16(),
-            error_type.as_deref(),
-            message.as_deref(),
-            code.as_deref(),
-        );
-        let mut resp = json(status, body);
-        add_request_id(&mut resp, dialect, seq);
+        let mut resp = match cloud {
+            Some(Cloud::Bedrock { .. }) => {
+                bedrock_error(status, error_type.as_deref(), message.as_deref())
+            }
+            _ => json(
+                status,
+                plan::error_body(
+                    dialect,
+                    status.as_u16(),
+                    error_type.as_deref(),
+                    message.as_deref(),
+                    code.as_deref(),
+                ),
+            ),
+        };
+        add_request_id(&mut resp, dialect, cloud, seq);
         let h = resp.headers_mut();
         if let Some(Ok(v)) = retry_after.as_deref().map(HeaderValue::from_str) {
             h.insert(RETRY_AFTER, v);
@@ -621,7 +656,13 @@ async fn model_request(
             .map(|d| d.as_secs())
             .unwrap_or(0),
     };
-    let plan = plan::plan(dialect, turn, &ctx);
+    let mut plan = plan::plan(dialect, turn, &ctx);
+    plan.eventstream = cloud.is_some_and(Cloud::eventstream);
+    let content_type = if plan.eventstream {
+        "application/vnd.amazon.eventstream"
+    } else {
+        "text/event-stream; charset=utf-8"
+    };
     let (tx, rx) = mpsc::channel(8);
     let body = MockBody::Stream(Box::new(Streaming {
         producer: Some(Box::pin(write_plan(plan, tx, kill))),
@@ -630,12 +671,9 @@ async fn model_request(
     }));
     let mut resp = Response::new(body);
     let h = resp.headers_mut();
-    h.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    add_request_id(&mut resp, dialect, seq);
+    add_request_id(&mut resp, dialect, cloud, seq);
     resp
 }
 
@@ -692,14 +730,47 @@ fn json(status: StatusCode, body: String) -> Response<MockBody> {
 /// An error in the endpoint's own shape, for problems detected by mock-llm itself.
 fn dialect_error(
     dialect: Dialect,
+    cloud: Option<&Cloud>,
     status: StatusCode,
     message: &str,
     seq: u64,
 ) -> Response<MockBody> {
-    let body = plan::error_body(dialect, status.as_u16(), None, Some(message), None);
-    let mut resp = json(status, body);
-    add_request_id(&mut resp, dialect, seq);
+    let mut resp = match cloud {
+        Some(Cloud::Bedrock { .. }) => bedrock_error(status, None, Some(message)),
+        _ => json(
+            status,
+            plan::error_body(dialect, status.as_u16(), None, Some(message), None),
+        ),
+    };
+    add_request_id(&mut resp, dialect, cloud, seq);
     resp
+}
+
+/// A Bedrock error response: `{"message": …}` with the exception named in `x-amzn-ErrorType`.
+fn bedrock_error(
+    status: StatusCode,
+    error_type: Option<&str>,
+    message: Option<&str>,
+) -> Response<MockBody> {
+    let (body, error_type) = bedrock::error_response(status.as_u16(), error_type, message);
+    let mut resp = json(status, body);
+    if let Ok(v) = HeaderValue::from_str(&error_type) {
+        resp.headers_mut().insert("x-amzn-errortype", v);
+    }
+    resp
+}
+
+/// `POST /token`: an OAuth token endpoint for service-account key files whose `token_uri`
+/// points here. The request (form-encoded, with the signed JWT `assertion`) is recorded; every
+/// call returns a fresh token.
+async fn token(shared: &Shared, req: Request<Incoming>) -> Response<MockBody> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_body(body).await.unwrap_or_default();
+    let (seq, _) = shared.admit(record(&parts, body_value(&bytes)), false);
+    json(
+        StatusCode::OK,
+        bedrock::token_response(seq, parts.uri.query()),
+    )
 }
 
 /// Errors outside the model endpoints use Anthropic's error shape.
@@ -716,10 +787,16 @@ fn generic_error(status: StatusCode, message: &str) -> Response<MockBody> {
     )
 }
 
-fn add_request_id(resp: &mut Response<MockBody>, dialect: Dialect, seq: u64) {
-    let name = match dialect {
-        Dialect::Anthropic => "request-id",
-        Dialect::OpenAi => "x-request-id",
+fn add_request_id(
+    resp: &mut Response<MockBody>,
+    dialect: Dialect,
+    cloud: Option<&Cloud>,
+    seq: u64,
+) {
+    let name = match (dialect, cloud) {
+        (_, Some(Cloud::Bedrock { .. })) => "x-amzn-requestid",
+        (Dialect::Anthropic, _) => "request-id",
+        (Dialect::OpenAi, _) => "x-request-id",
     };
     if let Ok(v) = HeaderValue::from_str(&format!("req_mock_{seq}")) {
         resp.headers_mut().insert(name, v);

@@ -11,6 +11,12 @@
 //! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
 //! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`).
 //!
+//! `bedrock` (Anthropic models on Amazon Bedrock; `options.region`, `options.profile`; `apiKey`
+//! is a Bedrock API key) and `vertex` (Anthropic models on Vertex AI; `options.project`,
+//! `options.region`) take the same token and caching options as `anthropic`; without a profile,
+//! `CLAUDE_CODE_USE_BEDROCK=1` / `CLAUDE_CODE_USE_VERTEX=1` select them (Claude Code's
+//! switches), with credentials from the AWS or Google environment.
+//!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
 use std::path::{Path, PathBuf};
@@ -26,7 +32,9 @@ use crate::provider::anthropic::{
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
 use crate::provider::replay::ReplayProvider;
 use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use crate::provider::{HttpOptions, Provider};
+use crate::provider::{
+    BedrockConfig, BedrockProvider, HttpOptions, Provider, VertexConfig, VertexProvider,
+};
 
 /// The model used with `ANTHROPIC_API_KEY` when neither settings nor the host name one.
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -88,7 +96,7 @@ pub enum FromSettingsError {
     /// A type robota cannot construct (a host may register its own).
     #[error(
         "provider profile \"{profile}\" has type \"{kind}\", which robota cannot build \
-         (built in: anthropic, openai, deepseek, qwen, gemma, scripted, replay)"
+         (built in: anthropic, bedrock, vertex, openai, deepseek, qwen, gemma, scripted, replay)"
     )]
     UnsupportedType {
         /// The profile key.
@@ -122,6 +130,13 @@ fn from_environment(
     model: Option<String>,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<BuiltProvider, FromSettingsError> {
+    // Claude Code's cloud switches first: they say which of the keys present to use.
+    if var("CLAUDE_CODE_USE_BEDROCK").is_some_and(|v| switch_on(&v)) {
+        return build_bedrock(&bare_profile("environment", "bedrock"), model, var, None);
+    }
+    if var("CLAUDE_CODE_USE_VERTEX").is_some_and(|v| switch_on(&v)) {
+        return build_vertex(&bare_profile("environment", "vertex"), model, var, None);
+    }
     // Anthropic first (the project's reference provider), then OpenAI-compatible.
     if var("ANTHROPIC_API_KEY").is_some() {
         return build_anthropic(&bare_profile("environment", "anthropic"), model, var, None);
@@ -155,6 +170,8 @@ fn from_profile(
     let named = Some(profile.name.clone());
     match profile.kind.as_str() {
         "anthropic" => build_anthropic(profile, model, var, named),
+        "bedrock" => build_bedrock(profile, model, var, named),
+        "vertex" => build_vertex(profile, model, var, named),
         "openai" | "deepseek" | "qwen" | "gemma" => build_openai(profile, model, var, named),
         "scripted" => {
             let turns = scripted_turns(profile, project_dir)?;
@@ -400,6 +417,149 @@ fn scripted_turns(
     };
     serde_json::from_value(turns)
         .map_err(|error| invalid(format!("the scripted turns are not valid: {error}")))
+}
+
+/// The model used on Bedrock when neither settings nor the host name one (the global
+/// cross-region inference profile).
+pub const DEFAULT_BEDROCK_MODEL: &str = "global.anthropic.claude-sonnet-4-5-20250929-v1:0";
+/// The model used on Vertex AI when neither settings nor the host name one.
+pub const DEFAULT_VERTEX_MODEL: &str = "claude-sonnet-4-5@20250929";
+
+/// Whether a `CLAUDE_CODE_USE_*` switch is on (`1`, `true`, …; not `0`/`false`).
+fn switch_on(value: &str) -> bool {
+    !matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "" | "0" | "false" | "no" | "off"
+    )
+}
+
+/// A string option of the profile (`options.<key>`).
+fn option_string(
+    profile: &ProviderProfile,
+    key: &str,
+) -> Result<Option<String>, FromSettingsError> {
+    match option(profile, key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(Some(text)),
+        Some(_) => Err(FromSettingsError::Profile {
+            profile: profile.name.clone(),
+            message: format!("`options.{key}` must be a non-empty string"),
+        }),
+    }
+}
+
+/// The variables `names` read once through `var`, as an owned lookup a provider can keep.
+fn env_snapshot(
+    var: &dyn Fn(&str) -> Option<String>,
+    names: &[&str],
+) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+    let values: std::collections::HashMap<String, String> = names
+        .iter()
+        .filter_map(|name| Some((name.to_string(), var(name)?)))
+        .collect();
+    move |name| values.get(name).cloned()
+}
+
+/// What the `bedrock` and `vertex` profiles share with `anthropic`: output cap, network
+/// settings and prompt caching.
+struct CloudOptions {
+    max_tokens: Option<u32>,
+    http: HttpOptions,
+    prompt_caching: Option<CacheTtl>,
+}
+
+impl CloudOptions {
+    fn of(
+        profile: &ProviderProfile,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, FromSettingsError> {
+        Ok(CloudOptions {
+            max_tokens: option_u64(profile, "maxTokens")?.map(saturate_u32),
+            http: http_options(profile)?,
+            prompt_caching: prompt_caching(profile, var)?,
+        })
+    }
+}
+
+/// The [`BuiltProvider`] for a cloud provider that was (or was not) built.
+fn built_cloud<P: Provider + 'static>(
+    profile: &ProviderProfile,
+    named: Option<String>,
+    model: String,
+    provider: Result<P, crate::message::ProviderError>,
+    base_url: impl Fn(&P) -> &str,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let provider = provider.map_err(|e| cloud_error(profile, e))?;
+    let base_url = base_url(&provider).to_string();
+    Ok(BuiltProvider {
+        provider: Arc::new(provider),
+        profile: named,
+        kind: profile.kind.clone(),
+        model,
+        base_url: Some(base_url),
+    })
+}
+
+fn build_bedrock(
+    profile: &ProviderProfile,
+    model: Option<String>,
+    var: &dyn Fn(&str) -> Option<String>,
+    named: Option<String>,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let model = model.unwrap_or_else(|| DEFAULT_BEDROCK_MODEL.into());
+    let options = CloudOptions::of(profile, var)?;
+    let config = BedrockConfig {
+        region: option_string(profile, "region")?,
+        profile: option_string(profile, "profile")?,
+        bearer_token: profile.api_key.clone(),
+        base_url: profile.base_url.clone(),
+        max_tokens: options.max_tokens,
+        http: options.http,
+        prompt_caching: options.prompt_caching,
+        ..BedrockConfig::new(model.clone())
+    }
+    .with_env(env_snapshot(var, crate::provider::bedrock::ENV_VARS));
+    let provider = BedrockProvider::new(config);
+    built_cloud(profile, named, model, provider, BedrockProvider::base_url)
+}
+
+fn build_vertex(
+    profile: &ProviderProfile,
+    model: Option<String>,
+    var: &dyn Fn(&str) -> Option<String>,
+    named: Option<String>,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let model = model.unwrap_or_else(|| DEFAULT_VERTEX_MODEL.into());
+    let options = CloudOptions::of(profile, var)?;
+    let config = VertexConfig {
+        project: option_string(profile, "project")?,
+        region: option_string(profile, "region")?,
+        access_token: profile.api_key.clone(),
+        base_url: profile.base_url.clone(),
+        max_tokens: options.max_tokens,
+        http: options.http,
+        prompt_caching: options.prompt_caching,
+        ..VertexConfig::new(model.clone())
+    }
+    .with_env(env_snapshot(var, crate::provider::vertex::ENV_VARS));
+    let provider = VertexProvider::new(config);
+    built_cloud(profile, named, model, provider, VertexProvider::base_url)
+}
+
+/// A cloud provider's refusal to build (no region, no credentials, …): its message already
+/// says what to set.
+fn cloud_error(
+    profile: &ProviderProfile,
+    error: crate::message::ProviderError,
+) -> FromSettingsError {
+    if profile.name == "environment" {
+        FromSettingsError::Provider(error.message)
+    } else {
+        FromSettingsError::Profile {
+            profile: profile.name.clone(),
+            message: error.message,
+        }
+    }
 }
 
 #[cfg(test)]

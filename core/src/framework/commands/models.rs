@@ -106,7 +106,9 @@ mod tests {
         assert_eq!(sonnet.max_output, Some(64_000));
         assert_eq!(sonnet.price.map(|p| p.input_per_mtok), Some(3.0));
         assert!(models.iter().all(|m| m.id.starts_with("claude-")));
-        assert!(known_models("gemini", |_| Some(1)).iter().any(|m| m.id == "gemini-2.5-pro"));
+        assert!(known_models("gemini", |_| Some(1))
+            .iter()
+            .any(|m| m.id == "gemini-2.5-pro"));
         assert!(known_models("scripted", |_| Some(1)).is_empty());
     }
 

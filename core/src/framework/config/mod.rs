@@ -74,6 +74,8 @@ use serde_json::Value;
 /// `deepseek`, `qwen` and `gemma` are OpenAI-compatible endpoints (spec 000 profile examples).
 pub const KNOWN_PROVIDER_TYPES: &[&str] = &[
     "anthropic",
+    "bedrock",
+    "vertex",
     "openai",
     "deepseek",
     "qwen",
