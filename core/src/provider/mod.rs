@@ -5,6 +5,7 @@
 //! (scripted turns, recorded sessions). Hosts can implement the trait for any other model.
 
 pub mod anthropic;
+pub mod gemini;
 mod http;
 pub mod openai;
 pub mod replay;
@@ -12,6 +13,7 @@ pub mod scripted;
 pub mod sse;
 
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
+pub use gemini::{GeminiConfig, GeminiProvider};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
 

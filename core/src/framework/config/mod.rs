@@ -75,6 +75,7 @@ use serde_json::Value;
 pub const KNOWN_PROVIDER_TYPES: &[&str] = &[
     "anthropic",
     "openai",
+    "gemini",
     "deepseek",
     "qwen",
     "gemma",
