@@ -584,11 +584,13 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
     for block in &message.content {
         match block {
             // The API requires thinking blocks first, and only accepts them with the signature it
-            // issued; unsigned thinking (e.g. from another provider) is dropped.
+            // issued; unsigned thinking is dropped, and so is thinking another provider signed
+            // (Anthropic signatures are base64; other providers' are stored with a `name:`
+            // prefix, e.g. Gemini's `gemini:`), which the API would reject.
             ContentBlock::Thinking {
                 thinking: text,
                 signature: Some(signature),
-            } => thinking.push(json!({
+            } if !signature.contains(':') => thinking.push(json!({
                 "type": "thinking",
                 "thinking": text,
                 "signature": signature,
@@ -1335,6 +1337,10 @@ mod tests {
                 ContentBlock::Thinking {
                     thinking: "unsigned".into(),
                     signature: None,
+                },
+                ContentBlock::Thinking {
+                    thinking: "from gemini".into(),
+                    signature: Some("gemini:thought:c2ln".into()),
                 },
                 ContentBlock::ToolUse {
                     id: "toolu_1".into(),

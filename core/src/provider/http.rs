@@ -426,6 +426,7 @@ impl HttpTransport {
             } else {
                 classify_http_error(&self.context, status.as_u16(), &body, request_id.as_deref())
             };
+            let retry_after = retry_after.or_else(|| retry_info_delay(&body));
             return Attempt::Failed(error.with_retry_after(retry_after));
         }
 
@@ -718,6 +719,26 @@ pub(crate) fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
+/// The wait a Google API error body asks for (Gemini sends no `retry-after` header): the
+/// `retryDelay` (`"39s"`, `"1.5s"`) of a `google.rpc.RetryInfo` entry in `error.details`.
+fn retry_info_delay(body: &str) -> Option<Duration> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let details = value.get("error")?.get("details")?.as_array()?;
+    details.iter().find_map(|detail| {
+        let kind = detail.get("@type")?.as_str()?;
+        if !kind.ends_with("google.rpc.RetryInfo") {
+            return None;
+        }
+        let seconds = detail
+            .get("retryDelay")?
+            .as_str()?
+            .strip_suffix('s')?
+            .parse::<f64>()
+            .ok()?;
+        (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    })
+}
+
 /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP-date form servers send.
 fn parse_http_date(value: &str) -> Option<SystemTime> {
     let format = time::macros::format_description!(
@@ -769,7 +790,12 @@ pub(crate) fn error_body_from_value(value: &serde_json::Value) -> ErrorBody {
         _ => value,
     };
     ErrorBody {
-        error_type: inner.get("type").and_then(as_text),
+        // Google APIs name the error in `status` (`RESOURCE_EXHAUSTED`, …) and put the HTTP
+        // status in `code`.
+        error_type: inner
+            .get("type")
+            .or_else(|| inner.get("status"))
+            .and_then(as_text),
         code: inner.get("code").and_then(as_text),
         message: inner.get("message").and_then(as_text),
     }
@@ -792,9 +818,20 @@ pub(crate) fn is_context_length(body: &ErrorBody) -> bool {
         "context window",
         "exceed context limit",
         "exceeds the context",
+        // Gemini: "The input token count (…) exceeds the maximum number of tokens allowed (…)".
+        "exceeds the maximum number of tokens",
     ]
     .iter()
     .any(|needle| message.contains(needle))
+}
+
+/// Whether a 400 says the API key itself is bad (Gemini: "API key not valid. Please pass a valid
+/// API key.", "API key expired. Please renew the API key.").
+fn is_rejected_api_key(body: &ErrorBody) -> bool {
+    body.message.as_deref().is_some_and(|message| {
+        let message = message.to_ascii_lowercase();
+        message.contains("api key not valid") || message.contains("api key expired")
+    })
 }
 
 fn is_overloaded(body: &ErrorBody) -> bool {
@@ -830,7 +867,8 @@ pub(crate) fn classify_http_error(
         )
     } else {
         match status {
-            401 | 403 => (
+            // Gemini answers a bad key with 400 INVALID_ARGUMENT ("API key not valid").
+            s @ (400 | 401 | 403) if s != 400 || is_rejected_api_key(&parsed) => (
                 ProviderErrorKind::Auth,
                 format!(
                     "{provider} rejected the credentials: {detail}. {}",
@@ -1256,6 +1294,33 @@ mod tests {
         let body = parse_error_body(r#"{"error":{"message":"m","code":429}}"#);
         assert_eq!(body.code.as_deref(), Some("429"));
         assert_eq!(body.message.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn gemini_error_bodies() {
+        let ctx = context();
+        let bad_key = r#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}"#;
+        let error = classify_http_error(&ctx, 400, bad_key, None);
+        assert_eq!(error.kind, ProviderErrorKind::Auth);
+        assert!(
+            error.message.contains("[INVALID_ARGUMENT]"),
+            "{}",
+            error.message
+        );
+        let too_long = r#"{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(
+            classify_http_error(&ctx, 400, too_long, None).kind,
+            ProviderErrorKind::ContextLength
+        );
+        let other = r#"{"error":{"code":400,"message":"Invalid JSON payload","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(
+            classify_http_error(&ctx, 400, other, None).kind,
+            ProviderErrorKind::InvalidRequest
+        );
+        let quota = r#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"39s"}]}}"#;
+        assert_eq!(retry_info_delay(quota), Some(Duration::from_secs(39)));
+        assert_eq!(retry_info_delay(other), None);
+        assert_eq!(retry_info_delay("not json"), None);
     }
 
     #[test]

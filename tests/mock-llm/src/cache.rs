@@ -96,7 +96,8 @@ impl CacheSim {
                     cache_creation_input_tokens: written,
                 }
             }
-            Dialect::OpenAi => {
+            // Gemini's implicit caching is prefix-based, like OpenAI's.
+            Dialect::OpenAi | Dialect::Gemini => {
                 let read = blocks
                     .iter()
                     .rev()
@@ -131,13 +132,24 @@ fn blocks(dialect: Dialect, body: &Value, chars_per_token: u64) -> Vec<Block> {
         (Dialect::Anthropic, Some(system @ Value::String(_))) => {
             parts.push((system.clone(), false))
         }
+        (Dialect::Gemini, _) => parts.extend(body.get("systemInstruction").map(strip)),
         _ => {}
     }
     // Changing these invalidates the cached messages (not the tools or system prompt).
     let settings = serde_json::json!([body.get("tool_choice"), body.get("thinking")]);
+    let settings = match dialect {
+        Dialect::Gemini => {
+            serde_json::json!([body.get("toolConfig"), body.get("generationConfig")])
+        }
+        _ => settings,
+    };
+    let messages_key = match dialect {
+        Dialect::Gemini => "contents",
+        _ => "messages",
+    };
     let messages_start = parts.len();
     for message in body
-        .get("messages")
+        .get(messages_key)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -18,6 +18,7 @@ pub(crate) fn check(dialect: Dialect, messages: &[Value]) -> Result<(), String> 
     match dialect {
         Dialect::Anthropic => check_anthropic(messages),
         Dialect::OpenAi => check_openai(messages),
+        Dialect::Gemini => check_gemini(messages),
     }
 }
 
@@ -157,6 +158,80 @@ fn check_openai(messages: &[Value]) -> Result<(), String> {
     }
     if !open.is_empty() {
         return Err(unanswered(&open));
+    }
+    Ok(())
+}
+
+/// The parts of a Gemini content holding `key` (`functionCall` / `functionResponse`).
+fn gemini_parts<'a>(content: &'a Value, key: &str) -> Vec<&'a Value> {
+    content
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get(key))
+        .collect()
+}
+
+/// Gemini: roles are `user` and `model`, every content has parts, and a model turn with function
+/// calls is followed by a user turn with one function response per call (names and any ids
+/// matching); a function response answers only the turn just before it.
+fn check_gemini(contents: &[Value]) -> Result<(), String> {
+    let mut open: Vec<&Value> = Vec::new();
+    for (i, content) in contents.iter().enumerate() {
+        let role = content
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or("user");
+        if role != "user" && role != "model" {
+            return Err(format!(
+                "contents[{i}]: Please use a valid role: user, model (got {role:?})."
+            ));
+        }
+        if content
+            .get("parts")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+        {
+            return Err(format!("contents[{i}].parts must not be empty."));
+        }
+        let responses = gemini_parts(content, "functionResponse");
+        if open.is_empty() != responses.is_empty() || (role == "model" && !responses.is_empty()) {
+            return Err(format!(
+                "contents[{i}]: Please ensure that function response turn comes immediately \
+                 after a function call turn."
+            ));
+        }
+        if responses.len() != open.len() {
+            return Err(format!(
+                "contents[{i}]: Please ensure that the number of function response parts is \
+                 equal to the number of function call parts of the function call turn."
+            ));
+        }
+        for response in responses {
+            let name = text_field(response, "name");
+            let id = response.get("id").and_then(Value::as_str);
+            let Some(position) = open.iter().position(|call| {
+                text_field(call, "name") == name
+                    && id.is_none_or(|id| call.get("id").and_then(Value::as_str) == Some(id))
+            }) else {
+                return Err(format!(
+                    "contents[{i}]: function response {name:?} (id {id:?}) answers no function \
+                     call of the turn before it"
+                ));
+            };
+            open.remove(position);
+        }
+        if role == "model" {
+            open = gemini_parts(content, "functionCall");
+        }
+    }
+    if !open.is_empty() {
+        return Err(format!(
+            "contents[{}]: Please ensure that function call turn comes immediately after a \
+             user turn or after a function response turn, and that it is answered.",
+            contents.len().saturating_sub(1)
+        ));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::cache::InputUsage;
 use crate::script::{CloseMode, Fault, SseOptions, Turn, Usage};
 use crate::sse::Event;
-use crate::{anthropic, openai};
+use crate::{anthropic, gemini, openai};
 
 /// Which wire format a request asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub(crate) enum Dialect {
     Anthropic,
     /// `POST /v1/chat/completions` or `POST /chat/completions`.
     OpenAi,
+    /// `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`.
+    Gemini,
 }
 
 /// Per-request facts the events depend on.
@@ -81,6 +83,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
     let build = |include_terminal| match dialect {
         Dialect::Anthropic => anthropic::events(turn, ctx, include_terminal),
         Dialect::OpenAi => openai::events(turn, ctx, include_terminal),
+        Dialect::Gemini => gemini::events(turn, ctx, include_terminal),
     };
     let mut events = match &turn.raw_body {
         Some(body) => vec![Event::raw(body.clone())],
@@ -119,6 +122,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             let bad = match dialect {
                 Dialect::Anthropic => anthropic::malformed(),
                 Dialect::OpenAi => openai::malformed(),
+                Dialect::Gemini => gemini::malformed(),
             };
             events.insert((*after_events).min(events.len()), bad);
         }
@@ -129,6 +133,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             let big = match dialect {
                 Dialect::Anthropic => anthropic::oversized(*bytes),
                 Dialect::OpenAi => openai::oversized(ctx, *bytes),
+                Dialect::Gemini => gemini::oversized(ctx, *bytes),
             };
             events.insert((*after_events).min(events.len()), big);
         }
@@ -142,6 +147,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             events.push(match dialect {
                 Dialect::Anthropic => anthropic::stream_error(t, m),
                 Dialect::OpenAi => openai::stream_error(t, m),
+                Dialect::Gemini => gemini::stream_error(t, m),
             });
         }
     }
@@ -166,6 +172,7 @@ pub(crate) fn error_body(
     match dialect {
         Dialect::Anthropic => anthropic::error_body(status, error_type, message),
         Dialect::OpenAi => openai::error_body(status, error_type, message, code),
+        Dialect::Gemini => gemini::error_body(status, error_type, message),
     }
 }
 

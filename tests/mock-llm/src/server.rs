@@ -442,11 +442,14 @@ async fn route(
         (Method::POST, "/v1/chat/completions" | "/chat/completions") => {
             model_request(shared, kill, Dialect::OpenAi, None, req).await
         }
+        (Method::POST, p) if gemini_model(p).is_some() => {
+            model_request(shared, kill, Dialect::Gemini, None, req).await
+        }
         (method, _) => {
             let known = matches!(
                 path.as_str(),
                 "/v1/messages" | "/v1/chat/completions" | "/chat/completions"
-            );
+            ) || gemini_model(&path).is_some();
             let (parts, body) = req.into_parts();
             let bytes = read_body(body).await.unwrap_or_default();
             shared.admit(record(&parts, body_value(&bytes)), false);
@@ -544,6 +547,44 @@ fn check_request(
     })
 }
 
+/// The model and method of a Gemini path `/v1beta/models/{model}:{method}`.
+fn gemini_model(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/v1beta/models/")?;
+    let (model, method) = rest.rsplit_once(':')?;
+    let known = matches!(method, "generateContent" | "streamGenerateContent");
+    (known && !model.is_empty() && !model.contains('/')).then_some((model, method))
+}
+
+/// Checks a Gemini request: the streaming method with `alt=sse`, and `contents`.
+fn check_gemini_request(parts: &Parts, body: &Value) -> Result<RequestInfo, String> {
+    let (model, method) = gemini_model(parts.uri.path()).ok_or("unknown Gemini path")?;
+    if method != "streamGenerateContent" {
+        return Err(format!(
+            "mock-llm only serves streaming requests: use :streamGenerateContent, not :{method}"
+        ));
+    }
+    let sse = parts
+        .uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|pair| pair == "alt=sse"));
+    if !sse {
+        return Err(
+            "mock-llm serves Gemini streams as server-sent events only: add ?alt=sse".into(),
+        );
+    }
+    let obj = body
+        .as_object()
+        .ok_or("request body must be a JSON object")?;
+    let Some(contents) = obj.get("contents").and_then(Value::as_array) else {
+        return Err("* GenerateContentRequest.contents: contents is not specified".into());
+    };
+    crate::history::check(Dialect::Gemini, contents)?;
+    Ok(RequestInfo {
+        model: model.to_owned(),
+        include_usage: false,
+    })
+}
+
 async fn model_request(
     shared: &Shared,
     kill: Arc<AtomicBool>,
@@ -566,7 +607,10 @@ async fn model_request(
     let checked = parsed
         .as_ref()
         .map_err(Clone::clone)
-        .and_then(|v| check_request(dialect, v, cloud));
+        .and_then(|v| match dialect {
+            Dialect::Gemini => check_gemini_request(&parts, v),
+            _ => check_request(dialect, v, cloud),
+        });
     let info = match checked {
         Ok(info) => info,
         Err(msg) => {
@@ -797,6 +841,8 @@ fn add_request_id(
         (_, Some(Cloud::Bedrock { .. })) => "x-amzn-requestid",
         (Dialect::Anthropic, _) => "request-id",
         (Dialect::OpenAi, _) => "x-request-id",
+        // The Gemini API sends no request id header.
+        (Dialect::Gemini, _) => return,
     };
     if let Ok(v) = HeaderValue::from_str(&format!("req_mock_{seq}")) {
         resp.headers_mut().insert(name, v);

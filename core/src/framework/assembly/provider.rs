@@ -3,7 +3,9 @@
 //! one, else the standard environment variables.
 //!
 //! Profile types: `anthropic`; `openai` and the OpenAI-compatible `deepseek`/`qwen`/`gemma`
-//! (any of them at a `baseURL`, e.g. Ollama); `scripted` (turns in `options.turns`, or a JSON
+//! (any of them at a `baseURL`, e.g. Ollama); `gemini` (the Gemini API; key from the profile,
+//! `GOOGLE_API_KEY` or `GEMINI_API_KEY`, base URL from `baseURL` or `GOOGLE_GEMINI_BASE_URL`);
+//! `scripted` (turns in `options.turns`, or a JSON
 //! file named by `options.file`, relative to the project directory); `replay` (a recorded session
 //! log named by `options.log`). Provider-owned `options` also accept `maxRetries`,
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
@@ -28,6 +30,9 @@ use serde_json::Value;
 use crate::framework::config::{ProviderProfile, Settings};
 use crate::provider::anthropic::{
     AnthropicConfig, AnthropicProvider, CacheTtl, DEFAULT_BASE_URL as ANTHROPIC_URL,
+};
+use crate::provider::gemini::{
+    GeminiConfig, GeminiProvider, DEFAULT_BASE_URL as GEMINI_URL, DEFAULT_MODEL as GEMINI_MODEL,
 };
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
 use crate::provider::replay::ReplayProvider;
@@ -82,7 +87,7 @@ pub enum FromSettingsError {
     /// Neither settings nor the environment name a provider.
     #[error(
         "no model provider configured: set ANTHROPIC_API_KEY (or OPENAI_API_KEY / \
-         OPENAI_BASE_URL), or select a settings profile with `currentProvider` (see `providers`)"
+         OPENAI_BASE_URL, or GEMINI_API_KEY), or select a settings profile with `currentProvider` (see `providers`)"
     )]
     NoProvider,
     /// A profile field is missing or malformed.
@@ -96,7 +101,8 @@ pub enum FromSettingsError {
     /// A type robota cannot construct (a host may register its own).
     #[error(
         "provider profile \"{profile}\" has type \"{kind}\", which robota cannot build \
-         (built in: anthropic, bedrock, vertex, openai, deepseek, qwen, gemma, scripted, replay)"
+         (built in: anthropic, bedrock, vertex, openai, gemini, deepseek, qwen, gemma, scripted, \
+          replay)"
     )]
     UnsupportedType {
         /// The profile key.
@@ -144,6 +150,9 @@ fn from_environment(
     if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() {
         return build_openai(&bare_profile("environment", "openai"), model, var, None);
     }
+    if var("GOOGLE_API_KEY").is_some() || var("GEMINI_API_KEY").is_some() {
+        return build_gemini(&bare_profile("environment", "gemini"), model, var, None);
+    }
     Err(FromSettingsError::NoProvider)
 }
 
@@ -173,6 +182,7 @@ fn from_profile(
         "bedrock" => build_bedrock(profile, model, var, named),
         "vertex" => build_vertex(profile, model, var, named),
         "openai" | "deepseek" | "qwen" | "gemma" => build_openai(profile, model, var, named),
+        "gemini" => build_gemini(profile, model, var, named),
         "scripted" => {
             let turns = scripted_turns(profile, project_dir)?;
             let provider: Arc<dyn Provider> = Arc::new(ScriptedProvider::new(turns));
@@ -277,6 +287,42 @@ fn build_openai(
         kind: profile.kind.clone(),
         model,
         base_url: Some(base_url.unwrap_or_else(|| OPENAI_URL.into())),
+    })
+}
+
+fn build_gemini(
+    profile: &ProviderProfile,
+    model: Option<String>,
+    var: &dyn Fn(&str) -> Option<String>,
+    named: Option<String>,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let model = model.unwrap_or_else(|| GEMINI_MODEL.into());
+    // The official SDK's order: GOOGLE_API_KEY wins when both are set.
+    let api_key = profile
+        .api_key
+        .clone()
+        .or_else(|| var("GOOGLE_API_KEY"))
+        .or_else(|| var("GEMINI_API_KEY"));
+    let base_url = profile
+        .base_url
+        .clone()
+        .or_else(|| var("GOOGLE_GEMINI_BASE_URL"));
+    if api_key.is_none() && base_url.is_none() {
+        return Err(missing_key(profile, "GEMINI_API_KEY", "Gemini"));
+    }
+    let mut config = GeminiConfig::new(model.clone());
+    config.api_key = api_key;
+    config.base_url = base_url.clone();
+    config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
+    config.http = http_options(profile)?;
+    let provider =
+        GeminiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
+    Ok(BuiltProvider {
+        provider: Arc::new(provider),
+        profile: named,
+        kind: profile.kind.clone(),
+        model,
+        base_url: Some(base_url.unwrap_or_else(|| GEMINI_URL.into())),
     })
 }
 
@@ -682,5 +728,48 @@ mod tests {
             Ok(built) => assert_eq!(built.base_url.as_deref(), Some("http://127.0.0.1:9/v1")),
             Err(error) => panic!("{error}"),
         }
+    }
+
+    #[test]
+    fn gemini_profile_and_environment_fallback() {
+        // A profile without a key names the variable to set.
+        let settings = with_profile(bare_profile("g", "gemini"));
+        match provider_from_settings(&settings, Path::new("."), &|_| None) {
+            Err(FromSettingsError::MissingApiKey { variable, message }) => {
+                assert_eq!(variable, "GEMINI_API_KEY");
+                assert!(message.contains("\"g\""), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The profile's key and base URL, the default model, options.
+        let settings = with_profile(ProviderProfile {
+            api_key: Some("key".into()),
+            base_url: Some("http://127.0.0.1:9".into()),
+            options: Some(json!({"maxRetries": 1})),
+            ..bare_profile("g", "gemini")
+        });
+        let built = provider_from_settings(&settings, Path::new("."), &|_| None).expect("built");
+        assert_eq!(built.kind, "gemini");
+        assert_eq!(built.model, "gemini-2.5-flash");
+        assert_eq!(built.provider.name(), "gemini");
+        assert_eq!(built.provider.model(), "gemini-2.5-flash");
+        assert_eq!(built.base_url.as_deref(), Some("http://127.0.0.1:9"));
+        // From the environment, after Anthropic and OpenAI, with either variable.
+        for variable in ["GEMINI_API_KEY", "GOOGLE_API_KEY"] {
+            let env = move |name: &str| (name == variable).then(|| "key".to_string());
+            let built =
+                provider_from_settings(&Settings::default(), Path::new("."), &env).expect("built");
+            assert_eq!(built.kind, "gemini", "{variable}");
+            assert_eq!(
+                built.base_url.as_deref(),
+                Some("https://generativelanguage.googleapis.com")
+            );
+        }
+        let both = |name: &str| {
+            matches!(name, "GEMINI_API_KEY" | "OPENAI_API_KEY").then(|| "key".to_string())
+        };
+        let built =
+            provider_from_settings(&Settings::default(), Path::new("."), &both).expect("built");
+        assert_eq!(built.kind, "openai");
     }
 }

@@ -375,6 +375,15 @@ async fn probe(name: &str, profile: &Value) -> CommandResult {
                 .map(|p| Arc::new(p) as Arc<dyn crate::provider::Provider>)
                 .map_err(|e| e.to_string())
         }
+        "gemini" => {
+            let mut config = crate::provider::GeminiConfig::new(model.clone());
+            config.api_key = key;
+            config.base_url = base_url.clone();
+            config.http = http;
+            crate::provider::GeminiProvider::new(config)
+                .map(|p| Arc::new(p) as Arc<dyn crate::provider::Provider>)
+                .map_err(|e| e.to_string())
+        }
         other => {
             return fail(
                 "cannot probe",

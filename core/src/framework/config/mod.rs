@@ -77,6 +77,7 @@ pub const KNOWN_PROVIDER_TYPES: &[&str] = &[
     "bedrock",
     "vertex",
     "openai",
+    "gemini",
     "deepseek",
     "qwen",
     "gemma",
