@@ -7,6 +7,7 @@
 pub mod anthropic;
 mod http;
 pub mod openai;
+pub mod openai_responses;
 pub mod replay;
 pub mod scripted;
 pub mod sse;
@@ -14,6 +15,7 @@ pub mod sse;
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai_responses::OpenAiResponsesProvider;
 
 use std::sync::Arc;
 use std::time::Duration;

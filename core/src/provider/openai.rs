@@ -327,7 +327,7 @@ fn uses_max_completion_tokens(model: &str) -> bool {
 
 /// Whether `schema` meets OpenAI's strict structured-output subset: every object lists all its
 /// properties as required and closes itself with `additionalProperties: false`.
-fn is_strict_compatible(schema: &Value) -> bool {
+pub(crate) fn is_strict_compatible(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             if let Some(Value::Object(properties)) = map.get("properties") {

@@ -96,7 +96,7 @@ impl CacheSim {
                     cache_creation_input_tokens: written,
                 }
             }
-            Dialect::OpenAi => {
+            Dialect::OpenAi | Dialect::Responses => {
                 let read = blocks
                     .iter()
                     .rev()
@@ -133,11 +133,19 @@ fn blocks(dialect: Dialect, body: &Value, chars_per_token: u64) -> Vec<Block> {
         }
         _ => {}
     }
+    if let (Dialect::Responses, Some(instructions)) = (dialect, body.get("instructions")) {
+        parts.push((instructions.clone(), false));
+    }
     // Changing these invalidates the cached messages (not the tools or system prompt).
     let settings = serde_json::json!([body.get("tool_choice"), body.get("thinking")]);
     let messages_start = parts.len();
+    let messages = if dialect == Dialect::Responses {
+        "input"
+    } else {
+        "messages"
+    };
     for message in body
-        .get("messages")
+        .get(messages)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

@@ -18,6 +18,8 @@ pub(crate) fn check(dialect: Dialect, messages: &[Value]) -> Result<(), String> 
     match dialect {
         Dialect::Anthropic => check_anthropic(messages),
         Dialect::OpenAi => check_openai(messages),
+        // The Responses API's `input` items are checked by `responses::check_input`.
+        Dialect::Responses => Ok(()),
     }
 }
 

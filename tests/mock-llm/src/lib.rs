@@ -1,5 +1,6 @@
 //! mock-llm owns the fake model provider used by every test: a loopback HTTP/1.1 server that
-//! speaks the real Anthropic Messages and OpenAI Chat Completions streaming wire formats, driven
+//! speaks the real Anthropic Messages, OpenAI Chat Completions and OpenAI Responses streaming
+//! wire formats, driven
 //! by a JSON [`Script`], with injectable faults and a record of every request it received.
 //!
 //! Start it in-process with [`MockLlm::start`], or run the `mock-llm` binary from any language
@@ -12,6 +13,7 @@ mod cache;
 mod history;
 mod openai;
 mod plan;
+mod responses;
 mod script;
 mod server;
 mod sse;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::cache::InputUsage;
 use crate::script::{CloseMode, Fault, SseOptions, Turn, Usage};
 use crate::sse::Event;
-use crate::{anthropic, openai};
+use crate::{anthropic, openai, responses};
 
 /// Which wire format a request asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub(crate) enum Dialect {
     Anthropic,
     /// `POST /v1/chat/completions` or `POST /chat/completions`.
     OpenAi,
+    /// `POST /v1/responses` or `POST /responses` (the OpenAI Responses API).
+    Responses,
 }
 
 /// Per-request facts the events depend on.
@@ -79,6 +81,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
     let build = |include_terminal| match dialect {
         Dialect::Anthropic => anthropic::events(turn, ctx, include_terminal),
         Dialect::OpenAi => openai::events(turn, ctx, include_terminal),
+        Dialect::Responses => responses::events(turn, ctx, include_terminal),
     };
     let mut events = match &turn.raw_body {
         Some(body) => vec![Event::raw(body.clone())],
@@ -117,6 +120,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             let bad = match dialect {
                 Dialect::Anthropic => anthropic::malformed(),
                 Dialect::OpenAi => openai::malformed(),
+                Dialect::Responses => responses::malformed(),
             };
             events.insert((*after_events).min(events.len()), bad);
         }
@@ -127,6 +131,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             let big = match dialect {
                 Dialect::Anthropic => anthropic::oversized(*bytes),
                 Dialect::OpenAi => openai::oversized(ctx, *bytes),
+                Dialect::Responses => responses::oversized(ctx, *bytes),
             };
             events.insert((*after_events).min(events.len()), big);
         }
@@ -134,12 +139,14 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             after_events,
             error_type,
             message,
+            failed,
         }) => {
             events.truncate(*after_events);
             let (t, m) = (error_type.as_deref(), message.as_deref());
             events.push(match dialect {
                 Dialect::Anthropic => anthropic::stream_error(t, m),
                 Dialect::OpenAi => openai::stream_error(t, m),
+                Dialect::Responses => responses::stream_error(ctx, t, m, *failed),
             });
         }
     }
@@ -162,7 +169,9 @@ pub(crate) fn error_body(
 ) -> String {
     match dialect {
         Dialect::Anthropic => anthropic::error_body(status, error_type, message),
-        Dialect::OpenAi => openai::error_body(status, error_type, message, code),
+        Dialect::OpenAi | Dialect::Responses => {
+            openai::error_body(status, error_type, message, code)
+        }
     }
 }
 

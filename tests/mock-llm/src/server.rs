@@ -425,10 +425,17 @@ async fn route(
         (Method::POST, "/v1/chat/completions" | "/chat/completions") => {
             model_request(shared, kill, Dialect::OpenAi, req).await
         }
+        (Method::POST, "/v1/responses" | "/responses") => {
+            model_request(shared, kill, Dialect::Responses, req).await
+        }
         (method, _) => {
             let known = matches!(
                 path.as_str(),
-                "/v1/messages" | "/v1/chat/completions" | "/chat/completions"
+                "/v1/messages"
+                    | "/v1/chat/completions"
+                    | "/chat/completions"
+                    | "/v1/responses"
+                    | "/responses"
             );
             let (parts, body) = req.into_parts();
             let bytes = read_body(body).await.unwrap_or_default();
@@ -481,10 +488,22 @@ fn check_request(dialect: Dialect, body: &Value) -> Result<RequestInfo, String> 
         .get("model")
         .and_then(Value::as_str)
         .ok_or("`model` is required and must be a string")?;
-    let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
-        return Err("`messages` is required and must be an array".into());
-    };
-    crate::history::check(dialect, messages)?;
+    if dialect == Dialect::Responses {
+        // `input` is a string (one user message) or a list of items.
+        match obj.get("input") {
+            Some(Value::String(_)) => {}
+            Some(Value::Array(items)) => {
+                let store = obj.get("store").and_then(Value::as_bool).unwrap_or(true);
+                crate::responses::check_input(items, store)?;
+            }
+            _ => return Err("`input` is required and must be a string or an array".into()),
+        }
+    } else {
+        let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
+            return Err("`messages` is required and must be an array".into());
+        };
+        crate::history::check(dialect, messages)?;
+    }
     if dialect == Dialect::Anthropic && !obj.get("max_tokens").is_some_and(Value::is_u64) {
         return Err("`max_tokens` is required and must be a non-negative integer".into());
     }
@@ -702,7 +721,7 @@ fn generic_error(status: StatusCode, message: &str) -> Response<MockBody> {
 fn add_request_id(resp: &mut Response<MockBody>, dialect: Dialect, seq: u64) {
     let name = match dialect {
         Dialect::Anthropic => "request-id",
-        Dialect::OpenAi => "x-request-id",
+        Dialect::OpenAi | Dialect::Responses => "x-request-id",
     };
     if let Ok(v) = HeaderValue::from_str(&format!("req_mock_{seq}")) {
         resp.headers_mut().insert(name, v);

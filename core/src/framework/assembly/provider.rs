@@ -9,7 +9,9 @@
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
 //! HTTP providers, and for `anthropic` `promptCaching` (default `true`; the
 //! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
-//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`).
+//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`). An `openai` profile picks its wire
+//! API with `options.api`: `"chat"` (Chat Completions, the default) or `"responses"` (the
+//! Responses API, `POST {baseURL}/responses`).
 //!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
@@ -24,6 +26,7 @@ use crate::provider::anthropic::{
     AnthropicConfig, AnthropicProvider, CacheTtl, DEFAULT_BASE_URL as ANTHROPIC_URL,
 };
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
+use crate::provider::openai_responses::OpenAiResponsesProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
 use crate::provider::{HttpOptions, Provider};
@@ -252,15 +255,46 @@ fn build_openai(
     if profile.kind != "openai" {
         config.name = profile.kind.clone();
     }
-    let provider =
-        OpenAiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
+    let provider: Arc<dyn Provider> = if openai_api(profile)? == OpenAiApi::Responses {
+        Arc::new(
+            OpenAiResponsesProvider::new(config)
+                .map_err(|e| FromSettingsError::Provider(e.to_string()))?,
+        )
+    } else {
+        Arc::new(
+            OpenAiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?,
+        )
+    };
     Ok(BuiltProvider {
-        provider: Arc::new(provider),
+        provider,
         profile: named,
         kind: profile.kind.clone(),
         model,
         base_url: Some(base_url.unwrap_or_else(|| OPENAI_URL.into())),
     })
+}
+
+/// The wire API of an OpenAI-compatible profile (`options.api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpenAiApi {
+    /// Chat Completions (`POST {base}/chat/completions`), the default.
+    Chat,
+    /// The Responses API (`POST {base}/responses`).
+    Responses,
+}
+
+fn openai_api(profile: &ProviderProfile) -> Result<OpenAiApi, FromSettingsError> {
+    match option(profile, "api") {
+        None | Some(Value::Null) => Ok(OpenAiApi::Chat),
+        Some(Value::String(api)) if api == "chat" => Ok(OpenAiApi::Chat),
+        Some(Value::String(api)) if api == "responses" => Ok(OpenAiApi::Responses),
+        Some(_) => Err(FromSettingsError::Profile {
+            profile: profile.name.clone(),
+            message: "`options.api` must be \"chat\" (Chat Completions, the default) or \
+                      \"responses\" (the Responses API)"
+                .into(),
+        }),
+    }
 }
 
 fn missing_key(profile: &ProviderProfile, default_var: &str, vendor: &str) -> FromSettingsError {
@@ -512,6 +546,50 @@ mod tests {
             matches!(built, Ok(ref b) if b.kind == "scripted"),
             "{built:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn openai_profile_chooses_the_api_with_options_api() {
+        let mock =
+            mock_llm::MockLlm::start_json(json!({"repeat": true, "turns": [{"text": "ok"}]}))
+                .await
+                .expect("mock-llm");
+        let base_url = format!("{}/v1", mock.base_url());
+        let build = |options: serde_json::Value| {
+            let profile = ProviderProfile {
+                api_key: Some("sk-test".into()),
+                base_url: Some(base_url.clone()),
+                options: Some(options),
+                ..bare_profile("gpt", "openai")
+            };
+            provider_from_settings(&with_profile(profile), Path::new("."), &|_| None)
+        };
+        let request = crate::provider::ProviderRequest {
+            messages: vec![crate::message::Message::user("hi").into()],
+            ..Default::default()
+        };
+        let cancel = tokio_util::sync::CancellationToken::new();
+        for (options, path) in [
+            (json!({}), "/v1/chat/completions"),
+            (json!({"api": "chat"}), "/v1/chat/completions"),
+            (json!({"api": "responses"}), "/v1/responses"),
+        ] {
+            mock.reset();
+            let built = build(options.clone()).expect("builds");
+            assert_eq!(built.base_url.as_deref(), Some(base_url.as_str()));
+            let response = built
+                .provider
+                .stream(&request, &|_| {}, &cancel)
+                .await
+                .expect("answers");
+            assert_eq!(response.text, "ok");
+            assert_eq!(mock.requests()[0].path, path, "{options}");
+        }
+        let error = build(json!({"api": "completions"}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("`options.api`"), "{error}");
     }
 
     #[test]
