@@ -7,6 +7,7 @@
 pub mod anthropic;
 mod http;
 pub mod openai;
+mod openai_compat;
 pub mod openai_responses;
 pub mod replay;
 pub mod scripted;
@@ -15,6 +16,7 @@ pub mod sse;
 pub use anthropic::{AnthropicConfig, AnthropicProvider, CacheTtl};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai_compat::Flavor;
 pub use openai_responses::OpenAiResponsesProvider;
 
 use std::sync::Arc;

@@ -30,16 +30,15 @@ use std::collections::HashMap;
 use std::fmt;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::http::{
-    classify_stream_error, malformed_event, Emitter, ErrorBody, ErrorContext, HttpOptions,
-    HttpTransport, Progress, StreamAssembler,
+    classify_stream_error, malformed_event, Emitter, ErrorBody, HttpOptions, HttpTransport,
+    Progress, StreamAssembler,
 };
-use super::openai::{OpenAiConfig, DEFAULT_BASE_URL};
+use super::openai::{Endpoint, OpenAiConfig};
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
@@ -77,69 +76,14 @@ impl OpenAiResponsesProvider {
     /// custom base URL, and with [`ProviderErrorKind::InvalidRequest`] for a malformed key or
     /// extra header.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let name = if config.name.trim().is_empty() {
-            "openai".to_string()
-        } else {
-            config.name
-        };
-        let api_key = config
-            .api_key
-            .as_deref()
-            .map(str::trim)
-            .filter(|key| !key.is_empty());
-        if api_key.is_none() && config.base_url.is_none() {
-            return Err(ProviderError::new(
-                ProviderErrorKind::Auth,
-                &name,
-                "no OpenAI API key: set OPENAI_API_KEY or give the provider an API key \
-                 (a key is optional only with a custom base URL)",
-            ));
-        }
-        let base_url = config
-            .base_url
-            .as_deref()
-            .unwrap_or(DEFAULT_BASE_URL)
-            .trim_end_matches('/')
-            .to_string();
-        let structured_outputs = config
-            .structured_outputs
-            .unwrap_or(base_url == DEFAULT_BASE_URL.trim_end_matches('/'));
-        let mut headers = HeaderMap::new();
-        if let Some(key) = api_key {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ProviderError::new(
-                    ProviderErrorKind::InvalidRequest,
-                    &name,
-                    "the API key contains characters not allowed in an HTTP header",
-                )
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let auth_hint = if name == "openai" {
-            "Set OPENAI_API_KEY (or the provider's API key) to a valid key.".to_string()
-        } else {
-            format!("Give the {name} provider a valid API key.")
-        };
-        let transport = HttpTransport::new(
-            format!("{base_url}/responses"),
-            headers,
-            config.http,
-            ErrorContext {
-                provider: name.clone(),
-                base_url: base_url.clone(),
-                auth_hint,
-            },
-        )?;
+        let endpoint = Endpoint::new(&config, "/responses")?;
         Ok(OpenAiResponsesProvider {
-            name,
+            name: endpoint.name,
             model: config.model,
             max_tokens: config.max_tokens,
-            structured_outputs,
-            base_url,
-            transport,
+            structured_outputs: endpoint.structured_outputs,
+            base_url: endpoint.base_url,
+            transport: endpoint.transport,
         })
     }
 
