@@ -13,6 +13,8 @@ pub mod fallback;
 pub mod gemini;
 mod http;
 pub mod openai;
+mod openai_compat;
+pub mod openai_responses;
 pub mod replay;
 pub mod scripted;
 pub mod sse;
@@ -24,6 +26,8 @@ pub use fallback::FallbackProvider;
 pub use gemini::{GeminiConfig, GeminiProvider};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use openai_compat::Flavor;
+pub use openai_responses::OpenAiResponsesProvider;
 pub use vertex::{VertexConfig, VertexProvider};
 
 use std::sync::Arc;

@@ -20,6 +20,7 @@ use super::http::{
     classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
     HttpOptions, HttpTransport, Progress, StreamAssembler,
 };
+use super::openai_compat::{Flavor, Projected, TextCalls};
 use super::sse::SseEvent;
 use super::{
     Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
@@ -57,6 +58,10 @@ pub struct OpenAiConfig {
     /// base URL (OpenAI itself), no for other servers (many compatible servers reject the field);
     /// set it for a server that supports it (vLLM, Ollama, LM Studio, …).
     pub structured_outputs: Option<bool>,
+    /// What the server does beyond OpenAI's format (DeepSeek's thinking controls, Qwen's web
+    /// search, Gemma's tool calls written as text); [`Flavor::Generic`] by default. Settings
+    /// profiles of type `deepseek`, `qwen` and `gemma` choose theirs.
+    pub flavor: Flavor,
 }
 
 impl OpenAiConfig {
@@ -71,6 +76,7 @@ impl OpenAiConfig {
             name: "openai".to_string(),
             include_usage: true,
             structured_outputs: None,
+            flavor: Flavor::Generic,
         }
     }
 
@@ -101,6 +107,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("http", &self.http)
             .field("name", &self.name)
             .field("include_usage", &self.include_usage)
+            .field("flavor", &self.flavor)
             .finish()
     }
 }
@@ -112,6 +119,7 @@ pub struct OpenAiProvider {
     max_tokens: Option<u32>,
     include_usage: bool,
     structured_outputs: bool,
+    flavor: Flavor,
     base_url: String,
     transport: HttpTransport,
 }
@@ -133,10 +141,142 @@ impl OpenAiProvider {
     /// custom base URL, and with [`ProviderErrorKind::InvalidRequest`] for a malformed key or extra
     /// header.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let endpoint = Endpoint::new(&config, "/chat/completions")?;
+        Ok(OpenAiProvider {
+            name: endpoint.name,
+            model: config.model,
+            max_tokens: config.max_tokens,
+            include_usage: config.include_usage,
+            structured_outputs: endpoint.structured_outputs,
+            flavor: config.flavor,
+            base_url: endpoint.base_url,
+            transport: endpoint.transport,
+        })
+    }
+
+    /// A provider for `model` configured from `OPENAI_API_KEY` / `OPENAI_BASE_URL`.
+    pub fn from_env(model: impl Into<String>) -> Result<Self, ProviderError> {
+        Self::new(OpenAiConfig::from_env(model))
+    }
+
+    /// The base URL requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The network settings in force.
+    pub fn http_options(&self) -> &HttpOptions {
+        self.transport.options()
+    }
+
+    /// The JSON body sent for `request`.
+    pub fn request_body(&self, request: &ProviderRequest) -> Value {
+        let mut body = build_body(&self.model, self.max_tokens, self.include_usage, request);
+        if let (true, Some(schema), Some(map)) = (
+            self.structured_outputs,
+            &request.output_schema,
+            body.as_object_mut(),
+        ) {
+            // `strict` only when the schema meets OpenAI's strict subset; otherwise the server
+            // would reject the request, and best-effort shaping plus our validation is better.
+            map.insert(
+                "response_format".into(),
+                json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": schema.name,
+                        "schema": schema.schema,
+                        "strict": is_strict_compatible(&schema.schema),
+                    },
+                }),
+            );
+        }
+        if let Some(map) = body.as_object_mut() {
+            self.flavor.adjust_body(map, request);
+        }
+        body
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Provider>> {
+        Some(std::sync::Arc::new(OpenAiProvider {
+            name: self.name.clone(),
+            model: model.to_string(),
+            max_tokens: self.max_tokens,
+            include_usage: self.include_usage,
+            structured_outputs: self.structured_outputs,
+            flavor: self.flavor.clone(),
+            base_url: self.base_url.clone(),
+            transport: self.transport.clone(),
+        }))
+    }
+
+    fn capabilities(&self) -> ProviderCapabilities {
+        ProviderCapabilities {
+            streaming: true,
+            tools: true,
+            // Reasoning text is streamed when a server sends it; only the flavors with a
+            // request-side switch (DeepSeek, Qwen) can turn thinking on.
+            thinking: self.flavor.thinking(),
+            context_window: catalog::context_window(&self.model),
+        }
+    }
+
+    async fn stream(
+        &self,
+        request: &ProviderRequest,
+        on_event: &StreamSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<ProviderResponse, ProviderError> {
+        let body = serde_json::to_vec(&self.request_body(request)).map_err(|e| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                &self.name,
+                format!("could not encode the request: {e}"),
+            )
+        })?;
+        self.transport
+            .stream(
+                body.into(),
+                || {
+                    OpenAiAssembler::new(&self.name, &self.model).with_text_calls(
+                        self.flavor.projects_text_calls() && !request.tools.is_empty(),
+                    )
+                },
+                on_event,
+                cancel,
+            )
+            .await
+    }
+}
+
+/// What the OpenAI providers (Chat Completions and Responses) build alike from an
+/// [`OpenAiConfig`]: the name they report, the base URL, whether native structured output is on,
+/// and the HTTP transport for one endpoint path.
+pub(crate) struct Endpoint {
+    pub(crate) name: String,
+    pub(crate) base_url: String,
+    pub(crate) structured_outputs: bool,
+    pub(crate) transport: HttpTransport,
+}
+
+impl Endpoint {
+    /// Checks the key, builds the headers and the transport for `{base_url}{path}`.
+    pub(crate) fn new(config: &OpenAiConfig, path: &str) -> Result<Self, ProviderError> {
         let name = if config.name.trim().is_empty() {
             "openai".to_string()
         } else {
-            config.name
+            config.name.clone()
         };
         let api_key = config
             .api_key
@@ -180,121 +320,21 @@ impl OpenAiProvider {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let transport = HttpTransport::new(
-            format!("{base_url}/chat/completions"),
+            format!("{base_url}{path}"),
             headers,
-            config.http,
+            config.http.clone(),
             ErrorContext {
                 provider: name.clone(),
                 base_url: base_url.clone(),
                 auth_hint,
             },
         )?;
-        Ok(OpenAiProvider {
+        Ok(Endpoint {
             name,
-            model: config.model,
-            max_tokens: config.max_tokens,
-            include_usage: config.include_usage,
-            structured_outputs,
             base_url,
+            structured_outputs,
             transport,
         })
-    }
-
-    /// A provider for `model` configured from `OPENAI_API_KEY` / `OPENAI_BASE_URL`.
-    pub fn from_env(model: impl Into<String>) -> Result<Self, ProviderError> {
-        Self::new(OpenAiConfig::from_env(model))
-    }
-
-    /// The base URL requests go to.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
-    /// The network settings in force.
-    pub fn http_options(&self) -> &HttpOptions {
-        self.transport.options()
-    }
-
-    /// The JSON body sent for `request`.
-    pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        let mut body = build_body(&self.model, self.max_tokens, self.include_usage, request);
-        if let (true, Some(schema), Some(map)) = (
-            self.structured_outputs,
-            &request.output_schema,
-            body.as_object_mut(),
-        ) {
-            // `strict` only when the schema meets OpenAI's strict subset; otherwise the server
-            // would reject the request, and best-effort shaping plus our validation is better.
-            map.insert(
-                "response_format".into(),
-                json!({
-                    "type": "json_schema",
-                    "json_schema": {
-                        "name": schema.name,
-                        "schema": schema.schema,
-                        "strict": is_strict_compatible(&schema.schema),
-                    },
-                }),
-            );
-        }
-        body
-    }
-}
-
-#[async_trait]
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    fn with_model(&self, model: &str) -> Option<std::sync::Arc<dyn Provider>> {
-        Some(std::sync::Arc::new(OpenAiProvider {
-            name: self.name.clone(),
-            model: model.to_string(),
-            max_tokens: self.max_tokens,
-            include_usage: self.include_usage,
-            structured_outputs: self.structured_outputs,
-            base_url: self.base_url.clone(),
-            transport: self.transport.clone(),
-        }))
-    }
-
-    fn capabilities(&self) -> ProviderCapabilities {
-        ProviderCapabilities {
-            streaming: true,
-            tools: true,
-            // Reasoning text is streamed when a server sends it, but there is no request-side
-            // thinking budget in this wire format.
-            thinking: false,
-            context_window: catalog::context_window(&self.model),
-        }
-    }
-
-    async fn stream(
-        &self,
-        request: &ProviderRequest,
-        on_event: &StreamSink<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<ProviderResponse, ProviderError> {
-        let body = serde_json::to_vec(&self.request_body(request)).map_err(|e| {
-            ProviderError::new(
-                ProviderErrorKind::InvalidRequest,
-                &self.name,
-                format!("could not encode the request: {e}"),
-            )
-        })?;
-        self.transport
-            .stream(
-                body.into(),
-                || OpenAiAssembler::new(&self.name, &self.model),
-                on_event,
-                cancel,
-            )
-            .await
     }
 }
 
@@ -308,7 +348,7 @@ fn uses_max_completion_tokens(model: &str) -> bool {
 
 /// Whether `schema` meets OpenAI's strict structured-output subset: every object lists all its
 /// properties as required and closes itself with `additionalProperties: false`.
-fn is_strict_compatible(schema: &Value) -> bool {
+pub(crate) fn is_strict_compatible(schema: &Value) -> bool {
     match schema {
         Value::Object(map) => {
             if let Some(Value::Object(properties)) = map.get("properties") {
@@ -672,7 +712,12 @@ struct OpenAiAssembler {
     positions: HashMap<u64, usize>,
     finish_reason: Option<String>,
     usage: Usage,
+    /// Projects tool calls the model writes as text (Gemma), when on.
+    text_calls: Option<TextCalls>,
 }
+
+/// Wire indexes given to tool calls written as text, past any real ones.
+const TEXT_CALL_INDEX: u64 = 1 << 32;
 
 impl OpenAiAssembler {
     fn new(provider: &str, model: &str) -> Self {
@@ -686,6 +731,57 @@ impl OpenAiAssembler {
             positions: HashMap::new(),
             finish_reason: None,
             usage: Usage::default(),
+            text_calls: None,
+        }
+    }
+
+    /// Turns on the projection of tool calls written as text.
+    fn with_text_calls(mut self, on: bool) -> Self {
+        if on {
+            self.text_calls = Some(TextCalls::new());
+        }
+        self
+    }
+
+    fn on_text(&mut self, text: String, emitter: &mut Emitter<'_, '_>) {
+        let pieces = match self.text_calls.as_mut() {
+            Some(calls) => calls.push(&text),
+            None => vec![Projected::Text(text)],
+        };
+        self.on_projected(pieces, emitter);
+    }
+
+    /// The end of the answer: text held back by the projection is resolved.
+    fn flush_text_calls(&mut self, emitter: &mut Emitter<'_, '_>) {
+        if let Some(mut calls) = self.text_calls.take() {
+            let pieces = calls.finish();
+            self.on_projected(pieces, emitter);
+        }
+    }
+
+    fn on_projected(&mut self, pieces: Vec<Projected>, emitter: &mut Emitter<'_, '_>) {
+        for piece in pieces {
+            match piece {
+                Projected::Text(text) if text.is_empty() => {}
+                Projected::Text(text) => {
+                    self.text.push_str(&text);
+                    emitter.emit(StreamEvent::TextDelta(text));
+                }
+                Projected::Call { name, arguments } => {
+                    let n = self.calls.len();
+                    self.on_tool_call(
+                        WireToolCall {
+                            index: Some(TEXT_CALL_INDEX + n as u64),
+                            id: Some(format!("call_text_{n}")),
+                            function: Some(WireFunction {
+                                name: Some(name),
+                                arguments: Some(arguments),
+                            }),
+                        },
+                        emitter,
+                    );
+                }
+            }
         }
     }
 
@@ -801,6 +897,7 @@ impl StreamAssembler for OpenAiAssembler {
             return Ok(Progress::Continue);
         }
         if data == "[DONE]" {
+            self.flush_text_calls(emitter);
             return Ok(Progress::Done);
         }
         let chunk: WireChunk =
@@ -843,8 +940,7 @@ impl StreamAssembler for OpenAiAssembler {
                     emitter.emit(StreamEvent::ThinkingDelta(reasoning));
                 }
                 if let Some(text) = content.filter(|t| !t.is_empty()) {
-                    self.text.push_str(&text);
-                    emitter.emit(StreamEvent::TextDelta(text));
+                    self.on_text(text, emitter);
                 }
                 if let Some(refusal) = delta.refusal.filter(|r| !r.is_empty()) {
                     // The refusal is what the model says to the user: it streams as answer text
@@ -859,6 +955,7 @@ impl StreamAssembler for OpenAiAssembler {
             }
             if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
                 self.finish_reason = Some(reason);
+                self.flush_text_calls(emitter);
             }
         }
         Ok(Progress::Continue)
@@ -886,7 +983,15 @@ impl StreamAssembler for OpenAiAssembler {
         self.response(stop_reason, count)
     }
 
-    fn abort(self) -> ProviderResponse {
+    fn abort(mut self) -> ProviderResponse {
+        // Text held back by the projection was said; a call it held is dropped like a cut one.
+        if let Some(mut calls) = self.text_calls.take() {
+            for piece in calls.finish() {
+                if let Projected::Text(text) = piece {
+                    self.text.push_str(&text);
+                }
+            }
+        }
         // Calls stream one after another: once a later call (or the finish reason) has begun, the
         // earlier ones are whole. The last one may still be mid-arguments, so it is left out.
         let complete = if self.finish_reason.is_some() {

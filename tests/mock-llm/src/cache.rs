@@ -97,7 +97,7 @@ impl CacheSim {
                 }
             }
             // Gemini's implicit caching is prefix-based, like OpenAI's.
-            Dialect::OpenAi | Dialect::Gemini => {
+            Dialect::OpenAi | Dialect::Gemini | Dialect::Responses => {
                 let read = blocks
                     .iter()
                     .rev()
@@ -135,6 +135,9 @@ fn blocks(dialect: Dialect, body: &Value, chars_per_token: u64) -> Vec<Block> {
         (Dialect::Gemini, _) => parts.extend(body.get("systemInstruction").map(strip)),
         _ => {}
     }
+    if let (Dialect::Responses, Some(instructions)) = (dialect, body.get("instructions")) {
+        parts.push((instructions.clone(), false));
+    }
     // Changing these invalidates the cached messages (not the tools or system prompt).
     let settings = serde_json::json!([body.get("tool_choice"), body.get("thinking")]);
     let settings = match dialect {
@@ -145,6 +148,7 @@ fn blocks(dialect: Dialect, body: &Value, chars_per_token: u64) -> Vec<Block> {
     };
     let messages_key = match dialect {
         Dialect::Gemini => "contents",
+        Dialect::Responses => "input",
         _ => "messages",
     };
     let messages_start = parts.len();

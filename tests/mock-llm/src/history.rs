@@ -19,6 +19,8 @@ pub(crate) fn check(dialect: Dialect, messages: &[Value]) -> Result<(), String> 
         Dialect::Anthropic => check_anthropic(messages),
         Dialect::OpenAi => check_openai(messages),
         Dialect::Gemini => check_gemini(messages),
+        // The Responses API's `input` items are checked by `responses::check_input`.
+        Dialect::Responses => Ok(()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! mock-llm owns the fake model provider used by every test: a loopback HTTP/1.1 server that
 //! speaks the real Anthropic Messages (also as Bedrock and Vertex AI relay it), OpenAI Chat
-//! Completions and Gemini `streamGenerateContent` streaming wire formats, driven by a JSON
-//! [`Script`], with injectable faults and a record of every request it received.
+//! Completions, OpenAI Responses and Gemini `streamGenerateContent` streaming wire formats, driven
+//! by a JSON [`Script`], with injectable faults and a record of every request it received.
 //!
 //! Start it in-process with [`MockLlm::start`], or run the `mock-llm` binary from any language
 //! (see `README.md` in this crate for the binary protocol, script format and wire output).
@@ -16,6 +16,7 @@ mod history;
 mod models;
 mod openai;
 mod plan;
+mod responses;
 mod script;
 mod server;
 mod sse;

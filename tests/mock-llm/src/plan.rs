@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::cache::InputUsage;
 use crate::script::{CloseMode, Fault, SseOptions, Turn, Usage};
 use crate::sse::Event;
-use crate::{anthropic, gemini, openai};
+use crate::{anthropic, gemini, openai, responses};
 
 /// Which wire format a request asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub(crate) enum Dialect {
     OpenAi,
     /// `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`.
     Gemini,
+    /// `POST /v1/responses` or `POST /responses` (the OpenAI Responses API).
+    Responses,
 }
 
 /// Per-request facts the events depend on.
@@ -84,6 +86,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
         Dialect::Anthropic => anthropic::events(turn, ctx, include_terminal),
         Dialect::OpenAi => openai::events(turn, ctx, include_terminal),
         Dialect::Gemini => gemini::events(turn, ctx, include_terminal),
+        Dialect::Responses => responses::events(turn, ctx, include_terminal),
     };
     let mut events = match &turn.raw_body {
         Some(body) => vec![Event::raw(body.clone())],
@@ -123,6 +126,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
                 Dialect::Anthropic => anthropic::malformed(),
                 Dialect::OpenAi => openai::malformed(),
                 Dialect::Gemini => gemini::malformed(),
+                Dialect::Responses => responses::malformed(),
             };
             events.insert((*after_events).min(events.len()), bad);
         }
@@ -134,6 +138,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
                 Dialect::Anthropic => anthropic::oversized(*bytes),
                 Dialect::OpenAi => openai::oversized(ctx, *bytes),
                 Dialect::Gemini => gemini::oversized(ctx, *bytes),
+                Dialect::Responses => responses::oversized(ctx, *bytes),
             };
             events.insert((*after_events).min(events.len()), big);
         }
@@ -141,6 +146,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
             after_events,
             error_type,
             message,
+            failed,
         }) => {
             events.truncate(*after_events);
             let (t, m) = (error_type.as_deref(), message.as_deref());
@@ -148,6 +154,7 @@ pub(crate) fn plan(dialect: Dialect, turn: &Turn, ctx: &Ctx<'_>) -> Plan {
                 Dialect::Anthropic => anthropic::stream_error(t, m),
                 Dialect::OpenAi => openai::stream_error(t, m),
                 Dialect::Gemini => gemini::stream_error(t, m),
+                Dialect::Responses => responses::stream_error(ctx, t, m, *failed),
             });
         }
     }
@@ -171,7 +178,9 @@ pub(crate) fn error_body(
 ) -> String {
     match dialect {
         Dialect::Anthropic => anthropic::error_body(status, error_type, message),
-        Dialect::OpenAi => openai::error_body(status, error_type, message, code),
+        Dialect::OpenAi | Dialect::Responses => {
+            openai::error_body(status, error_type, message, code)
+        }
         Dialect::Gemini => gemini::error_body(status, error_type, message),
     }
 }

@@ -407,6 +407,10 @@ pub enum Fault {
         /// Error message. Default `Overloaded`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
+        /// Responses API: send a `response.failed` event (the error in `response.error`)
+        /// instead of an `error` event. No effect on the other endpoints.
+        #[serde(default)]
+        failed: bool,
     },
 }
 

@@ -445,10 +445,17 @@ async fn route(
         (Method::POST, p) if gemini_model(p).is_some() => {
             model_request(shared, kill, Dialect::Gemini, None, req).await
         }
+        (Method::POST, "/v1/responses" | "/responses") => {
+            model_request(shared, kill, Dialect::Responses, None, req).await
+        }
         (method, _) => {
             let known = matches!(
                 path.as_str(),
-                "/v1/messages" | "/v1/chat/completions" | "/chat/completions"
+                "/v1/messages"
+                    | "/v1/chat/completions"
+                    | "/chat/completions"
+                    | "/v1/responses"
+                    | "/responses"
             ) || gemini_model(&path).is_some();
             let (parts, body) = req.into_parts();
             let bytes = read_body(body).await.unwrap_or_default();
@@ -524,10 +531,22 @@ fn check_request(
             .and_then(Value::as_str)
             .ok_or("`model` is required and must be a string")?,
     };
-    let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
-        return Err("`messages` is required and must be an array".into());
-    };
-    crate::history::check(dialect, messages)?;
+    if dialect == Dialect::Responses {
+        // `input` is a string (one user message) or a list of items.
+        match obj.get("input") {
+            Some(Value::String(_)) => {}
+            Some(Value::Array(items)) => {
+                let store = obj.get("store").and_then(Value::as_bool).unwrap_or(true);
+                crate::responses::check_input(items, store)?;
+            }
+            _ => return Err("`input` is required and must be a string or an array".into()),
+        }
+    } else {
+        let Some(messages) = obj.get("messages").and_then(Value::as_array) else {
+            return Err("`messages` is required and must be an array".into());
+        };
+        crate::history::check(dialect, messages)?;
+    }
     if dialect == Dialect::Anthropic && !obj.get("max_tokens").is_some_and(Value::is_u64) {
         return Err("`max_tokens` is required and must be a non-negative integer".into());
     }
@@ -840,7 +859,7 @@ fn add_request_id(
     let name = match (dialect, cloud) {
         (_, Some(Cloud::Bedrock { .. })) => "x-amzn-requestid",
         (Dialect::Anthropic, _) => "request-id",
-        (Dialect::OpenAi, _) => "x-request-id",
+        (Dialect::OpenAi | Dialect::Responses, _) => "x-request-id",
         // The Gemini API sends no request id header.
         (Dialect::Gemini, _) => return,
     };

@@ -11,7 +11,18 @@
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
 //! HTTP providers, and for `anthropic` `promptCaching` (default `true`; the
 //! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
-//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`).
+//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`). An `openai` profile picks its wire
+//! API with `options.api`: `"chat"` (Chat Completions, the default) or `"responses"` (the
+//! Responses API, `POST {baseURL}/responses`).
+//!
+//! The OpenAI-compatible types bring their server's defaults and behaviour (see
+//! `provider/openai_compat.rs`): `deepseek` (base URL `https://api.deepseek.com`, key
+//! `DEEPSEEK_API_KEY`, model `deepseek-chat`; `options.thinking` true/false and
+//! `options.reasoningEffort` `"low"`/`"high"`/`"max"`), `qwen` (DashScope's compatible mode at
+//! `https://dashscope-intl.aliyuncs.com/compatible-mode/v1`, key `DASHSCOPE_API_KEY`, model
+//! `qwen-plus`; `options.webSearch` true or a `search_options` object), `gemma` (a local server,
+//! default `http://localhost:1234/v1` (LM Studio) with a placeholder key; the profile must name
+//! the model).
 //!
 //! `bedrock` (Anthropic models on Amazon Bedrock; `options.region`, `options.profile`; `apiKey`
 //! is a Bedrock API key) and `vertex` (Anthropic models on Vertex AI; `options.project`,
@@ -35,8 +46,10 @@ use crate::provider::gemini::{
     GeminiConfig, GeminiProvider, DEFAULT_BASE_URL as GEMINI_URL, DEFAULT_MODEL as GEMINI_MODEL,
 };
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
+use crate::provider::openai_responses::OpenAiResponsesProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
+use crate::provider::Flavor;
 use crate::provider::{
     BedrockConfig, BedrockProvider, HttpOptions, Provider, VertexConfig, VertexProvider,
 };
@@ -264,13 +277,43 @@ fn build_openai(
     var: &dyn Fn(&str) -> Option<String>,
     named: Option<String>,
 ) -> Result<BuiltProvider, FromSettingsError> {
-    let model = model.unwrap_or_else(|| DEFAULT_OPENAI_MODEL.into());
-    let api_key = profile.api_key.clone().or_else(|| var("OPENAI_API_KEY"));
-    let base_url = profile.base_url.clone().or_else(|| var("OPENAI_BASE_URL"));
-    // A key is optional only at a custom endpoint (local servers such as Ollama need none).
-    if api_key.is_none() && base_url.is_none() {
-        return Err(missing_key(profile, "OPENAI_API_KEY", "OpenAI"));
-    }
+    let (model, api_key, base_url) = match compat_defaults(&profile.kind) {
+        None => {
+            let model = model.unwrap_or_else(|| DEFAULT_OPENAI_MODEL.into());
+            let api_key = profile.api_key.clone().or_else(|| var("OPENAI_API_KEY"));
+            let base_url = profile.base_url.clone().or_else(|| var("OPENAI_BASE_URL"));
+            // A key is optional only at a custom endpoint (local servers such as Ollama need none).
+            if api_key.is_none() && base_url.is_none() {
+                return Err(missing_key(profile, "OPENAI_API_KEY", "OpenAI"));
+            }
+            (model, api_key, base_url)
+        }
+        Some(defaults) => {
+            let model = model
+                .or_else(|| defaults.model.map(str::to_owned))
+                .ok_or_else(|| FromSettingsError::Profile {
+                    profile: profile.name.clone(),
+                    message: format!(
+                        "a {} profile must name its model (`model`, e.g. the id the local \
+                         server lists, such as \"google/gemma-3-12b\")",
+                        profile.kind
+                    ),
+                })?;
+            let base_url = profile.base_url.clone();
+            let api_key = match (profile.api_key.clone(), defaults.key_var) {
+                (Some(key), _) => Some(key),
+                (None, Some(variable)) => match var(variable) {
+                    Some(key) => Some(key),
+                    // A local server at a custom URL may need no key.
+                    None if base_url.is_some() => None,
+                    None => return Err(missing_key(profile, variable, defaults.vendor)),
+                },
+                (None, None) => Some(LOCAL_PLACEHOLDER_KEY.to_owned()),
+            };
+            let base_url = Some(base_url.unwrap_or_else(|| defaults.base_url.to_owned()));
+            (model, api_key, base_url)
+        }
+    };
     let mut config = OpenAiConfig::new(model.clone());
     config.api_key = api_key;
     config.base_url = base_url.clone();
@@ -279,10 +322,19 @@ fn build_openai(
     if profile.kind != "openai" {
         config.name = profile.kind.clone();
     }
-    let provider =
-        OpenAiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
+    config.flavor = flavor(profile)?;
+    let provider: Arc<dyn Provider> = if openai_api(profile)? == OpenAiApi::Responses {
+        Arc::new(
+            OpenAiResponsesProvider::new(config)
+                .map_err(|e| FromSettingsError::Provider(e.to_string()))?,
+        )
+    } else {
+        Arc::new(
+            OpenAiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?,
+        )
+    };
     Ok(BuiltProvider {
-        provider: Arc::new(provider),
+        provider,
         profile: named,
         kind: profile.kind.clone(),
         model,
@@ -324,6 +376,110 @@ fn build_gemini(
         model,
         base_url: Some(base_url.unwrap_or_else(|| GEMINI_URL.into())),
     })
+}
+
+/// Sent as the key to local servers that need none (LM Studio and Ollama ignore it).
+const LOCAL_PLACEHOLDER_KEY: &str = "local";
+
+/// The defaults of an OpenAI-compatible profile type.
+struct CompatDefaults {
+    /// The environment variable holding the key; `None`: a local server, no key needed.
+    key_var: Option<&'static str>,
+    base_url: &'static str,
+    /// `None`: the profile must name one.
+    model: Option<&'static str>,
+    vendor: &'static str,
+}
+
+fn compat_defaults(kind: &str) -> Option<CompatDefaults> {
+    match kind {
+        "deepseek" => Some(CompatDefaults {
+            key_var: Some("DEEPSEEK_API_KEY"),
+            base_url: "https://api.deepseek.com",
+            model: Some("deepseek-chat"),
+            vendor: "DeepSeek",
+        }),
+        "qwen" => Some(CompatDefaults {
+            key_var: Some("DASHSCOPE_API_KEY"),
+            base_url: "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            model: Some("qwen-plus"),
+            vendor: "DashScope (Qwen)",
+        }),
+        "gemma" => Some(CompatDefaults {
+            key_var: None,
+            base_url: "http://localhost:1234/v1",
+            model: None,
+            vendor: "Gemma",
+        }),
+        _ => None,
+    }
+}
+
+/// The server behaviour of an OpenAI-compatible profile, from its type and options.
+fn flavor(profile: &ProviderProfile) -> Result<Flavor, FromSettingsError> {
+    let invalid = |message: &str| FromSettingsError::Profile {
+        profile: profile.name.clone(),
+        message: message.to_owned(),
+    };
+    Ok(match profile.kind.as_str() {
+        "deepseek" => Flavor::DeepSeek {
+            thinking: match option(profile, "thinking") {
+                None | Some(Value::Null) => None,
+                Some(Value::Bool(on)) => Some(on),
+                Some(_) => return Err(invalid("`options.thinking` must be true or false")),
+            },
+            reasoning_effort: match option(profile, "reasoningEffort") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(effort))
+                    if matches!(effort.as_str(), "low" | "high" | "max") =>
+                {
+                    Some(effort)
+                }
+                Some(_) => {
+                    return Err(invalid(
+                        "`options.reasoningEffort` must be \"low\", \"high\" or \"max\"",
+                    ))
+                }
+            },
+        },
+        "qwen" => Flavor::Qwen {
+            web_search: match option(profile, "webSearch") {
+                None | Some(Value::Null) => None,
+                Some(value @ (Value::Bool(_) | Value::Object(_))) => Some(value),
+                Some(_) => {
+                    return Err(invalid(
+                        "`options.webSearch` must be true, false or an object of DashScope \
+                         `search_options`",
+                    ))
+                }
+            },
+        },
+        "gemma" => Flavor::Gemma,
+        _ => Flavor::Generic,
+    })
+}
+
+/// The wire API of an OpenAI-compatible profile (`options.api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OpenAiApi {
+    /// Chat Completions (`POST {base}/chat/completions`), the default.
+    Chat,
+    /// The Responses API (`POST {base}/responses`).
+    Responses,
+}
+
+fn openai_api(profile: &ProviderProfile) -> Result<OpenAiApi, FromSettingsError> {
+    match option(profile, "api") {
+        None | Some(Value::Null) => Ok(OpenAiApi::Chat),
+        Some(Value::String(api)) if api == "chat" => Ok(OpenAiApi::Chat),
+        Some(Value::String(api)) if api == "responses" => Ok(OpenAiApi::Responses),
+        Some(_) => Err(FromSettingsError::Profile {
+            profile: profile.name.clone(),
+            message: "`options.api` must be \"chat\" (Chat Completions, the default) or \
+                      \"responses\" (the Responses API)"
+                .into(),
+        }),
+    }
 }
 
 fn missing_key(profile: &ProviderProfile, default_var: &str, vendor: &str) -> FromSettingsError {
@@ -718,6 +874,106 @@ mod tests {
             matches!(built, Ok(ref b) if b.kind == "scripted"),
             "{built:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn openai_profile_chooses_the_api_with_options_api() {
+        let mock =
+            mock_llm::MockLlm::start_json(json!({"repeat": true, "turns": [{"text": "ok"}]}))
+                .await
+                .expect("mock-llm");
+        let base_url = format!("{}/v1", mock.base_url());
+        let build = |options: serde_json::Value| {
+            let profile = ProviderProfile {
+                api_key: Some("sk-test".into()),
+                base_url: Some(base_url.clone()),
+                options: Some(options),
+                ..bare_profile("gpt", "openai")
+            };
+            provider_from_settings(&with_profile(profile), Path::new("."), &|_| None)
+        };
+        let request = crate::provider::ProviderRequest {
+            messages: vec![crate::message::Message::user("hi").into()],
+            ..Default::default()
+        };
+        let cancel = tokio_util::sync::CancellationToken::new();
+        for (options, path) in [
+            (json!({}), "/v1/chat/completions"),
+            (json!({"api": "chat"}), "/v1/chat/completions"),
+            (json!({"api": "responses"}), "/v1/responses"),
+        ] {
+            mock.reset();
+            let built = build(options.clone()).expect("builds");
+            assert_eq!(built.base_url.as_deref(), Some(base_url.as_str()));
+            let response = built
+                .provider
+                .stream(&request, &|_| {}, &cancel)
+                .await
+                .expect("answers");
+            assert_eq!(response.text, "ok");
+            assert_eq!(mock.requests()[0].path, path, "{options}");
+        }
+        let error = build(json!({"api": "completions"}))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("`options.api`"), "{error}");
+    }
+
+    #[test]
+    fn compatible_types_bring_their_defaults() {
+        let build = |kind: &str, model: Option<&str>, env: &dyn Fn(&str) -> Option<String>| {
+            let profile = ProviderProfile {
+                model: model.map(str::to_owned),
+                ..bare_profile("p", kind)
+            };
+            provider_from_settings(&with_profile(profile), Path::new("."), env)
+        };
+        let keys = |name: &str| match name {
+            "DEEPSEEK_API_KEY" => Some("sk-ds".to_string()),
+            "DASHSCOPE_API_KEY" => Some("sk-qw".to_string()),
+            // A DeepSeek or Qwen profile must not pick up OpenAI's variables.
+            _ => Some("wrong".to_string()),
+        };
+        for (kind, model, url) in [
+            ("deepseek", "deepseek-chat", "https://api.deepseek.com"),
+            (
+                "qwen",
+                "qwen-plus",
+                "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            ),
+        ] {
+            let built = build(kind, None, &keys).expect("builds");
+            assert_eq!(built.model, model);
+            assert_eq!(built.base_url.as_deref(), Some(url));
+            assert_eq!(built.provider.name(), kind);
+        }
+        for (kind, variable) in [
+            ("deepseek", "DEEPSEEK_API_KEY"),
+            ("qwen", "DASHSCOPE_API_KEY"),
+        ] {
+            match build(kind, None, &|_| None) {
+                Err(FromSettingsError::MissingApiKey {
+                    variable: named, ..
+                }) => {
+                    assert_eq!(named, variable)
+                }
+                other => panic!("expected a missing key error, got {other:?}"),
+            }
+        }
+        let error = build("gemma", None, &|_| None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("must name its model"), "{error}");
+        let gemma = build("gemma", Some("gemma-3-12b-it"), &|_| None).expect("local");
+        assert_eq!(gemma.base_url.as_deref(), Some("http://localhost:1234/v1"));
+        let bad = ProviderProfile {
+            options: Some(json!({"reasoningEffort": "medium"})),
+            ..bare_profile("p", "deepseek")
+        };
+        let error = flavor(&bad).expect_err("bad effort").to_string();
+        assert!(error.contains("`options.reasoningEffort`"), "{error}");
     }
 
     #[test]
