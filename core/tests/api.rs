@@ -229,3 +229,50 @@ fn provider_config_prompt_cache_ttl_is_checked_when_built() {
         assert!(config.build().is_ok(), "{good}");
     }
 }
+
+/// The provider types without a variant of their own are read as settings profiles and built
+/// the way a profile is: a Gemini config reaches mock-llm's Gemini endpoint with its key.
+#[tokio::test]
+async fn profile_types_are_read_as_settings_profiles() {
+    let mock =
+        mock_llm::MockLlm::start_json(serde_json::json!({"turns": [{"text": "from gemini"}]}))
+            .await
+            .expect("mock-llm");
+    let config = ProviderConfig::from_json_value(serde_json::json!({
+        "type": "gemini", "model": "gemini-2.5-flash", "api_key": "g-key",
+        "base_url": mock.base_url(), "max_retries": 0
+    }))
+    .expect("a gemini config");
+    assert!(matches!(config, ProviderConfig::Profile(ref p) if p.kind == "gemini"));
+    let provider = config.build().expect("built");
+    assert_eq!(provider.name(), "gemini");
+    assert_eq!(provider.capabilities().context_window, 1_048_576);
+    let request = robota::provider::ProviderRequest {
+        messages: vec![std::sync::Arc::new(robota::message::Message::user("hi"))],
+        ..Default::default()
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let response = provider
+        .stream(&request, &|_| {}, &cancel)
+        .await
+        .expect("answered");
+    assert_eq!(response.text, "from gemini");
+    let sent = mock.requests();
+    assert_eq!(
+        sent[0].headers.get("x-goog-api-key").map(String::as_str),
+        Some("g-key")
+    );
+
+    let error = ProviderConfig::from_json_value(serde_json::json!({
+        "type": "bedrock", "model": "m", "regoin": "us-east-1"
+    }))
+    .expect_err("unknown field");
+    assert!(error.to_string().contains("regoin"), "{error}");
+    let error = ProviderConfig::from_json_value(serde_json::json!({"type": "gemma"}))
+        .expect("read")
+        .build()
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("model"), "{error}");
+}

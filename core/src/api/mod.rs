@@ -32,7 +32,7 @@ pub use host_mcp::{host_mcp_authorization_handler, HostMcpServerBuilder, HostMcp
 pub use host_store::{attach_host_store, HostStoreFunction, HOST_STORE_CALL_TIMEOUT};
 #[cfg(feature = "store-conformance")]
 pub use host_store::{run_store_conformance, run_store_conformance_on};
-pub use provider_config::{HttpProviderConfig, ProviderConfig};
+pub use provider_config::{HttpProviderConfig, ProfileProviderConfig, ProviderConfig};
 pub use query_call::run_query;
 pub use session_config::{
     output_format, trace_next_prompt, trace_parent, PersistenceConfig, SessionConfig,

@@ -111,6 +111,91 @@ pub enum ProviderConfig {
     /// An OpenAI-compatible Chat Completions API (OpenAI, DeepSeek, Qwen, Ollama, LM Studio,
     /// vLLM, … via `base_url`).
     Openai(HttpProviderConfig),
+    /// Any other provider type robota builds from a settings profile — `gemini`, `bedrock`,
+    /// `vertex`, `deepseek`, `qwen`, `gemma` — built exactly as the profile would be (see
+    /// [`ProfileProviderConfig`]). Not serializable: read with [`ProviderConfig::from_json_value`].
+    #[serde(skip)]
+    Profile(ProfileProviderConfig),
+}
+
+/// A provider given as a settings profile's fields, for the types without a variant of their
+/// own. JSON: `{"type": "gemini", "model": "gemini-2.5-pro", "api_key": "…", "options": {…}}`;
+/// `options` are the profile's provider-owned options (Bedrock's `region`/`profile`, Vertex's
+/// `project`/`region`, DeepSeek's `thinking`, Qwen's `webSearch`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileProviderConfig {
+    /// The profile type.
+    #[serde(skip)]
+    pub kind: String,
+    /// The model id; the type's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The key (for Bedrock an API key, for Vertex an access token); else the type's
+    /// environment variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+    /// The endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Output token cap per model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Retries of a failed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// How long a stream may stay silent before the call fails, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout_ms: Option<u64>,
+    /// The longest server-requested wait sat out before a retry, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retry_wait_ms: Option<u64>,
+    /// The profile's provider-owned options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Value>,
+}
+
+impl ProfileProviderConfig {
+    /// The provider types read as a profile.
+    pub const TYPES: [&'static str; 6] =
+        ["gemini", "bedrock", "vertex", "deepseek", "qwen", "gemma"];
+
+    fn build(&self) -> Result<Arc<dyn Provider>, ApiError> {
+        let mut options = match &self.options {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(map)) => map.clone(),
+            Some(_) => {
+                return Err(ApiError::invalid_argument(
+                    "invalid provider configuration: `options` must be an object",
+                ))
+            }
+        };
+        for (key, value) in [
+            ("maxTokens", self.max_tokens.map(u64::from)),
+            ("maxRetries", self.max_retries.map(u64::from)),
+            ("maxRetryWaitMs", self.max_retry_wait_ms),
+        ] {
+            if let Some(value) = value {
+                options.insert(key.into(), Value::from(value));
+            }
+        }
+        let profile = crate::framework::config::ProviderProfile {
+            name: self.kind.clone(),
+            kind: self.kind.clone(),
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+            api_key_env: None,
+            base_url: self.base_url.clone(),
+            timeout_ms: self.idle_timeout_ms,
+            options: Some(Value::Object(options)),
+        };
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        crate::framework::assembly::provider::provider_from_profile(&profile, &cwd, &|name| {
+            std::env::var(name).ok()
+        })
+        .map(|built| built.provider)
+        .map_err(|error| ApiError::invalid_argument(error.to_string()))
+    }
 }
 
 impl ProviderConfig {
@@ -126,10 +211,11 @@ impl ProviderConfig {
             ));
         }
         if let Some(kind) = value.get("type").and_then(Value::as_str) {
-            if !Self::TYPES.contains(&kind) {
+            if !Self::TYPES.contains(&kind) && !ProfileProviderConfig::TYPES.contains(&kind) {
                 return Err(ApiError::invalid_argument(format!(
-                    "unknown provider type `{kind}` (expected {})",
-                    Self::TYPES.join(", ")
+                    "unknown provider type `{kind}` (expected {}, {})",
+                    Self::TYPES.join(", "),
+                    ProfileProviderConfig::TYPES.join(", ")
                 )));
             }
         }
@@ -152,6 +238,14 @@ impl ProviderConfig {
                     turns: scripted.turns,
                     context_window: scripted.context_window,
                 }
+            }
+            Some(kind) if ProfileProviderConfig::TYPES.contains(&kind) => {
+                let mut profile: ProfileProviderConfig = super::fields::from_value(fields, WHAT)?;
+                profile.kind = kind.to_owned();
+                if let Some(base_url) = &profile.base_url {
+                    check_base_url(base_url)?;
+                }
+                ProviderConfig::Profile(profile)
             }
             Some("replay") => {
                 let replay: ReplayFields = super::fields::from_value(fields, WHAT)?;
@@ -239,6 +333,7 @@ impl ProviderConfig {
                 let provider = AnthropicProvider::new(config).map_err(|e| provider_error(&e))?;
                 Ok(Arc::new(provider))
             }
+            ProviderConfig::Profile(profile) => profile.build(),
             ProviderConfig::Openai(c) => {
                 let mut config = OpenAiConfig::from_env(c.model.clone());
                 config.api_key = c.api_key.clone().or(config.api_key);

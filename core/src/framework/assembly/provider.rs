@@ -183,6 +183,17 @@ fn bare_profile(name: &str, kind: &str) -> ProviderProfile {
     }
 }
 
+/// Builds the provider of one settings profile (what `currentProvider` naming it would select),
+/// e.g. to probe it. The profile's own `model` (or its type's default) is used.
+pub fn provider_from_profile(
+    profile: &ProviderProfile,
+    project_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<BuiltProvider, FromSettingsError> {
+    let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
+    from_profile(profile, profile.model.clone(), project_dir, &var)
+}
+
 fn from_profile(
     profile: &ProviderProfile,
     model: Option<String>,

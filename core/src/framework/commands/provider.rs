@@ -350,46 +350,37 @@ async fn probe(name: &str, profile: &Value) -> CommandResult {
         Ok(key) => key,
         Err(problem) => return fail("no key", problem),
     };
-    let http = crate::provider::HttpOptions {
-        connect_timeout: PROBE_TIMEOUT,
-        idle_timeout: PROBE_TIMEOUT,
-        max_retries: 0,
-        ..crate::provider::HttpOptions::default()
+    // Built as a session would build it, so every profile type robota knows can be probed.
+    let mut options = profile
+        .get("options")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    options.insert("maxRetries".into(), json!(0));
+    let settings_profile = crate::framework::config::ProviderProfile {
+        name: name.to_string(),
+        kind: kind.to_string(),
+        model: (!model.is_empty()).then(|| model.clone()),
+        api_key: key,
+        api_key_env: None,
+        base_url: base_url.clone(),
+        timeout_ms: Some(u64::try_from(PROBE_TIMEOUT.as_millis()).unwrap_or(u64::MAX)),
+        options: Some(Value::Object(options)),
     };
     let provider: Result<Arc<dyn crate::provider::Provider>, String> = match kind {
-        "anthropic" => {
-            let mut config = crate::provider::AnthropicConfig::new(model.clone());
-            config.api_key = key;
-            config.base_url = base_url.clone();
-            config.http = http;
-            crate::provider::AnthropicProvider::new(config)
-                .map(|p| Arc::new(p) as Arc<dyn crate::provider::Provider>)
-                .map_err(|e| e.to_string())
-        }
-        "openai" | "deepseek" | "qwen" | "gemma" => {
-            let mut config = crate::provider::OpenAiConfig::new(model.clone());
-            config.api_key = key;
-            config.base_url = base_url.clone();
-            config.http = http;
-            crate::provider::OpenAiProvider::new(config)
-                .map(|p| Arc::new(p) as Arc<dyn crate::provider::Provider>)
-                .map_err(|e| e.to_string())
-        }
-        "gemini" => {
-            let mut config = crate::provider::GeminiConfig::new(model.clone());
-            config.api_key = key;
-            config.base_url = base_url.clone();
-            config.http = http;
-            crate::provider::GeminiProvider::new(config)
-                .map(|p| Arc::new(p) as Arc<dyn crate::provider::Provider>)
-                .map_err(|e| e.to_string())
-        }
-        other => {
+        "scripted" | "replay" => {
             return fail(
                 "cannot probe",
-                format!("profiles of type `{other}` make no network requests"),
+                format!("profiles of type `{kind}` make no network requests"),
             )
         }
+        _ => crate::framework::assembly::provider::provider_from_profile(
+            &settings_profile,
+            std::path::Path::new("."),
+            &|variable| std::env::var(variable).ok(),
+        )
+        .map(|built| built.provider)
+        .map_err(|e| e.to_string()),
     };
     let provider = match provider {
         Ok(provider) => provider,
