@@ -114,7 +114,7 @@ async fn main() {
     for message in conversation.messages() {
         for block in &message.content {
             let line = match block {
-                ContentBlock::Text { text } => text.clone(),
+                ContentBlock::Text { text, .. } => text.clone(),
                 ContentBlock::Thinking { thinking, .. } => format!("(thinking) {thinking}"),
                 ContentBlock::ToolUse { id, name, input } => {
                     format!("tool_use {id} {name} {input}")

@@ -9,7 +9,10 @@
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
 //! HTTP providers, and for `anthropic` `promptCaching` (default `true`; the
 //! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
-//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`).
+//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`), and `serverTools` (the Anthropic
+//! tools the API runs itself: `["web_search", "web_fetch", "code_execution"]`, or objects with
+//! their options such as `{"name": "web_search", "maxUses": 3}`; see
+//! [`ServerTool::from_setting`]).
 //!
 //! Errors say what to set: a missing key names the variable (or the profile key) to set.
 
@@ -21,7 +24,7 @@ use serde_json::Value;
 
 use crate::framework::config::{ProviderProfile, Settings};
 use crate::provider::anthropic::{
-    AnthropicConfig, AnthropicProvider, CacheTtl, DEFAULT_BASE_URL as ANTHROPIC_URL,
+    AnthropicConfig, AnthropicProvider, CacheTtl, ServerTool, DEFAULT_BASE_URL as ANTHROPIC_URL,
 };
 use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as OPENAI_URL};
 use crate::provider::replay::ReplayProvider;
@@ -220,6 +223,14 @@ fn build_anthropic(
     config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
     config.http = http_options(profile)?;
     config.prompt_caching = prompt_caching(profile, var)?;
+    if let Some(tools) = option(profile, "serverTools").filter(|v| !v.is_null()) {
+        config.server_tools = ServerTool::list_from_setting(&tools).map_err(|message| {
+            FromSettingsError::Profile {
+                profile: profile.name.clone(),
+                message,
+            }
+        })?;
+    }
     let provider =
         AnthropicProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
     Ok(BuiltProvider {
