@@ -183,7 +183,7 @@ async fn without_native_search_the_local_websearch_tool_is_offered_as_before() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert_eq!(names, ["Read", "WebSearch"]);
-    assert!(sent.headers.get("anthropic-beta").is_none(), "no beta flag");
+    assert!(!sent.headers.contains_key("anthropic-beta"), "no beta flag");
 
     // A conversation that already called the local tool keeps it even with native search: the
     // history's tool_use must keep its definition.
@@ -209,7 +209,7 @@ async fn without_native_search_the_local_websearch_tool_is_offered_as_before() {
         .collect();
     assert_eq!(names, ["Read", "WebSearch", "web_search"]);
     // Web search is generally available: no beta flag.
-    assert!(mock.requests()[1].headers.get("anthropic-beta").is_none());
+    assert!(!mock.requests()[1].headers.contains_key("anthropic-beta"));
 }
 
 #[tokio::test]

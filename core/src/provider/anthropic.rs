@@ -31,6 +31,20 @@
 //! message; content delivered whole in `message_start.message.content`. A second
 //! `message_start` before `message_stop` (two responses spliced into one stream) is a provider
 //! error: nothing from such a stream is used, and no tool runs from it.
+//!
+//! # Server tools
+//!
+//! [`AnthropicConfig::server_tools`] (a profile's `options.serverTools`) declares tools the API
+//! runs itself — web search, web fetch, code execution ([`ServerTool`]) — after the function
+//! tools, with the `anthropic-beta` flags they need. A call is reported as
+//! [`StreamEvent::ServerToolUse`] once its input is whole, its result as
+//! [`StreamEvent::ServerToolResult`]. A response with server blocks or citations also keeps its
+//! text split as the model produced it ([`ProviderResponse::text_blocks`], each with its
+//! `citations`, from `citations_delta`) and where each server block stood among the text
+//! ([`ProviderResponse::server_block_positions`]); the history keeps both (text blocks with
+//! `citations`, the `server_block_positions` metadata), so the next request sends text, search,
+//! results and cited text back in the model's order. With native web search declared the local
+//! `WebSearch` tool is not offered, unless the conversation already called it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -1827,6 +1841,12 @@ mod tests {
                     index: 1,
                     id: "toolu_B".into(),
                     name: "Glob".into()
+                },
+                // The server tool's call, once its input is whole.
+                StreamEvent::ServerToolUse {
+                    id: "srv".into(),
+                    name: "web_search".into(),
+                    input: json!({}),
                 },
             ]
         );
