@@ -121,7 +121,9 @@ typedef void (*robota_result_callback)(void *user_data,
 typedef struct robota_event {
   // Length in bytes of `kind` (without the terminating NUL).
   uint32_t kind_len;
-  // The event type, e.g. `"text_delta"`, `"complete"`; NUL-terminated UTF-8.
+  // The event type, e.g. `"text_delta"`, `"complete"`, `"server_tool_use"` (`id`, `name`,
+  // `input`: a tool the provider runs itself, such as Anthropic web search, was called) or
+  // `"server_tool_result"` (`tool_use_id`, `result_type`, `is_error`); NUL-terminated UTF-8.
   const char *kind;
   // Strictly increasing within the session, starting at 1.
   uint64_t seq;

@@ -292,6 +292,21 @@ impl Progress {
                 }
             }
             InteractiveEventKind::Thinking { .. } => self.terminal.set_activity(Some("thinking")),
+            InteractiveEventKind::ServerToolUse { name, input, .. } => {
+                // A tool the provider runs (web search, …): shown like a tool call, with its
+                // query or URL; its result is in the answer that follows.
+                let arg = robota::framework::interactive::first_arg(input);
+                let arg = arg.lines().next().unwrap_or("").trim();
+                let label = if name == "web_search" {
+                    format!("Searching: {}", shorten(arg, 80))
+                } else if arg.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name}({})", shorten(arg, 80))
+                };
+                self.terminal.note(&format!("● {label}"));
+                self.terminal.set_activity(Some(&format!("running {name}")));
+            }
             InteractiveEventKind::ToolStart { tool } => {
                 self.started
                     .insert(tool.tool_use_id.clone(), Instant::now());

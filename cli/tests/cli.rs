@@ -2070,3 +2070,64 @@ async fn fallback_model_answers_when_the_main_model_is_overloaded() {
         [json!("claude-sonnet-4-5"), json!("claude-haiku-4-5")]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_web_search_reaches_the_event_stream_and_the_text_output() {
+    let turn = json!({"content_blocks": [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+         "input": {"query": "rust 1.0 release"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [
+            {"type": "web_search_result", "url": "https://blog.rust-lang.org/",
+             "title": "Rust Blog", "encrypted_content": "EncA"}]},
+        {"type": "text", "text": "May 2015.", "citations": [
+            {"type": "web_search_result_location", "url": "https://blog.rust-lang.org/",
+             "title": "Rust Blog", "encrypted_index": "EncIdx", "cited_text": "Rust 1.0"}]}
+    ]});
+    let mock = mock(json!([turn.clone(), turn])).await;
+    let project = Project::new();
+    project.write_settings(json!({
+        "currentProvider": "mock",
+        "providers": {"mock": {
+            "type": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "test-key",
+            "baseURL": mock.base_url(),
+            "options": {"maxRetries": 0, "serverTools": [{"name": "web_search", "maxUses": 2}]}
+        }}
+    }));
+    let output = project.run(&["-p", "When?", "--output-format", "stream-json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let server: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            l["type"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("server_tool"))
+        })
+        .collect();
+    assert_eq!(server.len(), 2, "{lines:?}");
+    assert_eq!(server[0]["type"], "server_tool_use");
+    assert_eq!(server[0]["id"], "srvtoolu_1");
+    assert_eq!(server[0]["name"], "web_search");
+    assert_eq!(server[0]["input"]["query"], "rust 1.0 release");
+    assert_eq!(server[1]["type"], "server_tool_result");
+    assert_eq!(server[1]["tool_use_id"], "srvtoolu_1");
+    assert_eq!(server[1]["result_type"], "web_search_tool_result");
+    assert_eq!(server[1]["is_error"], false);
+    let tools = &mock.requests()[0].body["tools"];
+    let declared = tools.as_array().and_then(|t| t.last()).cloned();
+    assert_eq!(
+        declared.map(|t| (t["type"].clone(), t["max_uses"].clone())),
+        Some((json!("web_search_20250305"), json!(2))),
+        "{tools}"
+    );
+
+    // Text mode shows the search as it happens.
+    let output = project.run(&["-p", "When?"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let shown = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(shown.contains("Searching: rust 1.0 release"), "{shown}");
+    assert!(shown.contains("May 2015."), "{shown}");
+}

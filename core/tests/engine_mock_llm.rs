@@ -569,7 +569,7 @@ fn stored(conversation: &Conversation) -> Vec<String> {
         };
         for block in &message.content {
             out.push(match block {
-                ContentBlock::Text { text } => format!("{role}{state}: {text}"),
+                ContentBlock::Text { text, .. } => format!("{role}{state}: {text}"),
                 ContentBlock::Thinking { thinking, .. } => {
                     format!("{role}{state}: thinking {thinking}")
                 }

@@ -77,6 +77,14 @@ async fn main() {
     let options = RunOptions::new().with_on_event(|event| match event {
         EngineEvent::TextDelta { text } => println!("text_delta        {text:?}"),
         EngineEvent::Thinking { text } => println!("thinking          {text:?}"),
+        EngineEvent::ServerToolUse { name, input, .. } => {
+            println!("server_tool_use   {name} {input}")
+        }
+        EngineEvent::ServerToolResult {
+            result_type,
+            is_error,
+            ..
+        } => println!("server_tool_result {result_type} error={is_error}"),
         EngineEvent::ToolStart { name, input, .. } => println!("tool_start        {name} {input}"),
         EngineEvent::ToolEnd { name, output, .. } => {
             println!("tool_end          {name} -> {:?}", output.content)
@@ -114,7 +122,7 @@ async fn main() {
     for message in conversation.messages() {
         for block in &message.content {
             let line = match block {
-                ContentBlock::Text { text } => text.clone(),
+                ContentBlock::Text { text, .. } => text.clone(),
                 ContentBlock::Thinking { thinking, .. } => format!("(thinking) {thinking}"),
                 ContentBlock::ToolUse { id, name, input } => {
                     format!("tool_use {id} {name} {input}")

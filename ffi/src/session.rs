@@ -32,7 +32,9 @@ use crate::strings::{json_arg, str_arg, write_string};
 pub struct robota_event {
     /// Length in bytes of `kind` (without the terminating NUL).
     pub kind_len: u32,
-    /// The event type, e.g. `"text_delta"`, `"complete"`; NUL-terminated UTF-8.
+    /// The event type, e.g. `"text_delta"`, `"complete"`, `"server_tool_use"` (`id`, `name`,
+    /// `input`: a tool the provider runs itself, such as Anthropic web search, was called) or
+    /// `"server_tool_result"` (`tool_use_id`, `result_type`, `is_error`); NUL-terminated UTF-8.
     pub kind: *const c_char,
     /// Strictly increasing within the session, starting at 1.
     pub seq: u64,

@@ -532,6 +532,14 @@ export type RobotaEvent = EventEnvelope &
   (
     | { type: 'text_delta'; text: string }
     | { type: 'thinking'; text: string }
+    /** A tool the provider runs itself was called (Anthropic `web_search`, `web_fetch`,
+     * `bash_code_execution`, … enabled by a profile's `options.serverTools`), with its whole
+     * input (`{query}` for a search, `{url}` for a fetch). Nothing runs locally and no permission
+     * is asked; `server_tool_result` follows. */
+    | { type: 'server_tool_use'; id: string; name: string; input: unknown }
+    /** A server tool's result arrived (`result_type`: `web_search_tool_result`, …); the content
+     * stays with the assistant message, whose cited text blocks carry `citations`. */
+    | { type: 'server_tool_result'; tool_use_id: string; result_type: string; is_error: boolean }
     | { type: 'tool_start'; tool: ToolState }
     | { type: 'tool_end'; tool: ToolState }
     | {
@@ -573,6 +581,8 @@ export type RobotaEventType = RobotaEvent['type'];
 export const EVENT_TYPES = [
   'text_delta',
   'thinking',
+  'server_tool_use',
+  'server_tool_result',
   'tool_start',
   'tool_end',
   'permission_request',
@@ -606,7 +616,9 @@ export type SessionEventMap = { [K in RobotaEventType]: [RobotaEventOf<K>] } & {
 
 /** A content block of a message. */
 export type ContentBlock =
-  | { type: 'text'; text: string; [key: string]: unknown }
+  /** `citations`: the sources cited text names, as the provider sent them (Anthropic web search
+   * `web_search_result_location`, …); absent for uncited text. */
+  | { type: 'text'; text: string; citations?: unknown[]; [key: string]: unknown }
   | { type: 'tool_use'; id: string; name: string; input: unknown; [key: string]: unknown }
   | {
       type: 'tool_result';

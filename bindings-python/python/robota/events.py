@@ -15,6 +15,8 @@ __all__ = [
     "ToolState",
     "TextDeltaEvent",
     "ThinkingEvent",
+    "ServerToolUseEvent",
+    "ServerToolResultEvent",
     "ToolStartEvent",
     "ToolEndEvent",
     "PermissionRequestEvent",
@@ -105,6 +107,35 @@ class ThinkingEvent(Event):
 
     type: ClassVar[str] = "thinking"
     text: str
+
+
+@dataclass(slots=True)
+class ServerToolUseEvent(Event):
+    """A tool the provider runs itself (Anthropic web search, web fetch, code execution, enabled
+    by a profile's ``options.serverTools``) was called. Nothing runs locally and no permission is
+    asked; the result follows as :class:`ServerToolResultEvent`."""
+
+    type: ClassVar[str] = "server_tool_use"
+    #: The provider's id of the call (``srvtoolu_…``).
+    id: str
+    #: The server tool: ``web_search``, ``web_fetch``, ``bash_code_execution``, …
+    name: str
+    #: The call's input, e.g. ``{"query": "..."}`` for a web search, ``{"url": "..."}`` for a fetch.
+    input: Any
+
+
+@dataclass(slots=True)
+class ServerToolResultEvent(Event):
+    """A server tool's result arrived (its content is kept with the assistant message; cited
+    answer text carries ``citations`` in the history)."""
+
+    type: ClassVar[str] = "server_tool_result"
+    #: The id of the :class:`ServerToolUseEvent` it answers.
+    tool_use_id: str
+    #: The result block's type: ``web_search_tool_result``, ``web_fetch_tool_result``, …
+    result_type: str
+    #: True when the tool failed (``max_uses_exceeded``, ``url_not_accessible``, …).
+    is_error: bool
 
 
 @dataclass(slots=True)
@@ -469,6 +500,17 @@ def _sid(d: Dict[str, Any]) -> str:
 _FACTORIES: Dict[str, Callable[[Dict[str, Any]], Event]] = {
     "text_delta": lambda d: TextDeltaEvent(d["session_id"], d["seq"], d, d["text"]),
     "thinking": lambda d: ThinkingEvent(d["session_id"], d["seq"], d, d["text"]),
+    "server_tool_use": lambda d: ServerToolUseEvent(
+        d["session_id"], d["seq"], d, str(d.get("id", "")), str(d.get("name", "")), d.get("input")
+    ),
+    "server_tool_result": lambda d: ServerToolResultEvent(
+        d["session_id"],
+        d["seq"],
+        d,
+        str(d.get("tool_use_id", "")),
+        str(d.get("result_type", "")),
+        bool(d.get("is_error", False)),
+    ),
     "tool_start": lambda d: ToolStartEvent(d["session_id"], d["seq"], d, ToolState.from_dict(d["tool"])),
     "tool_end": lambda d: ToolEndEvent(d["session_id"], d["seq"], d, ToolState.from_dict(d["tool"])),
     "permission_request": lambda d: PermissionRequestEvent(

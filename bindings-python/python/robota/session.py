@@ -40,6 +40,8 @@ from .events import (
     InterruptedEvent,
     PermissionRequestEvent,
     RefusedEvent,
+    ServerToolResultEvent,
+    ServerToolUseEvent,
     SessionEvent,
     SessionRecoveredEvent,
     SkillActivationEvent,
@@ -70,6 +72,8 @@ EventListener = Callable[[Any], Any]
 EventType = Literal[
     "text_delta",
     "thinking",
+    "server_tool_use",
+    "server_tool_result",
     "tool_start",
     "tool_end",
     "permission_request",
@@ -961,6 +965,14 @@ class InteractiveSession:
     def on(self, event_type: Literal["text_delta"], listener: Callable[[TextDeltaEvent], Any]) -> Callable[[TextDeltaEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["thinking"], listener: Callable[[ThinkingEvent], Any]) -> Callable[[ThinkingEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["server_tool_use"], listener: Callable[[ServerToolUseEvent], Any]
+    ) -> Callable[[ServerToolUseEvent], Any]: ...
+    @overload
+    def on(
+        self, event_type: Literal["server_tool_result"], listener: Callable[[ServerToolResultEvent], Any]
+    ) -> Callable[[ServerToolResultEvent], Any]: ...
     @overload
     def on(self, event_type: Literal["tool_start"], listener: Callable[[ToolStartEvent], Any]) -> Callable[[ToolStartEvent], Any]: ...
     @overload

@@ -235,6 +235,13 @@ public struct SessionEvent: Sendable, Equatable {
         case textDelta(String)
         /// A chunk of the model's reasoning.
         case thinking(String)
+        /// A tool the provider runs itself (Anthropic web search, web fetch, code execution,
+        /// enabled by a profile's `options.serverTools`) was called, with its whole input
+        /// (`{"query": …}` for a search). Nothing runs locally; `serverToolResult` follows.
+        case serverToolUse(id: String, name: String, input: JSONValue)
+        /// A server tool's result arrived (`resultType`: `web_search_tool_result`, …); the
+        /// content stays with the assistant message.
+        case serverToolResult(toolUseId: String, resultType: String, isError: Bool)
         /// A tool began.
         case toolStart(ToolState)
         /// A tool ended.
@@ -326,6 +333,13 @@ public struct SessionEvent: Sendable, Equatable {
         switch type {
         case "text_delta": kind = .textDelta(string("text"))
         case "thinking": kind = .thinking(string("text"))
+        case "server_tool_use":
+            kind = .serverToolUse(
+                id: string("id"), name: string("name"), input: object["input"] ?? .null)
+        case "server_tool_result":
+            kind = .serverToolResult(
+                toolUseId: string("tool_use_id"), resultType: string("result_type"),
+                isError: object["is_error"]?.boolValue ?? false)
         case "tool_start": kind = .toolStart(try typed("tool", ToolState.self))
         case "tool_end": kind = .toolEnd(try typed("tool", ToolState.self))
         case "permission_request":

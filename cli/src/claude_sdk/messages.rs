@@ -288,7 +288,7 @@ fn assistant_line(message: &Message, model: &str, session_id: &str) -> Value {
         .content
         .iter()
         .map(|block| match block {
-            ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+            ContentBlock::Text { text, .. } => json!({"type": "text", "text": text}),
             ContentBlock::Thinking {
                 thinking,
                 signature,

@@ -29,6 +29,26 @@ pub enum EngineEvent {
         /// The thinking text.
         text: String,
     },
+    /// A tool the provider runs itself (Anthropic web search, web fetch, code execution) was
+    /// called, with its whole input. The engine runs nothing: the result follows as
+    /// `server_tool_result` in the same model call.
+    ServerToolUse {
+        /// The provider's id of the call (`srvtoolu_…`).
+        id: String,
+        /// The server tool (`web_search`, `web_fetch`, `bash_code_execution`, …).
+        name: String,
+        /// The call's input (`{"query": …}` for web search, `{"url": …}` for web fetch).
+        input: serde_json::Value,
+    },
+    /// A server tool's result arrived (its content is kept with the assistant message).
+    ServerToolResult {
+        /// The `server_tool_use` id it answers.
+        tool_use_id: String,
+        /// The result block's type (`web_search_tool_result`, `web_fetch_tool_result`, …).
+        result_type: String,
+        /// True when the tool failed (`max_uses_exceeded`, `url_not_accessible`, …).
+        is_error: bool,
+    },
     /// A tool call is about to be handled. Every tool call of a round gets exactly one
     /// `tool_start` and one `tool_end`, including calls that end up not executed.
     ToolStart {
@@ -145,6 +165,20 @@ pub enum ExecutionEvent {
         /// The error.
         error: ProviderError,
     },
+    /// A server-managed tool (Anthropic web search, web fetch, code execution) ran during a
+    /// model call (spec 002 `server_tool`): its name and input (the search query, the URL).
+    ServerTool {
+        /// Run id.
+        execution_id: String,
+        /// Round number.
+        round: u32,
+        /// The provider's id of the call.
+        tool_use_id: String,
+        /// The server tool's name.
+        name: String,
+        /// Its input.
+        input: serde_json::Value,
+    },
     /// An assistant message was committed to history.
     AssistantMessageCommitted {
         /// Run id.
@@ -248,6 +282,7 @@ impl ExecutionEvent {
             ExecutionEvent::ProviderStreamRawDelta { .. } => "provider_stream_raw_delta",
             ExecutionEvent::ProviderResponse { .. } => "provider_response",
             ExecutionEvent::ProviderError { .. } => "provider_error",
+            ExecutionEvent::ServerTool { .. } => "server_tool",
             ExecutionEvent::AssistantMessageCommitted { .. } => "assistant_message_committed",
             ExecutionEvent::ToolBatchStarted { .. } => "tool_batch_started",
             ExecutionEvent::ToolExecutionRequest { .. } => "tool_execution_request",

@@ -14,6 +14,7 @@ use super::events::{EngineEvent, ExecutionEvent};
 use super::run::Run;
 use crate::message::{
     ContentBlock, Message, MessageState, ProviderError, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
+    SERVER_BLOCK_POSITIONS_METADATA,
 };
 use crate::provider::{ProviderRequest, ProviderResponse, ProviderToolCall, StreamEvent};
 
@@ -101,6 +102,25 @@ impl Run<'_> {
                     error,
                 });
             }
+            StreamEvent::ServerToolUse { id, name, input } => {
+                emitter.execution(|| ExecutionEvent::ServerTool {
+                    execution_id: execution_id.to_string(),
+                    round,
+                    tool_use_id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
+                emitter.event(|| EngineEvent::ServerToolUse { id, name, input });
+            }
+            StreamEvent::ServerToolResult {
+                tool_use_id,
+                result_type,
+                is_error,
+            } => emitter.event(|| EngineEvent::ServerToolResult {
+                tool_use_id,
+                result_type,
+                is_error,
+            }),
             // Tool calls are reported when they are handled, with their final arguments.
             StreamEvent::ToolCallStart { .. } | StreamEvent::ToolCallDelta { .. } => {}
         };
@@ -151,15 +171,26 @@ pub(crate) fn assistant_message(
     round: u32,
     model: &str,
 ) -> (Message, Vec<ParsedCall>) {
-    let mut content = Vec::with_capacity(response.thinking.len() + 1 + response.tool_calls.len());
+    let mut content = Vec::with_capacity(
+        response.thinking.len() + response.text_blocks.len() + 1 + response.tool_calls.len(),
+    );
     for block in &response.thinking {
         content.push(ContentBlock::Thinking {
             thinking: block.thinking.clone(),
             signature: block.signature.clone(),
         });
     }
-    if !response.text.is_empty() {
-        content.push(ContentBlock::text(response.text.clone()));
+    if response.text_blocks.is_empty() {
+        if !response.text.is_empty() {
+            content.push(ContentBlock::text(response.text.clone()));
+        }
+    } else {
+        // The model's own split, kept where it carries citations or places server-tool blocks
+        // (empty blocks too: a server block's position counts them).
+        content.extend(response.text_blocks.iter().map(|block| ContentBlock::Text {
+            text: block.text.clone(),
+            citations: block.citations.clone(),
+        }));
     }
     let ids = unique_call_ids(&response.tool_calls);
     let mut renamed = serde_json::Map::new();
@@ -211,6 +242,12 @@ pub(crate) fn assistant_message(
             SERVER_BLOCKS_METADATA.into(),
             Value::Array(response.server_blocks.clone()),
         );
+        if response.server_block_positions.len() == response.server_blocks.len() {
+            message.metadata.insert(
+                SERVER_BLOCK_POSITIONS_METADATA.into(),
+                response.server_block_positions.iter().copied().collect(),
+            );
+        }
     }
     (message, calls)
 }

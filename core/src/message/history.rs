@@ -29,6 +29,12 @@ pub const REFUSAL_METADATA: &str = "refusal";
 /// with the message.
 pub const SERVER_BLOCKS_METADATA: &str = "server_blocks";
 
+/// Metadata key of where an assistant message's [`SERVER_BLOCKS_METADATA`] blocks go among its
+/// text blocks: for each server block, how many of the message's text blocks came before it (the
+/// model's order: text, a search, its results, the cited text, …). Without it every server block
+/// goes before the text.
+pub const SERVER_BLOCK_POSITIONS_METADATA: &str = "server_block_positions";
+
 /// Metadata key of a user message's model-only context (hook `additionalContext`, attached
 /// files): a string the model sees before the message's text, while the history — and every user
 /// interface reading it — keeps the text as the user typed it. Set by the session layer.
@@ -464,7 +470,7 @@ fn annotate_interrupted(message: &Message) -> Message {
         .iter_mut()
         .rev()
         .find_map(|block| match block {
-            ContentBlock::Text { text } => Some(text),
+            ContentBlock::Text { text, .. } => Some(text),
             _ => None,
         });
     match last_text {

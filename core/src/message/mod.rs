@@ -12,6 +12,7 @@ pub use history::{
     serialized_chars, Conversation, HistoryCategory, HistoryEntry, HistorySize, MessageSize,
     INTERRUPTED_ANNOTATION, MODEL_CONTEXT_METADATA, PROVIDER_ERROR_ANNOTATION,
     PROVIDER_ERROR_METADATA, REFUSAL_METADATA, SERVER_BLOCKS_METADATA,
+    SERVER_BLOCK_POSITIONS_METADATA,
 };
 
 use serde::{Deserialize, Serialize};
@@ -51,6 +52,12 @@ pub enum ContentBlock {
     Text {
         /// The text.
         text: String,
+        /// The sources the text cites, as the provider sent them (Anthropic `citations`: a web
+        /// search result's `web_search_result_location`, a document's `char_location`, …),
+        /// verbatim so they can be shown and sent back unchanged. Empty (and left out of the
+        /// JSON) for uncited text; providers without citations ignore it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        citations: Vec<serde_json::Value>,
     },
     /// The model's visible reasoning ("extended thinking").
     Thinking {
@@ -86,7 +93,10 @@ pub enum ContentBlock {
 impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text { text: text.into() }
+        ContentBlock::Text {
+            text: text.into(),
+            citations: Vec::new(),
+        }
     }
 }
 
@@ -197,7 +207,7 @@ impl Message {
     pub fn text(&self) -> String {
         let mut out = String::new();
         for block in &self.content {
-            if let ContentBlock::Text { text } = block {
+            if let ContentBlock::Text { text, .. } = block {
                 out.push_str(text);
             }
         }

@@ -31,6 +31,20 @@
 //! message; content delivered whole in `message_start.message.content`. A second
 //! `message_start` before `message_stop` (two responses spliced into one stream) is a provider
 //! error: nothing from such a stream is used, and no tool runs from it.
+//!
+//! # Server tools
+//!
+//! [`AnthropicConfig::server_tools`] (a profile's `options.serverTools`) declares tools the API
+//! runs itself — web search, web fetch, code execution ([`ServerTool`]) — after the function
+//! tools, with the `anthropic-beta` flags they need. A call is reported as
+//! [`StreamEvent::ServerToolUse`] once its input is whole, its result as
+//! [`StreamEvent::ServerToolResult`]. A response with server blocks or citations also keeps its
+//! text split as the model produced it ([`ProviderResponse::text_blocks`], each with its
+//! `citations`, from `citations_delta`) and where each server block stood among the text
+//! ([`ProviderResponse::server_block_positions`]); the history keeps both (text blocks with
+//! `citations`, the `server_block_positions` metadata), so the next request sends text, search,
+//! results and cited text back in the model's order. With native web search declared the local
+//! `WebSearch` tool is not offered, unless the conversation already called it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -46,14 +60,17 @@ use super::http::{
     classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
     HttpOptions, HttpTransport, Progress, StreamAssembler,
 };
+use super::server_tools::result_is_error;
 use super::sse::SseEvent;
 use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice,
+    CitedText, Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
+    Refusal, StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice,
 };
 use crate::message::{
     ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage, SERVER_BLOCKS_METADATA,
+    SERVER_BLOCK_POSITIONS_METADATA,
 };
+pub use crate::provider::server_tools::{ServerTool, ServerToolKind};
 
 /// Base URL used when neither the config nor `ANTHROPIC_BASE_URL` names one (the official SDK's).
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -101,6 +118,11 @@ pub struct AnthropicConfig {
     /// some models accept it, and a model that does not rejects the whole request); the session
     /// validates and retries the answer either way.
     pub structured_outputs: bool,
+    /// Tools the API runs itself (web search, web fetch, code execution), declared after the
+    /// function tools of every request, with the `anthropic-beta` flags they need. Empty by
+    /// default. With native web search declared, the local `WebSearch` tool is not offered (the
+    /// model would see two search tools) unless the conversation already called it.
+    pub server_tools: Vec<ServerTool>,
 }
 
 /// How long Anthropic keeps a cached prompt prefix after its last use.
@@ -150,6 +172,7 @@ impl AnthropicConfig {
             prompt_caching: Some(CacheTtl::FiveMinutes),
             http: HttpOptions::default(),
             structured_outputs: false,
+            server_tools: Vec::new(),
         }
     }
 
@@ -189,6 +212,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("anthropic_version", &self.anthropic_version)
             .field("prompt_caching", &self.prompt_caching)
             .field("http", &self.http)
+            .field("server_tools", &self.server_tools)
             .finish()
     }
 }
@@ -199,6 +223,7 @@ pub struct AnthropicProvider {
     max_tokens: Option<u32>,
     prompt_caching: Option<CacheTtl>,
     structured_outputs: bool,
+    server_tools: Vec<ServerTool>,
     base_url: String,
     transport: HttpTransport,
 }
@@ -253,12 +278,23 @@ impl AnthropicProvider {
         );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut betas: Vec<String> = Vec::new();
         if config.prompt_caching == Some(CacheTtl::OneHour) {
             // The one-hour cache was introduced behind this beta flag; sending it is harmless
             // where the option is generally available.
+            betas.push(EXTENDED_CACHE_TTL_BETA.to_string());
+        }
+        // Web fetch and code execution are beta tools: each needs its flag (comma-separated in
+        // the one header, as the API takes several).
+        for beta in config.server_tools.iter().filter_map(ServerTool::beta) {
+            if !betas.contains(&beta) {
+                betas.push(beta);
+            }
+        }
+        if !betas.is_empty() {
             headers.insert(
                 "anthropic-beta",
-                HeaderValue::from_static(EXTENDED_CACHE_TTL_BETA),
+                HeaderValue::from_str(&betas.join(",")).map_err(|_| invalid("server tool type"))?,
             );
         }
         let transport = HttpTransport::new(
@@ -277,6 +313,7 @@ impl AnthropicProvider {
             max_tokens: config.max_tokens,
             prompt_caching: config.prompt_caching,
             structured_outputs: config.structured_outputs,
+            server_tools: config.server_tools,
             base_url,
             transport,
         })
@@ -310,10 +347,18 @@ impl AnthropicProvider {
                 serde_json::json!({"format": {"type": "json_schema", "schema": schema.schema}}),
             );
         }
+        if !self.server_tools.is_empty() {
+            declare_server_tools(&mut body, &self.server_tools, request);
+        }
         if let Some(ttl) = self.prompt_caching {
             mark_cache_breakpoints(&mut body, ttl);
         }
         body
+    }
+
+    /// The server tools every request declares.
+    pub fn server_tools(&self) -> &[ServerTool] {
+        &self.server_tools
     }
 
     /// The prompt-cache TTL in use; `None` when prompt caching is off.
@@ -338,6 +383,7 @@ impl Provider for AnthropicProvider {
             max_tokens: self.max_tokens,
             prompt_caching: self.prompt_caching,
             structured_outputs: self.structured_outputs,
+            server_tools: self.server_tools.clone(),
             base_url: self.base_url.clone(),
             transport: self.transport.clone(),
         }))
@@ -411,7 +457,7 @@ pub(crate) fn build_body(
     for message in &request.messages {
         if message.role == Role::System {
             for block in &message.content {
-                if let ContentBlock::Text { text } = block {
+                if let ContentBlock::Text { text, .. } = block {
                     system_parts.push(text);
                 }
             }
@@ -461,6 +507,36 @@ pub(crate) fn build_body(
     }
     Value::Object(body)
 }
+
+/// Adds the server tools to a request body's `tools`, after the function tools (so the cache
+/// breakpoint on the last tool covers them all). With native web search the local `WebSearch`
+/// definition is dropped — two search tools would only make the model pick at random — unless
+/// the conversation already holds a `WebSearch` call, whose history must keep its tool.
+fn declare_server_tools(body: &mut Value, server_tools: &[ServerTool], request: &ProviderRequest) {
+    let Some(body) = body.as_object_mut() else {
+        return;
+    };
+    let native_search = server_tools
+        .iter()
+        .any(|tool| tool.kind == ServerToolKind::WebSearch);
+    let local_search_used = request.messages.iter().any(|message| {
+        message
+            .tool_uses()
+            .any(|(_, name, _)| name == LOCAL_WEB_SEARCH)
+    });
+    let tools = body
+        .entry("tools")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(tools) = tools {
+        if native_search && !local_search_used {
+            tools.retain(|tool| tool.get("name").and_then(Value::as_str) != Some(LOCAL_WEB_SEARCH));
+        }
+        tools.extend(server_tools.iter().map(ServerTool::definition));
+    }
+}
+
+/// The local search tool native web search replaces.
+const LOCAL_WEB_SEARCH: &str = "WebSearch";
 
 /// Puts the prompt-cache breakpoints on a request body (see the module docs).
 pub(crate) fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
@@ -556,7 +632,7 @@ fn user_blocks(content: &[ContentBlock]) -> Vec<Value> {
     content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Text { text } => text_block(text),
+            ContentBlock::Text { text, .. } => text_block(text),
             ContentBlock::ToolResult {
                 tool_use_id,
                 content,
@@ -581,7 +657,28 @@ fn user_blocks(content: &[ContentBlock]) -> Vec<Value> {
 fn assistant_blocks(message: &Message) -> Vec<Value> {
     let mut thinking = Vec::new();
     let mut rest = Vec::new();
+    // Server-tool blocks (the provider's own tool calls and their results) go back verbatim,
+    // after the thinking they followed and among the text where the model produced them (each
+    // one's position counts the text blocks before it; without positions, before all text).
+    let server: Vec<&Value> = match message.metadata.get(SERVER_BLOCKS_METADATA) {
+        Some(Value::Array(server)) => server.iter().filter(|b| b.is_object()).collect(),
+        _ => Vec::new(),
+    };
+    let positions: Vec<u64> = match message.metadata.get(SERVER_BLOCK_POSITIONS_METADATA) {
+        Some(Value::Array(positions)) if positions.len() == server.len() => {
+            positions.iter().map(|p| p.as_u64().unwrap_or(0)).collect()
+        }
+        _ => vec![0; server.len()],
+    };
+    let mut pending = server.into_iter().zip(positions).peekable();
+    let mut texts_seen = 0u64;
     for block in &message.content {
+        if let ContentBlock::Text { .. } = block {
+            while let Some((server_block, _)) = pending.next_if(|(_, at)| *at <= texts_seen) {
+                rest.push(server_block.clone());
+            }
+            texts_seen += 1;
+        }
         match block {
             // The API requires thinking blocks first, and only accepts them with the signature it
             // issued; unsigned thinking is dropped, and so is thinking another provider signed
@@ -596,7 +693,15 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
                 "signature": signature,
             })),
             ContentBlock::Thinking { .. } => {}
-            ContentBlock::Text { text } => rest.extend(text_block(text)),
+            ContentBlock::Text { text, citations } => {
+                rest.extend(text_block(text).map(|mut block| {
+                    // Cited text goes back with its citations, as it came.
+                    if !citations.is_empty() {
+                        block["citations"] = Value::Array(citations.clone());
+                    }
+                    block
+                }))
+            }
             ContentBlock::ToolUse { id, name, input } => {
                 let input = if input.is_object() {
                     input.clone()
@@ -610,11 +715,14 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
             ContentBlock::ToolResult { .. } => {}
         }
     }
-    // Server-tool blocks (the provider's own tool calls and their results) go back verbatim,
-    // after the thinking they followed.
-    if let Some(Value::Array(server)) = message.metadata.get(SERVER_BLOCKS_METADATA) {
-        thinking.extend(server.iter().filter(|b| b.is_object()).cloned());
-    }
+    // Server blocks after the last text (a search the model ran before its tool calls, say)
+    // go before the first function tool call.
+    let first_call = rest
+        .iter()
+        .position(|b| b["type"] == "tool_use")
+        .unwrap_or(rest.len());
+    let tail: Vec<Value> = pending.map(|(block, _)| block.clone()).collect();
+    rest.splice(first_call..first_call, tail);
     thinking.extend(rest);
     thinking
 }
@@ -705,6 +813,9 @@ enum WireBlock {
     Text {
         #[serde(default)]
         text: String,
+        /// Citations given whole with the block (normally they stream as `citations_delta`).
+        #[serde(default)]
+        citations: Option<Vec<Value>>,
     },
     Thinking {
         #[serde(default)]
@@ -756,6 +867,11 @@ enum WireDelta {
     InputJsonDelta {
         partial_json: String,
     },
+    /// One citation of the text block (web search results, documents), streamed before the
+    /// text that cites it ("Streaming Messages" docs: `citations_delta`).
+    CitationsDelta {
+        citation: Value,
+    },
     #[serde(other)]
     Other,
 }
@@ -799,6 +915,8 @@ impl FastDelta<'_> {
             "input_json_delta" => WireDelta::InputJsonDelta {
                 partial_json: self.partial_json?,
             },
+            // Carries an object: left to the generic parse.
+            "citations_delta" => return None,
             _ => WireDelta::Other,
         })
     }
@@ -822,7 +940,8 @@ fn parse_wire_event(event: &SseEvent) -> Result<WireEvent, serde_json::Error> {
 /// What a content block index refers to.
 #[derive(Debug, Clone, Copy)]
 enum BlockSlot {
-    Text,
+    /// Index into `text_blocks`.
+    Text(usize),
     /// Index into `thinking`.
     Thinking(usize),
     /// Index into `tools`.
@@ -835,6 +954,8 @@ enum BlockSlot {
 
 struct ServerBlock {
     block: Value,
+    /// How many text blocks came before it.
+    position: usize,
     /// Streamed `input_json_delta`s of a `server_tool_use`, parsed into `input` at its stop.
     partial_input: String,
 }
@@ -853,6 +974,8 @@ pub(crate) struct AnthropicAssembler {
     provider: &'static str,
     model: String,
     text: String,
+    /// The text split as the model produced it, with citations.
+    text_blocks: Vec<CitedText>,
     thinking: Vec<ThinkingBlock>,
     tools: Vec<ToolState>,
     server: Vec<ServerBlock>,
@@ -876,6 +999,7 @@ impl AnthropicAssembler {
             provider,
             model: model.to_string(),
             text: String::new(),
+            text_blocks: Vec::new(),
             thinking: Vec::new(),
             tools: Vec::new(),
             server: Vec::new(),
@@ -896,9 +1020,14 @@ impl AnthropicAssembler {
         emitter: &mut Emitter<'_, '_>,
     ) -> Result<(), serde_json::Error> {
         match StartedBlock::classify(content_block)? {
-            StartedBlock::Known(WireBlock::Text { text }) => {
-                self.blocks.insert(index, BlockSlot::Text);
-                self.push_text(text, emitter);
+            StartedBlock::Known(WireBlock::Text { text, citations }) => {
+                self.text_blocks.push(CitedText {
+                    text: String::new(),
+                    citations: citations.unwrap_or_default(),
+                });
+                let slot = self.text_blocks.len() - 1;
+                self.blocks.insert(index, BlockSlot::Text(slot));
+                self.push_text(Some(slot), text, emitter);
             }
             StartedBlock::Known(WireBlock::Thinking {
                 thinking,
@@ -926,8 +1055,22 @@ impl AnthropicAssembler {
                 });
             }
             StartedBlock::Server(block) => {
+                // A result arrives whole with its block start.
+                let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+                if kind.ends_with("_tool_result") {
+                    emitter.emit(StreamEvent::ServerToolResult {
+                        tool_use_id: block
+                            .get("tool_use_id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        result_type: kind.to_string(),
+                        is_error: result_is_error(&block),
+                    });
+                }
                 self.server.push(ServerBlock {
                     block,
+                    position: self.text_blocks.len(),
                     partial_input: String::new(),
                 });
                 self.blocks
@@ -941,7 +1084,7 @@ impl AnthropicAssembler {
     }
 
     /// Handles the end of a content block.
-    fn stop_block(&mut self, index: usize) {
+    fn stop_block(&mut self, index: usize, emitter: &mut Emitter<'_, '_>) {
         match self.blocks.get(&index).copied() {
             Some(BlockSlot::Tool(position)) => {
                 if let Some(tool) = self.tools.get_mut(position) {
@@ -959,6 +1102,25 @@ impl AnthropicAssembler {
                             block.insert("input".into(), input);
                         }
                     }
+                    // The call is reported once its input is whole.
+                    let block = &server.block;
+                    if block.get("type").and_then(Value::as_str) != Some("server_tool_use")
+                        && block.get("type").and_then(Value::as_str) != Some("mcp_tool_use")
+                    {
+                        return;
+                    }
+                    let field = |key: &str| {
+                        block
+                            .get(key)
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    emitter.emit(StreamEvent::ServerToolUse {
+                        id: field("id"),
+                        name: field("name"),
+                        input: block.get("input").cloned().unwrap_or(Value::Null),
+                    });
                 }
             }
             _ => {}
@@ -981,9 +1143,18 @@ impl AnthropicAssembler {
         }
     }
 
-    fn push_text(&mut self, text: String, emitter: &mut Emitter<'_, '_>) {
+    fn push_text(&mut self, slot: Option<usize>, text: String, emitter: &mut Emitter<'_, '_>) {
         if text.is_empty() {
             return;
+        }
+        // Text whose block start was never seen joins the last text block.
+        let slot = slot.or(self.text_blocks.len().checked_sub(1));
+        match slot.and_then(|slot| self.text_blocks.get_mut(slot)) {
+            Some(block) => block.text.push_str(&text),
+            None => self.text_blocks.push(CitedText {
+                text: text.clone(),
+                citations: Vec::new(),
+            }),
         }
         self.text.push_str(&text);
         emitter.emit(StreamEvent::TextDelta(text));
@@ -1040,6 +1211,18 @@ impl AnthropicAssembler {
                 explanation: details.explanation.filter(|e| !e.is_empty()),
             }
         });
+        // The text's split and citations matter only when there are citations to keep or server
+        // blocks to place among the text; otherwise the joined text is the answer.
+        let split_matters =
+            !self.server.is_empty() || self.text_blocks.iter().any(|b| !b.citations.is_empty());
+        let (server_blocks, server_block_positions) = if split_matters {
+            self.server
+                .into_iter()
+                .map(|s| (s.block, s.position))
+                .unzip()
+        } else {
+            (Vec::new(), Vec::new())
+        };
         ProviderResponse {
             text: self.text,
             thinking: self.thinking,
@@ -1048,7 +1231,13 @@ impl AnthropicAssembler {
             usage: self.usage,
             model: self.model,
             refusal,
-            server_blocks: self.server.into_iter().map(|s| s.block).collect(),
+            server_blocks,
+            server_block_positions,
+            text_blocks: if split_matters {
+                self.text_blocks
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -1091,7 +1280,7 @@ impl StreamAssembler for AnthropicAssembler {
                 for (index, block) in message.content.into_iter().enumerate() {
                     self.start_block(index, block, emitter)
                         .map_err(|e| malformed_event(self.provider, &event.data, &e))?;
-                    self.stop_block(index);
+                    self.stop_block(index, emitter);
                 }
             }
             WireEvent::ContentBlockStart {
@@ -1105,7 +1294,20 @@ impl StreamAssembler for AnthropicAssembler {
                 let slot = self.blocks.get(&index).copied();
                 match delta {
                     // Text is text even if its block start was never seen.
-                    WireDelta::TextDelta { text } => self.push_text(text, emitter),
+                    WireDelta::TextDelta { text } => {
+                        let slot = match slot {
+                            Some(BlockSlot::Text(slot)) => Some(slot),
+                            _ => None,
+                        };
+                        self.push_text(slot, text, emitter);
+                    }
+                    WireDelta::CitationsDelta { citation } => {
+                        if let Some(BlockSlot::Text(slot)) = slot {
+                            if let Some(block) = self.text_blocks.get_mut(slot) {
+                                block.citations.push(citation);
+                            }
+                        }
+                    }
                     WireDelta::ThinkingDelta { thinking } => {
                         let slot = match slot {
                             Some(BlockSlot::Thinking(slot)) => slot,
@@ -1144,7 +1346,7 @@ impl StreamAssembler for AnthropicAssembler {
                     WireDelta::Other => {}
                 }
             }
-            WireEvent::ContentBlockStop { index } => self.stop_block(index),
+            WireEvent::ContentBlockStop { index } => self.stop_block(index, emitter),
             WireEvent::MessageDelta { delta, usage } => {
                 if delta.stop_reason.is_some() {
                     self.stop_reason = delta.stop_reason;
@@ -1616,6 +1818,12 @@ mod tests {
                     index: 1,
                     id: "toolu_B".into(),
                     name: "Glob".into()
+                },
+                // The server tool's call, once its input is whole.
+                StreamEvent::ServerToolUse {
+                    id: "srv".into(),
+                    name: "web_search".into(),
+                    input: json!({}),
                 },
             ]
         );

@@ -406,7 +406,7 @@ fn joined_text(content: &[ContentBlock]) -> String {
     let texts: Vec<&str> = content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+            ContentBlock::Text { text, .. } if !text.is_empty() => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -778,7 +778,7 @@ impl GeminiAssembler {
             usage: self.usage,
             model: self.model,
             refusal,
-            server_blocks: Vec::new(),
+            ..ProviderResponse::default()
         }
     }
 }

@@ -17,6 +17,7 @@ mod openai_compat;
 pub mod openai_responses;
 pub mod replay;
 pub mod scripted;
+pub mod server_tools;
 pub mod sse;
 pub mod vertex;
 
@@ -134,6 +135,26 @@ pub enum StreamEvent {
         /// The piece of JSON text.
         partial_json: String,
     },
+    /// A tool the provider runs itself (Anthropic server tools: web search, web fetch, code
+    /// execution) was called; sent once the call's input is complete.
+    ServerToolUse {
+        /// The provider's id of the call (`srvtoolu_…`).
+        id: String,
+        /// The server tool's name (`web_search`, `web_fetch`, `bash_code_execution`, …).
+        name: String,
+        /// The call's input (`{"query": …}` for web search, `{"url": …}` for web fetch).
+        input: serde_json::Value,
+    },
+    /// The result of a server tool call arrived (its content stays in the response's
+    /// [`ProviderResponse::server_blocks`]).
+    ServerToolResult {
+        /// The id of the `server_tool_use` this answers.
+        tool_use_id: String,
+        /// The result block's type (`web_search_tool_result`, `web_fetch_tool_result`, …).
+        result_type: String,
+        /// True when the result is an error (`max_uses_exceeded`, `url_not_accessible`, …).
+        is_error: bool,
+    },
     /// A failed attempt will be retried after `delay`.
     Retry {
         /// The attempt that failed (1-based).
@@ -240,6 +261,26 @@ pub struct ProviderResponse {
     /// them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_blocks: Vec<serde_json::Value>,
+    /// For each of `server_blocks`, how many of `text_blocks` came before it: where the block
+    /// goes back among the text (empty when `text_blocks` is).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_block_positions: Vec<usize>,
+    /// The answer text as the separate blocks the model produced, each with its citations, when
+    /// the split matters (a response with server-tool blocks or citations, Anthropic); empty
+    /// otherwise, and `text` is the answer. Their texts joined are `text`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub text_blocks: Vec<CitedText>,
+}
+
+/// One text block of an answer with the sources it cites.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CitedText {
+    /// The text.
+    pub text: String,
+    /// The provider's citation objects, verbatim (Anthropic `web_search_result_location`,
+    /// `char_location`, …); empty when the text cites nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<serde_json::Value>,
 }
 
 /// What a provider can do.

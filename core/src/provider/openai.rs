@@ -435,7 +435,7 @@ fn joined_text(content: &[ContentBlock]) -> String {
     let texts: Vec<&str> = content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+            ContentBlock::Text { text, .. } if !text.is_empty() => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -880,6 +880,7 @@ impl OpenAiAssembler {
             stop_reason,
             usage: self.usage,
             model: self.model,
+            ..ProviderResponse::default()
         }
     }
 }

@@ -270,7 +270,7 @@ fn joined_text(content: &[ContentBlock]) -> String {
     let texts: Vec<&str> = content
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+            ContentBlock::Text { text, .. } if !text.is_empty() => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -704,7 +704,7 @@ impl ResponsesAssembler {
             usage: self.usage,
             model: self.model,
             refusal,
-            server_blocks: Vec::new(),
+            ..ProviderResponse::default()
         }
     }
 }

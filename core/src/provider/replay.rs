@@ -53,7 +53,8 @@ impl std::error::Error for ReplayError {}
 #[derive(Debug, Clone)]
 enum RecordedCall {
     Response {
-        response: ProviderResponse,
+        // Boxed: a response is far larger than an error.
+        response: Box<ProviderResponse>,
         /// The text deltas as they were streamed (empty: stream the text as one delta).
         deltas: Vec<String>,
     },
@@ -148,7 +149,10 @@ impl ReplayProvider {
                     } else {
                         Vec::new()
                     };
-                    calls.push(RecordedCall::Response { response, deltas });
+                    calls.push(RecordedCall::Response {
+                        response: Box::new(response),
+                        deltas,
+                    });
                 }
                 "provider_error" => {
                     let error = event
@@ -283,7 +287,7 @@ impl Provider for ReplayProvider {
                 partial_json: call.arguments.clone(),
             });
         }
-        Ok(recorded.clone())
+        Ok((**recorded).clone())
     }
 }
 

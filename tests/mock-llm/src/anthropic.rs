@@ -119,6 +119,8 @@ enum Delta<'a> {
     Signature { signature: &'a str },
     #[serde(rename = "input_json_delta")]
     InputJson { partial_json: &'a str },
+    #[serde(rename = "citations_delta")]
+    Citations { citation: &'a Value },
 }
 
 #[derive(Serialize)]
@@ -186,6 +188,9 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
             let index = blocks.start_raw(block);
             blocks.stop(index);
         }
+        for block in &turn.content_blocks {
+            blocks.streamed(block);
+        }
         for text in [&turn.text, &turn.refusal].into_iter().flatten() {
             let index = blocks.start(Block::Text { text: "" });
             for piece in text.pieces() {
@@ -246,6 +251,7 @@ fn whole_content(turn: &Turn, default_id: &dyn Fn(usize) -> String) -> Vec<Value
         }));
     }
     content.extend(turn.server_blocks.iter().cloned());
+    content.extend(turn.content_blocks.iter().cloned());
     for text in [&turn.text, &turn.refusal].into_iter().flatten() {
         content.push(serde_json::json!({"type": "text", "text": text.joined()}));
     }
@@ -313,6 +319,52 @@ impl Blocks<'_> {
             self.out.push(Wire::Ping.event());
         }
         index
+    }
+
+    /// One of a turn's `content_blocks`, streamed as the API streams it: a server tool call's
+    /// input as `input_json_delta`, a text block's citations as `citations_delta` (each before
+    /// the text), anything else whole.
+    fn streamed(&mut self, block: &Value) {
+        match block.get("type").and_then(Value::as_str) {
+            Some("server_tool_use") => {
+                let mut start = block.clone();
+                start["input"] = Value::Object(Map::new());
+                let index = self.start_raw(&start);
+                let input = block.get("input").map(to_json).unwrap_or_default();
+                // Two pieces, cut at a character boundary, as the API splits long inputs.
+                let mut cut = input.len() / 2;
+                while !input.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                for piece in [&input[..cut], &input[cut..]] {
+                    if !piece.is_empty() {
+                        self.delta(
+                            index,
+                            Delta::InputJson {
+                                partial_json: piece,
+                            },
+                        );
+                    }
+                }
+                self.stop(index);
+            }
+            Some("text") => {
+                let index = self.start(Block::Text { text: "" });
+                let citations = block.get("citations").and_then(Value::as_array);
+                for citation in citations.into_iter().flatten() {
+                    self.delta(index, Delta::Citations { citation });
+                }
+                let text = block.get("text").and_then(Value::as_str).unwrap_or("");
+                if !text.is_empty() {
+                    self.delta(index, Delta::Text { text });
+                }
+                self.stop(index);
+            }
+            _ => {
+                let index = self.start_raw(block);
+                self.stop(index);
+            }
+        }
     }
 
     fn delta(&mut self, index: usize, delta: Delta<'_>) {

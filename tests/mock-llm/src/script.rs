@@ -98,6 +98,13 @@ pub struct Turn {
     /// the text, e.g. server-tool blocks (`server_tool_use`, `web_search_tool_result`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_blocks: Vec<Value>,
+    /// Anthropic content blocks in order, streamed the way the API streams a server-tool turn
+    /// (after the thinking and `server_blocks`, before `text`): a `server_tool_use` starts with
+    /// an empty `input` and sends its input as `input_json_delta`; a `text` block sends each of
+    /// its `citations` as a `citations_delta` before its text; any other block (a
+    /// `web_search_tool_result`, …) comes whole. Not sent by OpenAI.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_blocks: Vec<Value>,
     /// OpenAI: send text and thinking as lists of typed content parts (Mistral's reasoning
     /// models): `"content": [{"type": "text", "text": …}]`, `"content": [{"type": "thinking",
     /// "thinking": [{"type": "text", "text": …}]}]`.
@@ -504,6 +511,7 @@ impl Turn {
                 || !self.tool_calls.is_empty()
                 || self.refusal.is_some()
                 || !self.server_blocks.is_empty()
+                || !self.content_blocks.is_empty()
                 || self.fault.is_some())
         {
             return Err(
@@ -516,6 +524,19 @@ impl Turn {
             if !block.get("type").is_some_and(Value::is_string) {
                 return Err(format!(
                     "server_blocks[{j}]: a content block is a JSON object with a \"type\""
+                ));
+            }
+        }
+        for (j, block) in self.content_blocks.iter().enumerate() {
+            let kind = block.get("type").and_then(Value::as_str);
+            if kind.is_none() {
+                return Err(format!(
+                    "content_blocks[{j}]: a content block is a JSON object with a \"type\""
+                ));
+            }
+            if kind == Some("text") && !block.get("text").is_some_and(Value::is_string) {
+                return Err(format!(
+                    "content_blocks[{j}]: a text block needs a \"text\" string"
                 ));
             }
         }

@@ -122,6 +122,88 @@ async fn anthropic_server_blocks_come_whole_before_the_text() {
 }
 
 #[tokio::test]
+async fn anthropic_content_blocks_stream_a_search_its_results_and_cited_text_in_order() {
+    let search = json!({"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "rust é"}});
+    let result = json!({"type": "web_search_tool_result", "tool_use_id": "srv_1",
+        "content": [{"type": "web_search_result", "url": "https://a.example", "title": "A", "encrypted_content": "e1"}]});
+    let citation = json!({"type": "web_search_result_location", "url": "https://a.example",
+        "title": "A", "encrypted_index": "i1", "cited_text": "Rust is fast."});
+    let cited = json!({"type": "text", "text": "Rust is fast.", "citations": [citation]});
+    let mock = mock(json!({"turns": [{
+        "content_blocks": [{"type": "text", "text": "Let me look."}, search, result, cited],
+        "stop_reason": "pause_turn"
+    }]}))
+    .await;
+    let (_, events) = anthropic_stream(&mock.base_url()).await;
+    let lines: Vec<String> = events
+        .iter()
+        .filter_map(|e| {
+            let json = e.json();
+            match e.event.as_deref()? {
+                "content_block_start" => Some(format!(
+                    "start {} {}",
+                    json["index"], json["content_block"]["type"]
+                )),
+                "content_block_delta" => {
+                    Some(format!("delta {} {}", json["index"], json["delta"]["type"]))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "start 0 \"text\"",
+            "delta 0 \"text_delta\"",
+            "start 1 \"server_tool_use\"",
+            "delta 1 \"input_json_delta\"",
+            "delta 1 \"input_json_delta\"",
+            "start 2 \"web_search_tool_result\"",
+            "start 3 \"text\"",
+            "delta 3 \"citations_delta\"",
+            "delta 3 \"text_delta\"",
+        ]
+    );
+    let block = |index: usize| {
+        events
+            .iter()
+            .map(|e| e.json())
+            .filter(|j| j["index"] == index)
+            .collect::<Vec<Value>>()
+    };
+    // The call starts with an empty input; its input streams as JSON text.
+    assert_eq!(block(1)[0]["content_block"]["input"], json!({}));
+    let input: String = block(1)
+        .iter()
+        .filter_map(|j| j["delta"]["partial_json"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&input).unwrap(),
+        search["input"]
+    );
+    assert_eq!(block(2)[0]["content_block"], result);
+    assert_eq!(block(3)[1]["delta"]["citation"], citation);
+    assert_eq!(block(3)[2]["delta"]["text"], "Rust is fast.");
+    let delta = events
+        .iter()
+        .find(|e| e.event.as_deref() == Some("message_delta"))
+        .unwrap()
+        .json();
+    assert_eq!(delta["delta"]["stop_reason"], "pause_turn");
+}
+
+#[tokio::test]
+async fn content_blocks_need_a_type() {
+    let error = MockLlm::start_json(json!({"turns": [{"content_blocks": [{"text": "x"}]}]}))
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(error.contains("content_blocks[0]"), "{error}");
+}
+
+#[tokio::test]
 async fn splice_restarts_the_turn_mid_stream() {
     let mock =
         mock(json!({"turns": [{"text": "abc", "fault": {"kind": "splice", "after_events": 3}}]}))

@@ -11,7 +11,10 @@
 //! `maxRetryWaitMs` (the longest `retry-after` sat out, default 60 000) and `maxTokens` for the
 //! HTTP providers, and for `anthropic` `promptCaching` (default `true`; the
 //! `DISABLE_PROMPT_CACHING` environment variable turns it off where the profile does not say)
-//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`). An `openai` profile picks its wire
+//! and `promptCacheTtl` (`"5m"`, the default, or `"1h"`), and `serverTools` (the Anthropic
+//! tools the API runs itself: `["web_search", "web_fetch", "code_execution"]`, or objects with
+//! their options such as `{"name": "web_search", "maxUses": 3}`; see
+//! [`ServerTool::from_setting`]). An `openai` profile picks its wire
 //! API with `options.api`: `"chat"` (Chat Completions, the default) or `"responses"` (the
 //! Responses API, `POST {baseURL}/responses`).
 //!
@@ -40,7 +43,7 @@ use serde_json::Value;
 
 use crate::framework::config::{ProviderProfile, Settings};
 use crate::provider::anthropic::{
-    AnthropicConfig, AnthropicProvider, CacheTtl, DEFAULT_BASE_URL as ANTHROPIC_URL,
+    AnthropicConfig, AnthropicProvider, CacheTtl, ServerTool, DEFAULT_BASE_URL as ANTHROPIC_URL,
 };
 use crate::provider::gemini::{
     GeminiConfig, GeminiProvider, DEFAULT_BASE_URL as GEMINI_URL, DEFAULT_MODEL as GEMINI_MODEL,
@@ -271,6 +274,14 @@ fn build_anthropic(
     config.max_tokens = option_u64(profile, "maxTokens")?.map(saturate_u32);
     config.http = http_options(profile)?;
     config.prompt_caching = prompt_caching(profile, var)?;
+    if let Some(tools) = option(profile, "serverTools").filter(|v| !v.is_null()) {
+        config.server_tools = ServerTool::list_from_setting(&tools).map_err(|message| {
+            FromSettingsError::Profile {
+                profile: profile.name.clone(),
+                message,
+            }
+        })?;
+    }
     let provider =
         AnthropicProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?;
     Ok(BuiltProvider {

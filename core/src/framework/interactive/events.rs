@@ -145,6 +145,26 @@ pub enum InteractiveEventKind {
         /// The text.
         text: String,
     },
+    /// A tool the provider runs itself (Anthropic web search, web fetch, code execution) was
+    /// called, with its whole input (`{"query": …}` for a search). Nothing runs locally and no
+    /// permission is asked: the provider reports the result as `server_tool_result`.
+    ServerToolUse {
+        /// The provider's id of the call.
+        id: String,
+        /// The server tool (`web_search`, `web_fetch`, `bash_code_execution`, …).
+        name: String,
+        /// The call's input.
+        input: Value,
+    },
+    /// A server tool's result arrived (the content stays with the assistant message).
+    ServerToolResult {
+        /// The `server_tool_use` id it answers.
+        tool_use_id: String,
+        /// The result block's type (`web_search_tool_result`, …).
+        result_type: String,
+        /// True when the tool failed.
+        is_error: bool,
+    },
     /// A tool began.
     ToolStart {
         /// Its state.
@@ -292,6 +312,8 @@ impl InteractiveEventKind {
         match self {
             InteractiveEventKind::TextDelta { .. } => "text_delta",
             InteractiveEventKind::Thinking { .. } => "thinking",
+            InteractiveEventKind::ServerToolUse { .. } => "server_tool_use",
+            InteractiveEventKind::ServerToolResult { .. } => "server_tool_result",
             InteractiveEventKind::ToolStart { .. } => "tool_start",
             InteractiveEventKind::ToolEnd { .. } => "tool_end",
             InteractiveEventKind::PermissionRequest { .. } => "permission_request",

@@ -1840,6 +1840,18 @@ impl Inner {
             SessionEvent::Engine(EngineEvent::Thinking { text }) => {
                 InteractiveEventKind::Thinking { text }
             }
+            SessionEvent::Engine(EngineEvent::ServerToolUse { id, name, input }) => {
+                InteractiveEventKind::ServerToolUse { id, name, input }
+            }
+            SessionEvent::Engine(EngineEvent::ServerToolResult {
+                tool_use_id,
+                result_type,
+                is_error,
+            }) => InteractiveEventKind::ServerToolResult {
+                tool_use_id,
+                result_type,
+                is_error,
+            },
             SessionEvent::Engine(EngineEvent::ToolStart {
                 tool_use_id,
                 name,
