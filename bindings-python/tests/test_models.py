@@ -91,6 +91,7 @@ async def test_the_fallback_model_answers_when_the_main_model_is_overloaded(
 async def test_query_takes_a_fallback_model(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
     mock_llm.script([{"fault": {"kind": "status", "status": 529}}, {"text": "from the fallback"}])
     provider = AnthropicProvider("claude-opus-4-6", api_key="sk-test", base_url=mock_llm.base_url, max_retries=0)
-    result = await robota.run_query("hello", provider=provider, fallback_model="claude-haiku-4-5", **opts)
+    query = robota.create_query(provider=provider, fallback_model="claude-haiku-4-5", **opts)
+    result = await query("hello")
     assert result.response == "from the fallback"
     assert [request["body"]["model"] for request in mock_llm.requests()] == ["claude-opus-4-6", "claude-haiku-4-5"]
