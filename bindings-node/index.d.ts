@@ -264,6 +264,18 @@ export declare function engineVersion(): string
 export declare function evaluatePermission(tool: string, inputJson: string, contextJson: string): string
 
 /**
+ * Every catalogued model, or only `provider`'s (a provider type such as `"anthropic"`), as a
+ * JSON array of `modelInfo` results.
+ */
+export declare function listModels(provider?: string | undefined | null): string
+
+/**
+ * What robota knows about `model` (the model catalog), as JSON (`robota::api::model_info`): an
+ * empty or overlong id is an `invalid_argument` error, an unknown one answers `known: false`.
+ */
+export declare function modelInfo(model: string): string
+
+/**
  * Creates a session like the `NativeSession` constructor, off the JavaScript thread; resolves
  * to the session. Needed when the session is saved in a JavaScript `SessionStore` (opening it
  * calls the store, which runs on the JavaScript thread); works for any session.

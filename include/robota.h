@@ -337,6 +337,55 @@ robota_status robota_session_start_background_subagent(const struct robota_sessi
                                                        char **out_json,
                                                        struct robota_error **out_err);
 
+// What robota knows about a model: its context window, maximum output, prices and thinking.
+//
+// - `model` (`model_len` bytes of UTF-8): the model id, e.g. `"claude-sonnet-4-5-20250929"`
+//   (snapshot suffixes and routing prefixes such as Bedrock's `us.anthropic.` are understood).
+//
+// On success `*out_json` is an object: `model` (as asked), `known` (whether the catalog knows
+// it), `catalog_id` and `provider` (when known), `context_window` (tokens; robota's default
+// when unknown), `max_output` (when known), `thinking`, `price` (when known: USD per million
+// tokens as `input_per_mtok`, `output_per_mtok`, `cache_read_per_mtok`,
+// `cache_write_per_mtok`, and `long_prompt` `{above_tokens, …the same four}` for models that
+// charge more for long prompts), `defaults` (the figures filled with robota's defaults: any of
+// `"context_window"`, `"max_output"`, `"price"`), `sources` (URLs) and `checked` (`YYYY-MM`).
+// An unknown model is not an error: `known` is false and `defaults` lists all three.
+//
+// Errors: `ROBOTA_STATUS_NULL_ARGUMENT` (`model` NULL with a length, or `out_json` NULL),
+// `ROBOTA_STATUS_INVALID_UTF8`, `ROBOTA_STATUS_INVALID_ARGUMENT` (an empty or blank id, or one
+// longer than 1024 bytes).
+//
+// Ownership: `*out_json` is owned by the caller; free it with `robota_string_free`.
+// Threading: callable from any thread; does not touch a runtime.
+//
+// # Safety
+// `model` is NULL (with `model_len` 0) or valid for `model_len` bytes; `out_json` is valid for
+// writes; `out_err` is NULL or valid for writes.
+robota_status robota_model_info(const char *model,
+                                size_t model_len,
+                                char **out_json,
+                                struct robota_error **out_err);
+
+// Every model in robota's catalog, or only those of one provider, in catalog order.
+//
+// - `provider` (`provider_len` bytes of UTF-8): a provider type such as `"anthropic"`; empty
+//   (or NULL with 0): every provider.
+//
+// On success `*out_json` is a JSON array of objects as `robota_model_info` returns them.
+//
+// Errors: `ROBOTA_STATUS_NULL_ARGUMENT`, `ROBOTA_STATUS_INVALID_UTF8`.
+//
+// Ownership: `*out_json` is owned by the caller; free it with `robota_string_free`.
+// Threading: callable from any thread; does not touch a runtime.
+//
+// # Safety
+// `provider` is NULL (with `provider_len` 0) or valid for `provider_len` bytes; `out_json` is
+// valid for writes; `out_err` is NULL or valid for writes.
+robota_status robota_list_models(const char *provider,
+                                 size_t provider_len,
+                                 char **out_json,
+                                 struct robota_error **out_err);
+
 // The error's status code; `ROBOTA_STATUS_NULL_ARGUMENT` when `err` is NULL.
 //
 // # Safety
@@ -562,7 +611,8 @@ robota_status robota_session_options_add_mcp_server(struct robota_session_option
 // the fields `robota_session_new_json` documents (`cwd`, `permission_mode`, `system_prompt`,
 // `append_system_prompt`, `max_turns`, `session_id`, `load_project_context`, `home`,
 // `settings`, `settings_from_environment`, `env`, `builtin_tools` (false: only host tools),
-// `persistence`, `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+// `persistence`, `resume_session_id`, `fork_session`, `max_budget_usd`, `fallback_model`,
+// `auto_compact`,
 // `context_window`, `telemetry`, `traceparent`, `tracestate`, `pull_events`). Checked now:
 // errors `ROBOTA_STATUS_INVALID_UTF8`,
 // `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_NULL_ARGUMENT`.
@@ -894,7 +944,11 @@ void robota_runtime_shutdown(struct robota_runtime *runtime,
 // file/shell/web tools), `persistence` (`"none"`, `"project"`, `{"store": {"sessions_dir",
 // "logs_dir"}}`, `{"sqlite": {"path"}}`: one SQLite database for many sessions, or
 // `{"postgres": {"url" | "url_env", "project"}}`: a PostgreSQL database shared by many workers),
-// `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+// `resume_session_id`, `fork_session`, `max_budget_usd`, `fallback_model` (a second model
+// of the same provider, answering while the main one is overloaded — HTTP 529 or 503 after
+// the provider's retries; each switch is a `session` event `{"type": "warning", "source":
+// "fallback_model", "message"}`; the main model itself, or a provider that cannot switch
+// models, fails when the session is created, naming `fallback_model`), `auto_compact`,
 // `context_window`, `telemetry` (OpenTelemetry export over OTLP: `{"endpoint":
 // "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": …,
 // "timeoutMs": …}`; `{}` reads the `OTEL_EXPORTER_OTLP_*` variables), `traceparent` and

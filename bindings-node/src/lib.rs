@@ -84,6 +84,20 @@ pub fn evaluate_permission(
     to_json(&evaluate(&tool, &input, &context))
 }
 
+/// What robota knows about `model` (the model catalog), as JSON (`robota::api::model_info`): an
+/// empty or overlong id is an `invalid_argument` error, an unknown one answers `known: false`.
+#[napi]
+pub fn model_info(model: String) -> napi::Result<String> {
+    to_json(&robota::api::model_info(&model).map_err(api_error)?)
+}
+
+/// Every catalogued model, or only `provider`'s (a provider type such as `"anthropic"`), as a
+/// JSON array of `modelInfo` results.
+#[napi]
+pub fn list_models(provider: Option<String>) -> napi::Result<String> {
+    to_json(&robota::api::list_models(provider.as_deref()))
+}
+
 /// The prompt that asks the model to go on with an answer cut off at the output token limit,
 /// and how it is shown in the history: `[prompt, displayInput]`.
 #[napi]

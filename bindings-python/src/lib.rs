@@ -49,6 +49,21 @@ fn evaluate_permission<'py>(
     ser_to_py(py, &decision)
 }
 
+/// What robota knows about `model` (the model catalog): a dict of `robota::api::model_info`'s
+/// fields; an empty or overlong id raises `InvalidArgumentError`.
+#[pyfunction]
+fn model_info<'py>(py: Python<'py>, model: &str) -> PyResult<Bound<'py, PyAny>> {
+    let info = robota::api::model_info(model).map_err(errors::api_error)?;
+    ser_to_py(py, &info)
+}
+
+/// What robota knows about every catalogued model, or only `provider`'s: a list of dicts.
+#[pyfunction]
+#[pyo3(signature = (provider=None))]
+fn list_models<'py>(py: Python<'py>, provider: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+    ser_to_py(py, &robota::api::list_models(provider))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -65,6 +80,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::NativeStream>()?;
     m.add_class::<host::NativeCommandContext>()?;
     m.add_function(wrap_pyfunction!(evaluate_permission, m)?)?;
+    m.add_function(wrap_pyfunction!(model_info, m)?)?;
+    m.add_function(wrap_pyfunction!(list_models, m)?)?;
     m.add_function(wrap_pyfunction!(aio::at_exit, m)?)?;
     m.add_function(wrap_pyfunction!(store::run_store_conformance, m)?)?;
     errors::register(m)?;

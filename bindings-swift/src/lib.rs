@@ -51,6 +51,25 @@ pub fn evaluate_permission(
         .map_err(|e| RobotaError::internal(format!("cannot encode the decision: {e}")))
 }
 
+/// What robota knows about `model` (the model catalog), as the JSON of `robota::api::model_info`
+/// (`model`, `known`, `catalog_id`?, `provider`?, `context_window`, `max_output`?, `thinking`,
+/// `price`?, `defaults`, `sources`, `checked`). An empty or overlong id throws
+/// `RobotaError.InvalidArgument`; an unknown one answers `known: false`.
+#[uniffi::export]
+pub fn model_info(model: String) -> Result<String, RobotaError> {
+    let info = robota::api::model_info(&model)?;
+    serde_json::to_string(&info)
+        .map_err(|e| RobotaError::internal(format!("cannot encode the model info: {e}")))
+}
+
+/// Every catalogued model, or only `provider`'s (a provider type such as `"anthropic"`), as a
+/// JSON array of `model_info` answers.
+#[uniffi::export]
+pub fn list_models(provider: Option<String>) -> Result<String, RobotaError> {
+    serde_json::to_string(&robota::api::list_models(provider.as_deref()))
+        .map_err(|e| RobotaError::internal(format!("cannot encode the model list: {e}")))
+}
+
 /// The library's version (the workspace version), so the Swift package can check it was built
 /// against the library it loads.
 /// Runs the engine's store conformance suite on a session store written in Swift: `callback`

@@ -9,6 +9,7 @@
 
 mod background;
 mod boundary;
+mod catalog;
 mod error;
 mod evaluate;
 mod host;
@@ -22,6 +23,7 @@ mod store;
 mod strings;
 
 pub use background::*;
+pub use catalog::*;
 pub use error::*;
 pub use evaluate::*;
 pub use host::*;

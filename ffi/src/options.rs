@@ -87,7 +87,8 @@ unsafe fn options_arg<'a>(
 /// the fields `robota_session_new_json` documents (`cwd`, `permission_mode`, `system_prompt`,
 /// `append_system_prompt`, `max_turns`, `session_id`, `load_project_context`, `home`,
 /// `settings`, `settings_from_environment`, `env`, `builtin_tools` (false: only host tools),
-/// `persistence`, `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+/// `persistence`, `resume_session_id`, `fork_session`, `max_budget_usd`, `fallback_model`,
+/// `auto_compact`,
 /// `context_window`, `telemetry`, `traceparent`, `tracestate`, `pull_events`). Checked now:
 /// errors `ROBOTA_STATUS_INVALID_UTF8`,
 /// `ROBOTA_STATUS_INVALID_JSON`, `ROBOTA_STATUS_NULL_ARGUMENT`.

@@ -285,7 +285,11 @@ pub(crate) fn refuse_on_engine_thread(what: &str) -> Result<(), FfiError> {
 /// file/shell/web tools), `persistence` (`"none"`, `"project"`, `{"store": {"sessions_dir",
 /// "logs_dir"}}`, `{"sqlite": {"path"}}`: one SQLite database for many sessions, or
 /// `{"postgres": {"url" | "url_env", "project"}}`: a PostgreSQL database shared by many workers),
-/// `resume_session_id`, `fork_session`, `max_budget_usd`, `auto_compact`,
+/// `resume_session_id`, `fork_session`, `max_budget_usd`, `fallback_model` (a second model
+/// of the same provider, answering while the main one is overloaded — HTTP 529 or 503 after
+/// the provider's retries; each switch is a `session` event `{"type": "warning", "source":
+/// "fallback_model", "message"}`; the main model itself, or a provider that cannot switch
+/// models, fails when the session is created, naming `fallback_model`), `auto_compact`,
 /// `context_window`, `telemetry` (OpenTelemetry export over OTLP: `{"endpoint":
 /// "http://collector:4318", "protocol": "http" | "grpc", "headers": {…}, "serviceName": …,
 /// "timeoutMs": …}`; `{}` reads the `OTEL_EXPORTER_OTLP_*` variables), `traceparent` and

@@ -529,6 +529,39 @@ fn c_test_structured_output_passes() {
     runtime.block_on(mock.shutdown());
 }
 
+/// The model catalog from C (a snapshot id, a Bedrock id, an unknown model, bad input, the list)
+/// and `fallback_model` against mock-llm: the main model answers 529, the fallback answers, and
+/// the C host sees one `warning` event with source `fallback_model`.
+#[test]
+fn c_test_models_passes() {
+    let root = workspace_root();
+    let exe = build_c(&root.join("ffi/tests/c/test_models.c"), "test_models");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let mock = runtime
+        .block_on(mock_llm::MockLlm::start_json(serde_json::json!({
+            "turns": [
+                {"fault": {"kind": "status", "status": 529}},
+                {"text": "from the fallback"}
+            ]
+        })))
+        .expect("mock-llm starts");
+    let url = mock.base_url();
+    let stdout = run_c(&exe, &[], &[("ROBOTA_MOCK_URL", url.as_str())]);
+    assert!(stdout.contains("all checks passed"), "{stdout}");
+    let models: Vec<String> = mock
+        .requests()
+        .iter()
+        .map(|request| {
+            request.body["model"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(models, ["claude-opus-4-6", "claude-haiku-4-5"]);
+    runtime.block_on(mock.shutdown());
+}
+
 /// The browser step of a remote MCP server's OAuth through a C callback, against the real
 /// OAuth-protected test server (`tests/mcp-servers/python_server.py --http PORT --oauth`, which
 /// approves at once): the session connects, the tool works, the next session reuses the tokens.

@@ -80,6 +80,7 @@ const OPTION_NAMES: Readonly<Record<string, string>> = {
   resume_session_id: 'resumeSessionId',
   fork_session: 'forkSession',
   max_budget_usd: 'maxBudgetUsd',
+  fallback_model: 'fallbackModel',
   auto_compact: 'autoCompact',
   context_window: 'contextWindow',
   sessions_dir: 'sessionsDir',

@@ -9,6 +9,7 @@
  *   {@link ReplayProvider}, {@link CustomProvider}.
  * - Extensions: {@link tool}, permission handlers, hook callbacks, command modules.
  * - {@link evaluatePermission}: the permission rule engine as a pure function.
+ * - {@link getModelInfo} / {@link listModels}: the model catalog (context window, prices, …).
  */
 
 import { RobotaError, describeValue, expectString, native } from './errors.js';
@@ -78,6 +79,14 @@ export {
   type RemoteEvent,
   type GapEvent,
 } from './remote.js';
+export {
+  getModelInfo,
+  listModels,
+  type ModelInfo,
+  type ModelInfoDefault,
+  type ModelPrice,
+  type LongPromptPrice,
+} from './models.js';
 export type { FromSchema, JsonSchema, JsonValue, OutputFormat } from './structured.js';
 
 /** The context `evaluatePermission` decides in. */

@@ -75,6 +75,12 @@ export interface CommonOptions {
   forkSession?: boolean;
   /** Refuse further prompts once the session has spent this many USD. */
   maxBudgetUsd?: number;
+  /** A second model of the same provider, answering while the main model is overloaded (HTTP
+   * 529 or 503 after the provider's retries); each switch is a `session` event
+   * `{type: 'warning', source: 'fallback_model', message}`. The main model itself, or a
+   * provider that cannot switch models (scripted, replay, custom), is refused when the session
+   * opens, naming `fallbackModel`. */
+  fallbackModel?: string;
   /** Automatic compaction (default true). */
   autoCompact?: boolean;
   /** The model's context window in tokens, when the provider does not know it. */
@@ -194,6 +200,7 @@ const SESSION_KEYS: Record<string, string> = {
   resumeSessionId: 'resume_session_id',
   forkSession: 'fork_session',
   maxBudgetUsd: 'max_budget_usd',
+  fallbackModel: 'fallback_model',
   autoCompact: 'auto_compact',
   contextWindow: 'context_window',
   sandbox: 'sandbox',

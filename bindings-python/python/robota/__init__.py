@@ -90,6 +90,7 @@ from .providers import (
     ScriptedProvider,
     ToolCall,
 )
+from .models import LongPromptPrice, ModelInfo, ModelPrice, get_model_info, list_models
 from .remote import RemoteEventStream, RemoteSession
 from .query import Query, QueryResult, create_query, run_query
 from .sandbox import SandboxGuarantees, SandboxNetwork, SandboxStatus
@@ -149,6 +150,12 @@ __all__ = [
     "ToolResult",
     "create_sdk_mcp_server",
     "SdkMcpServer",
+    # model catalog
+    "get_model_info",
+    "list_models",
+    "ModelInfo",
+    "ModelPrice",
+    "LongPromptPrice",
     # permissions
     "PermissionRequest",
     "PermissionDecision",

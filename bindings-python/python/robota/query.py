@@ -153,6 +153,7 @@ def create_query(
     permission_handler: Optional[PermissionHandler] = None,
     hooks: Optional[HooksLike] = None,
     max_budget_usd: Optional[float] = None,
+    fallback_model: Optional[str] = None,
     persistence: Union[Literal["none", "project"], Mapping[str, Any], None] = None,
     home: Optional[PathLike] = None,
     settings: Optional[Mapping[str, Any]] = None,
@@ -187,6 +188,9 @@ def create_query(
             async); without one they are denied.
         hooks: Hook callbacks (see :mod:`robota.hooks`).
         max_budget_usd: Refuse further queries once the session has spent this many USD.
+        fallback_model: A second model of the same provider, answering while the main model is
+            overloaded (HTTP 529 or 503 after the provider's retries); see
+            :class:`robota.InteractiveSession`.
         persistence: ``"none"`` (default), ``"project"`` or ``{"store": {...}}``.
         home: The home directory whose user settings are read (default: none are read).
         settings: Settings from code, a settings.json object applied above every file.
@@ -212,6 +216,7 @@ def create_query(
             system_prompt=system_prompt,
             append_system_prompt=append_system_prompt,
             max_budget_usd=max_budget_usd,
+            fallback_model=fallback_model,
             persistence=persistence,
             home=fspath(home),
             settings=dict(settings) if settings is not None else None,

@@ -412,6 +412,7 @@ class InteractiveSession:
         resume_session_id: Optional[str] = None,
         fork_session: Optional[bool] = None,
         max_budget_usd: Optional[float] = None,
+        fallback_model: Optional[str] = None,
         auto_compact: Optional[bool] = None,
         context_window: Optional[int] = None,
         sandbox: Optional[bool] = None,
@@ -479,6 +480,11 @@ class InteractiveSession:
                 ``session_store``).
             fork_session: With ``resume_session_id``: continue in a copy with a new id.
             max_budget_usd: Refuse further prompts once the session has spent this many USD.
+            fallback_model: A second model of the same provider, answering while the main model
+                is overloaded (HTTP 529 or 503 after the provider's retries); each switch is a
+                ``warning`` event with ``source == "fallback_model"``. The same model as the
+                main one, or a provider that cannot switch models (scripted, replay, your own), is
+                refused here with an error naming ``fallback_model``.
             auto_compact: ``False`` turns automatic compaction of a full context off.
             context_window: The model's context window in tokens, when the provider does not
                 know it.
@@ -564,6 +570,7 @@ class InteractiveSession:
             resume_session_id=resume_session_id,
             fork_session=fork_session,
             max_budget_usd=max_budget_usd,
+            fallback_model=fallback_model,
             auto_compact=auto_compact,
             context_window=context_window,
             sandbox=sandbox,

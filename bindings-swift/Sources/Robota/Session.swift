@@ -59,6 +59,12 @@ public struct SessionOptions: Sendable {
     public var forkSession: Bool
     /// Refuse further prompts once the session has spent this many USD.
     public var maxBudgetUsd: Double?
+    /// A second model of the same provider, answering while the main model is overloaded (HTTP
+    /// 529 or 503 after the provider's retries); each switch is a `.session` event of type
+    /// `warning` with `source == "fallback_model"`. The main model itself, or a provider that
+    /// cannot switch models (scripted, replay, custom), is refused when the session is created,
+    /// naming `fallback_model`.
+    public var fallbackModel: String?
     /// Tools written in Swift, beside the built-ins.
     public var tools: [any Tool]
     /// Decides the tool calls the permission rules ask about (without one they are denied).
@@ -142,6 +148,7 @@ public struct SessionOptions: Sendable {
         set("resume_session_id", resumeSessionId.map(JSONValue.string))
         if forkSession { config["fork_session"] = true }
         set("max_budget_usd", maxBudgetUsd.map(JSONValue.number))
+        set("fallback_model", fallbackModel.map(JSONValue.string))
         if !skills.isEmpty { config["skills"] = .array(skills.map(\.json)) }
         let configured = mcpServers.compactMapValues(\.json)
         if !configured.isEmpty { config["mcp_servers"] = .object(configured) }

@@ -4317,6 +4317,32 @@ public func libraryVersion()throws  -> String  {
 })
 }
 /**
+ * Every catalogued model, or only `provider`'s (a provider type such as `"anthropic"`), as a
+ * JSON array of `model_info` answers.
+ */
+public func listModels(provider: String?)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_func_list_models(
+        FfiConverterOptionString.lower(provider),uniffiCallStatus
+    )
+})
+}
+/**
+ * What robota knows about `model` (the model catalog), as the JSON of `robota::api::model_info`
+ * (`model`, `known`, `catalog_id`?, `provider`?, `context_window`, `max_output`?, `thinking`,
+ * `price`?, `defaults`, `sources`, `checked`). An empty or overlong id throws
+ * `RobotaError.InvalidArgument`; an unknown one answers `known: false`.
+ */
+public func modelInfo(model: String)throws  -> String  {
+    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeRobotaError_lift) {
+        uniffiCallStatus in
+    uniffi_robota_swift_fn_func_model_info(
+        FfiConverterString.lower(model),uniffiCallStatus
+    )
+})
+}
+/**
  * The library's version (the workspace version), so the Swift package can check it was built
  * against the library it loads.
  * Runs the engine's store conformance suite on a session store written in Swift: `callback`
@@ -4357,6 +4383,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_func_library_version() != 61948) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_func_list_models() != 11536) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_robota_swift_checksum_func_model_info() != 47693) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_robota_swift_checksum_func_run_store_conformance() != 44491) {

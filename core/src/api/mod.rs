@@ -43,3 +43,35 @@ pub use submit_call::submit_prompt;
 /// The sandbox status every binding returns (as JSON in C and Node, a dict/dataclass in
 /// Python): see [`crate::sandbox::SandboxStatus`].
 pub use crate::sandbox::{NetworkPolicy, SandboxGuarantees, SandboxStatus};
+
+/// The longest model id [`model_info`] accepts, in bytes (real ids are well under 200).
+pub const MAX_MODEL_ID_LEN: usize = 1024;
+
+/// What robota knows about `model` ([`crate::provider::catalog::model_info`]): the
+/// `get_model_info` of every binding, so that they all validate the same way. An empty or blank id,
+/// or one longer than [`MAX_MODEL_ID_LEN`], is an `invalid_argument` error; any other id answers
+/// (an unknown one with `known: false` and robota's defaults).
+pub fn model_info(model: &str) -> Result<crate::provider::catalog::ModelInfo, ApiError> {
+    if model.trim().is_empty() {
+        return Err(ApiError::invalid_argument(
+            "the model id is empty: pass a model id such as \"claude-sonnet-4-5\"",
+        ));
+    }
+    if model.len() > MAX_MODEL_ID_LEN {
+        return Err(ApiError::invalid_argument(format!(
+            "the model id is {} bytes long; model ids are at most {MAX_MODEL_ID_LEN} bytes",
+            model.len()
+        )));
+    }
+    Ok(crate::provider::catalog::model_info(model))
+}
+
+/// What robota knows about every model in its catalog, or only those of `provider` (a provider
+/// type such as `"anthropic"`), in catalog order: the `list_models` of the bindings.
+pub fn list_models(provider: Option<&str>) -> Vec<crate::provider::catalog::ModelInfo> {
+    crate::provider::catalog::entries()
+        .iter()
+        .filter(|entry| provider.is_none_or(|p| entry.provider == p))
+        .map(|entry| crate::provider::catalog::model_info(&entry.id))
+        .collect()
+}

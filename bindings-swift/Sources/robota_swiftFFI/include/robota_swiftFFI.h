@@ -609,6 +609,16 @@ RustBuffer uniffi_robota_swift_fn_func_library_version(RustCallStatus *_Nonnull 
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_LIST_MODELS
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_LIST_MODELS
+RustBuffer uniffi_robota_swift_fn_func_list_models(RustBuffer provider, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_MODEL_INFO
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_MODEL_INFO
+RustBuffer uniffi_robota_swift_fn_func_model_info(RustBuffer model, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_RUN_STORE_CONFORMANCE
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_FN_FUNC_RUN_STORE_CONFORMANCE
 uint64_t uniffi_robota_swift_fn_func_run_store_conformance(uint64_t callback
@@ -883,6 +893,18 @@ uint16_t uniffi_robota_swift_checksum_func_evaluate_permission(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIBRARY_VERSION
 #define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIBRARY_VERSION
 uint16_t uniffi_robota_swift_checksum_func_library_version(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIST_MODELS
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_LIST_MODELS
+uint16_t uniffi_robota_swift_checksum_func_list_models(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_MODEL_INFO
+#define UNIFFI_FFIDEF_UNIFFI_ROBOTA_SWIFT_CHECKSUM_FUNC_MODEL_INFO
+uint16_t uniffi_robota_swift_checksum_func_model_info(void
     
 );
 #endif
