@@ -104,7 +104,8 @@ impl From<InteractiveError> for ApiError {
                 SessionError::InvalidTool { .. }
                 | SessionError::InvalidHookCallback { .. }
                 | SessionError::InvalidMcpServer { .. }
-                | SessionError::InvalidOutputFormat { .. },
+                | SessionError::InvalidOutputFormat { .. }
+                | SessionError::InvalidFallbackModel { .. },
             ) => ApiErrorKind::InvalidArgument,
             InteractiveError::EmptyPrompt => ApiErrorKind::InvalidArgument,
             InteractiveError::BackgroundTask { .. } | InteractiveError::Subagent(_) => {
@@ -127,7 +128,8 @@ impl From<SessionError> for ApiError {
             SessionError::InvalidTool { .. }
             | SessionError::InvalidHookCallback { .. }
             | SessionError::InvalidMcpServer { .. }
-            | SessionError::InvalidOutputFormat { .. } => ApiErrorKind::InvalidArgument,
+            | SessionError::InvalidOutputFormat { .. }
+            | SessionError::InvalidFallbackModel { .. } => ApiErrorKind::InvalidArgument,
             _ => ApiErrorKind::Session,
         };
         ApiError::new(kind, e.to_string())

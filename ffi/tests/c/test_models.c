@@ -114,7 +114,7 @@ static void check_fallback(const char *url) {
   const char *same = "{\"load_project_context\": false, \"fallback_model\": \"claude-opus-4-6\"}";
   session = NULL;
   s = robota_session_new_json(provider, same, strlen(same), &session, &err);
-  CHECK(s != ROBOTA_STATUS_OK && session == NULL);
+  CHECK(s == ROBOTA_STATUS_INVALID_ARGUMENT && session == NULL);
   CHECK(err != NULL && contains(robota_error_message(err), "fallback_model"));
   robota_error_free(err);
   robota_provider_free(provider);
