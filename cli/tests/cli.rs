@@ -2059,7 +2059,7 @@ async fn fallback_model_answers_when_the_main_model_is_overloaded() {
         "claude-haiku-4-5",
     ]);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(json_result(&output)["result"], "answered by the fallback");
+    assert_eq!(json_result(&output)["response"], "answered by the fallback");
     let models: Vec<Value> = mock
         .requests()
         .iter()
