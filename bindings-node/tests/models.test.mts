@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   AnthropicProvider,
   InteractiveSession,
+  ProfileProvider,
   RobotaError,
   createQuery,
   getModelInfo,
@@ -121,5 +122,29 @@ describe('fallbackModel', () => {
     assert.equal(result.response, 'from the fallback');
     const models = (await mock.requests()).map((request) => request.body.model);
     assert.deepEqual(models, ['claude-opus-4-6', 'claude-haiku-4-5']);
+  });
+
+  test('profile types are providers too: a Gemini session reaches the Gemini endpoint', async () => {
+    await fetch(`${mock.baseUrl}/_mock/reset`, { method: 'POST', body: '{}' });
+    await mock.setScript({ turns: [{ text: 'from gemini' }] });
+    const gemini = new ProfileProvider('gemini', {
+      model: 'gemini-2.5-pro',
+      apiKey: 'g-key',
+      baseUrl: mock.baseUrl,
+      maxRetries: 0,
+    });
+    const session = new InteractiveSession({ ...hermetic(), provider: gemini });
+    const result = await within(10_000, session.submit('hello'), 'submit');
+    assert.equal(result.status === 'complete' && result.outcome.response, 'from gemini');
+    assert.equal(session.getContextState().max_tokens, 1048576);
+    const [request] = await mock.requests();
+    assert.equal(request?.path, '/v1beta/models/gemini-2.5-pro:streamGenerateContent');
+    assert.equal(request?.headers['x-goog-api-key'], 'g-key');
+    await session.shutdown();
+    // A gemma profile must name its model.
+    assert.throws(
+      () => new InteractiveSession({ ...hermetic(), provider: new ProfileProvider('gemma') }),
+      (error: unknown) => error instanceof RobotaError && /model/.test(error.message),
+    );
   });
 });

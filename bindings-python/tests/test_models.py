@@ -95,3 +95,24 @@ async def test_query_takes_a_fallback_model(mock_llm: MockLlm, opts: Dict[str, A
     result = await query("hello")
     assert result.response == "from the fallback"
     assert [request["body"]["model"] for request in mock_llm.requests()] == ["claude-opus-4-6", "claude-haiku-4-5"]
+
+
+async def test_profile_types_are_providers_too(mock_llm: MockLlm, opts: Dict[str, Any]) -> None:
+    """A Gemini provider given as a profile: the session reaches mock-llm's Gemini endpoint with
+    the key where the Gemini API expects it, and the catalog's window applies."""
+    mock_llm.script([{"text": "from gemini"}])
+    provider = robota.ProfileProvider(
+        "gemini", "gemini-2.5-pro", api_key="g-key", base_url=mock_llm.base_url, max_retries=0
+    )
+    async with InteractiveSession(provider=provider, **opts) as session:
+        result = await session.submit("hello")
+        assert result.ok, result
+        assert result.response == "from gemini"
+        assert session.get_context_state()["max_tokens"] == 1048576
+    request = mock_llm.requests()[0]
+    assert request["path"] == "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+    assert request["headers"]["x-goog-api-key"] == "g-key"
+    # A gemma profile must name its model: the error says so when the session is created.
+    with pytest.raises(InvalidArgumentError, match="model"):
+        async with InteractiveSession(provider=robota.ProfileProvider("gemma"), **opts):
+            pass

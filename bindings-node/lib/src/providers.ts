@@ -95,6 +95,65 @@ export class OpenAIProvider implements ProviderLike {
   }
 }
 
+/** The provider types given as a settings profile (see {@link ProfileProvider}). */
+export type ProfileProviderType = 'gemini' | 'bedrock' | 'vertex' | 'deepseek' | 'qwen' | 'gemma';
+
+/** Options of {@link ProfileProvider}: a settings profile's fields. */
+export interface ProfileProviderOptions {
+  /** The model id (default: the type's default; `gemma` needs one). */
+  model?: string;
+  /** The key (Bedrock: a Bedrock API key; Vertex: an access token); default: the type's
+   * environment variables. */
+  apiKey?: string;
+  /** The endpoint. */
+  baseUrl?: string;
+  /** Output token cap per model call. */
+  maxTokens?: number;
+  /** Retries of a failed call before the error is reported. */
+  maxRetries?: number;
+  /** How long a stream may stay silent before the call fails, in milliseconds. */
+  idleTimeoutMs?: number;
+  /** The longest `retry-after` waited out before a retry, in milliseconds. */
+  maxRetryWaitMs?: number;
+  /** The profile's provider-owned options: Bedrock's `region` / `profile`, Vertex's `project` /
+   * `region`, DeepSeek's `thinking` / `reasoningEffort`, Qwen's `webSearch`, … */
+  options?: Record<string, unknown>;
+}
+
+/**
+ * Any provider type robota builds from a settings profile — `gemini` (Gemini API), `bedrock` /
+ * `vertex` (Anthropic on Amazon Bedrock / Google Vertex AI), `deepseek`, `qwen`, `gemma` — built
+ * exactly as a `providers.<name>` profile of that type would be.
+ */
+export class ProfileProvider implements ProviderLike {
+  /** The profile type. */
+  readonly type: ProfileProviderType;
+  /** The options given. */
+  readonly options: ProfileProviderOptions;
+  /** A provider of profile type `type`. */
+  constructor(type: ProfileProviderType, options: ProfileProviderOptions = {}) {
+    if (typeof type !== 'string' || type.length === 0) {
+      throw new RobotaError('invalid_argument', 'ProfileProvider: `type` must name a provider type');
+    }
+    this.type = type;
+    this.options = { ...options };
+  }
+  /** @inheritdoc */
+  toConfig(): Record<string, unknown> {
+    const o = this.options;
+    const config: Record<string, unknown> = { type: this.type };
+    if (o.model !== undefined) config.model = o.model;
+    if (o.apiKey !== undefined) config.api_key = o.apiKey;
+    if (o.baseUrl !== undefined) config.base_url = o.baseUrl;
+    if (o.maxTokens !== undefined) config.max_tokens = o.maxTokens;
+    if (o.maxRetries !== undefined) config.max_retries = o.maxRetries;
+    if (o.idleTimeoutMs !== undefined) config.idle_timeout_ms = o.idleTimeoutMs;
+    if (o.maxRetryWaitMs !== undefined) config.max_retry_wait_ms = o.maxRetryWaitMs;
+    if (o.options !== undefined) config.options = o.options;
+    return config;
+  }
+}
+
 /** One scripted model turn (the engine's `ScriptedTurn`, snake_case keys). */
 export interface ScriptedTurn {
   /** Answer text; an array streams as separate deltas. */

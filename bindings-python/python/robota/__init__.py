@@ -82,6 +82,8 @@ from .permissions import (
 )
 from .providers import (
     AnthropicProvider,
+    ProfileProvider,
+    ProfileProviderType,
     BuiltinProvider,
     OpenAIProvider,
     Provider,
@@ -136,6 +138,8 @@ __all__ = [
     "parse_structured_output",
     # providers
     "AnthropicProvider",
+    "ProfileProvider",
+    "ProfileProviderType",
     "OpenAIProvider",
     "ScriptedProvider",
     "ReplayProvider",

@@ -19,6 +19,8 @@ __all__ = [
     "BuiltinProvider",
     "AnthropicProvider",
     "OpenAIProvider",
+    "ProfileProvider",
+    "ProfileProviderType",
     "ScriptedProvider",
     "ReplayProvider",
     "Provider",
@@ -142,6 +144,69 @@ class OpenAIProvider(_HttpProvider):
     go to ``<base_url>/chat/completions``."""
 
     _TYPE = "openai"
+
+
+ProfileProviderType = Literal["gemini", "bedrock", "vertex", "deepseek", "qwen", "gemma"]
+"""The provider types given as a settings profile (see :class:`ProfileProvider`)."""
+
+
+class ProfileProvider(BuiltinProvider):
+    """Any provider type robota builds from a settings profile — ``gemini`` (Gemini API),
+    ``bedrock`` / ``vertex`` (Anthropic on Amazon Bedrock / Google Vertex AI), ``deepseek``,
+    ``qwen``, ``gemma`` — built exactly as a ``providers.<name>`` profile of that type would be
+    (keys, endpoints and defaults per the README's "Providers" table).
+
+    ``options`` are the profile's provider-owned options: Bedrock's ``region`` / ``profile``,
+    Vertex's ``project`` / ``region``, DeepSeek's ``thinking`` / ``reasoningEffort``, Qwen's
+    ``webSearch``, …"""
+
+    def __init__(
+        self,
+        type: ProfileProviderType,
+        model: Optional[str] = None,
+        *,
+        api_key: Optional[str] = None,
+        base_url: Optional[str] = None,
+        max_tokens: Optional[int] = None,
+        max_retries: Optional[int] = None,
+        idle_timeout_ms: Optional[int] = None,
+        max_retry_wait_ms: Optional[int] = None,
+        options: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """A provider of profile type ``type``.
+
+        Args:
+            type: The profile type.
+            model: The model id (default: the type's default; ``gemma`` needs one).
+            api_key: The key (Bedrock: a Bedrock API key; Vertex: an access token); default:
+                the type's environment variables.
+            base_url: The endpoint.
+            max_tokens: Output token cap per model call.
+            max_retries: Retries of a failed call before it fails.
+            idle_timeout_ms: How long a stream may stay silent before the call fails.
+            max_retry_wait_ms: The longest ``retry-after`` waited out before a retry.
+            options: The profile's provider-owned options.
+        """
+        if not isinstance(type, str) or not type:
+            raise InvalidArgumentError("ProfileProvider: `type` must name a provider type")
+        config: Dict[str, Any] = {"type": type}
+        for key, value in (
+            ("model", model),
+            ("api_key", api_key),
+            ("base_url", base_url),
+            ("max_tokens", max_tokens),
+            ("max_retries", max_retries),
+            ("idle_timeout_ms", idle_timeout_ms),
+            ("max_retry_wait_ms", max_retry_wait_ms),
+        ):
+            if value is not None:
+                config[key] = value
+        if options is not None:
+            config["options"] = dict(options)
+        self._config = config
+
+    def to_config(self) -> Dict[str, Any]:
+        return dict(self._config)
 
 
 class ScriptedProvider(BuiltinProvider):
