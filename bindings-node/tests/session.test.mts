@@ -695,7 +695,7 @@ describe('control', () => {
         return true;
       });
     };
-    bad(() => new InteractiveSession({ provider: { toConfig: () => ({ type: 'gemini' }) } }), 'invalid_argument', /unknown provider type `gemini`/);
+    bad(() => new InteractiveSession({ provider: { toConfig: () => ({ type: 'telepathy' }) } }), 'invalid_argument', /unknown provider type `telepathy`/);
     bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), permissionMode: 'yolo' as never }), 'invalid_json', /permission|yolo/i);
     bad(() => new InteractiveSession({ provider: scripted([]), colour: 'red' } as never), 'invalid_argument', /unknown option `colour`/);
     bad(() => new InteractiveSession({ ...hermetic(), provider: scripted([]), forkSession: true }), 'invalid_argument', /`forkSession` needs `resumeSessionId`/);
