@@ -384,24 +384,12 @@ pub fn max_output(model: &str) -> Option<u32> {
     lookup(model).and_then(|(entry, _)| entry.max_output)
 }
 
-/// The built-in providers whose models the catalog covers: a session on one of them warns
-/// about a model the catalog does not know (scripted, replay and host providers are not
-/// catalogued).
-pub const CATALOG_PROVIDERS: &[&str] = &[
-    "anthropic",
-    "openai",
-    "openai-responses",
-    "deepseek",
-    "qwen",
-    "gemma",
-    "gemini",
-    "bedrock",
-    "vertex",
-];
-
-/// Whether a provider of this name is one the catalog covers ([`CATALOG_PROVIDERS`]).
+/// Whether a provider of this name is one the catalog covers: a provider type with a network
+/// API in [`DEFINITIONS`](super::definitions::DEFINITIONS). A session on one warns about a model
+/// the catalog does not know; scripted, replay and host providers are not catalogued.
 pub fn is_catalog_provider(name: &str) -> bool {
-    CATALOG_PROVIDERS.contains(&name)
+    super::definitions::definition(name)
+        .is_some_and(|d| d.wire != super::definitions::WireFormat::Offline)
 }
 
 /// A warning for the user when the catalog does not know `model`: which defaults robota uses

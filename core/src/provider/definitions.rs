@@ -573,14 +573,7 @@ async fn fetch(
 
 /// Names the failed step of a request that got no HTTP answer.
 fn classify(url: &str, error: &reqwest::Error) -> (ProbeStage, String) {
-    use std::error::Error as _;
-    let mut chain = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
-        source = cause.source();
-    }
+    let chain = super::http::error_chain(error);
     let lower = chain.to_ascii_lowercase();
     if error.is_builder() {
         (

@@ -964,7 +964,7 @@ pub(crate) fn malformed_event(
 }
 
 /// `error` and its sources, joined with ": " (reqwest's own message alone is vague).
-fn error_chain(error: &reqwest::Error) -> String {
+pub(crate) fn error_chain(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
