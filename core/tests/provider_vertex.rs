@@ -1,7 +1,9 @@
 //! The Vertex AI provider against mock-llm's `streamRawPredict` route over loopback, with the
 //! service-account flow for real: a key file (an RSA key made for the test) whose `token_uri`
 //! is mock-llm's token endpoint; the test checks the signed JWT the provider sent there and the
-//! bearer token it then used.
+//! bearer token it then used. Application default credentials are tested the same way: gcloud
+//! user credentials (named by `GOOGLE_APPLICATION_CREDENTIALS` or at gcloud's well-known path)
+//! whose `token_uri` is mock-llm, and mock-llm as the metadata server (`GCE_METADATA_HOST`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -116,10 +118,13 @@ async fn run(provider: &VertexProvider, request: &ProviderRequest) -> Outcome {
     (result, events.into_inner().expect("lock"))
 }
 
+/// The metadata server's token path (mock-llm answers it for `GCE_METADATA_HOST`).
+const METADATA_TOKEN_PATH: &str = "/computeMetadata/v1/instance/service-accounts/default/token";
+
 fn model_requests(mock: &MockLlm) -> Vec<RecordedRequest> {
     mock.requests()
         .into_iter()
-        .filter(|r| r.path != "/token")
+        .filter(|r| r.path != "/token" && r.path != METADATA_TOKEN_PATH)
         .collect()
 }
 
@@ -469,7 +474,7 @@ async fn project_region_and_endpoint_resolution() {
     .expect_err("bad key file");
     assert_eq!(error.kind, ProviderErrorKind::Auth);
     assert!(
-        error.message.contains("service-account key"),
+        error.message.contains("has no \"type\""),
         "{}",
         error.message
     );
@@ -569,4 +574,314 @@ async fn settings_profile_and_the_claude_code_switch_build_vertex() {
         .expect_err("no region")
         .to_string();
     assert!(error.contains("CLOUD_ML_REGION"), "{error}");
+}
+
+// --- Application default credentials -------------------------------------------------------
+
+/// gcloud user credentials (`gcloud auth application-default login`'s file) at `path`.
+fn write_user_credentials(path: &std::path::Path, token_uri: &str, refresh_token: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("credentials dir");
+    }
+    let file = json!({
+        "type": "authorized_user",
+        "client_id": "test-client.apps.googleusercontent.com",
+        "client_secret": "test-client-secret",
+        "refresh_token": refresh_token,
+        "token_uri": token_uri,
+        "quota_project_id": "billing-project",
+    });
+    std::fs::write(path, file.to_string()).expect("write credentials");
+}
+
+/// A provider on `mock` with no key file of its own: credentials come from `env` alone.
+fn adc_provider(
+    mock: &MockLlm,
+    env: Vec<(&'static str, String)>,
+) -> Result<VertexProvider, ProviderError> {
+    VertexProvider::new(
+        VertexConfig {
+            project: Some(PROJECT.into()),
+            region: Some(REGION.into()),
+            base_url: Some(format!("{}/v1", mock.base_url())),
+            http: fast_http(),
+            ..VertexConfig::new(MODEL)
+        }
+        .with_env(move |name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())),
+    )
+}
+
+/// The form fields of a recorded token request.
+fn form(request: &RecordedRequest) -> std::collections::BTreeMap<String, String> {
+    let text = request.body.as_str().expect("a form body");
+    url::form_urlencoded::parse(text.as_bytes())
+        .into_owned()
+        .collect()
+}
+
+#[tokio::test]
+async fn gcloud_user_credentials_named_by_google_application_credentials() {
+    let mock = mock(json!({"turns": [{"text": "one"}, {"text": "two"}]})).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("user.json");
+    write_user_credentials(
+        &file,
+        &format!("{}/token", mock.base_url()),
+        "1//refresh-me",
+    );
+    let provider = adc_provider(
+        &mock,
+        vec![("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string())],
+    )
+    .expect("provider");
+    assert_eq!(run(&provider, &hello()).await.0.expect("first").text, "one");
+    assert_eq!(
+        run(&provider, &hello()).await.0.expect("second").text,
+        "two"
+    );
+
+    // One refresh-token exchange at the file's token_uri, cached for both calls.
+    let tokens = token_requests(&mock);
+    assert_eq!(tokens.len(), 1, "the token is cached");
+    let fields = form(&tokens[0]);
+    assert_eq!(fields["grant_type"], "refresh_token");
+    assert_eq!(fields["refresh_token"], "1//refresh-me");
+    assert_eq!(
+        fields["client_id"],
+        "test-client.apps.googleusercontent.com"
+    );
+    assert_eq!(fields["client_secret"], "test-client-secret");
+    let sent = model_requests(&mock);
+    assert_eq!(sent.len(), 2);
+    for request in &sent {
+        assert_eq!(authorization(request), "Bearer ya29.mock-token-0");
+        assert_eq!(
+            request
+                .headers
+                .get("x-goog-user-project")
+                .map(String::as_str),
+            Some("billing-project"),
+            "the quota project is billed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn gcloud_well_known_file_under_home_or_cloudsdk_config() {
+    let mock = mock(json!({"turns": [{"text": "a"}, {"text": "b"}, {"text": "c"}]})).await;
+    // Under HOME, with tokens that live 10 s: each call needs a new one (less than the
+    // minute's margin is left).
+    let home = tempfile::tempdir().expect("home");
+    let token_uri = format!("{}/token?expires_in=10", mock.base_url());
+    write_user_credentials(
+        &home
+            .path()
+            .join(".config/gcloud/application_default_credentials.json"),
+        &token_uri,
+        "1//from-home",
+    );
+    let provider =
+        adc_provider(&mock, vec![("HOME", home.path().display().to_string())]).expect("provider");
+    assert_eq!(run(&provider, &hello()).await.0.expect("first").text, "a");
+    assert_eq!(run(&provider, &hello()).await.0.expect("second").text, "b");
+    let tokens = token_requests(&mock);
+    assert_eq!(tokens.len(), 2, "a token about to expire is replaced");
+    assert!(tokens
+        .iter()
+        .all(|t| form(t)["refresh_token"] == "1//from-home"));
+    let sent = model_requests(&mock);
+    assert_eq!(authorization(&sent[0]), "Bearer ya29.mock-token-0");
+    assert_eq!(authorization(&sent[1]), "Bearer ya29.mock-token-2");
+
+    // CLOUDSDK_CONFIG moves gcloud's directory (and wins over HOME).
+    let config_dir = tempfile::tempdir().expect("gcloud config");
+    write_user_credentials(
+        &config_dir
+            .path()
+            .join("application_default_credentials.json"),
+        &format!("{}/token", mock.base_url()),
+        "1//from-cloudsdk-config",
+    );
+    let provider = adc_provider(
+        &mock,
+        vec![
+            ("HOME", home.path().display().to_string()),
+            ("CLOUDSDK_CONFIG", config_dir.path().display().to_string()),
+        ],
+    )
+    .expect("provider");
+    assert_eq!(run(&provider, &hello()).await.0.expect("third").text, "c");
+    let tokens = token_requests(&mock);
+    assert_eq!(form(&tokens[2])["refresh_token"], "1//from-cloudsdk-config");
+}
+
+#[tokio::test]
+async fn the_metadata_server_when_no_credentials_file_exists() {
+    let mock = mock(json!({"turns": [{"text": "from compute"}, {"text": "again"}]})).await;
+    let empty_home = tempfile::tempdir().expect("home");
+    let host = mock.base_url().trim_start_matches("http://").to_string();
+    let provider = adc_provider(
+        &mock,
+        vec![
+            ("HOME", empty_home.path().display().to_string()),
+            ("GCE_METADATA_HOST", host),
+        ],
+    )
+    .expect("provider");
+    assert_eq!(
+        run(&provider, &hello()).await.0.expect("first").text,
+        "from compute"
+    );
+    assert_eq!(
+        run(&provider, &hello()).await.0.expect("second").text,
+        "again"
+    );
+    let asked: Vec<RecordedRequest> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == METADATA_TOKEN_PATH)
+        .collect();
+    assert_eq!(asked.len(), 1, "the metadata token is cached");
+    assert_eq!(asked[0].method, "GET");
+    assert_eq!(
+        asked[0].headers.get("metadata-flavor").map(String::as_str),
+        Some("Google")
+    );
+    let query: std::collections::BTreeMap<String, String> =
+        url::form_urlencoded::parse(asked[0].query.as_deref().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    assert_eq!(
+        query.get("scopes").map(String::as_str),
+        Some("https://www.googleapis.com/auth/cloud-platform")
+    );
+    for request in model_requests(&mock) {
+        assert_eq!(authorization(&request), "Bearer ya29.mock-token-0");
+        assert!(!request.headers.contains_key("x-goog-user-project"));
+    }
+}
+
+#[tokio::test]
+async fn a_revoked_refresh_token_says_to_log_in_again() {
+    let mock = mock(json!({"turns": [{"text": "never"}]})).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("user.json");
+    write_user_credentials(&file, &format!("{}/token", mock.base_url()), "revoked");
+    let provider = adc_provider(
+        &mock,
+        vec![("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string())],
+    )
+    .expect("provider");
+    let error = run(&provider, &hello()).await.0.expect_err("refused");
+    assert_eq!(error.kind, ProviderErrorKind::Auth, "{error:?}");
+    for part in [
+        "invalid_grant",
+        "Token has been expired or revoked",
+        "gcloud auth application-default login",
+        "user.json",
+    ] {
+        assert!(
+            error.message.contains(part),
+            "{part:?} in {}",
+            error.message
+        );
+    }
+    assert!(
+        model_requests(&mock).is_empty(),
+        "no model call without a token"
+    );
+}
+
+#[tokio::test]
+async fn no_credentials_anywhere_says_what_was_looked_for() {
+    let mock = mock(json!({"turns": [{"text": "never"}]})).await;
+    let empty_home = tempfile::tempdir().expect("home");
+    // A port nothing listens on: the metadata server "is not there".
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let closed_port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let provider = adc_provider(
+        &mock,
+        vec![
+            ("HOME", empty_home.path().display().to_string()),
+            ("GCE_METADATA_HOST", format!("127.0.0.1:{closed_port}")),
+        ],
+    )
+    .expect("provider");
+    let started = Instant::now();
+    let error = run(&provider, &hello())
+        .await
+        .0
+        .expect_err("no credentials");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "gives up promptly"
+    );
+    assert_eq!(error.kind, ProviderErrorKind::Auth, "{error:?}");
+    for part in [
+        "GOOGLE_APPLICATION_CREDENTIALS is not set",
+        "application_default_credentials.json",
+        "did not answer",
+        "gcloud auth application-default login",
+    ] {
+        assert!(
+            error.message.contains(part),
+            "{part:?} in {}",
+            error.message
+        );
+    }
+    assert!(model_requests(&mock).is_empty());
+}
+
+#[tokio::test]
+async fn unusable_credentials_files_are_refused_when_the_provider_is_built() {
+    let mock = mock(json!({"turns": []})).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, String, &str); 4] = [
+        (
+            "external.json",
+            json!({"type": "external_account", "audience": "x"}).to_string(),
+            "\"external_account\" are not supported",
+        ),
+        ("notjson.json", "not json".to_string(), "it is not JSON"),
+        (
+            "untyped.json",
+            json!({"client_id": "x"}).to_string(),
+            "it has no \"type\"",
+        ),
+        (
+            "partial.json",
+            json!({"type": "authorized_user", "client_id": "x"}).to_string(),
+            "incomplete",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).expect("write");
+        let error = adc_provider(
+            &mock,
+            vec![("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string())],
+        )
+        .expect_err(name);
+        assert_eq!(error.kind, ProviderErrorKind::Auth, "{name}: {error:?}");
+        assert!(
+            error.message.contains(expected) && error.message.contains(name),
+            "{name}: {}",
+            error.message
+        );
+    }
+    let missing = dir.path().join("missing.json");
+    let error = adc_provider(
+        &mock,
+        vec![(
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            missing.display().to_string(),
+        )],
+    )
+    .expect_err("missing file");
+    assert!(
+        error.message.contains("cannot be read"),
+        "{}",
+        error.message
+    );
 }

@@ -11,6 +11,7 @@ mod cloud;
 pub mod definitions;
 pub mod fallback;
 pub mod gemini;
+mod google_auth;
 mod http;
 pub mod openai;
 mod openai_compat;

@@ -13,12 +13,13 @@
 //! # Credentials
 //!
 //! An OAuth access token (scope `cloud-platform`) is sent as `Authorization: Bearer` and fetched
-//! again before it expires (the `gcp_auth` crate caches it and refreshes it 20 s early). It comes
-//! from, in order: a fixed token ([`VertexConfig::access_token`]); a service-account key file
-//! ([`VertexConfig::credentials_file`], `GOOGLE_APPLICATION_CREDENTIALS`), whose signed JWT is
-//! exchanged at the file's `token_uri`; else application default credentials as `gcp_auth`
-//! finds them (gcloud's `application_default_credentials.json`, the metadata server, the
-//! `gcloud` CLI). Project: [`VertexConfig::project`], `ANTHROPIC_VERTEX_PROJECT_ID`,
+//! again shortly before it expires. It comes from a fixed token ([`VertexConfig::access_token`]),
+//! else from Google's Application Default Credentials: a key file
+//! ([`VertexConfig::credentials_file`], `GOOGLE_APPLICATION_CREDENTIALS`) holding a service-account
+//! key or gcloud user credentials, else gcloud's `application_default_credentials.json`
+//! (`gcloud auth application-default login`), else the metadata server on Google Cloud compute
+//! (`GCE_METADATA_HOST` moves it). User credentials' `quota_project_id` is sent as
+//! `x-goog-user-project`. Project: [`VertexConfig::project`], `ANTHROPIC_VERTEX_PROJECT_ID`,
 //! `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT`, the key file's `project_id`. Region:
 //! [`VertexConfig::region`], `CLOUD_ML_REGION` (Claude Code's variable names).
 
@@ -27,15 +28,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use gcp_auth::{CustomServiceAccount, TokenProvider};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::CacheTtl;
 use super::cloud::AnthropicOnCloud;
 pub use super::cloud::EnvLookup;
+use super::google_auth::GoogleCredentials;
 use super::http::{ErrorContext, HttpOptions, HttpTransport, RequestSigner, SignableRequest};
 use super::{Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, StreamSink};
 use crate::message::{ProviderError, ProviderErrorKind};
@@ -43,8 +43,7 @@ use crate::message::{ProviderError, ProviderErrorKind};
 /// The `anthropic_version` Vertex AI requires in the body.
 pub const VERTEX_ANTHROPIC_VERSION: &str = "vertex-2023-10-16";
 
-/// The OAuth scope requested for Vertex AI calls.
-pub const CLOUD_PLATFORM_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
+pub use super::google_auth::CLOUD_PLATFORM_SCOPE;
 
 const PROVIDER_NAME: &str = "vertex";
 
@@ -57,6 +56,10 @@ pub const ENV_VARS: &[&str] = &[
     "GCLOUD_PROJECT",
     "GOOGLE_APPLICATION_CREDENTIALS",
     "ANTHROPIC_VERTEX_BASE_URL",
+    "CLOUDSDK_CONFIG",
+    "GCE_METADATA_HOST",
+    "HOME",
+    "APPDATA",
 ];
 
 /// Settings for [`VertexProvider`].
@@ -68,7 +71,8 @@ pub struct VertexConfig {
     pub project: Option<String>,
     /// Region (`us-east5`, `europe-west1`, `global`, …); `CLOUD_ML_REGION` when `None`.
     pub region: Option<String>,
-    /// A service-account key file; `GOOGLE_APPLICATION_CREDENTIALS` when `None`.
+    /// A credentials file (a service-account key or gcloud user credentials);
+    /// `GOOGLE_APPLICATION_CREDENTIALS` when `None`.
     pub credentials_file: Option<PathBuf>,
     /// A fixed access token (e.g. from `gcloud auth print-access-token`), used as it is.
     pub access_token: Option<String>,
@@ -124,7 +128,6 @@ impl VertexConfig {
     }
 
     /// The same config, reading environment variables through `var` instead of the process's.
-    /// (Application default credentials are found by `gcp_auth`, which reads the process's.)
     pub fn with_env(
         mut self,
         var: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
@@ -138,34 +141,11 @@ impl VertexConfig {
     }
 }
 
-/// Where access tokens come from.
-enum TokenSource {
-    /// A service-account key file.
-    ServiceAccount(Box<CustomServiceAccount>),
-    /// Application default credentials, found on first use (finding them may ask the metadata
-    /// server, which needs the runtime).
-    Default(OnceCell<Arc<dyn TokenProvider>>),
-}
-
-/// Adds `Authorization: Bearer <token>` to every attempt, with a token that has not expired.
+/// Adds `Authorization: Bearer <token>` (and a user's quota project) to every attempt, with a
+/// token that has not expired.
+#[derive(Debug)]
 struct GoogleTokenSigner {
-    source: TokenSource,
-}
-
-impl fmt::Debug for GoogleTokenSigner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.source {
-            TokenSource::ServiceAccount(_) => "service account",
-            TokenSource::Default(_) => "application default credentials",
-        };
-        f.debug_struct("GoogleTokenSigner")
-            .field("source", &kind)
-            .finish()
-    }
-}
-
-fn auth_error(message: String) -> ProviderError {
-    ProviderError::new(ProviderErrorKind::Auth, PROVIDER_NAME, message)
+    credentials: GoogleCredentials,
 }
 
 #[async_trait]
@@ -174,38 +154,7 @@ impl RequestSigner for GoogleTokenSigner {
         &self,
         _request: &SignableRequest<'_>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError> {
-        let scopes = [CLOUD_PLATFORM_SCOPE];
-        let token = match &self.source {
-            TokenSource::ServiceAccount(account) => account.token(&scopes).await.map_err(|e| {
-                auth_error(format!(
-                    "could not get an access token for the service account: {e}; check \
-                         the key file (GOOGLE_APPLICATION_CREDENTIALS) and that the account \
-                         is enabled"
-                ))
-            })?,
-            TokenSource::Default(cell) => {
-                let provider = cell
-                    .get_or_try_init(|| async { gcp_auth::provider().await })
-                    .await
-                    .map_err(|e| {
-                        auth_error(format!(
-                            "no Google Cloud credentials for Vertex AI ({e}): run `gcloud auth \
-                             application-default login`, set GOOGLE_APPLICATION_CREDENTIALS to \
-                             a service-account key file, or run on Google Cloud"
-                        ))
-                    })?;
-                provider.token(&scopes).await.map_err(|e| {
-                    auth_error(format!(
-                        "could not get a Google Cloud access token: {e}; run `gcloud auth \
-                         application-default login` again"
-                    ))
-                })?
-            }
-        };
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.as_str()))
-            .map_err(|_| auth_error("the access token is not a valid header value".into()))?;
-        value.set_sensitive(true);
-        Ok(vec![(AUTHORIZATION, value)])
+        self.credentials.headers(PROVIDER_NAME).await
     }
 }
 
@@ -247,33 +196,19 @@ impl VertexProvider {
                      the settings profile's `options.region`",
                 )
             })?;
-        let key_file = config.credentials_file.clone().or_else(|| {
-            config
-                .var("GOOGLE_APPLICATION_CREDENTIALS")
-                .map(PathBuf::from)
-        });
-        let mut key_project = None;
-        let signer = match (&config.access_token, key_file) {
-            (Some(_), _) => None,
-            (None, Some(path)) => {
-                let account = CustomServiceAccount::from_file(&path).map_err(|e| {
-                    auth_error(format!(
-                        "cannot use {} as a Google service-account key: {e} (it must be a JSON \
-                         key file of type service_account; for user credentials run `gcloud \
-                         auth application-default login` and unset \
-                         GOOGLE_APPLICATION_CREDENTIALS)",
-                        path.display()
-                    ))
-                })?;
-                key_project = account.project_id().map(str::to_string);
-                Some(GoogleTokenSigner {
-                    source: TokenSource::ServiceAccount(Box::new(account)),
-                })
-            }
-            (None, None) => Some(GoogleTokenSigner {
-                source: TokenSource::Default(OnceCell::new()),
+        let signer = match &config.access_token {
+            Some(_) => None,
+            None => Some(GoogleTokenSigner {
+                credentials: GoogleCredentials::find(
+                    PROVIDER_NAME,
+                    config.credentials_file.clone(),
+                    &|name| config.var(name),
+                )?,
             }),
         };
+        let key_project = signer
+            .as_ref()
+            .and_then(|signer| signer.credentials.key_project());
         let project = config
             .project
             .clone()

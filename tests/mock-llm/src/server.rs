@@ -419,6 +419,9 @@ async fn route(
             return model_request(shared, kill, Dialect::Anthropic, Some(cloud), req).await;
         }
     }
+    if method == Method::GET && path == METADATA_TOKEN_PATH {
+        return metadata_token(shared, req).await;
+    }
     match (method, path.as_str()) {
         (Method::GET, "/_mock/health") => json(StatusCode::OK, r#"{"ok":true}"#.to_owned()),
         (Method::GET, "/_mock/requests") => json(StatusCode::OK, to_json(&shared.requests())),
@@ -823,17 +826,60 @@ fn bedrock_error(
     resp
 }
 
-/// `POST /token`: an OAuth token endpoint for service-account key files whose `token_uri`
-/// points here. The request (form-encoded, with the signed JWT `assertion`) is recorded; every
-/// call returns a fresh token.
+/// `POST /token`: an OAuth token endpoint for service-account key files and gcloud user
+/// credentials whose `token_uri` points here. The request (form-encoded: a signed JWT
+/// `assertion`, or a `refresh_token`) is recorded; every call returns a fresh token, except that
+/// the refresh token `revoked` is refused the way Google refuses one (400 `invalid_grant`).
 async fn token(shared: &Shared, req: Request<Incoming>) -> Response<MockBody> {
     let (parts, body) = req.into_parts();
     let bytes = read_body(body).await.unwrap_or_default();
+    let revoked = String::from_utf8_lossy(&bytes)
+        .split('&')
+        .any(|pair| pair == "refresh_token=revoked");
     let (seq, _) = shared.admit(record(&parts, body_value(&bytes)), false);
+    if revoked {
+        return json(
+            StatusCode::BAD_REQUEST,
+            r#"{"error":"invalid_grant","error_description":"Token has been expired or revoked."}"#
+                .to_owned(),
+        );
+    }
     json(
         StatusCode::OK,
         bedrock::token_response(seq, parts.uri.query()),
     )
+}
+
+/// The path of the Google Cloud metadata server's token for the attached service account.
+const METADATA_TOKEN_PATH: &str = "/computeMetadata/v1/instance/service-accounts/default/token";
+
+/// `GET /computeMetadata/v1/instance/service-accounts/default/token`: the metadata server's
+/// token (for clients pointed here by `GCE_METADATA_HOST`). Like the real one it answers 403
+/// without `Metadata-Flavor: Google`. Recorded; `?expires_in=N` shortens the token's life.
+async fn metadata_token(shared: &Shared, req: Request<Incoming>) -> Response<MockBody> {
+    let (parts, body) = req.into_parts();
+    let _ = read_body(body).await;
+    let (seq, _) = shared.admit(record(&parts, Value::Null), false);
+    let flavored = parts
+        .headers
+        .get("metadata-flavor")
+        .is_some_and(|v| v.as_bytes() == b"Google");
+    if !flavored {
+        let mut resp = json(
+            StatusCode::FORBIDDEN,
+            "Missing Metadata-Flavor:Google header.".to_owned(),
+        );
+        resp.headers_mut()
+            .insert("content-type", HeaderValue::from_static("text/html"));
+        return resp;
+    }
+    let mut resp = json(
+        StatusCode::OK,
+        bedrock::token_response(seq, parts.uri.query()),
+    );
+    resp.headers_mut()
+        .insert("metadata-flavor", HeaderValue::from_static("Google"));
+    resp
 }
 
 /// Errors outside the model endpoints use Anthropic's error shape.
