@@ -3,6 +3,8 @@
 //! is mock-llm's token endpoint; the test checks the signed JWT the provider sent there and the
 //! bearer token it then used.
 
+mod provider_common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,10 +12,11 @@ use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::signature::KeyPair as _;
 use base64::Engine as _;
 use mock_llm::{MockLlm, RecordedRequest};
-use robota::message::{ContentBlock, Message, MessageState, ProviderError, ProviderErrorKind};
+use provider_common::run;
+use robota::message::{ContentBlock, Message, MessageState, ProviderErrorKind};
 use robota::provider::{
-    HttpOptions, Provider, ProviderRequest, ProviderResponse, StopReason, StreamEvent,
-    ThinkingConfig, ToolDefinition, VertexConfig, VertexProvider,
+    HttpOptions, Provider, ProviderRequest, StopReason, StreamEvent, ThinkingConfig,
+    ToolDefinition, VertexConfig, VertexProvider,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -104,17 +107,6 @@ fn hello() -> ProviderRequest {
 
 /// An environment for a provider built in a test.
 type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
-
-async fn run(provider: &VertexProvider, request: &ProviderRequest) -> Outcome {
-    let events = Mutex::new(Vec::new());
-    let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
-    let result = provider
-        .stream(request, &sink, &CancellationToken::new())
-        .await;
-    (result, events.into_inner().expect("lock"))
-}
 
 fn model_requests(mock: &MockLlm) -> Vec<RecordedRequest> {
     mock.requests()
