@@ -4,14 +4,17 @@
 //! in the model's order and sends them back, a `pause_turn` continues, a session log records a
 //! `server_tool` line, and a profile's `options.serverTools` is read (bad entries named).
 
+mod provider_common;
+
 use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mock_llm::MockLlm;
+use provider_common::{ask, server_tool_story};
 use robota::engine::{
-    Engine, EngineConfig, EngineEvent, ExecutionEvent, JsonlRecorder, RunOptions, RunStopReason,
+    Engine, EngineConfig, ExecutionEvent, JsonlRecorder, RunOptions, RunStopReason,
 };
 use robota::framework::assembly::provider::provider_from_settings;
 use robota::framework::config::{load_settings, SettingsOptions};
@@ -362,25 +365,7 @@ async fn history_sends_the_search_and_cited_text_back_in_order_and_pause_turn_co
     assert_eq!(assistant.metadata["server_block_positions"], json!([1, 1]));
 
     // Events: the call (with its query) and its result, between the text deltas.
-    let story: Vec<String> = events
-        .lock()
-        .expect("lock")
-        .iter()
-        .filter_map(|event| match event {
-            EngineEvent::TextDelta { text } => Some(format!("text {text:?}")),
-            EngineEvent::ServerToolUse { id, name, input } => {
-                Some(format!("server_tool_use {id} {name} {input}"))
-            }
-            EngineEvent::ServerToolResult {
-                tool_use_id,
-                result_type,
-                is_error,
-            } => Some(format!(
-                "server_tool_result {tool_use_id} {result_type} {is_error}"
-            )),
-            _ => None,
-        })
-        .collect();
+    let story = server_tool_story(&events.lock().expect("lock"));
     assert_eq!(
         story,
         [
@@ -417,14 +402,7 @@ async fn history_sends_the_search_and_cited_text_back_in_order_and_pause_turn_co
     );
 
     // A later prompt sends the same blocks back, in the same order.
-    let outcome = engine
-        .run(
-            &mut conversation,
-            Message::user("Thanks"),
-            RunOptions::new(),
-        )
-        .await;
-    assert_eq!(outcome.stop_reason, RunStopReason::Completed);
+    ask(&engine, &mut conversation, "Thanks").await;
     let third = &mock.requests()[2].body;
     let messages = third["messages"].as_array().expect("messages");
     let assistant_turn = messages[1]["content"].as_array().expect("content");

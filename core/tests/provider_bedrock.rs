@@ -3,16 +3,19 @@
 //! it assembles, how it handles faults; and its SigV4 signer against AWS's published test
 //! vectors (`tests/fixtures/aws-sig-v4-test-suite`).
 
+mod provider_common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use mock_llm::{MockLlm, RecordedRequest};
+use provider_common::run;
 use robota::message::{ContentBlock, Message, MessageState, ProviderError, ProviderErrorKind};
 use robota::provider::bedrock::{AwsSigV4Signer, BEDROCK_SERVICE};
 use robota::provider::{
     AwsCredentials, BedrockConfig, BedrockProvider, HttpOptions, Provider, ProviderRequest,
-    ProviderResponse, StopReason, StreamEvent, ThinkingBlock, ThinkingConfig, ToolDefinition,
+    StopReason, StreamEvent, ThinkingBlock, ThinkingConfig, ToolDefinition,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -73,17 +76,6 @@ fn hello() -> ProviderRequest {
 
 /// An environment for a provider built in a test.
 type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
-
-async fn run(provider: &BedrockProvider, request: &ProviderRequest) -> Outcome {
-    let events = Mutex::new(Vec::new());
-    let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
-    let result = provider
-        .stream(request, &sink, &CancellationToken::new())
-        .await;
-    (result, events.into_inner().expect("lock"))
-}
 
 fn texts(events: &[StreamEvent]) -> String {
     events

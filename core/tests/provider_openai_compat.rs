@@ -2,14 +2,15 @@
 //! against mock-llm's Chat Completions endpoint: the fields each adds to the request, the history
 //! it sends back, and (Gemma) tool calls written as text projected into real tool calls.
 
+mod provider_common;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mock_llm::MockLlm;
+use provider_common::selecting;
 use robota::framework::assembly::provider::provider_from_settings;
-use robota::framework::config::{
-    ProviderOrigin, ProviderProfile, ResolvedProvider, Settings, SettingsSource,
-};
+use robota::framework::config::ProviderProfile;
 use robota::message::{ContentBlock, Message, MessageState};
 use robota::provider::{
     Provider, ProviderRequest, StopReason, StreamEvent, ThinkingConfig, ToolDefinition,
@@ -38,15 +39,7 @@ fn from_settings(
         timeout_ms: None,
         options: Some(options),
     };
-    let settings = Settings {
-        provider: Some(ResolvedProvider {
-            origin: ProviderOrigin::Legacy,
-            source: SettingsSource::overrides(),
-            profile,
-        }),
-        ..Settings::default()
-    };
-    match provider_from_settings(&settings, Path::new("."), &|_| None) {
+    match provider_from_settings(&selecting(profile), Path::new("."), &|_| None) {
         Ok(built) => built.provider,
         Err(error) => panic!("{error}"),
     }

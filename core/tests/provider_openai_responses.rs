@@ -2,10 +2,13 @@
 //! sends, what it assembles from the event stream (text, reasoning, tool calls, refusals,
 //! incomplete answers, usage), the stateless-reasoning round trip, and every scripted fault.
 
+mod provider_common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mock_llm::MockLlm;
+use provider_common::run;
 use robota::message::{ContentBlock, Message, MessageState, ProviderError, ProviderErrorKind};
 use robota::provider::{
     HttpOptions, OpenAiConfig, OpenAiResponsesProvider, OutputSchema, Provider, ProviderRequest,
@@ -64,17 +67,6 @@ fn request(messages: Vec<Message>) -> ProviderRequest {
 
 fn hello() -> ProviderRequest {
     request(vec![Message::user("hello")])
-}
-
-type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
-
-async fn run(provider: &dyn Provider, request: &ProviderRequest) -> Outcome {
-    let events = Mutex::new(Vec::new());
-    let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
-    let result = provider
-        .stream(request, &sink, &CancellationToken::new())
-        .await;
-    (result, events.into_inner().expect("lock"))
 }
 
 fn texts(events: &[StreamEvent]) -> String {

@@ -5,6 +5,8 @@
 //! user credentials (named by `GOOGLE_APPLICATION_CREDENTIALS` or at gcloud's well-known path)
 //! whose `token_uri` is mock-llm, and mock-llm as the metadata server (`GCE_METADATA_HOST`).
 
+mod provider_common;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -12,10 +14,11 @@ use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::signature::KeyPair as _;
 use base64::Engine as _;
 use mock_llm::{MockLlm, RecordedRequest};
+use provider_common::run;
 use robota::message::{ContentBlock, Message, MessageState, ProviderError, ProviderErrorKind};
 use robota::provider::{
-    HttpOptions, Provider, ProviderRequest, ProviderResponse, StopReason, StreamEvent,
-    ThinkingConfig, ToolDefinition, VertexConfig, VertexProvider,
+    HttpOptions, Provider, ProviderRequest, StopReason, StreamEvent, ThinkingConfig,
+    ToolDefinition, VertexConfig, VertexProvider,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -106,17 +109,6 @@ fn hello() -> ProviderRequest {
 
 /// An environment for a provider built in a test.
 type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
-type Outcome = (Result<ProviderResponse, ProviderError>, Vec<StreamEvent>);
-
-async fn run(provider: &VertexProvider, request: &ProviderRequest) -> Outcome {
-    let events = Mutex::new(Vec::new());
-    let sink = |event: StreamEvent| events.lock().expect("lock").push(event);
-    let result = provider
-        .stream(request, &sink, &CancellationToken::new())
-        .await;
-    (result, events.into_inner().expect("lock"))
-}
 
 /// The metadata server's token path (mock-llm answers it for `GCE_METADATA_HOST`).
 const METADATA_TOKEN_PATH: &str = "/computeMetadata/v1/instance/service-accounts/default/token";

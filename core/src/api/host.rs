@@ -918,6 +918,7 @@ impl Provider for HostProvider {
             tools: true,
             thinking: self.info.thinking,
             context_window: self.info.context_window,
+            ..ProviderCapabilities::default()
         }
     }
 

@@ -60,11 +60,12 @@ use super::http::{
     classify_stream_error, error_body_from_value, malformed_event, Emitter, ErrorContext,
     HttpOptions, HttpTransport, Progress, StreamAssembler,
 };
-use super::server_tools::result_is_error;
+use super::server_tools::{drop_local_web_search, is_foreign_server_block, result_is_error};
 use super::sse::SseEvent;
 use super::{
-    CitedText, Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall,
-    Refusal, StopReason, StreamEvent, StreamSink, ThinkingBlock, ToolChoice,
+    CitedText, NativeWebTool, NativeWebTools, Provider, ProviderCapabilities, ProviderRequest,
+    ProviderResponse, ProviderToolCall, Refusal, StopReason, StreamEvent, StreamSink,
+    ThinkingBlock, ToolChoice,
 };
 use crate::message::{
     ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage, SERVER_BLOCKS_METADATA,
@@ -356,6 +357,11 @@ impl AnthropicProvider {
         body
     }
 
+    /// Whether every request declares the server tool `kind`.
+    fn declares(&self, kind: ServerToolKind) -> bool {
+        self.server_tools.iter().any(|tool| tool.kind == kind)
+    }
+
     /// The server tools every request declares.
     pub fn server_tools(&self) -> &[ServerTool] {
         &self.server_tools
@@ -395,6 +401,10 @@ impl Provider for AnthropicProvider {
             tools: true,
             thinking: true,
             context_window: catalog::context_window(&self.model),
+            native_web_tools: NativeWebTools {
+                web_search: NativeWebTool::supported(self.declares(ServerToolKind::WebSearch)),
+                web_fetch: NativeWebTool::supported(self.declares(ServerToolKind::WebFetch)),
+            },
         }
     }
 
@@ -519,24 +529,16 @@ fn declare_server_tools(body: &mut Value, server_tools: &[ServerTool], request: 
     let native_search = server_tools
         .iter()
         .any(|tool| tool.kind == ServerToolKind::WebSearch);
-    let local_search_used = request.messages.iter().any(|message| {
-        message
-            .tool_uses()
-            .any(|(_, name, _)| name == LOCAL_WEB_SEARCH)
-    });
     let tools = body
         .entry("tools")
         .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(tools) = tools {
-        if native_search && !local_search_used {
-            tools.retain(|tool| tool.get("name").and_then(Value::as_str) != Some(LOCAL_WEB_SEARCH));
+        if native_search {
+            drop_local_web_search(tools, request);
         }
         tools.extend(server_tools.iter().map(ServerTool::definition));
     }
 }
-
-/// The local search tool native web search replaces.
-const LOCAL_WEB_SEARCH: &str = "WebSearch";
 
 /// Puts the prompt-cache breakpoints on a request body (see the module docs).
 pub(crate) fn mark_cache_breakpoints(body: &mut Value, ttl: CacheTtl) {
@@ -661,7 +663,11 @@ fn assistant_blocks(message: &Message) -> Vec<Value> {
     // after the thinking they followed and among the text where the model produced them (each
     // one's position counts the text blocks before it; without positions, before all text).
     let server: Vec<&Value> = match message.metadata.get(SERVER_BLOCKS_METADATA) {
-        Some(Value::Array(server)) => server.iter().filter(|b| b.is_object()).collect(),
+        // Another API's hosted-tool items (a Responses `web_search_call`, …) mean nothing here.
+        Some(Value::Array(server)) => server
+            .iter()
+            .filter(|b| b.is_object() && !is_foreign_server_block(b))
+            .collect(),
         _ => Vec::new(),
     };
     let positions: Vec<u64> = match message.metadata.get(SERVER_BLOCK_POSITIONS_METADATA) {

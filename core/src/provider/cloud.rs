@@ -94,6 +94,7 @@ impl AnthropicOnCloud {
             thinking: true,
             // The catalog strips the clouds' prefixes and version suffixes itself.
             context_window: super::catalog::context_window(&self.model),
+            ..ProviderCapabilities::default()
         }
     }
 

@@ -172,6 +172,8 @@ pub const DEFINITIONS: &[ProviderDefinition] = &[
         credential_env: &["DASHSCOPE_API_KEY"],
         key_required: true,
         default_model: Some("qwen-plus"),
+        // Chat Completions compatible mode; a profile with built-in web tools talks to the same
+        // host's Responses API (`/api/v2/apps/protocols/compatible-mode/v1`), derived from it.
         default_base_url: Some("https://dashscope-intl.aliyuncs.com/compatible-mode/v1"),
         help: HelpLinks {
             api_keys: Some("https://modelstudio.console.alibabacloud.com/?tab=playground#/api-key"),

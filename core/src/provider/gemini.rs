@@ -267,6 +267,7 @@ impl Provider for GeminiProvider {
             tools: true,
             thinking: true,
             context_window: context_window(&self.model),
+            ..ProviderCapabilities::default()
         }
     }
 

@@ -28,7 +28,7 @@ pub use fallback::FallbackProvider;
 pub use gemini::{GeminiConfig, GeminiProvider};
 pub use http::{HttpOptions, DEFAULT_MAX_RETRY_WAIT};
 pub use openai::{OpenAiConfig, OpenAiProvider};
-pub use openai_compat::Flavor;
+pub use openai_compat::{Flavor, QwenWebTools};
 pub use openai_responses::OpenAiResponsesProvider;
 pub use vertex::{VertexConfig, VertexProvider};
 
@@ -137,13 +137,16 @@ pub enum StreamEvent {
         partial_json: String,
     },
     /// A tool the provider runs itself (Anthropic server tools: web search, web fetch, code
-    /// execution) was called; sent once the call's input is complete.
+    /// execution; the Responses API's hosted tools: web search, DashScope's web extractor) was
+    /// called; sent once the call's input is complete.
     ServerToolUse {
-        /// The provider's id of the call (`srvtoolu_…`).
+        /// The provider's id of the call (`srvtoolu_…`, `ws_…`).
         id: String,
-        /// The server tool's name (`web_search`, `web_fetch`, `bash_code_execution`, …).
+        /// The server tool's name (`web_search`, `web_fetch`, `bash_code_execution`,
+        /// `web_extractor`, …).
         name: String,
-        /// The call's input (`{"query": …}` for web search, `{"url": …}` for web fetch).
+        /// The call's input (`{"query": …}` for web search, `{"url": …}` for web fetch,
+        /// `{"goal": …}` for the web extractor).
         input: serde_json::Value,
     },
     /// The result of a server tool call arrived (its content stays in the response's
@@ -151,7 +154,8 @@ pub enum StreamEvent {
     ServerToolResult {
         /// The id of the `server_tool_use` this answers.
         tool_use_id: String,
-        /// The result block's type (`web_search_tool_result`, `web_fetch_tool_result`, …).
+        /// The result block's type (`web_search_tool_result`, `web_fetch_tool_result`, …; the
+        /// item type for the Responses API: `web_search_call`, `web_extractor_call`).
         result_type: String,
         /// True when the result is an error (`max_uses_exceeded`, `url_not_accessible`, …).
         is_error: bool,
@@ -257,9 +261,10 @@ pub struct ProviderResponse {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<Refusal>,
     /// Content blocks of tools the provider ran itself (Anthropic server tools such as web
-    /// search: `server_tool_use`, `web_search_tool_result`, …), verbatim in wire form and in
-    /// order, so they can be sent back with the conversation (a `pause_turn` continues from
-    /// them).
+    /// search: `server_tool_use`, `web_search_tool_result`, …; the Responses API's hosted-tool
+    /// items: `web_search_call`, `web_extractor_call`), verbatim in wire form and in order, so
+    /// the history shows them and a provider that needs them can send them back (Anthropic: a
+    /// `pause_turn` continues from them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_blocks: Vec<serde_json::Value>,
     /// For each of `server_blocks`, how many of `text_blocks` came before it: where the block
@@ -295,6 +300,10 @@ pub struct ProviderCapabilities {
     pub thinking: bool,
     /// The model's context window, in tokens.
     pub context_window: u64,
+    /// The web tools the provider runs itself (Anthropic server tools, Qwen's built-in tools):
+    /// whether it has them and whether this instance declares them.
+    #[serde(default)]
+    pub native_web_tools: NativeWebTools,
 }
 
 impl Default for ProviderCapabilities {
@@ -304,6 +313,41 @@ impl Default for ProviderCapabilities {
             tools: true,
             thinking: false,
             context_window: DEFAULT_CONTEXT_WINDOW,
+            native_web_tools: NativeWebTools::default(),
+        }
+    }
+}
+
+/// The hosted web tools of a provider (spec 001 `nativeWebTools`). A provider that declares one
+/// runs it on its side and reports its calls as [`StreamEvent::ServerToolUse`]; the local
+/// `WebSearch`/`WebFetch` function tools are separate from them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NativeWebTools {
+    /// Hosted web search.
+    #[serde(default)]
+    pub web_search: NativeWebTool,
+    /// Hosted page fetching (Anthropic `web_fetch`, Qwen `web_extractor`).
+    #[serde(default)]
+    pub web_fetch: NativeWebTool,
+}
+
+/// Whether a provider has one hosted web tool and whether it is in use.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NativeWebTool {
+    /// The provider has a documented hosted path for it.
+    #[serde(default)]
+    pub supported: bool,
+    /// This provider instance declares it to the model.
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+impl NativeWebTool {
+    /// A tool the provider has, declared or not.
+    pub fn supported(enabled: bool) -> Self {
+        NativeWebTool {
+            supported: true,
+            enabled,
         }
     }
 }

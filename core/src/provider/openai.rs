@@ -229,6 +229,7 @@ impl Provider for OpenAiProvider {
             // request-side switch (DeepSeek, Qwen) can turn thinking on.
             thinking: self.flavor.thinking(),
             context_window: catalog::context_window(&self.model),
+            native_web_tools: self.flavor.chat_native_web_tools(),
         }
     }
 

@@ -11,6 +11,14 @@
 //!   and left out elsewhere.
 //! - **Qwen** (Alibaba Cloud Model Studio, OpenAI-compatible mode): hosted web search with
 //!   `enable_search` and `search_options`, thinking with `enable_thinking` and `thinking_budget`.
+//!   Its built-in web tools ([`QwenWebTools`]: `web_search`, and `web_extractor`, which fetches
+//!   pages) exist only on DashScope's OpenAI-compatible Responses API
+//!   (`POST {host}/api/v2/apps/protocols/compatible-mode/v1/responses`), which the Responses
+//!   provider speaks for this flavor with DashScope's differences: no `instructions` (the system
+//!   prompt goes first in `input` as a system message), thinking with `enable_thinking`, no
+//!   stored or encrypted reasoning (`store`, `include` and reasoning items are not sent), and
+//!   the hosted tools declared as `{"type": "web_search"}` / `{"type": "web_extractor"}` (the
+//!   extractor only works alongside search, and needs thinking on).
 //! - **Gemma** (Google's "Function calling with Gemma"): the model has no tool-call tokens and
 //!   writes calls as text — the documented `[func(a=1), other(b="x")]` list, a fenced
 //!   `tool_code` block, or the `<tool_call>{json}</tool_call>` tags some local chat templates
@@ -20,7 +28,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::ProviderRequest;
+use super::{NativeWebTool, NativeWebTools, ProviderRequest};
 use crate::message::{ContentBlock, Message, Role};
 
 /// The behaviour of a known OpenAI-compatible server, chosen by the settings profile type.
@@ -44,6 +52,10 @@ pub enum Flavor {
         /// object turns it on and is sent as `search_options` (e.g. `{"forced_search": true,
         /// "search_strategy": "max"}`).
         web_search: Option<Value>,
+        /// The built-in web tools declared on DashScope's Responses API (profile
+        /// `options.builtInWebTools`); a profile enabling any of them is served by the Responses
+        /// provider.
+        web_tools: QwenWebTools,
     },
     /// A local Gemma model: system prompt folded into the first user turn, tool calls written as
     /// text projected into tool calls.
@@ -81,7 +93,7 @@ impl Flavor {
                     add_reasoning_content(wire, &request.messages);
                 }
             }
-            Flavor::Qwen { web_search } => {
+            Flavor::Qwen { web_search, .. } => {
                 match web_search {
                     Some(Value::Bool(on)) => {
                         body.insert("enable_search".into(), json!(on));
@@ -102,6 +114,135 @@ impl Flavor {
                     fold_system_prompt(wire);
                 }
             }
+        }
+    }
+}
+
+/// Qwen's built-in web tools on DashScope's Responses API (spec 000: "Qwen Responses web
+/// search/fetch"; Alibaba Cloud Model Studio, "Web search" and "Web extractor").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QwenWebTools {
+    /// `{"type": "web_search"}`: the model searches the web.
+    pub web_search: bool,
+    /// `{"type": "web_extractor"}`: the model fetches and extracts pages. DashScope runs it only
+    /// alongside web search, so declaring it declares web search too.
+    pub web_fetch: bool,
+}
+
+impl QwenWebTools {
+    /// Whether any tool is on.
+    pub fn any(self) -> bool {
+        self.web_search || self.web_fetch
+    }
+
+    /// The `tools` entries to declare.
+    fn definitions(self) -> Vec<Value> {
+        let mut tools = Vec::new();
+        if self.any() {
+            tools.push(json!({"type": "web_search"}));
+        }
+        if self.web_fetch {
+            tools.push(json!({"type": "web_extractor"}));
+        }
+        tools
+    }
+}
+
+/// DashScope's Responses base URL (Singapore), for a Qwen config that names none.
+pub(crate) const DASHSCOPE_RESPONSES_BASE_URL: &str =
+    "https://dashscope-intl.aliyuncs.com/api/v2/apps/protocols/compatible-mode/v1";
+
+/// The path of DashScope's OpenAI-compatible Responses API under its host.
+const DASHSCOPE_RESPONSES_PATH: &str = "/api/v2/apps/protocols/compatible-mode/v1";
+/// The path of DashScope's Chat Completions compatible mode under its host.
+const DASHSCOPE_CHAT_PATH: &str = "/compatible-mode/v1";
+
+/// The Responses base URL for a Qwen profile's `base_url` (its Chat Completions one): DashScope
+/// serves the Responses API on the same host under another path, so
+/// `https://dashscope.aliyuncs.com/compatible-mode/v1` (Beijing) becomes
+/// `https://dashscope.aliyuncs.com/api/v2/apps/protocols/compatible-mode/v1`. A URL already on
+/// the Responses path, or any other (a proxy), is used as it is.
+pub(crate) fn dashscope_responses_base(base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    if base.ends_with(DASHSCOPE_RESPONSES_PATH) {
+        return base.to_string();
+    }
+    match base.strip_suffix(DASHSCOPE_CHAT_PATH) {
+        Some(host) => format!("{host}{DASHSCOPE_RESPONSES_PATH}"),
+        None => base.to_string(),
+    }
+}
+
+impl Flavor {
+    /// Whether this flavor speaks a dialect of the Responses API ([`Flavor::Qwen`]: DashScope's).
+    pub(crate) fn responses_dialect(&self) -> bool {
+        matches!(self, Flavor::Qwen { .. })
+    }
+
+    /// The hosted web tools of this flavor on Chat Completions: Qwen's `enable_search` is a web
+    /// search (on when `web_search` is anything but `false`); its page fetching is on the
+    /// Responses API only.
+    pub(crate) fn chat_native_web_tools(&self) -> NativeWebTools {
+        match self {
+            Flavor::Qwen { web_search, .. } => NativeWebTools {
+                web_search: NativeWebTool::supported(
+                    web_search.is_some() && *web_search != Some(Value::Bool(false)),
+                ),
+                web_fetch: NativeWebTool::supported(false),
+            },
+            _ => NativeWebTools::default(),
+        }
+    }
+
+    /// Whether this flavor declares hosted web tools, which need the Responses API.
+    pub fn web_tools_declared(&self) -> bool {
+        self.web_tools().any()
+    }
+
+    /// The hosted web tools this flavor declares on the Responses API.
+    pub(crate) fn web_tools(&self) -> QwenWebTools {
+        match self {
+            Flavor::Qwen { web_tools, .. } => *web_tools,
+            _ => QwenWebTools::default(),
+        }
+    }
+
+    /// Rewrites a Responses `body` built for `request` into DashScope's dialect (see the module
+    /// docs); other flavors leave it as OpenAI's.
+    pub(crate) fn adjust_responses_body(
+        &self,
+        body: &mut Map<String, Value>,
+        request: &ProviderRequest,
+    ) {
+        if !self.responses_dialect() {
+            return;
+        }
+        // DashScope ignores `instructions`: the system prompt would be lost.
+        if let Some(system) = body.remove("instructions") {
+            if let Some(Value::Array(input)) = body.get_mut("input") {
+                input.insert(0, json!({"role": "system", "content": system}));
+            }
+        }
+        // Nothing is stored server-side there either, and there is no encrypted reasoning to
+        // ask for; `reasoning` gives way to DashScope's own switch.
+        for field in ["store", "include", "reasoning"] {
+            body.remove(field);
+        }
+        let web_tools = self.web_tools();
+        if web_tools.any() {
+            let tools = body
+                .entry("tools")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            if let Value::Array(tools) = tools {
+                // Every declaration includes web search (see `definitions`).
+                super::server_tools::drop_local_web_search(tools, request);
+                tools.extend(web_tools.definitions());
+            }
+        }
+        // The web extractor runs only in thinking mode (qwen3-max-2026-01-23 refuses it
+        // otherwise), so declaring it turns thinking on.
+        if request.thinking.is_some() || web_tools.web_fetch {
+            body.insert("enable_thinking".into(), json!(true));
         }
     }
 }
@@ -615,6 +756,22 @@ mod tests {
         assert_eq!(
             project(&["```tool_code\nx = 1\n```"]),
             vec![Projected::Text("```tool_code\nx = 1\n```".into())]
+        );
+    }
+
+    #[test]
+    fn dashscope_chat_bases_move_to_the_responses_path() {
+        assert_eq!(
+            dashscope_responses_base("https://dashscope.aliyuncs.com/compatible-mode/v1/"),
+            "https://dashscope.aliyuncs.com/api/v2/apps/protocols/compatible-mode/v1"
+        );
+        let responses =
+            "https://dashscope-us.aliyuncs.com/api/v2/apps/protocols/compatible-mode/v1";
+        assert_eq!(dashscope_responses_base(responses), responses);
+        // Anything else (a proxy) is taken as it is.
+        assert_eq!(
+            dashscope_responses_base("http://localhost:8080/v1"),
+            "http://localhost:8080/v1"
         );
     }
 

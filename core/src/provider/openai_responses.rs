@@ -23,10 +23,32 @@
 //! assistant's text and `function_call` items, as the API requires. Thinking blocks whose
 //! signature is not a reasoning item (another provider's) are not sent.
 //!
+//! # Hosted tools
+//!
+//! Output items of tools the API runs itself — `web_search_call` and DashScope's
+//! `web_extractor_call` (a page fetch: its `goal` and the extracted `output`) — are reported,
+//! once the item is done, as [`StreamEvent::ServerToolUse`] (name `web_search` /
+//! `web_extractor`; input the item's `action` or its own fields without the results:
+//! `{"query": …}`, `{"goal": …}`) and [`StreamEvent::ServerToolResult`] (the item type; an
+//! error when its `status` is `failed`). They are kept verbatim in
+//! [`ProviderResponse::server_blocks`] with their place among the answer's message items
+//! ([`ProviderResponse::server_block_positions`], [`ProviderResponse::text_blocks`]), so the
+//! history shows what was searched and fetched where the model did it. They are not sent back:
+//! the answer written from them stays in the history as text, which is what the next turn needs,
+//! while DashScope documents no such input items and an extracted page sent back would be paid
+//! for again as input on every later turn. DashScope's per-tool call counts (`usage.x_tools`)
+//! have no place in [`Usage`], which counts tokens; the calls themselves are the events above.
+//!
+//! # DashScope (Qwen)
+//!
+//! With [`Flavor::Qwen`] the provider speaks DashScope's OpenAI-compatible Responses API
+//! (`provider/openai_compat.rs` says how it differs) at the Responses path of the configured
+//! DashScope host, and declares the flavor's built-in web tools.
+//!
 //! Transport concerns (retries, timeouts, cancellation, HTTP error mapping) live in the shared
 //! HTTP transport (`provider/http.rs`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use async_trait::async_trait;
@@ -39,21 +61,25 @@ use super::http::{
     Progress, StreamAssembler,
 };
 use super::openai::{Endpoint, OpenAiConfig};
+use super::openai_compat::{dashscope_responses_base, Flavor, DASHSCOPE_RESPONSES_BASE_URL};
 use super::sse::SseEvent;
 use super::{
-    Provider, ProviderCapabilities, ProviderRequest, ProviderResponse, ProviderToolCall, Refusal,
-    StopReason, StreamEvent, StreamSink, ThinkingBlock, ThinkingConfig, ToolChoice,
+    CitedText, NativeWebTool, NativeWebTools, Provider, ProviderCapabilities, ProviderRequest,
+    ProviderResponse, ProviderToolCall, Refusal, StopReason, StreamEvent, StreamSink,
+    ThinkingBlock, ThinkingConfig, ToolChoice,
 };
 use crate::message::{ContentBlock, Message, ProviderError, ProviderErrorKind, Role, Usage};
 
 /// A [`Provider`] for the OpenAI Responses API (streaming), configured like the Chat Completions
 /// provider by an [`OpenAiConfig`] (`include_usage` does not apply: the terminal event always
-/// carries usage).
+/// carries usage). A [`Flavor::Qwen`] config speaks DashScope's dialect of it (see the module
+/// docs); other flavors change nothing here.
 pub struct OpenAiResponsesProvider {
     name: String,
     model: String,
     max_tokens: Option<u32>,
     structured_outputs: bool,
+    flavor: Flavor,
     base_url: String,
     transport: HttpTransport,
 }
@@ -74,13 +100,24 @@ impl OpenAiResponsesProvider {
     /// Fails with a [`ProviderErrorKind::Auth`] error when there is neither an API key nor a
     /// custom base URL, and with [`ProviderErrorKind::InvalidRequest`] for a malformed key or
     /// extra header.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+    ///
+    /// With [`Flavor::Qwen`] the base URL is DashScope's Responses one: a DashScope Chat
+    /// Completions base (`…/compatible-mode/v1`) is moved to the same host's Responses path
+    /// (`…/api/v2/apps/protocols/compatible-mode/v1`), and none at all means Singapore's.
+    pub fn new(mut config: OpenAiConfig) -> Result<Self, ProviderError> {
+        if config.flavor.responses_dialect() {
+            config.base_url = Some(match config.base_url.as_deref() {
+                Some(base) => dashscope_responses_base(base),
+                None => DASHSCOPE_RESPONSES_BASE_URL.to_string(),
+            });
+        }
         let endpoint = Endpoint::new(&config, "/responses")?;
         Ok(OpenAiResponsesProvider {
             name: endpoint.name,
             model: config.model,
             max_tokens: config.max_tokens,
             structured_outputs: endpoint.structured_outputs,
+            flavor: config.flavor,
             base_url: endpoint.base_url,
             transport: endpoint.transport,
         })
@@ -98,12 +135,18 @@ impl OpenAiResponsesProvider {
 
     /// The JSON body sent for `request`.
     pub fn request_body(&self, request: &ProviderRequest) -> Value {
-        build_body(
+        let mut body = build_body(
             &self.model,
             self.max_tokens,
             self.structured_outputs,
+            // DashScope issues no encrypted reasoning to send back.
+            !self.flavor.responses_dialect(),
             request,
-        )
+        );
+        if let Some(map) = body.as_object_mut() {
+            self.flavor.adjust_responses_body(map, request);
+        }
+        body
     }
 }
 
@@ -123,17 +166,29 @@ impl Provider for OpenAiResponsesProvider {
             model: model.to_string(),
             max_tokens: self.max_tokens,
             structured_outputs: self.structured_outputs,
+            flavor: self.flavor.clone(),
             base_url: self.base_url.clone(),
             transport: self.transport.clone(),
         }))
     }
 
     fn capabilities(&self) -> ProviderCapabilities {
+        let native_web_tools = if self.flavor.responses_dialect() {
+            let declared = self.flavor.web_tools();
+            NativeWebTools {
+                // The extractor is only declared with search (see `QwenWebTools`).
+                web_search: NativeWebTool::supported(declared.any()),
+                web_fetch: NativeWebTool::supported(declared.web_fetch),
+            }
+        } else {
+            NativeWebTools::default()
+        };
         ProviderCapabilities {
             streaming: true,
             tools: true,
-            thinking: is_reasoning_model(&self.model),
+            thinking: is_reasoning_model(&self.model) || self.flavor.thinking(),
             context_window: context_window(&self.model),
+            native_web_tools,
         }
     }
 
@@ -153,7 +208,10 @@ impl Provider for OpenAiResponsesProvider {
         self.transport
             .stream(
                 body.into(),
-                || ResponsesAssembler::new(&self.name, &self.model),
+                || {
+                    let keep_reasoning_items = !self.flavor.responses_dialect();
+                    ResponsesAssembler::new(&self.name, &self.model, keep_reasoning_items)
+                },
                 on_event,
                 cancel,
             )
@@ -192,6 +250,7 @@ fn build_body(
     model: &str,
     configured_max_tokens: Option<u32>,
     structured_outputs: bool,
+    send_reasoning: bool,
     request: &ProviderRequest,
 ) -> Value {
     let reasoning_model = is_reasoning_model(model);
@@ -202,7 +261,7 @@ fn build_body(
     }
     body.insert(
         "input".into(),
-        Value::Array(convert_messages(&request.messages)),
+        Value::Array(convert_messages(&request.messages, send_reasoning)),
     );
     body.insert("stream".into(), json!(true));
     // robota keeps the history: nothing is stored server-side, and reasoning travels back
@@ -293,8 +352,13 @@ fn reasoning_item(signature: &str) -> Option<Value> {
     Some(Value::Object(item))
 }
 
-/// Converts the conversation to Responses `input` items.
-fn convert_messages<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<Value> {
+/// Converts the conversation to Responses `input` items; `send_reasoning: false` leaves the
+/// reasoning items out (a server that issues none to send back). Hosted-tool items kept in an
+/// assistant message's metadata are not sent (see the module docs).
+fn convert_messages<M: std::borrow::Borrow<Message>>(
+    messages: &[M],
+    send_reasoning: bool,
+) -> Vec<Value> {
     let mut wire = Vec::with_capacity(messages.len());
     for message in messages {
         let message: &Message = message.borrow();
@@ -327,7 +391,7 @@ fn convert_messages<M: std::borrow::Borrow<Message>>(messages: &[M]) -> Vec<Valu
             }
             Role::Assistant => {
                 // Reasoning first: a reasoning item must come right before the output it led to.
-                for block in &message.content {
+                for block in message.content.iter().filter(|_| send_reasoning) {
                     if let ContentBlock::Thinking {
                         signature: Some(signature),
                         ..
@@ -466,6 +530,27 @@ enum Slot {
     Other,
 }
 
+/// The hosted-tool output items this provider reports, and the server tool each is a call of.
+const HOSTED_ITEMS: [(&str, &str); 2] = [
+    ("web_search_call", "web_search"),
+    ("web_extractor_call", "web_extractor"),
+];
+
+/// What a hosted-tool item was asked to do, for [`StreamEvent::ServerToolUse`]: its `action`
+/// (OpenAI's web search: `{"type": "search", "query": …}`) or else the item's own fields
+/// (DashScope's extractor: `goal`, …), without the kind and the results (`sources`, `output`):
+/// `{"query": …}`, `{"goal": …}`.
+fn hosted_input(item: &Value) -> Value {
+    let mut input = match item.get("action") {
+        Some(Value::Object(action)) => action.clone(),
+        _ => item.as_object().cloned().unwrap_or_default(),
+    };
+    for key in ["id", "type", "status", "output", "sources", "results"] {
+        input.remove(key);
+    }
+    Value::Object(input)
+}
+
 /// Assembles one streamed Responses answer.
 struct ResponsesAssembler {
     provider: String,
@@ -475,13 +560,21 @@ struct ResponsesAssembler {
     reasoning: Vec<ReasoningState>,
     calls: Vec<CallState>,
     slots: HashMap<u64, Slot>,
+    /// The answer text of each message item, by `output_index`: where hosted-tool items stand
+    /// among it.
+    message_texts: BTreeMap<u64, String>,
+    /// Hosted-tool items, whole, with their `output_index`.
+    hosted: Vec<(u64, Value)>,
     /// `response.incomplete`'s reason, once it arrived.
     incomplete: Option<String>,
     usage: Usage,
+    /// Reasoning items are kept to be sent back (OpenAI); without it (DashScope, which issues
+    /// none to send back) only their text is kept, and an item needs no id.
+    keep_reasoning_items: bool,
 }
 
 impl ResponsesAssembler {
-    fn new(provider: &str, model: &str) -> Self {
+    fn new(provider: &str, model: &str, keep_reasoning_items: bool) -> Self {
         ResponsesAssembler {
             provider: provider.to_string(),
             model: model.to_string(),
@@ -490,9 +583,43 @@ impl ResponsesAssembler {
             reasoning: Vec::new(),
             calls: Vec::new(),
             slots: HashMap::new(),
+            message_texts: BTreeMap::new(),
+            hosted: Vec::new(),
             incomplete: None,
             usage: Usage::default(),
+            keep_reasoning_items,
         }
+    }
+
+    /// A piece of answer text from the message item at `output_index`.
+    fn push_text(&mut self, output_index: u64, delta: &str) {
+        self.text.push_str(delta);
+        self.message_texts
+            .entry(output_index)
+            .or_default()
+            .push_str(delta);
+    }
+
+    /// Reports a finished hosted-tool item and keeps it.
+    fn on_hosted_done(
+        &mut self,
+        output_index: u64,
+        item: Value,
+        name: &str,
+        emitter: &mut Emitter<'_, '_>,
+    ) {
+        let id = str_field(&item, "id");
+        emitter.emit(StreamEvent::ServerToolUse {
+            id: id.clone(),
+            name: name.to_string(),
+            input: hosted_input(&item),
+        });
+        emitter.emit(StreamEvent::ServerToolResult {
+            tool_use_id: id,
+            result_type: str_field(&item, "type"),
+            is_error: item.get("status").and_then(Value::as_str) == Some("failed"),
+        });
+        self.hosted.push((output_index, item));
     }
 
     fn malformed(&self, what: &str) -> ProviderError {
@@ -597,7 +724,8 @@ impl ResponsesAssembler {
                             .collect()
                     })
                     .unwrap_or_default();
-                if item.get("id").and_then(Value::as_str).is_none() {
+                let keep = self.keep_reasoning_items;
+                if keep && item.get("id").and_then(Value::as_str).is_none() {
                     return Err(self.malformed("a reasoning item without an id"));
                 }
                 let Some(state) = self.reasoning_at(output_index) else {
@@ -609,9 +737,14 @@ impl ResponsesAssembler {
                     state.text.push_str(&text);
                     emitter.emit(StreamEvent::ThinkingDelta(text));
                 }
-                state.item = Some(item);
+                state.item = keep.then_some(item);
             }
-            _ => {}
+            Some(kind) => {
+                if let Some((_, name)) = HOSTED_ITEMS.iter().find(|(item, _)| *item == kind) {
+                    self.on_hosted_done(output_index, item.clone(), name, emitter);
+                }
+            }
+            None => {}
         }
         Ok(())
     }
@@ -683,6 +816,27 @@ impl ResponsesAssembler {
             category: None,
             explanation: None,
         });
+        // With hosted-tool items the answer keeps its split into message items, and each item
+        // the number of message items before it.
+        let (text_blocks, server_block_positions, server_blocks) = if self.hosted.is_empty() {
+            (Vec::new(), Vec::new(), Vec::new())
+        } else {
+            let positions = self
+                .hosted
+                .iter()
+                .map(|(at, _)| self.message_texts.range(..*at).count())
+                .collect();
+            let blocks = self
+                .message_texts
+                .into_values()
+                .map(|text| CitedText {
+                    text,
+                    citations: Vec::new(),
+                })
+                .collect();
+            let items = self.hosted.into_iter().map(|(_, item)| item).collect();
+            (blocks, positions, items)
+        };
         ProviderResponse {
             text: self.text,
             thinking,
@@ -704,7 +858,9 @@ impl ResponsesAssembler {
             usage: self.usage,
             model: self.model,
             refusal,
-            ..ProviderResponse::default()
+            server_blocks,
+            server_block_positions,
+            text_blocks,
         }
     }
 }
@@ -746,7 +902,7 @@ impl StreamAssembler for ResponsesAssembler {
             }
             "response.output_text.delta" => {
                 if let Some(delta) = wire.delta.filter(|d| !d.is_empty()) {
-                    self.text.push_str(&delta);
+                    self.push_text(output_index, &delta);
                     emitter.emit(StreamEvent::TextDelta(delta));
                 }
             }
@@ -755,7 +911,7 @@ impl StreamAssembler for ResponsesAssembler {
                     // The refusal is what the model says to the user: it streams as answer text
                     // too, and is kept apart so the outcome can say it was a refusal.
                     self.refusal.push_str(&delta);
-                    self.text.push_str(&delta);
+                    self.push_text(output_index, &delta);
                     emitter.emit(StreamEvent::TextDelta(delta));
                 }
             }
@@ -856,7 +1012,7 @@ mod tests {
         let seen = Mutex::new(Vec::new());
         let sink = |event: StreamEvent| seen.lock().expect("lock").push(event);
         let mut emitter = Emitter::new(&sink);
-        let mut assembler = ResponsesAssembler::new("openai", "configured");
+        let mut assembler = ResponsesAssembler::new("openai", "configured", true);
         let sse: String = events
             .iter()
             .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
@@ -903,10 +1059,10 @@ mod tests {
             temperature: Some(0.5),
             ..ProviderRequest::default()
         };
-        let body = build_body("o4-mini", None, false, &request);
+        let body = build_body("o4-mini", None, false, true, &request);
         assert!(body.get("temperature").is_none());
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
-        let body = build_body("gpt-4.1", None, false, &request);
+        let body = build_body("gpt-4.1", None, false, true, &request);
         assert_eq!(body["temperature"], 0.5);
         assert!(body.get("include").is_none());
         assert_eq!(body["store"], false);
@@ -921,16 +1077,19 @@ mod tests {
             reasoning_item(r#"{"type":"reasoning","id":"rs_1","status":"completed"}"#),
             Some(json!({"type": "reasoning", "id": "rs_1", "summary": []}))
         );
-        let wire = convert_messages(&[Message::assistant(
-            vec![
-                ContentBlock::Thinking {
-                    thinking: "anthropic".into(),
-                    signature: Some("sig".into()),
-                },
-                ContentBlock::text("hi"),
-            ],
-            MessageState::Complete,
-        )]);
+        let wire = convert_messages(
+            &[Message::assistant(
+                vec![
+                    ContentBlock::Thinking {
+                        thinking: "anthropic".into(),
+                        signature: Some("sig".into()),
+                    },
+                    ContentBlock::text("hi"),
+                ],
+                MessageState::Complete,
+            )],
+            true,
+        );
         assert_eq!(wire, vec![json!({"role": "assistant", "content": "hi"})]);
     }
 

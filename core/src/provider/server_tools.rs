@@ -1,6 +1,7 @@
 //! Anthropic server tools — tools the API runs itself (web search, web fetch, code execution):
 //! their definitions as a profile declares them, the `tools` entries and `anthropic-beta` flags
-//! a request needs for them, and how their result blocks are read.
+//! a request needs for them, and how their result blocks are read; and what every provider with
+//! hosted web tools shares (the local `WebSearch` tool they replace).
 //!
 //! The wire formats are documented by Anthropic under "Agents and tools → Tool use": the web
 //! search tool (`web_search_20250305`, generally available: `max_uses`, `allowed_domains`,
@@ -306,6 +307,34 @@ pub(crate) fn result_is_error(block: &Value) -> bool {
         .and_then(|content| content.get("type"))
         .and_then(Value::as_str)
         .is_some_and(|kind| kind.ends_with("_error"))
+}
+
+/// The local search tool a hosted web search replaces.
+const LOCAL_WEB_SEARCH: &str = "WebSearch";
+
+/// Removes the local `WebSearch` function tool from a request's `tools` (entries named by a
+/// top-level `name`, as Anthropic and the Responses API write them) when the provider's own web
+/// search is declared: two search tools would only make the model pick at random. It stays when
+/// the conversation already holds a `WebSearch` call, whose history must keep its tool.
+pub(crate) fn drop_local_web_search(tools: &mut Vec<Value>, request: &super::ProviderRequest) {
+    let local_search_used = request.messages.iter().any(|message| {
+        message
+            .tool_uses()
+            .any(|(_, name, _)| name == LOCAL_WEB_SEARCH)
+    });
+    if !local_search_used {
+        tools.retain(|tool| tool.get("name").and_then(Value::as_str) != Some(LOCAL_WEB_SEARCH));
+    }
+}
+
+/// Whether a stored server block is a Responses API hosted-tool item (`web_search_call`,
+/// `web_extractor_call`, …) rather than an Anthropic content block: a history that moves from
+/// one provider to the other must not send it to Anthropic, which would reject the type.
+pub(crate) fn is_foreign_server_block(block: &Value) -> bool {
+    block
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("_call"))
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ pub(crate) enum Dialect {
     OpenAi,
     /// `POST /v1beta/models/{model}:streamGenerateContent?alt=sse`.
     Gemini,
-    /// `POST /v1/responses` or `POST /responses` (the OpenAI Responses API).
+    /// `POST /v1/responses` or `POST /responses` (the OpenAI Responses API), and DashScope's
+    /// compatible Responses API (`POST /api/v2/apps/protocols/compatible-mode/v1/responses`).
     Responses,
 }
 
@@ -38,6 +39,10 @@ pub(crate) struct Ctx<'a> {
     pub include_usage: bool,
     /// Unix time for OpenAI's `created`.
     pub created: u64,
+    /// Responses: the types of the hosted tools the request declares (`web_search`, …).
+    pub hosted_tools: Vec<String>,
+    /// Responses at DashScope's path: usage reports `x_tools` call counts.
+    pub dashscope: bool,
 }
 
 impl Ctx<'_> {

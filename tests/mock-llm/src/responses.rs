@@ -6,12 +6,22 @@
 //! Thinking is sent as a reasoning item with a summary and an `encrypted_content` derived from
 //! the item's id; a later request that sends the item back (stateless reasoning, `store: false`)
 //! must carry that same `encrypted_content`, or it is refused as the real API refuses it.
+//!
+//! The same events serve DashScope's OpenAI-compatible Responses API (Alibaba Cloud Model
+//! Studio, "OpenAI Responses API reference") at [`DASHSCOPE_PATH`], where the request is also
+//! checked for what DashScope does not support (`instructions`, `background`: ignored there, so
+//! a client sending them loses what they say) and for its built-in tools (`web_extractor` only
+//! with `web_search`), and usage carries the hosted tools' call counts
+//! (`usage.x_tools.{web_search,web_extractor}.count`).
 
 use serde_json::{json, Value};
 
 use crate::plan::{openai_finish_reason, padded, to_json, Ctx};
 use crate::script::{Turn, Usage};
 use crate::sse::Event;
+
+/// DashScope's Responses endpoint (the path under `dashscope-intl.aliyuncs.com`).
+pub(crate) const DASHSCOPE_PATH: &str = "/api/v2/apps/protocols/compatible-mode/v1/responses";
 
 /// The `encrypted_content` mock-llm issues for the reasoning item `id`.
 pub(crate) fn encrypted_content(id: &str) -> String {
@@ -29,16 +39,78 @@ fn event(kind: &'static str, mut payload: Value) -> Event {
     Event::named(kind, to_json(&payload))
 }
 
-fn usage_json(u: &Usage, reasoning_tokens: u64) -> Value {
+fn usage_json(u: &Usage, reasoning_tokens: u64, x_tools: Option<Value>) -> Value {
     // Like Chat Completions, `input_tokens` includes the cached ones.
     let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
-    json!({
+    let mut usage = json!({
         "input_tokens": input,
         "input_tokens_details": {"cached_tokens": u.cache_read_input_tokens},
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
         "total_tokens": input + u.output_tokens,
-    })
+    });
+    if let (Some(x_tools), Some(usage)) = (x_tools, usage.as_object_mut()) {
+        usage.insert("x_tools".into(), x_tools);
+    }
+    usage
+}
+
+/// The hosted tool whose call an item type is: `web_search_call` → `web_search`.
+fn hosted_tool(item: &Value) -> &str {
+    item.get("type")
+        .and_then(Value::as_str)
+        .and_then(|kind| kind.strip_suffix("_call"))
+        .unwrap_or_default()
+}
+
+/// The types of the hosted (non-function) tools a Responses request declares.
+pub(crate) fn hosted_tools(body: &Value) -> Vec<String> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool.get("type").and_then(Value::as_str))
+                .filter(|kind| *kind != "function")
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks a request to [`DASHSCOPE_PATH`] for what DashScope does not take (see the module
+/// docs).
+pub(crate) fn check_dashscope(body: &Value) -> Result<(), String> {
+    for field in ["instructions", "background"] {
+        if body.get(field).is_some() {
+            return Err(format!(
+                "`{field}` is not supported by the DashScope Responses API (it is ignored \
+                 there); send the system prompt as a system message in `input`"
+            ));
+        }
+    }
+    let tools = hosted_tools(body);
+    if tools.iter().any(|t| t == "web_extractor") && !tools.iter().any(|t| t == "web_search") {
+        return Err(
+            "the web_extractor tool needs the web_search tool: add {\"type\": \"web_search\"} to \
+             `tools`"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The item as `response.output_item.added` shows it: the call started, no results yet.
+fn started(item: &Value) -> Value {
+    let mut item = item.clone();
+    if let Some(fields) = item.as_object_mut() {
+        fields.remove("output");
+        if let Some(Value::Object(action)) = fields.get_mut("action") {
+            action.remove("sources");
+        }
+        fields.insert("status".into(), json!("in_progress"));
+    }
+    item
 }
 
 /// The response object in `response.*` lifecycle events.
@@ -122,6 +194,36 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
             "summary": [{"type": "summary_text", "text": summary}],
             "encrypted_content": encrypted_content(&id),
         });
+        out.push(event(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        ));
+        output.push(item);
+    }
+
+    // Hosted-tool calls: only of tools the request declares.
+    let mut calls_per_tool: Vec<(String, u64)> = Vec::new();
+    for (n, scripted) in turn.hosted_items.iter().enumerate() {
+        let tool = hosted_tool(scripted);
+        if !ctx.hosted_tools.iter().any(|declared| declared == tool) {
+            continue;
+        }
+        match calls_per_tool.iter_mut().find(|(name, _)| name == tool) {
+            Some((_, count)) => *count += 1,
+            None => calls_per_tool.push((tool.to_owned(), 1)),
+        }
+        let index = output.len();
+        let mut item = scripted.clone();
+        if let Some(fields) = item.as_object_mut() {
+            if !fields.contains_key("id") {
+                fields.insert("id".into(), json!(format!("{tool}_mock_{}_{n}", ctx.seq)));
+            }
+            fields.entry("status").or_insert_with(|| json!("completed"));
+        }
+        out.push(event(
+            "response.output_item.added",
+            json!({"output_index": index, "item": started(&item)}),
+        ));
         out.push(event(
             "response.output_item.done",
             json!({"output_index": index, "item": item}),
@@ -233,8 +335,15 @@ pub(crate) fn events(turn: &Turn, ctx: &Ctx<'_>, include_terminal: bool) -> Vec<
 
     if include_terminal {
         let (status, reason) = outcome(turn);
+        let x_tools = ctx.dashscope.then(|| {
+            let counts: serde_json::Map<String, Value> = calls_per_tool
+                .iter()
+                .map(|(tool, count)| (tool.clone(), json!({ "count": count })))
+                .collect();
+            Value::Object(counts)
+        });
         let extra = json!({
-            "usage": usage_json(&ctx.usage(turn), reasoning_tokens),
+            "usage": usage_json(&ctx.usage(turn), reasoning_tokens, x_tools),
             "incomplete_details": reason.map(|reason| json!({"reason": reason})),
         });
         let response = response_object(ctx, status, output, extra);

@@ -105,6 +105,13 @@ pub struct Turn {
     /// `web_search_tool_result`, …) comes whole. Not sent by OpenAI.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content_blocks: Vec<Value>,
+    /// Responses: output items of the API's hosted tools (`web_search_call`, DashScope's
+    /// `web_extractor_call`), in order after the thinking and before the text, each streamed as
+    /// `response.output_item.added` (without its results) and `response.output_item.done`
+    /// (whole). An item of a tool the request does not declare in `tools` is not sent (the model
+    /// cannot call it). Not sent by the other endpoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosted_items: Vec<Value>,
     /// OpenAI: send text and thinking as lists of typed content parts (Mistral's reasoning
     /// models): `"content": [{"type": "text", "text": …}]`, `"content": [{"type": "thinking",
     /// "thinking": [{"type": "text", "text": …}]}]`.
@@ -512,6 +519,7 @@ impl Turn {
                 || self.refusal.is_some()
                 || !self.server_blocks.is_empty()
                 || !self.content_blocks.is_empty()
+                || !self.hosted_items.is_empty()
                 || self.fault.is_some())
         {
             return Err(
@@ -537,6 +545,18 @@ impl Turn {
             if kind == Some("text") && !block.get("text").is_some_and(Value::is_string) {
                 return Err(format!(
                     "content_blocks[{j}]: a text block needs a \"text\" string"
+                ));
+            }
+        }
+        for (j, item) in self.hosted_items.iter().enumerate() {
+            if !item
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|kind| kind.ends_with("_call") && kind != "function_call")
+            {
+                return Err(format!(
+                    "hosted_items[{j}]: a hosted-tool item is a JSON object whose \"type\" is \
+                     the tool's item type (\"web_search_call\", \"web_extractor_call\", …)"
                 ));
             }
         }

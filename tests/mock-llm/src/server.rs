@@ -30,6 +30,7 @@ use crate::bedrock::{self, Cloud};
 use crate::cache::{CacheSim, InputUsage};
 use crate::models;
 use crate::plan::{self, to_json, Ctx, Dialect, End, Plan};
+use crate::responses;
 use crate::script::{Fault, Script};
 use crate::sse;
 
@@ -448,7 +449,7 @@ async fn route(
         (Method::POST, p) if gemini_model(p).is_some() => {
             model_request(shared, kill, Dialect::Gemini, None, req).await
         }
-        (Method::POST, "/v1/responses" | "/responses") => {
+        (Method::POST, "/v1/responses" | "/responses" | responses::DASHSCOPE_PATH) => {
             model_request(shared, kill, Dialect::Responses, None, req).await
         }
         (method, _) => {
@@ -459,6 +460,7 @@ async fn route(
                     | "/chat/completions"
                     | "/v1/responses"
                     | "/responses"
+                    | responses::DASHSCOPE_PATH
             ) || gemini_model(&path).is_some();
             let (parts, body) = req.into_parts();
             let bytes = read_body(body).await.unwrap_or_default();
@@ -540,7 +542,7 @@ fn check_request(
             Some(Value::String(_)) => {}
             Some(Value::Array(items)) => {
                 let store = obj.get("store").and_then(Value::as_bool).unwrap_or(true);
-                crate::responses::check_input(items, store)?;
+                responses::check_input(items, store)?;
             }
             _ => return Err("`input` is required and must be a string or an array".into()),
         }
@@ -616,6 +618,7 @@ async fn model_request(
 ) -> Response<MockBody> {
     let cloud = cloud.as_ref();
     let (parts, body) = req.into_parts();
+    let dashscope = dialect == Dialect::Responses && parts.uri.path() == responses::DASHSCOPE_PATH;
     let bytes = match read_body(body).await {
         Ok(b) => b,
         Err(status) => {
@@ -631,7 +634,12 @@ async fn model_request(
         .map_err(Clone::clone)
         .and_then(|v| match dialect {
             Dialect::Gemini => check_gemini_request(&parts, v),
-            _ => check_request(dialect, v, cloud),
+            _ => check_request(dialect, v, cloud).and_then(|info| {
+                if dashscope {
+                    responses::check_dashscope(v)?;
+                }
+                Ok(info)
+            }),
         });
     let info = match checked {
         Ok(info) => info,
@@ -708,6 +716,10 @@ async fn model_request(
         return resp;
     }
 
+    let hosted_tools = match (&parsed, dialect) {
+        (Ok(body), Dialect::Responses) => responses::hosted_tools(body),
+        _ => Vec::new(),
+    };
     let input_usage = parsed
         .ok()
         .and_then(|body| shared.input_usage(dialect, &body));
@@ -721,6 +733,8 @@ async fn model_request(
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
+        hosted_tools,
+        dashscope,
     };
     let mut plan = plan::plan(dialect, turn, &ctx);
     plan.eventstream = cloud.is_some_and(Cloud::eventstream);

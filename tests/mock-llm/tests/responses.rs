@@ -1,6 +1,7 @@
 //! The OpenAI Responses dialect (`POST /v1/responses`): event sequence and payloads for text,
 //! reasoning, tool calls and refusals, terminal events and usage, in-stream failures, and the
-//! checks on the request's `input` items (tool pairing, encrypted reasoning sent back).
+//! checks on the request's `input` items (tool pairing, encrypted reasoning sent back); and
+//! DashScope's dialect at its own path: hosted-tool items, `x_tools` usage, what it refuses.
 
 mod common;
 
@@ -235,4 +236,101 @@ async fn input_items_are_checked_like_the_real_api() {
     assert_eq!(recorded.len(), 6);
     assert_eq!(recorded[0].turn, Some(0));
     assert!(recorded[1..].iter().all(|r| r.turn.is_none()));
+}
+
+const DASHSCOPE: &str = "/api/v2/apps/protocols/compatible-mode/v1/responses";
+
+/// A scripted DashScope turn: a search, a page fetch, then the answer.
+fn dashscope_turn() -> Value {
+    json!({"turns": [{
+        "hosted_items": [
+            {"type": "web_search_call", "action": {"type": "search", "query": "robota",
+             "sources": [{"type": "url", "url": "https://example.com"}]}},
+            {"type": "web_extractor_call", "goal": "read https://example.com",
+             "output": "Example Domain"},
+        ],
+        "text": "It is an example.",
+    }]})
+}
+
+#[tokio::test]
+async fn dashscope_streams_declared_hosted_tool_items_and_counts_them() {
+    let mock = MockLlm::start_json(dashscope_turn()).await.unwrap();
+    let mut body = request(json!("what is example.com?"));
+    body["tools"] = json!([{"type": "web_search"}, {"type": "web_extractor"}]);
+    let (_, events) = stream_ok(&mock.base_url(), DASHSCOPE, &body).await;
+    let payloads = payloads(&events);
+    let added = of_type(&payloads, "response.output_item.added");
+    let done = of_type(&payloads, "response.output_item.done");
+    assert_eq!(added.len(), 3);
+    // Started without results, finished whole; then the message.
+    assert_eq!(added[0]["item"]["type"], "web_search_call");
+    assert_eq!(added[0]["item"]["status"], "in_progress");
+    assert!(added[0]["item"]["action"].get("sources").is_none());
+    assert_eq!(
+        done[0]["item"]["action"]["sources"][0]["url"],
+        "https://example.com"
+    );
+    assert_eq!(added[1]["item"]["type"], "web_extractor_call");
+    assert!(added[1]["item"].get("output").is_none());
+    assert_eq!(done[1]["item"]["output"], "Example Domain");
+    assert_eq!(done[1]["item"]["status"], "completed");
+    assert_eq!(done[1]["output_index"], 1);
+    assert_eq!(done[2]["item"]["type"], "message");
+    let completed = &of_type(&payloads, "response.completed")[0]["response"];
+    assert_eq!(
+        completed["usage"]["x_tools"],
+        json!({"web_search": {"count": 1}, "web_extractor": {"count": 1}})
+    );
+    assert_eq!(completed["output"].as_array().map(Vec::len), Some(3));
+}
+
+#[tokio::test]
+async fn hosted_items_of_undeclared_tools_are_not_sent() {
+    let mock = MockLlm::start_json(dashscope_turn()).await.unwrap();
+    let mut body = request(json!("hi"));
+    body["tools"] = json!([{"type": "web_search"}]);
+    let (_, events) = stream_ok(&mock.base_url(), DASHSCOPE, &body).await;
+    let dashscope = payloads(&events);
+    let done = of_type(&dashscope, "response.output_item.done");
+    let kinds: Vec<&str> = done
+        .iter()
+        .filter_map(|p| p["item"]["type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["web_search_call", "message"]);
+    let usage = &of_type(&dashscope, "response.completed")[0]["response"]["usage"];
+    assert_eq!(usage["x_tools"], json!({"web_search": {"count": 1}}));
+    // OpenAI's path reports no `x_tools`.
+    mock.reset();
+    let (_, events) = stream_ok(&mock.base_url(), "/v1/responses", &body).await;
+    let openai = payloads(&events);
+    let usage = &of_type(&openai, "response.completed")[0]["response"]["usage"];
+    assert!(usage.get("x_tools").is_none(), "{usage}");
+}
+
+#[tokio::test]
+async fn dashscope_refuses_what_it_does_not_support() {
+    let mock = MockLlm::start_json(dashscope_turn()).await.unwrap();
+    let mut instructions = request(json!("hi"));
+    instructions["instructions"] = json!("be brief");
+    let mut background = request(json!("hi"));
+    background["background"] = json!(true);
+    let mut extractor_alone = request(json!("hi"));
+    extractor_alone["tools"] = json!([{"type": "web_extractor"}]);
+    for (body, wording) in [
+        (instructions, "`instructions` is not supported"),
+        (background, "`background` is not supported"),
+        (extractor_alone, "needs the web_search tool"),
+    ] {
+        let resp = post(&mock.base_url(), DASHSCOPE, &body).await;
+        assert_eq!(resp.status(), 400);
+        let error: Value = resp.json().await.unwrap();
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(wording), "{message}");
+    }
+    // OpenAI's own path takes `instructions`.
+    let mut openai = request(json!("hi"));
+    openai["instructions"] = json!("be brief");
+    let resp = post(&mock.base_url(), "/v1/responses", &openai).await;
+    assert_eq!(resp.status(), 200);
 }

@@ -23,7 +23,10 @@
 //! `DEEPSEEK_API_KEY`, model `deepseek-chat`; `options.thinking` true/false and
 //! `options.reasoningEffort` `"low"`/`"high"`/`"max"`), `qwen` (DashScope's compatible mode at
 //! `https://dashscope-intl.aliyuncs.com/compatible-mode/v1`, key `DASHSCOPE_API_KEY`, model
-//! `qwen-plus`; `options.webSearch` true or a `search_options` object), `gemma` (a local server,
+//! `qwen-plus`; `options.webSearch` true or a `search_options` object, which turns on
+//! `enable_search`; `options.builtInWebTools` `{"webSearch": true, "webFetch": true}`, which
+//! declares Qwen's built-in `web_search` and `web_extractor` tools on DashScope's Responses API
+//! instead, at the same host's `/api/v2/apps/protocols/compatible-mode/v1`), `gemma` (a local server,
 //! default `http://localhost:1234/v1` (LM Studio) with a placeholder key; the profile must name
 //! the model).
 //!
@@ -52,10 +55,10 @@ use crate::provider::openai::{OpenAiConfig, OpenAiProvider, DEFAULT_BASE_URL as 
 use crate::provider::openai_responses::OpenAiResponsesProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::scripted::{ScriptedProvider, ScriptedTurn};
-use crate::provider::Flavor;
 use crate::provider::{
     BedrockConfig, BedrockProvider, HttpOptions, Provider, VertexConfig, VertexProvider,
 };
+use crate::provider::{Flavor, QwenWebTools};
 
 /// The model used with `ANTHROPIC_API_KEY` when neither settings nor the host name one.
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -345,22 +348,27 @@ fn build_openai(
         config.name = profile.kind.clone();
     }
     config.flavor = flavor(profile)?;
-    let provider: Arc<dyn Provider> = if openai_api(profile)? == OpenAiApi::Responses {
-        Arc::new(
-            OpenAiResponsesProvider::new(config)
-                .map_err(|e| FromSettingsError::Provider(e.to_string()))?,
-        )
-    } else {
-        Arc::new(
-            OpenAiProvider::new(config).map_err(|e| FromSettingsError::Provider(e.to_string()))?,
-        )
-    };
+    let (provider, base_url): (Arc<dyn Provider>, String) =
+        if openai_api(profile, &config.flavor)? == OpenAiApi::Responses {
+            let provider = OpenAiResponsesProvider::new(config)
+                .map_err(|e| FromSettingsError::Provider(e.to_string()))?;
+            // The provider may move the base (DashScope serves Responses on another path).
+            let base_url = provider.base_url().to_owned();
+            (Arc::new(provider), base_url)
+        } else {
+            let provider = OpenAiProvider::new(config)
+                .map_err(|e| FromSettingsError::Provider(e.to_string()))?;
+            (
+                Arc::new(provider),
+                base_url.unwrap_or_else(|| OPENAI_URL.into()),
+            )
+        };
     Ok(BuiltProvider {
         provider,
         profile: named,
         kind: profile.kind.clone(),
         model,
-        base_url: Some(base_url.unwrap_or_else(|| OPENAI_URL.into())),
+        base_url: Some(base_url),
     })
 }
 
@@ -464,20 +472,85 @@ fn flavor(profile: &ProviderProfile) -> Result<Flavor, FromSettingsError> {
                 }
             },
         },
-        "qwen" => Flavor::Qwen {
-            web_search: match option(profile, "webSearch") {
-                None | Some(Value::Null) => None,
-                Some(value @ (Value::Bool(_) | Value::Object(_))) => Some(value),
-                Some(_) => {
-                    return Err(invalid(
-                        "`options.webSearch` must be true, false or an object of DashScope \
+        "qwen" => {
+            let web_tools = qwen_web_tools(profile)?;
+            let web_search =
+                match option(profile, "webSearch") {
+                    None | Some(Value::Null) => None,
+                    Some(_) if web_tools.any() => return Err(invalid(
+                        "`options.webSearch` (Chat Completions `enable_search`) cannot be used \
+                         with `options.builtInWebTools` (the Responses API's built-in tools); \
+                         remove it and use `builtInWebTools.webSearch`",
+                    )),
+                    Some(value @ (Value::Bool(_) | Value::Object(_))) => Some(value),
+                    Some(_) => {
+                        return Err(invalid(
+                            "`options.webSearch` must be true, false or an object of DashScope \
                          `search_options`",
-                    ))
-                }
-            },
-        },
+                        ))
+                    }
+                };
+            Flavor::Qwen {
+                web_search,
+                web_tools,
+            }
+        }
         "gemma" => Flavor::Gemma,
         _ => Flavor::Generic,
+    })
+}
+
+/// A Qwen profile's `options.builtInWebTools`: `{"webSearch": bool, "webFetch": bool}`, both
+/// optional. Web fetch (DashScope's web extractor) runs only alongside web search, so it turns
+/// search on unless the profile turns search off, which is refused.
+fn qwen_web_tools(profile: &ProviderProfile) -> Result<QwenWebTools, FromSettingsError> {
+    let invalid = |message: String| FromSettingsError::Profile {
+        profile: profile.name.clone(),
+        message,
+    };
+    let entries = match option(profile, "builtInWebTools") {
+        None | Some(Value::Null) => return Ok(QwenWebTools::default()),
+        Some(Value::Object(entries)) => entries,
+        Some(_) => {
+            return Err(invalid(
+                "`options.builtInWebTools` must be an object such as {\"webSearch\": true, \
+                 \"webFetch\": true}"
+                    .into(),
+            ))
+        }
+    };
+    let mut search = None;
+    let mut fetch = false;
+    for (key, value) in &entries {
+        let on = match value {
+            Value::Bool(on) => *on,
+            Value::Null => false,
+            _ => {
+                return Err(invalid(format!(
+                    "`options.builtInWebTools.{key}` must be true or false"
+                )))
+            }
+        };
+        match key.as_str() {
+            "webSearch" => search = Some(on),
+            "webFetch" => fetch = on,
+            _ => {
+                return Err(invalid(format!(
+                    "`options.builtInWebTools` has no tool \"{key}\" (known: webSearch, webFetch)"
+                )))
+            }
+        }
+    }
+    if fetch && search == Some(false) {
+        return Err(invalid(
+            "`options.builtInWebTools`: webFetch needs webSearch (DashScope's web extractor \
+             runs only alongside web search); set webSearch to true or leave it out"
+                .into(),
+        ));
+    }
+    Ok(QwenWebTools {
+        web_search: search.unwrap_or(fetch),
+        web_fetch: fetch,
     })
 }
 
@@ -490,8 +563,19 @@ enum OpenAiApi {
     Responses,
 }
 
-fn openai_api(profile: &ProviderProfile) -> Result<OpenAiApi, FromSettingsError> {
+/// `options.api`, or for a flavor with built-in web tools on (which exist only there) the
+/// Responses API; asking for Chat Completions with them is refused.
+fn openai_api(profile: &ProviderProfile, flavor: &Flavor) -> Result<OpenAiApi, FromSettingsError> {
+    let web_tools = flavor.web_tools_declared();
     match option(profile, "api") {
+        None | Some(Value::Null) if web_tools => Ok(OpenAiApi::Responses),
+        Some(Value::String(api)) if api == "chat" && web_tools => Err(FromSettingsError::Profile {
+            profile: profile.name.clone(),
+            message: "`options.builtInWebTools` needs the Responses API (DashScope has the \
+                          built-in web tools only there); remove `options.api` or set it to \
+                          \"responses\""
+                .into(),
+        }),
         None | Some(Value::Null) => Ok(OpenAiApi::Chat),
         Some(Value::String(api)) if api == "chat" => Ok(OpenAiApi::Chat),
         Some(Value::String(api)) if api == "responses" => Ok(OpenAiApi::Responses),
