@@ -2131,3 +2131,93 @@ async fn native_web_search_reaches_the_event_stream_and_the_text_output() {
     assert!(shown.contains("Searching: rust 1.0 release"), "{shown}");
     assert!(shown.contains("May 2015."), "{shown}");
 }
+
+/// A Bedrock settings profile at mock-llm, credentials from the AWS chain in the child's
+/// environment only: a `credential_process` profile, then a role assumed through STS (both
+/// answered on loopback), each visible in how the model request was signed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bedrock_takes_credentials_from_the_aws_chain_of_its_environment() {
+    let project = Project::new();
+    let mock = mock(json!([{"text": "from a process"}, {"text": "from a role"}])).await;
+    project.write_settings(json!({
+        "currentProvider": "aws",
+        "providers": {"aws": {
+            "type": "bedrock", "model": "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "baseURL": mock.base_url(), "options": {"region": "us-west-2", "maxRetries": 0}
+        }}
+    }));
+    let aws = project.home.path().join(".aws");
+    std::fs::create_dir_all(&aws).expect("mkdir ~/.aws");
+    let script = project.home.path().join("creds.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho '{\"Version\": 1, \"AccessKeyId\": \"ASIACLIPROCESS\", \
+         \"SecretAccessKey\": \"s\", \"SessionToken\": \"cli-session\"}'\n",
+    )
+    .expect("script");
+    std::fs::write(
+        aws.join("config"),
+        format!(
+            "[profile proc]\ncredential_process = sh {}\n\n[profile role]\n\
+             role_arn = arn:aws:iam::123456789012:role/bedrock\nsource_profile = base\n",
+            script.display()
+        ),
+    )
+    .expect("config");
+    std::fs::write(
+        aws.join("credentials"),
+        "[base]\naws_access_key_id = AKIDCLIBASE\naws_secret_access_key = b\n",
+    )
+    .expect("credentials");
+    let run_with_profile = |profile: &str| {
+        let mut command = project.robota();
+        for (name, _) in std::env::vars() {
+            if name.starts_with("AWS_") || name.starts_with("CLAUDE_CODE_USE_") {
+                command.env_remove(name);
+            }
+        }
+        command
+            .env("AWS_PROFILE", profile)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ENDPOINT_URL_STS", mock.base_url())
+            .args(["-p", "hi"])
+            .output()
+            .expect("run robota")
+    };
+    let scope_of = |request: &mock_llm::RecordedRequest| {
+        request
+            .headers
+            .get("authorization")
+            .and_then(|a| a.split("Credential=").nth(1))
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    let output = run_with_profile("proc");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "from a process\n");
+    let output = run_with_profile("role");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "from a role\n");
+
+    let requests = mock.requests();
+    let model: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.starts_with("/model/"))
+        .collect();
+    assert_eq!(scope_of(model[0]), "ASIACLIPROCESS");
+    assert_eq!(
+        model[0]
+            .headers
+            .get("x-amz-security-token")
+            .map(String::as_str),
+        Some("cli-session")
+    );
+    let sts = requests
+        .iter()
+        .find(|r| r.path == "/")
+        .expect("the role was assumed through STS");
+    assert_eq!(scope_of(sts), "AKIDCLIBASE");
+    assert_eq!(scope_of(model[1]), mock_llm::ASSUME_ROLE_KEY_ID);
+}

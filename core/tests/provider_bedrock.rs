@@ -642,12 +642,16 @@ async fn keys_and_region_come_from_the_environment_and_the_shared_files() {
     // Nothing to sign with, nowhere to go: errors that say what to set.
     let error = build(Box::new(|_: &str| None), None).expect_err("no region");
     assert!(error.message.contains("AWS_REGION"), "{}", error.message);
-    let error = build(
+    // A profile that does not exist: the chain runs on the first request, and fails it.
+    let provider = build(
         Box::new(|name: &str| (name == "AWS_REGION").then(|| "us-east-1".to_string())),
         Some("missing"),
     )
-    .expect_err("no keys");
+    .expect("credentials are looked for on the first request");
+    let error = run(&provider, &hello()).await.0.expect_err("no keys");
     assert_eq!(error.kind, ProviderErrorKind::Auth);
+    assert!(error.message.contains("\"missing\""), "{}", error.message);
+    assert_eq!(mock.requests().len(), 3, "nothing sent unsigned");
     assert!(
         error.message.contains("AWS_ACCESS_KEY_ID"),
         "{}",

@@ -18,34 +18,63 @@
 //! # Credentials
 //!
 //! In order: a Bedrock API key ([`BedrockConfig::bearer_token`], `AWS_BEARER_TOKEN_BEDROCK`) sent
-//! as `Authorization: Bearer`; explicit keys ([`BedrockConfig::credentials`]); a named profile
-//! ([`BedrockConfig::profile`]) from the shared files; `AWS_ACCESS_KEY_ID` /
-//! `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`; `AWS_PROFILE` (or `default`) from
-//! `~/.aws/credentials` and `~/.aws/config` (`AWS_SHARED_CREDENTIALS_FILE`, `AWS_CONFIG_FILE`
-//! move them). The region: [`BedrockConfig::region`], `AWS_REGION`, `AWS_DEFAULT_REGION`, the
-//! profile's `region`. This follows the AWS SDKs' documented order for static keys; profiles
-//! that name `credential_process`, SSO or a role to assume are not resolved here (`aws-config`,
-//! which would, builds a whole second HTTP stack and the STS SDK) and the error says how to
-//! export their keys instead.
+//! as `Authorization: Bearer`; explicit keys ([`BedrockConfig::credentials`]); then, unless the
+//! config names a profile ([`BedrockConfig::profile`]), `AWS_ACCESS_KEY_ID` /
+//! `AWS_SECRET_ACCESS_KEY` / `AWS_SESSION_TOKEN`; then the AWS SDKs' own credential chain (the
+//! `aws-config` crate): the profile ([`BedrockConfig::profile`], else `AWS_PROFILE`, else
+//! `default`) of the shared `config` and `credentials` files with static keys,
+//! `credential_process`, IAM Identity Center (SSO, with the token `aws sso login` caches),
+//! `role_arn` with `source_profile` or `credential_source` (STS `AssumeRole`) or
+//! `web_identity_token_file`; web identity from `AWS_WEB_IDENTITY_TOKEN_FILE` and `AWS_ROLE_ARN`;
+//! ECS/EKS container credentials (`AWS_CONTAINER_CREDENTIALS_FULL_URI` / `_RELATIVE_URI`); EC2
+//! instance metadata. A profile the config names is asked alone (it wins over keys in the
+//! environment, as `aws --profile` does).
+//!
+//! The chain runs on the first signed request, not in [`BedrockProvider::new`] (it may start a
+//! process or call STS); its keys are kept until five minutes before they expire, then fetched
+//! again. A failure is a [`ProviderErrorKind::Auth`] error of that request saying what was tried
+//! and how to fix it (`aws sso login`, the process's exit status and stderr, …).
+//!
+//! The environment: the variables of [`ENV_VARS`] are read through [`BedrockConfig::with_env`]
+//! when a host gives a snapshot, and the snapshot wins for them (the keys, `AWS_PROFILE`, the
+//! region, `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE` and `HOME`, which place the shared
+//! files). Everything else the chain reads — the web identity and container variables,
+//! `AWS_ENDPOINT_URL_STS`, `AWS_EC2_METADATA_DISABLED`, the SSO token cache under the home
+//! directory — comes from the process environment: `aws-config` takes no other (its
+//! `ConfigLoader::env` exists only behind its `test-util` feature).
+//!
+//! The region: [`BedrockConfig::region`], `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's
+//! `region` (read with `aws-config`'s profile parser when the provider is built). The instance
+//! metadata's region is not asked for: the endpoint is needed before any request.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+use aws_config::profile::{ProfileFileCredentialsProvider, ProfileSet};
+use aws_config::provider_config::ProviderConfig;
+use aws_config::{BehaviorVersion, Region};
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
 use aws_credential_types::Credentials;
+use aws_runtime::env_config::file::{EnvConfigFileKind, EnvConfigFiles};
 use aws_sigv4::http_request::{
     sign, PayloadChecksumKind, SignableBody, SignableRequest as AwsSignableRequest, SigningSettings,
 };
 use aws_sigv4::sign::v4;
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::event_stream::{HeaderValue as FrameHeaderValue, Message};
+use aws_types::os_shim_internal::{Env, Fs};
 use base64::Engine as _;
 use bytes::BytesMut;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
+use tokio::sync::{Mutex, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use super::anthropic::CacheTtl;
@@ -67,8 +96,9 @@ pub const BEDROCK_SERVICE: &str = "bedrock";
 
 const PROVIDER_NAME: &str = "bedrock";
 
-/// The environment variables this provider reads (for hosts that pass a snapshot through
-/// [`BedrockConfig::with_env`]).
+/// The environment variables this provider reads itself (for hosts that pass a snapshot through
+/// [`BedrockConfig::with_env`]); the rest of the credential chain reads the process environment
+/// (see the module docs).
 pub const ENV_VARS: &[&str] = &[
     "AWS_BEARER_TOKEN_BEDROCK",
     "AWS_ACCESS_KEY_ID",
@@ -121,9 +151,10 @@ pub struct BedrockConfig {
     pub model: String,
     /// AWS region, e.g. `us-east-1`; looked up as the module docs say when `None`.
     pub region: Option<String>,
-    /// Shared-config profile to take keys (and the region) from.
+    /// Shared-config profile to take credentials (and the region) from; when set, the profile
+    /// alone is used (keys in the environment do not override it).
     pub profile: Option<String>,
-    /// Explicit keys; looked up as the module docs say when `None`.
+    /// Explicit keys; looked up through the credential chain (module docs) when `None`.
     pub credentials: Option<AwsCredentials>,
     /// A Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`): sent as `Authorization: Bearer` instead
     /// of signing.
@@ -137,8 +168,8 @@ pub struct BedrockConfig {
     pub prompt_caching: Option<CacheTtl>,
     /// Timeouts, retries, size caps, extra headers.
     pub http: HttpOptions,
-    /// Environment variables (and through them the shared AWS files) are read through this;
-    /// `None`: the process's. Set with [`BedrockConfig::with_env`].
+    /// The variables of [`ENV_VARS`] (and through them the shared AWS files) are read through
+    /// this; `None`: the process's. Set with [`BedrockConfig::with_env`].
     pub env: Option<EnvLookup>,
 }
 
@@ -162,8 +193,8 @@ impl fmt::Debug for BedrockConfig {
 }
 
 impl BedrockConfig {
-    /// A config for `model`; credentials and region come from the process environment and the
-    /// shared AWS files when the provider is built.
+    /// A config for `model`; the region comes from the process environment and the shared AWS
+    /// files when the provider is built, credentials from the chain on the first request.
     pub fn new(model: impl Into<String>) -> Self {
         BedrockConfig {
             model: model.into(),
@@ -179,8 +210,10 @@ impl BedrockConfig {
         }
     }
 
-    /// The same config, reading environment variables through `var` instead of the process's
-    /// (the AWS variables, `HOME`, `ANTHROPIC_BEDROCK_BASE_URL`).
+    /// The same config, reading the variables of [`ENV_VARS`] through `var` instead of the
+    /// process's (the keys, `AWS_PROFILE`, the region, the shared files' paths, `HOME`,
+    /// `ANTHROPIC_BEDROCK_BASE_URL`). The rest of the AWS credential chain still reads the process
+    /// environment: `aws-config` takes no other outside its test utilities.
     pub fn with_env(
         mut self,
         var: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
@@ -198,6 +231,7 @@ impl BedrockConfig {
 enum Auth {
     Bearer(String),
     SigV4(Arc<AwsSigV4Signer>),
+    Chain(Arc<ChainSigner>),
 }
 
 /// Signs requests with AWS Signature Version 4 (the `aws-sigv4` crate), once per attempt.
@@ -350,17 +384,18 @@ impl fmt::Debug for BedrockProvider {
 }
 
 impl BedrockProvider {
-    /// Builds the provider: resolves the region and credentials (see the module docs) and the
-    /// HTTP client. Fails with [`ProviderErrorKind::Auth`] when no credentials are found, and
-    /// with [`ProviderErrorKind::InvalidRequest`] when no region is set; the messages say what
-    /// to set.
+    /// Builds the provider: resolves the region and where credentials come from (see the module
+    /// docs) and the HTTP client. Fails with [`ProviderErrorKind::InvalidRequest`] when no region
+    /// is set or a shared AWS file is unreadable; the messages say what to set. Credentials from
+    /// the chain are fetched on the first request, and a failure then is a
+    /// [`ProviderErrorKind::Auth`] error of that request.
     pub fn new(config: BedrockConfig) -> Result<Self, ProviderError> {
-        let shared = SharedFiles::load(&config)?;
         let profile_name = config
             .profile
             .clone()
             .or_else(|| config.var("AWS_PROFILE"))
             .unwrap_or_else(|| "default".to_string());
+        let shared = SharedProfiles::load(&config, &profile_name)?;
         let region = config
             .region
             .clone()
@@ -381,14 +416,19 @@ impl BedrockProvider {
             .or_else(|| config.var("AWS_BEARER_TOKEN_BEDROCK"))
         {
             Some(token) => Auth::Bearer(token),
-            None => {
-                let credentials = resolve_credentials(&config, &shared, &profile_name)?;
-                Auth::SigV4(Arc::new(AwsSigV4Signer::new(
+            None => match static_credentials(&config) {
+                Some(credentials) => Auth::SigV4(Arc::new(AwsSigV4Signer::new(
                     &credentials,
                     &region,
                     BEDROCK_SERVICE,
-                )))
-            }
+                ))),
+                None => Auth::Chain(Arc::new(ChainSigner::new(
+                    &config,
+                    profile_name,
+                    shared,
+                    region.clone(),
+                ))),
+            },
         };
         let base_url = config
             .base_url
@@ -440,6 +480,7 @@ impl BedrockProvider {
         }));
         let transport = match auth {
             Auth::SigV4(signer) => transport.with_signer(signer),
+            Auth::Chain(signer) => transport.with_signer(signer),
             Auth::Bearer(_) => transport,
         };
         Ok(BedrockProvider {
@@ -512,169 +553,331 @@ fn encode_path_segment(segment: &str) -> String {
     out
 }
 
-/// Keys from the config, the environment or the shared files, in the order the module docs give.
-fn resolve_credentials(
-    config: &BedrockConfig,
-    shared: &SharedFiles,
-    profile: &str,
-) -> Result<AwsCredentials, ProviderError> {
+/// Keys given in the config or, unless the config names a profile (which then wins), in the
+/// environment.
+fn static_credentials(config: &BedrockConfig) -> Option<AwsCredentials> {
     if let Some(credentials) = &config.credentials {
-        return Ok(credentials.clone());
+        return Some(credentials.clone());
     }
-    // An explicitly chosen profile wins over keys in the environment.
-    if config.profile.is_none() {
-        if let (Some(access_key_id), Some(secret_access_key)) = (
-            config.var("AWS_ACCESS_KEY_ID"),
-            config.var("AWS_SECRET_ACCESS_KEY"),
-        ) {
-            return Ok(AwsCredentials {
-                access_key_id,
-                secret_access_key,
-                session_token: config.var("AWS_SESSION_TOKEN"),
-            });
+    if config.profile.is_some() {
+        return None;
+    }
+    Some(AwsCredentials {
+        access_key_id: config.var("AWS_ACCESS_KEY_ID")?,
+        secret_access_key: config.var("AWS_SECRET_ACCESS_KEY")?,
+        session_token: config.var("AWS_SESSION_TOKEN"),
+    })
+}
+
+/// Keys from the chain are fetched again this long before they expire (a request signed just
+/// before expiry could still be refused, and a long stream outlives its signature's check).
+const REFRESH_BEFORE_EXPIRY: Duration = Duration::from_secs(5 * 60);
+
+/// The shared AWS `config` and `credentials` files, parsed with `aws-config`'s profile parser.
+struct SharedProfiles {
+    /// The files as the credential chain is given them (the ones that exist).
+    files: EnvConfigFiles,
+    /// Where they were looked for, for messages.
+    paths: String,
+    profiles: ProfileSet,
+}
+
+impl SharedProfiles {
+    /// The files at `AWS_CONFIG_FILE` / `AWS_SHARED_CREDENTIALS_FILE`, else under `~/.aws`, as
+    /// the config's variables place them; `profile` is the one selected.
+    fn load(config: &BedrockConfig, profile: &str) -> Result<Self, ProviderError> {
+        let home = config.var("HOME").or_else(|| config.var("USERPROFILE"));
+        let located = |variable: &str, file: &str| match config.var(variable) {
+            Some(path) => Some(match (path.strip_prefix("~/"), &home) {
+                (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+                _ => PathBuf::from(path),
+            }),
+            None => home
+                .as_ref()
+                .map(|home| PathBuf::from(home).join(".aws").join(file)),
+        };
+        let mut builder = EnvConfigFiles::builder();
+        let mut paths = Vec::new();
+        let mut found = false;
+        for (kind, variable, file) in [
+            (EnvConfigFileKind::Config, "AWS_CONFIG_FILE", "config"),
+            (
+                EnvConfigFileKind::Credentials,
+                "AWS_SHARED_CREDENTIALS_FILE",
+                "credentials",
+            ),
+        ] {
+            let Some(path) = located(variable, file) else {
+                continue;
+            };
+            paths.push(path.display().to_string());
+            // A missing file counts as empty, as in the SDKs (`aws-config` fails on a missing
+            // file it is given by path).
+            if path.is_file() {
+                builder = builder.with_file(kind, path);
+                found = true;
+            }
         }
-    }
-    if let (Some(access_key_id), Some(secret_access_key)) = (
-        shared.value(profile, "aws_access_key_id"),
-        shared.value(profile, "aws_secret_access_key"),
-    ) {
-        return Ok(AwsCredentials {
-            access_key_id,
-            secret_access_key,
-            session_token: shared.value(profile, "aws_session_token"),
-        });
-    }
-    let unsupported = [
-        "credential_process",
-        "sso_session",
-        "sso_start_url",
-        "role_arn",
-        "web_identity_token_file",
-    ]
-    .into_iter()
-    .find(|key| shared.value(profile, key).is_some());
-    let message = match unsupported {
-        Some(key) => format!(
-            "the AWS profile \"{profile}\" gets its keys through `{key}`, which robota does not \
-             run: export them with `aws configure export-credentials --profile {profile} \
-             --format env` (sets AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), \
-             or set AWS_BEARER_TOKEN_BEDROCK"
-        ),
-        None => format!(
-            "no AWS credentials for Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY \
-             (and AWS_SESSION_TOKEN for temporary keys), AWS_PROFILE naming a profile with keys \
-             in {} or {}, or AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key)",
-            shared.credentials_path.display(),
-            shared.config_path.display()
-        ),
-    };
-    Err(ProviderError::new(
-        ProviderErrorKind::Auth,
-        PROVIDER_NAME,
-        message,
-    ))
-}
-
-/// The shared AWS `credentials` and `config` files (INI), parsed.
-struct SharedFiles {
-    credentials_path: PathBuf,
-    config_path: PathBuf,
-    /// `[name]` sections of the credentials file.
-    credentials: HashMap<String, HashMap<String, String>>,
-    /// `[default]` and `[profile name]` sections of the config file, by profile name.
-    config: HashMap<String, HashMap<String, String>>,
-}
-
-impl SharedFiles {
-    fn load(config: &BedrockConfig) -> Result<Self, ProviderError> {
-        let home = config
-            .var("HOME")
-            .or_else(|| config.var("USERPROFILE"))
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        let credentials_path = config
-            .var("AWS_SHARED_CREDENTIALS_FILE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join(".aws").join("credentials"));
-        let config_path = config
-            .var("AWS_CONFIG_FILE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join(".aws").join("config"));
-        let credentials = parse_ini(&read_optional(&credentials_path)?, false);
-        let config_sections = parse_ini(&read_optional(&config_path)?, true);
-        Ok(SharedFiles {
-            credentials_path,
-            config_path,
-            credentials,
-            config: config_sections,
+        if !found {
+            // The set may not be empty; an empty config file is the same as none.
+            builder = builder.with_contents(EnvConfigFileKind::Config, "");
+        }
+        let files = builder.build();
+        let paths = if paths.is_empty() {
+            "no shared AWS files (HOME is not set)".to_string()
+        } else {
+            paths.join(" and ")
+        };
+        let env = Env::from(
+            home.map(|home| HashMap::from([("HOME".to_string(), home)]))
+                .unwrap_or_default(),
+        );
+        // `load` only reads files (`std::fs` behind `Fs::real`): it is ready on its first poll
+        // and needs no runtime, so `new` can stay synchronous.
+        let profiles = futures::executor::block_on(aws_config::profile::load(
+            &Fs::real(),
+            &env,
+            &files,
+            Some(Cow::Owned(profile.to_string())),
+        ))
+        .map_err(|error| {
+            ProviderError::new(
+                ProviderErrorKind::InvalidRequest,
+                PROVIDER_NAME,
+                format!(
+                    "cannot read the shared AWS files ({paths}): {}",
+                    DisplayErrorContext(&error)
+                ),
+            )
+        })?;
+        Ok(SharedProfiles {
+            files,
+            paths,
+            profiles,
         })
     }
 
-    /// `key` of `profile`: the credentials file wins over the config file (as in the SDKs).
+    /// `key` of `profile` (the credentials file wins over the config file, as in the SDKs).
     fn value(&self, profile: &str, key: &str) -> Option<String> {
-        [&self.credentials, &self.config]
-            .into_iter()
-            .find_map(|sections| sections.get(profile)?.get(key).cloned())
-            .filter(|v| !v.is_empty())
+        self.profiles
+            .get_profile(profile)?
+            .get(key)
+            .filter(|value| !value.trim().is_empty())
+            .map(str::to_string)
     }
 }
 
-/// The largest shared config file read (they are a few hundred bytes).
-const MAX_SHARED_FILE_BYTES: u64 = 1024 * 1024;
-
-fn read_optional(path: &Path) -> Result<String, ProviderError> {
-    let unreadable = |error: &dyn fmt::Display| {
-        ProviderError::new(
-            ProviderErrorKind::InvalidRequest,
-            PROVIDER_NAME,
-            format!("cannot read the AWS file {}: {error}", path.display()),
-        )
-    };
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
-        Err(e) => return Err(unreadable(&e)),
-        Ok(meta) if meta.len() > MAX_SHARED_FILE_BYTES => {
-            return Err(unreadable(&"larger than 1 MiB, not an AWS config file"))
-        }
-        Ok(_) => {}
-    }
-    std::fs::read_to_string(path).map_err(|e| unreadable(&e))
+/// How a profile gets its keys, for the advice of an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProfileKind {
+    Sso,
+    Process,
+    AssumeRole,
+    WebIdentity,
+    /// Static keys, or no such profile.
+    Plain,
 }
 
-/// Parses the shared files' INI: `[section]` headers, `key = value` lines, `#`/`;` comments.
-/// In the config file (`config_file`) profiles are `[profile name]`, except `[default]`.
-/// Indented lines (nested `s3 =` settings) are skipped.
-fn parse_ini(text: &str, config_file: bool) -> HashMap<String, HashMap<String, String>> {
-    let mut sections: HashMap<String, HashMap<String, String>> = HashMap::new();
-    let mut current: Option<String> = None;
-    for raw in text.lines() {
-        if raw.starts_with([' ', '\t']) {
-            continue;
+impl ProfileKind {
+    fn of(shared: &SharedProfiles, profile: &str) -> Self {
+        let has = |key: &str| shared.value(profile, key).is_some();
+        if has("sso_session") || has("sso_start_url") {
+            ProfileKind::Sso
+        } else if has("web_identity_token_file") {
+            ProfileKind::WebIdentity
+        } else if has("role_arn") {
+            ProfileKind::AssumeRole
+        } else if has("credential_process") {
+            ProfileKind::Process
+        } else {
+            ProfileKind::Plain
         }
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with(['#', ';']) {
-            continue;
+    }
+}
+
+/// Signs with SigV4 keys from the AWS credential chain (`aws-config`): built and asked on the
+/// first request, its keys kept until [`REFRESH_BEFORE_EXPIRY`] before they expire.
+struct ChainSigner {
+    profile: String,
+    /// The profile was named in the config: it alone is asked, not the whole chain.
+    explicit: bool,
+    files: EnvConfigFiles,
+    paths: String,
+    kind: ProfileKind,
+    region: String,
+    provider: OnceCell<SharedCredentialsProvider>,
+    /// Held while keys are fetched, so concurrent requests wait for one fetch.
+    cached: Mutex<Option<Credentials>>,
+}
+
+impl fmt::Debug for ChainSigner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChainSigner")
+            .field("profile", &self.profile)
+            .field("explicit", &self.explicit)
+            .field("region", &self.region)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChainSigner {
+    fn new(
+        config: &BedrockConfig,
+        profile: String,
+        shared: SharedProfiles,
+        region: String,
+    ) -> Self {
+        ChainSigner {
+            kind: ProfileKind::of(&shared, &profile),
+            explicit: config.profile.is_some(),
+            profile,
+            files: shared.files,
+            paths: shared.paths,
+            region,
+            provider: OnceCell::new(),
+            cached: Mutex::new(None),
         }
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            let header = header.trim();
-            current = if !config_file || header == "default" {
-                Some(header.to_string())
-            } else {
-                header
-                    .strip_prefix("profile ")
-                    .map(|name| name.trim().to_string())
-            };
-            continue;
+    }
+
+    /// The credential provider: the named profile's, or the SDKs' default chain.
+    async fn provider(&self) -> &SharedCredentialsProvider {
+        self.provider
+            .get_or_init(|| async {
+                let region = Region::new(self.region.clone());
+                if self.explicit {
+                    let conf = ProviderConfig::without_region().with_region(Some(region));
+                    return SharedCredentialsProvider::new(
+                        ProfileFileCredentialsProvider::builder()
+                            .configure(&conf)
+                            .profile_name(&self.profile)
+                            .profile_files(self.files.clone())
+                            .build(),
+                    );
+                }
+                let loaded = aws_config::defaults(BehaviorVersion::latest())
+                    .region(region.clone())
+                    .profile_name(&self.profile)
+                    .profile_files(self.files.clone())
+                    .load()
+                    .await;
+                match loaded.credentials_provider() {
+                    Some(provider) => provider,
+                    // The loader always builds the default chain when none is given; this is
+                    // the same chain built directly.
+                    None => SharedCredentialsProvider::new(
+                        aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
+                            .region(region)
+                            .profile_name(&self.profile)
+                            .build()
+                            .await,
+                    ),
+                }
+            })
+            .await
+    }
+
+    /// Keys that are not about to expire: the cached ones, or fresh ones from the chain.
+    async fn credentials(&self) -> Result<Credentials, ProviderError> {
+        let mut cached = self.cached.lock().await;
+        let fresh_until = SystemTime::now() + REFRESH_BEFORE_EXPIRY;
+        if let Some(credentials) = cached.as_ref() {
+            if credentials
+                .expiry()
+                .is_none_or(|expiry| expiry > fresh_until)
+            {
+                return Ok(credentials.clone());
+            }
         }
-        let (Some(section), Some((key, value))) = (&current, line.split_once('=')) else {
-            continue;
+        let credentials = self
+            .provider()
+            .await
+            .provide_credentials()
+            .await
+            .map_err(|error| self.error(&error))?;
+        *cached = Some(credentials.clone());
+        Ok(credentials)
+    }
+
+    /// An [`ProviderErrorKind::Auth`] error: what was tried, what failed, how to fix it.
+    fn error(&self, error: &CredentialsError) -> ProviderError {
+        let profile = &self.profile;
+        let tried = if self.explicit {
+            format!("the AWS profile \"{profile}\" ({})", self.paths)
+        } else {
+            format!(
+                "the AWS credential chain (keys in the environment, the profile \"{profile}\" \
+                 in {}, web identity, container credentials, EC2 instance metadata)",
+                self.paths
+            )
         };
-        sections
-            .entry(section.clone())
-            .or_default()
-            .insert(key.trim().to_ascii_lowercase(), value.trim().to_string());
+        let fix = match (self.kind, error) {
+            (ProfileKind::Sso, _) => format!(
+                "if the SSO session has expired or was never started, run `aws sso login \
+                 --profile {profile}`"
+            ),
+            (ProfileKind::Process, _) => format!(
+                "the profile's `credential_process` failed: run it by hand to see why, or \
+                 export keys with `aws configure export-credentials --profile {profile} \
+                 --format env`"
+            ),
+            (ProfileKind::AssumeRole, _) => "check the profile's `source_profile` (or \
+                 `credential_source`) credentials and that they may call sts:AssumeRole on its \
+                 `role_arn`"
+                .to_string(),
+            (ProfileKind::WebIdentity, _) => "check the profile's `web_identity_token_file` and \
+                 that its `role_arn` trusts the token's issuer"
+                .to_string(),
+            (ProfileKind::Plain, CredentialsError::CredentialsNotLoaded(_)) => {
+                "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for \
+                 temporary keys), AWS_PROFILE naming a profile of the shared files, or \
+                 AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key)"
+                    .to_string()
+            }
+            (ProfileKind::Plain, _) => "fix what the message names, or set \
+                 AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key)"
+                .to_string(),
+        };
+        ProviderError::new(
+            ProviderErrorKind::Auth,
+            PROVIDER_NAME,
+            format!(
+                "could not get AWS credentials for Bedrock from {tried}: {}; {fix}",
+                one_line(&DisplayErrorContext(error).to_string())
+            ),
+        )
+        // A source that did not answer in time may answer the next attempt.
+        .with_retryable(matches!(error, CredentialsError::ProviderTimedOut(_)))
     }
-    sections
+}
+
+/// `aws-config`'s error chain on one line: its lines (a process's stderr, the list of sources
+/// tried) joined, and a cause repeated by nested providers said once.
+fn one_line(detail: &str) -> String {
+    let joined = detail
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut parts: Vec<&str> = joined.split(": ").collect();
+    parts.dedup();
+    parts.join(": ")
+}
+
+#[async_trait]
+impl RequestSigner for ChainSigner {
+    async fn sign(
+        &self,
+        request: &SignableRequest<'_>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, ProviderError> {
+        let signer = AwsSigV4Signer {
+            credentials: self.credentials().await?,
+            region: self.region.clone(),
+            service: BEDROCK_SERVICE.to_string(),
+            payload_checksum: false,
+        };
+        signer.sign(request).await
+    }
 }
 
 /// Decodes `application/vnd.amazon.eventstream` frames (with `aws-smithy-eventstream`) into the
@@ -857,24 +1060,15 @@ mod tests {
     }
 
     #[test]
-    fn shared_files_parse_profiles() {
-        let credentials = parse_ini(
-            "[default]\naws_access_key_id = A\naws_secret_access_key=S\n# c\n[work]\n\
-             aws_access_key_id=W\n",
-            false,
+    fn chain_errors_are_one_line_without_repeats() {
+        assert_eq!(
+            one_line(
+                "an error occurred while loading credentials: an error occurred while loading \
+                 credentials: external process exited with code 3. Stderr: expired\nlog in\n"
+            ),
+            "an error occurred while loading credentials: external process exited with code 3. \
+             Stderr: expired log in"
         );
-        assert_eq!(credentials["default"]["aws_access_key_id"], "A");
-        assert_eq!(credentials["default"]["aws_secret_access_key"], "S");
-        assert_eq!(credentials["work"]["aws_access_key_id"], "W");
-        let config = parse_ini(
-            "[default]\nregion=us-west-2\n[profile work]\nregion = eu-west-1\ns3 =\n  x = y\n\
-             [sso-session s]\nregion=zz\n",
-            true,
-        );
-        assert_eq!(config["default"]["region"], "us-west-2");
-        assert_eq!(config["work"]["region"], "eu-west-1");
-        assert!(!config.contains_key("s"));
-        assert!(!config["work"].contains_key("x"));
     }
 
     #[test]

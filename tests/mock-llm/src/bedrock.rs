@@ -109,7 +109,7 @@ impl Cloud {
 }
 
 /// `%XX` escapes decoded (invalid escapes are kept as they are).
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod anthropic;
+mod aws;
 mod bedrock;
 mod cache;
 mod gemini;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
+pub use aws::{ASSUME_ROLE_KEY_ID, ECS_KEY_ID, SSO_KEY_ID, WEB_IDENTITY_KEY_ID};
 pub use script::{
     Chunks, CloseMode, Fault, MockError, PromptCacheSim, Script, SseOptions, ToolCall, Turn, Usage,
 };

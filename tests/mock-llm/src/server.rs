@@ -26,6 +26,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::aws;
 use crate::bedrock::{self, Cloud};
 use crate::cache::{CacheSim, InputUsage};
 use crate::models;
@@ -55,6 +56,13 @@ pub struct RecordedRequest {
     /// Index into `turns` of the turn this request consumed; `null` if it consumed none
     /// (rejected request, exhausted script, unknown path).
     pub turn: Option<usize>,
+}
+
+impl RecordedRequest {
+    /// The header `name` (lowercase), if it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
 }
 
 /// State shared by all connections of one server.
@@ -412,6 +420,9 @@ async fn route(
 ) -> Response<MockBody> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    if let Some(route) = AwsRoute::of(&method, &path) {
+        return aws_credentials(shared, route, req).await;
+    }
     if method == Method::POST {
         if path == "/token" {
             return token(shared, req).await;
@@ -893,6 +904,58 @@ async fn metadata_token(shared: &Shared, req: Request<Incoming>) -> Response<Moc
     );
     resp.headers_mut()
         .insert("metadata-flavor", HeaderValue::from_static("Google"));
+    resp
+}
+
+/// The AWS credential endpoints (see [`aws`]).
+#[derive(Clone, Copy)]
+enum AwsRoute {
+    Sts,
+    Sso,
+    Ecs,
+}
+
+impl AwsRoute {
+    fn of(method: &Method, path: &str) -> Option<Self> {
+        match (method, path) {
+            (&Method::POST, "/") => Some(AwsRoute::Sts),
+            (&Method::GET, "/federation/credentials") => Some(AwsRoute::Sso),
+            (&Method::GET, p) if p.starts_with("/v2/credentials/") => Some(AwsRoute::Ecs),
+            _ => None,
+        }
+    }
+}
+
+/// STS, SSO `GetRoleCredentials` or the ECS credential endpoint: the request is recorded (STS's
+/// form body as text) and answered with temporary keys; no turn is consumed.
+async fn aws_credentials(
+    shared: &Shared,
+    route: AwsRoute,
+    req: Request<Incoming>,
+) -> Response<MockBody> {
+    let (parts, body) = req.into_parts();
+    let bytes = read_body(body).await.unwrap_or_default();
+    let (seq, _) = shared.admit(record(&parts, body_value(&bytes)), false);
+    let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let answer = match route {
+        AwsRoute::Sts => aws::sts(&bytes, header("authorization"), seq),
+        AwsRoute::Sso => {
+            aws::sso_role_credentials(parts.uri.query(), header("x-amz-sso_bearer_token"), seq)
+        }
+        AwsRoute::Ecs => aws::ecs_credentials(seq),
+    };
+    let mut resp = Response::new(MockBody::Full(Some(Bytes::from(answer.body))));
+    *resp.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let content_type = if answer.xml {
+        "text/xml"
+    } else {
+        "application/json"
+    };
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(v) = HeaderValue::from_str(&format!("mock-aws-{seq}")) {
+        resp.headers_mut().insert("x-amzn-requestid", v);
+    }
     resp
 }
 
