@@ -527,11 +527,9 @@ async fn fetch(
     url: &str,
     key: Option<&str>,
 ) -> Result<(u16, Vec<u8>), (ProbeStage, String)> {
-    let client = reqwest::Client::builder()
-        .no_proxy()
+    let client = super::http::direct_client()
         .connect_timeout(PROBE_TIMEOUT)
         .timeout(PROBE_TIMEOUT)
-        .user_agent(concat!("robota/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| {
             (
@@ -553,23 +551,17 @@ async fn fetch(
         .await
         .map_err(|error| classify(url, &error))?;
     let status = response.status().as_u16();
-    let mut body = Vec::new();
-    let mut response = response;
-    while let Some(chunk) = response
-        .chunk()
+    let body = super::http::read_capped_body(response, MAX_PROBE_BODY_BYTES)
         .await
         .map_err(|error| classify(url, &error))?
-    {
-        if body.len() + chunk.len() > MAX_PROBE_BODY_BYTES {
-            return Err((
+        .ok_or_else(|| {
+            (
                 ProbeStage::Response,
                 format!(
                     "{url} answered with more than {MAX_PROBE_BODY_BYTES} bytes: not a model list"
                 ),
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
+            )
+        })?;
     Ok((status, body))
 }
 

@@ -29,7 +29,7 @@ use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::http::error_chain;
+use super::http::{direct_client, error_chain, read_capped_body};
 use crate::message::{ProviderError, ProviderErrorKind};
 
 /// The OAuth scope requested for Vertex AI calls.
@@ -352,10 +352,7 @@ fn token_client(
     provider: &str,
     connect_timeout: Option<Duration>,
 ) -> Result<reqwest::Client, ProviderError> {
-    let mut builder = reqwest::Client::builder()
-        .timeout(TOKEN_TIMEOUT)
-        .no_proxy()
-        .user_agent(concat!("robota/", env!("CARGO_PKG_VERSION")));
+    let mut builder = direct_client().timeout(TOKEN_TIMEOUT);
     if let Some(timeout) = connect_timeout {
         builder = builder.connect_timeout(timeout);
     }
@@ -457,22 +454,14 @@ enum TokenFailure {
 
 async fn read_token_response(response: reqwest::Response) -> Result<TokenResponse, TokenFailure> {
     let status = response.status();
-    let mut body = Vec::new();
-    let mut response = response;
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if body.len() + chunk.len() > MAX_TOKEN_RESPONSE_BYTES {
-                    return Err(TokenFailure::Other(format!(
-                        "the answer is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes"
-                    )));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(None) => break,
-            Err(e) => return Err(TokenFailure::Other(error_chain(&e))),
-        }
-    }
+    let body = read_capped_body(response, MAX_TOKEN_RESPONSE_BYTES)
+        .await
+        .map_err(|e| TokenFailure::Other(error_chain(&e)))?
+        .ok_or_else(|| {
+            TokenFailure::Other(format!(
+                "the answer is larger than {MAX_TOKEN_RESPONSE_BYTES} bytes"
+            ))
+        })?;
     let text = String::from_utf8_lossy(&body);
     if !status.is_success() {
         let detail = match serde_json::from_str::<OAuthError>(&text) {

@@ -260,13 +260,9 @@ impl HttpTransport {
             })?;
             headers.insert(header_name, header_value);
         }
-        // System proxies are not consulted: model APIs are reached directly, and a stray
-        // HTTP_PROXY must not reroute loopback servers (Ollama, LM Studio, mock-llm).
-        let client = reqwest::Client::builder()
+        let client = direct_client()
             .connect_timeout(options.connect_timeout)
-            .no_proxy()
             .tcp_nodelay(true)
-            .user_agent(concat!("robota/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| {
                 ProviderError::new(
@@ -992,6 +988,31 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }
+}
+
+/// A client builder for robota's own HTTP calls (model APIs, token endpoints, probes): system
+/// proxies are not consulted, because model APIs are reached directly and a stray `HTTP_PROXY`
+/// must not reroute loopback servers (Ollama, LM Studio, mock-llm); robota's user agent.
+pub(crate) fn direct_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .no_proxy()
+        .user_agent(concat!("robota/", env!("CARGO_PKG_VERSION")))
+}
+
+/// A whole response body of at most `max` bytes; `Ok(None)` when it is larger (reading stops
+/// at the chunk that crosses the cap).
+pub(crate) async fn read_capped_body(
+    mut response: reqwest::Response,
+    max: usize,
+) -> Result<Option<Vec<u8>>, reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 #[cfg(test)]
