@@ -19,10 +19,12 @@ set -euo pipefail
 
 "$here/scripts/swift-chroot.sh" ensure
 
-work="$CARGO_TARGET_DIR/swift/docs"
-module_graphs="$work/robota-symbol-graphs"
+# The build directory and library directory of test.sh: after it, nothing is compiled again.
+export ROBOTA_SWIFT_LIB_DIR="$CARGO_TARGET_DIR/debug"
+scratch="$CARGO_TARGET_DIR/swift/robota"
+module_graphs="$CARGO_TARGET_DIR/swift/docs/robota-symbol-graphs"
 out="$CARGO_TARGET_DIR/docs/swift"
-rm -rf "$module_graphs" "$out" "$work"/build/*/symbolgraph
+rm -rf "$module_graphs" "$out" "$scratch"/*/symbolgraph
 mkdir -p "$module_graphs" "$(dirname "$out")"
 
 # SwiftPM's own `dump-symbol-graph` (no plugin) builds the package's modules, compiling only (so
@@ -30,10 +32,10 @@ mkdir -p "$module_graphs" "$(dirname "$out")"
 # `Robota`'s graphs are documented (the module's, and `Robota@<Other>` for its extensions of other
 # modules' types): RobotaNative and robota_swiftFFI are internal plumbing.
 cd "$here"
-"$here/scripts/swift-chroot.sh" run swift package --scratch-path "$work/build" \
+"$here/scripts/swift-chroot.sh" run swift package --scratch-path "$scratch" \
   dump-symbol-graph --minimum-access-level public
-graphs="$(dirname "$(find "$work/build" -path '*/symbolgraph/Robota.symbols.json' -print -quit)")"
-[ -f "$graphs/Robota.symbols.json" ] || { echo "no symbol graph of Robota in $work/build" >&2; exit 1; }
+graphs="$(dirname "$(find "$scratch" -path '*/symbolgraph/Robota.symbols.json' -print -quit)")"
+[ -f "$graphs/Robota.symbols.json" ] || { echo "no symbol graph of Robota in $scratch" >&2; exit 1; }
 cp "$graphs"/Robota.symbols.json "$module_graphs"/
 for extension in "$graphs"/Robota@*.symbols.json; do
   [ -e "$extension" ] && cp "$extension" "$module_graphs"/
