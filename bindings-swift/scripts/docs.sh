@@ -38,7 +38,7 @@ graphs="$(dirname "$(find "$scratch" -path '*/symbolgraph/Robota.symbols.json' -
 [ -f "$graphs/Robota.symbols.json" ] || { echo "no symbol graph of Robota in $scratch" >&2; exit 1; }
 cp "$graphs"/Robota.symbols.json "$module_graphs"/
 for extension in "$graphs"/Robota@*.symbols.json; do
-  [ -e "$extension" ] && cp "$extension" "$module_graphs"/
+  if [ -e "$extension" ]; then cp "$extension" "$module_graphs"/; fi
 done
 
 # Every public declaration written in Sources/Robota has a doc comment of its own. The graph
