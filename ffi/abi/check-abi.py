@@ -97,7 +97,7 @@ def parse_header(header: Path) -> dict:
                 if constant.kind == cindex.CursorKind.ENUM_CONSTANT_DECL:
                     abi["enums"][constant.spelling] = constant.enum_value
             if cursor.spelling:
-                abi["typedefs"].setdefault(f"enum {cursor.spelling}", {"type": cursor.enum_type.spelling})
+                abi["typedefs"].setdefault(f"enum {cursor.spelling}", cursor.enum_type.get_canonical().spelling)
         elif kind in (cindex.CursorKind.STRUCT_DECL, cindex.CursorKind.UNION_DECL) and cursor.spelling:
             word = "struct" if kind == cindex.CursorKind.STRUCT_DECL else "union"
             name = f"{word} {cursor.spelling.removeprefix(word + ' ')}"
@@ -114,7 +114,7 @@ def parse_header(header: Path) -> dict:
                 ],
             }
         elif kind == cindex.CursorKind.TYPEDEF_DECL:
-            abi["typedefs"][cursor.spelling] = {"canonical": cursor.underlying_typedef_type.get_canonical().spelling}
+            abi["typedefs"][cursor.spelling] = cursor.underlying_typedef_type.get_canonical().spelling
     if not abi["functions"]:
         raise AbiError(f"{header} declares no functions")
     return abi
@@ -158,13 +158,13 @@ def compare(baseline: dict, current: dict, baseline_name: str) -> tuple[list[str
             )
     additions += [f"function {name}" for name in new_f if name not in old_f]
 
-    for section, what in (("constants", "constant"), ("enums", "enum value")):
+    for section, what in (("constants", "constant"), ("enums", "enum value"), ("typedefs", "typedef")):
         old_c, new_c = baseline[section], current[section]
         for name, value in old_c.items():
             if name not in new_c:
                 breaks.append(f"{what} {name} was removed (it was {value})")
             elif new_c[name] != value:
-                breaks.append(f"{what} {name} changed value: was {value}, now {new_c[name]}")
+                breaks.append(f"{what} {name} changed: was {value}, now {new_c[name]}")
         additions += [f"{what} {name}" for name in new_c if name not in old_c]
 
     old_s, new_s = baseline["structs"], current["structs"]
@@ -179,14 +179,6 @@ def compare(baseline: dict, current: dict, baseline_name: str) -> tuple[list[str
         elif new != old:
             breaks.append(f"{name} changed layout: {layout_diff(old, new)}")
     additions += [name for name in new_s if name not in old_s]
-
-    old_t, new_t = baseline["typedefs"], current["typedefs"]
-    for name, old in old_t.items():
-        if name not in new_t:
-            breaks.append(f"typedef {name} was removed")
-        elif new_t[name] != old:
-            breaks.append(f"typedef {name} changed: was {old}, now {new_t[name]}")
-    additions += [f"typedef {name}" for name in new_t if name not in old_t]
 
     exported = set(current["symbols"])
     for symbol in baseline["symbols"]:

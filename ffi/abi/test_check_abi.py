@@ -95,7 +95,7 @@ class CheckAbiTest(unittest.TestCase):
 
     def test_a_changed_status_code_is_refused(self) -> None:
         header = self.mutate("#define ROBOTA_STATUS_TIMEOUT 9\n", "#define ROBOTA_STATUS_TIMEOUT 99\n")
-        self.assert_refused(self.run_check(header), "constant ROBOTA_STATUS_TIMEOUT changed value: was 9, now 99")
+        self.assert_refused(self.run_check(header), "constant ROBOTA_STATUS_TIMEOUT changed: was 9, now 99")
 
     def test_a_removed_status_code_is_refused(self) -> None:
         header = self.mutate("#define ROBOTA_STATUS_TIMEOUT 9\n", "")

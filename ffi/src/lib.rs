@@ -55,11 +55,27 @@ pub const ROBOTA_VERSION_PATCH: u32 = 0;
 // they drift from the crate's version or from each other.
 const _: () = {
     let version = env!("CARGO_PKG_VERSION");
-    assert!(version_component(version, 0) == ROBOTA_VERSION_MAJOR);
-    assert!(version_component(version, 1) == ROBOTA_VERSION_MINOR);
-    assert!(version_component(version, 2) == ROBOTA_VERSION_PATCH);
-    assert!(ROBOTA_ABI_VERSION_MAJOR == ROBOTA_VERSION_MAJOR);
-    assert!(ROBOTA_ABI_VERSION_MINOR == ROBOTA_VERSION_MINOR);
+    const STALE: &str = "ROBOTA_VERSION_MAJOR/_MINOR/_PATCH must be the workspace version \
+        (Cargo.toml): update them, then run ffi/generate-header.sh";
+    assert!(
+        version_component(version, 0) == ROBOTA_VERSION_MAJOR,
+        "{}",
+        STALE
+    );
+    assert!(
+        version_component(version, 1) == ROBOTA_VERSION_MINOR,
+        "{}",
+        STALE
+    );
+    assert!(
+        version_component(version, 2) == ROBOTA_VERSION_PATCH,
+        "{}",
+        STALE
+    );
+    const ABI: &str = "ROBOTA_ABI_VERSION_MAJOR/_MINOR must be the package's major.minor \
+        (docs/COMPATIBILITY.md); run ffi/abi/check-abi.py after changing them";
+    assert!(ROBOTA_ABI_VERSION_MAJOR == ROBOTA_VERSION_MAJOR, "{}", ABI);
+    assert!(ROBOTA_ABI_VERSION_MINOR == ROBOTA_VERSION_MINOR, "{}", ABI);
 };
 
 /// The `index`th dot-separated number of a version string (digits up to the next `.`, `-` or
