@@ -40,11 +40,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Major version of the ABI: bumped only for incompatible changes.
+// The robota release this header belongs to, "MAJOR.MINOR.PATCH" (a string literal made from
+// ROBOTA_VERSION_MAJOR, _MINOR and _PATCH below). robota_version() returns the loaded library's.
+#define ROBOTA_VERSION_STRING ROBOTA_STRINGIFY_(ROBOTA_VERSION_MAJOR) "." ROBOTA_STRINGIFY_(ROBOTA_VERSION_MINOR) "." ROBOTA_STRINGIFY_(ROBOTA_VERSION_PATCH)
+// Helpers of ROBOTA_VERSION_STRING.
+#define ROBOTA_STRINGIFY_(x) ROBOTA_STRINGIFY_IMPL_(x)
+#define ROBOTA_STRINGIFY_IMPL_(x) #x
+
+// Major version of the ABI: bumped only for incompatible changes. Equal to the package's major
+// version (`ROBOTA_VERSION_MAJOR`); the shared library's SONAME is `librobota.so.<this>`.
 #define ROBOTA_ABI_VERSION_MAJOR 0
 
-// Minor version of the ABI: bumped for additive changes within a major.
+// Minor version of the ABI: bumped for additive changes within a major. Equal to the package's
+// minor version (`ROBOTA_VERSION_MINOR`).
 #define ROBOTA_ABI_VERSION_MINOR 2
+
+// Major version of the robota release this header belongs to (every package of a release has
+// the same version, docs/COMPATIBILITY.md).
+#define ROBOTA_VERSION_MAJOR 0
+
+// Minor version of the robota release this header belongs to.
+#define ROBOTA_VERSION_MINOR 2
+
+// Patch version of the robota release this header belongs to.
+#define ROBOTA_VERSION_PATCH 0
 
 // A command's live context, as C sees it. Opaque; never dereferenced: the pointer's value is
 // an id the engine looks up, so a context used after its command returned (or a wrong
@@ -204,7 +223,8 @@ extern "C" {
 // Never fails; callable from any thread.
 uint32_t robota_abi_version(void);
 
-// The library's version as a NUL-terminated string (e.g. `"0.1.0"`).
+// The library's version as a NUL-terminated string (e.g. `"0.2.0"`), equal to
+// `ROBOTA_VERSION_STRING` of the header it was built with.
 //
 // Ownership: borrowed, static; never free it. Callable from any thread.
 const char *robota_version(void);

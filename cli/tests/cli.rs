@@ -380,6 +380,37 @@ async fn replay_reproduces_a_recorded_run_offline() {
     assert_eq!(replayed["num_turns"], 2);
 }
 
+/// `robota --version` prints the one version of the release (the workspace's, which
+/// scripts/check-versions.py keeps equal across every package) on stdout and exits 0; so do the
+/// server subcommands, under their own names.
+#[test]
+fn version_flag_prints_the_release_version() {
+    let project = Project::new();
+    let version = env!("CARGO_PKG_VERSION");
+    for (args, name) in [
+        (&["--version"][..], "robota"),
+        (&["-V"][..], "robota"),
+        (&["serve", "--version"][..], "robota serve"),
+        (&["acp", "--version"][..], "robota acp"),
+    ] {
+        let output = project.run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), format!("{name} {version}\n"), "{args:?}");
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+    // The workspace version, not some other crate's (Cargo.toml [workspace.package]).
+    let manifest = include_str!("../../Cargo.toml");
+    assert!(
+        manifest.contains(&format!("\nversion = \"{version}\"\n")),
+        "the CLI's version {version} is not the workspace version"
+    );
+}
+
 #[test]
 fn missing_api_key_names_the_variable_and_exits_2() {
     let project = Project::new();

@@ -187,6 +187,7 @@ public struct PromptReport: Sendable, Decodable, Equatable {
         case toolSummaries = "tool_summaries", contextState = "context_state"
     }
 
+    /// Decodes the engine's report (absent `response`, `history` and `toolSummaries`: empty).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         response = try c.decodeIfPresent(String.self, forKey: .response) ?? ""

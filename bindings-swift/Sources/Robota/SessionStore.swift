@@ -14,6 +14,7 @@ public struct LogChunk: Sendable, Equatable {
     /// Complete JSON lines.
     public var lines: String
 
+    /// A chunk holding bytes `start` to `end` of the log: `lines`, complete JSON lines.
     public init(start: UInt64, end: UInt64, lines: String) {
         self.start = start
         self.end = end

@@ -74,6 +74,9 @@ static void test_versions(void) {
   CHECK(robota_abi_version() >> 16 == ROBOTA_ABI_VERSION_MAJOR);
   CHECK((robota_abi_version() & 0xffff) == ROBOTA_ABI_VERSION_MINOR);
   CHECK(robota_version() != NULL && strlen(robota_version()) > 0);
+  // One version for the header and the library it was built with (docs/COMPATIBILITY.md).
+  CHECK(strcmp(robota_version(), ROBOTA_VERSION_STRING) == 0);
+  CHECK(ROBOTA_VERSION_MAJOR == ROBOTA_ABI_VERSION_MAJOR && ROBOTA_VERSION_MINOR == ROBOTA_ABI_VERSION_MINOR);
 }
 
 static void test_full_turn_callback(void) {
