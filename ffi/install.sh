@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs librobota for C/C++ users: header, shared + static library, pkg-config file, CMake package.
 #
-# Usage: ffi/install.sh [--prefix DIR] [--libdir NAME] [--profile dev|release] [--target TRIPLE]
+# Usage: ffi/install.sh [--prefix DIR] [--libdir NAME] [--profile dev|release|release-dist] [--target TRIPLE]
 #                       [--no-build] [--versioned] [--strip] [--relocatable]
 #   --prefix DIR      where to install (default: $CARGO_TARGET_DIR/dist, i.e. target/dist)
 #   --libdir NAME     library directory below the prefix (default: lib)
-#   --profile NAME    dev (the debug build, default) or release; --release is --profile release
+#   --profile NAME    dev (the debug build, default), release, or release-dist (the size-tuned profile of
+#                     the release artifacts); --release is --profile release
 #   --target TRIPLE   install the build for TRIPLE ($CARGO_TARGET_DIR/TRIPLE/...; cargo --target)
 #   --no-build        do not run `cargo build`; install what is already built
 #   --versioned       (ELF only; needs patchelf) install lib/librobota.so.<version> with SONAME
@@ -50,8 +51,8 @@ while [ $# -gt 0 ]; do
       if [ "$1" = --profile ]; then value="${2:-}"; shift 2 || shift; else value="${1#--profile=}"; shift; fi
       case "$value" in
         dev|debug) profile="debug" ;;
-        release) profile="release" ;;
-        *) echo "ffi/install.sh: --profile must be dev or release, not '$value'" >&2; exit 2 ;;
+        release|release-dist) profile="$value" ;;
+        *) echo "ffi/install.sh: --profile must be dev, release or release-dist, not '$value'" >&2; exit 2 ;;
       esac ;;
     --target) target="${2:?--target needs a target triple}"; shift 2 ;;
     --target=*) target="${1#--target=}"; shift ;;
@@ -94,7 +95,7 @@ if [ "$versioned" = 1 ]; then
 fi
 
 cargo_args=(build -p robota-ffi --lib --locked)
-[ "$profile" = release ] && cargo_args+=(--release)
+[ "$profile" = debug ] || cargo_args+=(--profile "$profile")
 built="$target_dir/$profile"
 if [ -n "$target" ]; then
   cargo_args+=(--target "$target")

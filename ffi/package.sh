@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the C release archive of librobota: OUT/robota-<version>-<triple>.tar.gz.
 #
-# Usage: ffi/package.sh [--target TRIPLE] [--profile dev|release] [--no-build] [--out DIR]
+# Usage: ffi/package.sh [--target TRIPLE] [--profile dev|release|release-dist] [--no-build] [--out DIR]
 #   --target TRIPLE   the Rust target to package (default: the host's, from `rustc -vV`); an
 #                     explicit target is built and read under $CARGO_TARGET_DIR/TRIPLE/
-#   --profile NAME    dev (default) or release: $CARGO_TARGET_DIR[/TRIPLE]/{debug,release}
+#   --profile NAME    dev (default), release or release-dist: $CARGO_TARGET_DIR[/TRIPLE]/{debug,release,release-dist}
 #   --no-build        package what is already built instead of running `cargo build`
 #   --out DIR         where to write the archive (default: $CARGO_TARGET_DIR/package)
 # Environment: STRIP (default: strip on the host; for another target <gnu triple>-strip, else
@@ -48,8 +48,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$profile" in
-  dev|release) ;;
-  *) echo "ffi/package.sh: --profile must be dev or release, not '$profile'" >&2; exit 2 ;;
+  dev|release|release-dist) ;;
+  *) echo "ffi/package.sh: --profile must be dev, release or release-dist, not '$profile'" >&2; exit 2 ;;
 esac
 
 host="$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')" || true

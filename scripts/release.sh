@@ -5,7 +5,7 @@
 # and what each artifact holds.
 #
 # Usage: scripts/release.sh [--quick] [--out DIR] [--only LIST] [--targets LIST]
-#   (default)      release mode: the `dist` profile (Cargo.toml), every target of this host's
+#   (default)      release mode: the `release-dist` profile (Cargo.toml), every target of this host's
 #                  matrix; Linux targets are cross-compiled with zig (pinned in
 #                  scripts/release-requirements.txt) against glibc 2.17 / musl.
 #   --quick        CI mode: the dev profile, every package for the host target, reusing what the
@@ -58,7 +58,7 @@ host="$(rustc -vV | sed -n 's/^host: //p')"
 if [ "$quick" = 1 ]; then
   profile="dev"
 else
-  profile="dist"
+  profile="release-dist"
 fi
 # The directory cargo writes a profile's artifacts to.
 profile_dir() { case "$1" in dev) echo debug ;; *) echo "$1" ;; esac; }
@@ -143,7 +143,7 @@ check_library() {
 }
 sizes="$out/SIZES.md"
 {
-  echo "# robota $version release artifacts ($( [ "$quick" = 1 ] && echo "quick mode, dev profile" || echo "dist profile"))"
+  echo "# robota $version release artifacts ($( [ "$quick" = 1 ] && echo "quick mode, dev profile" || echo "release-dist profile"))"
   echo
   echo "| artifact | artifact size | library | stripped library size |"
   echo "| --- | ---: | --- | ---: |"
@@ -309,7 +309,7 @@ build_c() {
   done
 }
 # The strip for a target's libraries. The host's binutils only strip the host's objects; a
-# cross-built library needs none: the `dist` profile strips symbols at link time, and quick mode's
+# cross-built library needs none: the `release-dist` profile strips symbols at link time, and quick mode's
 # cross build is only checked, not measured.
 strip_for() {
   if [ "$1" = "$host" ]; then echo strip; else echo true; fi
