@@ -432,6 +432,8 @@ class TodoItem:
 
     @staticmethod
     def from_dict(d: Dict[str, Any]) -> "TodoItem":
+        """One item of a ``todo_update`` event's ``todos`` list, as the engine serialized it
+        (``content``, ``status``, ``active_form``); a missing key reads as ``""``."""
         return TodoItem(str(d.get("content", "")), str(d.get("status", "")), str(d.get("active_form", "")))
 
 
