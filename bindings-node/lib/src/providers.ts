@@ -168,7 +168,7 @@ export interface ScriptedTurn {
     name: string;
     /** Its arguments. */
     input?: unknown;
-    /** The arguments as raw text instead of `input`, to test malformed JSON from a model. */
+    /** The arguments as raw text, sent as-is (to test invalid JSON from a model); wins over `input`. */
     raw_arguments?: string;
   }>;
   /** Reported usage. */

@@ -202,7 +202,7 @@ export interface SandboxStatus {
   excluded_commands: string[];
   /** Command hooks run sandboxed too. */
   hooks: boolean;
-  /** Directories sandboxed commands may write to (the project roots, the temp dir, added paths). */
+  /** Where sandboxed commands may write. */
   writable_roots: string[];
   /** Paths inside the writable roots that stay read-only (`.git/hooks`, `.claude`, settings, hook files). */
   protected_paths: string[];
@@ -391,9 +391,11 @@ export interface EditCheckpointInspection {
     path: string;
     /** Whether it existed before the turn changed it. */
     existed: boolean;
-    /** Whether the saved content is still on disk (a file that did not exist has none). */
+    /** Whether the saved content is on disk (a file that existed but whose saved content is
+     * missing cannot be rolled back). */
     snapshot_exists: boolean;
-    /** What restoring does to it: write the saved content back, or delete the file the turn created. */
+    /** What rolling this turn back does to it: write the saved content back, or delete the file
+     * the turn created. */
     action: 'restore_preimage' | 'delete_created_file';
   }[];
   /** Checkpoints `restoreEditCheckpoint(id)` undoes, newest first. */
@@ -543,11 +545,12 @@ export interface SkillInfo {
   description: string;
   /** Where it was found. */
   source: {
-    /** The project's `.claude/skills`, the user's, a plugin, or the host's code. */
+    /** The project's skills folder (`.claude/skills`, `.agents/skills`), the user's
+     * (`~/.claude/skills`, `~/.robota/skills`), an enabled plugin's, or the host's. */
     kind: 'project' | 'user' | 'plugin' | 'host';
-    /** The skills directory it was found in. */
+    /** The skills folder it was found in. */
     root?: string;
-    /** The plugin that provides it. */
+    /** The plugin's name (the skill is then named `plugin:skill`). */
     plugin?: string;
   };
   /** Its directory (absent for a skill given as data). */
@@ -584,13 +587,13 @@ export interface PluginInfo {
   version?: string;
   /** Its manifest's description. */
   description?: string;
-  /** Its files are in the plugin cache. */
+  /** Installed in the user's robota folder. */
   installed: boolean;
-  /** The settings turn it on. */
+  /** Turned on by the settings. */
   enabled: boolean;
   /** The settings file that turned it on or off. */
   enabled_in?: string;
-  /** Its installed directory. */
+  /** Its folder, when installed. */
   path?: string;
   /** Loaded into this session (sessions load the plugins enabled when they are created). */
   loaded: boolean;
@@ -615,9 +618,9 @@ export interface PluginInfo {
 
 /** `session.listPlugins()`: plugins, known marketplaces and problems found. */
 export interface PluginListing {
-  /** The plugins. */
+  /** Installed or enabled plugins. */
   plugins: PluginInfo[];
-  /** The marketplaces known from the settings (`extraKnownMarketplaces`) and the user's list. */
+  /** The known marketplaces: added with `plugin marketplace add`, or named in settings. */
   marketplaces: Array<{
     /** The marketplace's name. */
     name: string;
@@ -634,11 +637,12 @@ export interface PluginListing {
       /** The branch, tag or commit. */
       ref?: string;
     };
-    /** Its local copy, once fetched. */
+    /** The folder holding its `.claude-plugin/marketplace.json` (absent: a git marketplace named
+     * in settings and not cloned yet). */
     location?: string;
-    /** The file that names it. */
+    /** `added` (with `plugin marketplace add`) or the settings file naming it. */
     known_from: string;
-    /** Its plugins' names. */
+    /** The plugins it offers (empty when it cannot be read now). */
     plugins: string[];
   }>;
   /** Problems found while reading plugins and marketplaces. */
