@@ -6,14 +6,14 @@ interpreter (pdoc imports it, so the native module's docstrings are the ones the
 Exits with 1, after listing every problem, when pdoc warns about anything (a module, an
 annotation or a docstring it cannot process) or when a public item has no docstring: the
 ``robota`` module, every constant and type alias, class and function that ``robota.__all__``
-exports, and their classes' methods and properties. Public means what pdoc shows: a name without
-a leading underscore, or one listed in ``__all__``. Constructors (``__init__``) are documented by
-their class's docstring; dataclass fields are documented where they help but are not required.
+exports, and their classes' methods, properties and attributes (dataclass fields included).
+Public means what pdoc shows: a name without a leading underscore, or one listed in ``__all__``.
+Constructors (``__init__``) are documented by their class's docstring.
 
-The package documents constants and fields with ``#:`` comments above the assignment (Sphinx's
-convention); pdoc reads only a string after the assignment, so the comments are handed to it
-here. Names that ``robota/__init__.py`` re-exports
-get the documentation written where they are defined.
+The package documents many constants and fields with ``#:`` comments above the assignment
+(Sphinx's convention), in a class body or above a ``self.name = …`` in its ``__init__``; pdoc
+reads only a string after the assignment, so the comments are handed to it here. Names that
+``robota/__init__.py`` re-exports get the documentation written where they are defined.
 """
 
 from __future__ import annotations
@@ -25,20 +25,19 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pdoc
 import pdoc.doc
 import pdoc.render
 
-# What the check requires a docstring on (pdoc's `Doc.kind`); class attributes are not required.
-REQUIRED_KINDS = {"module", "class", "function"}
-# Module-level names (constants, type aliases) are required too: they are all the doc says of them.
-REQUIRED_MODULE_KINDS = REQUIRED_KINDS | {"variable"}
+# What the check requires a docstring on (pdoc's `Doc.kind`): everything pdoc shows.
+REQUIRED_KINDS = {"module", "class", "function", "variable"}
 
 
 def comment_docs(obj: object) -> dict[str, str]:
-    """The ``#:`` comments above the assignments directly in a module's or class's body."""
+    """The ``#:`` comments above the assignments directly in a module's or class's body, and
+    above the ``self.name = …`` assignments of a class's ``__init__``."""
     try:
         source = textwrap.dedent(inspect.getsource(obj))  # type: ignore[arg-type]
     except (OSError, TypeError):
@@ -48,14 +47,24 @@ def comment_docs(obj: object) -> dict[str, str]:
     if not inspect.ismodule(obj):
         if not body or not isinstance(body[0], ast.ClassDef):
             return {}
-        body = body[0].body
+        body = list(body[0].body)
+        for node in list(body):
+            if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+                body.extend(node.body)
     source_lines = source.splitlines()
     docs: dict[str, str] = {}
     for node in body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            name = node.targets[0].id
+        target: ast.expr
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            name = target.id
+        elif _is_self_attribute(target):
+            name = cast(ast.Attribute, target).attr
         else:
             continue
         comment: list[str] = []
@@ -66,6 +75,15 @@ def comment_docs(obj: object) -> dict[str, str]:
         if comment:
             docs[name] = "\n".join(comment)
     return docs
+
+
+def _is_self_attribute(target: ast.expr) -> bool:
+    """Whether an assignment target is ``self.name``."""
+    return (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+    )
 
 
 def reexport_sources(package: pdoc.doc.Module) -> dict[str, str]:
@@ -125,7 +143,7 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
     for member in module.own_members:
         if not is_public(member, module):
             continue
-        if member.kind in REQUIRED_MODULE_KINDS and not member.docstring.strip():
+        if member.kind in REQUIRED_KINDS and not member.docstring.strip():
             missing.append(f"{member.kind} {member.fullname}")
         if isinstance(member, pdoc.doc.Class):
             missing.extend(undocumented_in_class(member, module))
@@ -133,7 +151,8 @@ def undocumented(module: pdoc.doc.Module) -> list[str]:
 
 
 def undocumented_in_class(cls: pdoc.doc.Class, module: pdoc.doc.Module) -> list[str]:
-    """Public classes, methods and properties of `cls` (nested classes included) without one."""
+    """Public classes, methods, properties and attributes of `cls` (nested classes included)
+    without one."""
     missing: list[str] = []
     for attribute in cls.own_members:
         if not is_public(attribute, module):
