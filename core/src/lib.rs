@@ -9,7 +9,7 @@
 //! definitions, scripts, session files): regular files only, each kind under a size cap.
 //! [`telemetry`] exports sessions' traces and metrics over OTLP when a host configures it (core's
 //! `otel` feature); `session` decides which moments become spans.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod api;
 pub mod engine;

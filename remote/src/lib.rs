@@ -1,6 +1,7 @@
 //! `robota-remote`: the wire types of the `robota serve` protocol ([`wire`]), shared by the
 //! server and its clients, and [`RemoteSession`], a client with the surface of the engine's
 //! `InteractiveSession` over HTTP + SSE.
+#![deny(missing_docs)]
 
 mod client;
 mod error;

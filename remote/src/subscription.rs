@@ -33,7 +33,10 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(45);
 /// before the subscription gives up (about half a minute in all).
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
-/// See [`FIRST_BACKOFF`].
+/// How many reconnections in a row may fail before a subscription gives up and yields
+/// [`RemoteEventItem::Disconnected`] as its last item. The waits between attempts start at
+/// 100 ms and double up to 5 s (about half a minute in all); a connection that delivers an
+/// event resets the count.
 pub const MAX_RECONNECT_ATTEMPTS: u32 = 10;
 
 /// What a [`RemoteSubscription`] delivers.

@@ -15,6 +15,7 @@
 //!
 //! Security defaults: loopback, a bearer token on every `/v1` route but health, CORS closed,
 //! request bodies capped, sessions confined to the project roots.
+#![deny(missing_docs)]
 
 pub mod acp;
 mod auth;

@@ -27,7 +27,16 @@ export interface ToolContext {
  * value, which the model sees as JSON text. */
 export type ToolReturn =
   | string
-  | { content: string; isError?: boolean; is_error?: boolean; response?: unknown }
+  | {
+      /** The text the model sees. */
+      content: string;
+      /** True: the model sees an error result. */
+      isError?: boolean;
+      /** The same as `isError` (the wire name). */
+      is_error?: boolean;
+      /** Structured data for the host, kept with the call (the model does not see it). */
+      response?: unknown;
+    }
   | unknown;
 
 /** A tool the model can call, implemented in JavaScript. */
@@ -107,6 +116,7 @@ export function tool<Input = any>(
  * Claude Agent SDK's SDK server). Give it in `mcpServers: {name: server}` beside configured
  * servers; its tools reach the model as `mcp__<name>__<tool>` (the key is the name). */
 export interface SdkMcpServer {
+  /** Marks an in-process server in `mcpServers`. */
   type: 'sdk';
   /** The server's own name. */
   name: string;
@@ -166,16 +176,40 @@ export type PermissionAnswer =
   | 'allow_once'
   | 'allow_session'
   | 'deny'
-  | { type: 'allow_once' }
-  | { type: 'allow_session'; rules?: string[] }
-  | { type: 'allow_always'; rules?: string[]; destination: 'localSettings' | 'projectSettings' | 'userSettings' }
   | {
-      type: 'allow_with_input';
-      input: Record<string, unknown>;
+      /** Run this call. */
+      type: 'allow_once';
+    }
+  | {
+      /** Run this call and allow matching calls for the rest of the session. */
+      type: 'allow_session';
+      /** The rules to remember (default: the request's suggested rules). */
       rules?: string[];
+    }
+  | {
+      /** Run this call and save rules to a settings file. */
+      type: 'allow_always';
+      /** The rules to save (default: the request's suggested rules). */
+      rules?: string[];
+      /** The settings file to write them to. */
+      destination: 'localSettings' | 'projectSettings' | 'userSettings';
+    }
+  | {
+      /** Run the call with other arguments. */
+      type: 'allow_with_input';
+      /** The arguments to run it with (checked against the deny rules first). */
+      input: Record<string, unknown>;
+      /** Rules to remember as well. */
+      rules?: string[];
+      /** Where to save `rules`; without it they hold for the session. */
       destination?: 'localSettings' | 'projectSettings' | 'userSettings';
     }
-  | { type: 'deny'; message?: string };
+  | {
+      /** Refuse the call. */
+      type: 'deny';
+      /** What the model is told. */
+      message?: string;
+    };
 
 /** Answers permission prompts; `signal` fires when the run is aborted while it decides. */
 export type PermissionHandler = (
@@ -231,12 +265,28 @@ export interface HookJSONOutput {
   reason?: string;
   /** Event-specific fields (`permissionDecision`, `updatedInput`, `additionalContext`, …). */
   hookSpecificOutput?: {
+    /** The event this output answers. */
     hookEventName?: HookEventName;
+    /** PreToolUse: allow or deny the call, ask the user, or leave it to the usual rules (`defer`). */
     permissionDecision?: 'allow' | 'deny' | 'ask' | 'defer';
+    /** Why, shown to the user (and to the model on `deny`). */
     permissionDecisionReason?: string;
+    /** PreToolUse: the arguments the call runs with instead. */
     updatedInput?: Record<string, unknown>;
+    /** Text added to what the model sees (next to the call's result, or with the prompt). */
     additionalContext?: string;
-    decision?: { behavior: 'allow' | 'deny'; updatedInput?: unknown; message?: string; interrupt?: boolean };
+    /** PermissionRequest: the answer to the permission prompt. */
+    decision?: {
+      /** Allow or deny the call. */
+      behavior: 'allow' | 'deny';
+      /** With `allow`: the arguments to run it with. */
+      updatedInput?: unknown;
+      /** With `deny`: what the model is told. */
+      message?: string;
+      /** With `deny`: also stop the run. */
+      interrupt?: boolean;
+    };
+    /** Further event-specific fields. */
     [key: string]: unknown;
   };
 }
@@ -250,11 +300,34 @@ export type HookResult =
   | null
   | string
   | HookJSONOutput
-  | { type: 'continue' }
-  | { type: 'text'; text: string }
-  | { type: 'block'; reason: string }
-  | { type: 'output'; output: HookJSONOutput }
-  | { type: 'error'; message: string };
+  | {
+      /** Go on as if the hook were not there. */
+      type: 'continue';
+    }
+  | {
+      /** Add context. */
+      type: 'text';
+      /** The text added. */
+      text: string;
+    }
+  | {
+      /** Refuse the guarded action. */
+      type: 'block';
+      /** Why (the model sees it). */
+      reason: string;
+    }
+  | {
+      /** Claude Code's hook JSON. */
+      type: 'output';
+      /** The output. */
+      output: HookJSONOutput;
+    }
+  | {
+      /** The hook failed; its `onFailure` decides what happens. */
+      type: 'error';
+      /** What went wrong. */
+      message: string;
+    };
 
 /** A hook callback: gets the hook input, answers a {@link HookResult} (or a Promise of one). */
 export type HookCallback = (input: HookInput) => HookResult | Promise<HookResult>;
@@ -399,10 +472,23 @@ export interface CommandContext {
   updateSettings(patch: Record<string, unknown>, scope?: SettingsScope): Promise<string>;
   /** Sends the session's later prompts to `model` on its provider; resolves with the model and
    * its context window (`null` when the host applies model changes itself). */
-  switchModel(model: string): Promise<{ model: string; contextWindow: number | null }>;
+  switchModel(model: string): Promise<{
+    /** The model now in use. */
+    model: string;
+    /** Its context window in tokens. */
+    contextWindow: number | null;
+  }>;
   /** Turns the live session's automatic compaction on or off, optionally at `threshold` (a
    * fraction of the context window in (0, 1]); not saved in settings. */
-  setAutoCompact(enabled: boolean, threshold?: number): Promise<{ enabled: boolean; threshold: number }>;
+  setAutoCompact(
+    enabled: boolean,
+    threshold?: number,
+  ): Promise<{
+    /** Whether automatic compaction is now on. */
+    enabled: boolean;
+    /** The fraction of the context window at which it compacts. */
+    threshold: number;
+  }>;
 }
 
 /** One run of a JavaScript command: the messages it sends the engine (context operations,

@@ -10,6 +10,8 @@
  * - Extensions: {@link tool}, permission handlers, hook callbacks, command modules.
  * - {@link evaluatePermission}: the permission rule engine as a pure function.
  * - {@link getModelInfo} / {@link listModels}: the model catalog (context window, prices, …).
+ *
+ * @module @robota/native
  */
 
 import { RobotaError, describeValue, expectString, native } from './errors.js';
@@ -67,6 +69,7 @@ export {
   type SessionLease,
   type LogChunk,
   type StoreCheck,
+  type MaybePromise,
 } from './stores.js';
 export { createQuery, type Query, type QueryCallOptions } from './query.js';
 export {
@@ -96,7 +99,14 @@ export interface PermissionContext {
   /** The project directory (absolute). */
   cwd: string;
   /** Rules in Claude Code syntax. */
-  rules?: { allow?: string[]; deny?: string[]; ask?: string[] };
+  rules?: {
+    /** Calls these rules match run without asking. */
+    allow?: string[];
+    /** Calls these rules match are refused (deny wins over ask and allow). */
+    deny?: string[];
+    /** Calls these rules match are asked about. */
+    ask?: string[];
+  };
   [key: string]: unknown;
 }
 

@@ -17,24 +17,63 @@ import type { McpServerConfig, PermissionMode } from './types.js';
 
 /** A skill the host adds: a skill folder (or a folder of skill folders), or a skill given as
  * data (`content` is what a `SKILL.md` would hold: frontmatter, then instructions). */
-export type SkillRegistration = { dir: string } | { name: string; content: string };
+export type SkillRegistration =
+  | {
+      /** The skill folder, or a folder of skill folders. */
+      dir: string;
+    }
+  | {
+      /** The skill's name. */
+      name: string;
+      /** What a `SKILL.md` would hold. */
+      content: string;
+    };
 
 /** A custom slash command you add: a folder searched like `.claude/commands` (`**\/*.md`), or
  * one given as data (`content` is what a command file holds: optional frontmatter, then the
  * prompt with `$ARGUMENTS` / `$1`…). */
-export type CommandRegistration = { dir: string } | { name: string; content: string };
+export type CommandRegistration =
+  | {
+      /** The folder of command files. */
+      dir: string;
+    }
+  | {
+      /** The command's name (what follows the `/`). */
+      name: string;
+      /** What a command file would hold. */
+      content: string;
+    };
 
 /** Where a session is saved. */
 export type Persistence =
   | 'none'
   | 'project'
-  | { sessionsDir: string; logsDir: string }
+  /** Files in directories of your choosing. */
+  | {
+      /** Where session snapshots are written. */
+      sessionsDir: string;
+      /** Where session logs (JSONL) are written. */
+      logsDir: string;
+    }
   /** One SQLite database for many sessions (a relative path is in `cwd`). */
-  | { sqlite: string }
+  | {
+      /** The database file. */
+      sqlite: string;
+    }
   /** A PostgreSQL database shared by many workers: the connection string as `url`, or the
    * environment variable holding it as `urlEnv`; sessions are kept apart by `project`
    * (default: `cwd`). */
-  | { postgres: { url?: string; urlEnv?: string; project?: string } };
+  | {
+      /** The database. */
+      postgres: {
+        /** The connection string. */
+        url?: string;
+        /** The environment variable holding the connection string. */
+        urlEnv?: string;
+        /** The key that keeps this project's sessions apart (default: `cwd`). */
+        project?: string;
+      };
+    };
 
 /** Options shared by sessions and queries. */
 export interface CommonOptions {

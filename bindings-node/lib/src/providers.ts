@@ -161,17 +161,48 @@ export interface ScriptedTurn {
   /** Reasoning, streamed before the text. */
   thinking?: string;
   /** Tool calls, streamed after the text. */
-  tool_calls?: Array<{ id: string; name: string; input?: unknown; raw_arguments?: string }>;
+  tool_calls?: Array<{
+    /** The call's id (`tool_use_id` in results and events). */
+    id: string;
+    /** The tool to call. */
+    name: string;
+    /** Its arguments. */
+    input?: unknown;
+    /** The arguments as raw text, sent as-is (to test invalid JSON from a model); wins over `input`. */
+    raw_arguments?: string;
+  }>;
   /** Reported usage. */
-  usage?: { input_tokens: number; output_tokens: number; [key: string]: unknown };
+  usage?: {
+    /** Prompt tokens. */
+    input_tokens: number;
+    /** Generated tokens. */
+    output_tokens: number;
+    /** Further counts (cache reads and writes). */
+    [key: string]: unknown;
+  };
   /** `end_turn`, `tool_use`, … (default from the content). */
   stop_reason?: string;
   /** Wait before each chunk; an abort ends it. */
   delay_ms_per_chunk?: number;
   /** Failed attempts reported before the turn. */
-  retries?: Array<{ delay_ms: number; error: { kind: string; message: string } }>;
+  retries?: Array<{
+    /** The wait reported before the next attempt. */
+    delay_ms: number;
+    /** The failure reported. */
+    error: {
+      /** Its kind (`rate_limit`, `overloaded`, …, as in {@link ErrorInfo.kind}). */
+      kind: string;
+      /** Its message. */
+      message: string;
+    };
+  }>;
   /** The call fails after streaming the text. */
-  error?: { kind: string; message: string };
+  error?: {
+    /** Its kind (`auth`, `network`, …, as in {@link ErrorInfo.kind}). */
+    kind: string;
+    /** Its message. */
+    message: string;
+  };
   /** Model name reported. */
   model?: string;
 }
@@ -220,9 +251,23 @@ export interface ProviderRequest {
   /** The system prompt. */
   system?: string;
   /** The conversation (no system messages). */
-  messages: Array<{ role: string; content: unknown[]; [key: string]: unknown }>;
+  messages: Array<{
+    /** `user` or `assistant`. */
+    role: string;
+    /** Its content blocks (see {@link ContentBlock}). */
+    content: unknown[];
+    /** Further fields. */
+    [key: string]: unknown;
+  }>;
   /** Tools the model may call this round. */
-  tools: Array<{ name: string; description: string; input_schema: unknown }>;
+  tools: Array<{
+    /** The tool's name. */
+    name: string;
+    /** What it does, for the model. */
+    description: string;
+    /** The JSON Schema of its arguments. */
+    input_schema: unknown;
+  }>;
   /** Output token cap. */
   max_tokens?: number;
   /** Temperature, thinking, tool choice. */

@@ -55,25 +55,38 @@ export interface RemoteSubmitOptions {
 
 /** The session as the server reports it. */
 export interface RemoteSessionInfo {
+  /** The session id. */
   id: string;
+  /** Its name, when it has one. */
   name: string | null;
+  /** Its project folder (as resolved by the server). */
   cwd: string;
+  /** True while a prompt runs or is queued. */
   executing: boolean;
+  /** The queued prompt, as displayed. */
   pending_prompt: string | null;
+  /** The `seq` of the last event it emitted (0 before the first). */
   last_seq: number;
+  /** How full the context window is. */
   context: ContextState;
+  /** Permission requests waiting for an answer. */
   pending_permissions: number;
+  /** True while a WebSocket client holds control. */
   has_controller: boolean;
 }
 
 /** Only from a remote session's event stream: the server no longer buffered the events after
  * `missed_after` and before `resumed_at`. Refresh state from `getFullHistory()` / `info()`. */
 export interface GapEvent {
+  /** The event's kind. */
   type: 'gap';
+  /** The session. */
   session_id: string;
   /** `resumed_at - 1`. */
   seq: number;
+  /** The `seq` of the last event received before the gap. */
   missed_after: number;
+  /** The `seq` of the first event received after it. */
   resumed_at: number;
 }
 

@@ -23,24 +23,39 @@ import { nativeAddon } from './native.js';
 
 /** The summary fields kept with a snapshot (what listing shows). */
 export interface SessionSummary {
+  /** The session id. */
   id: string;
+  /** Its name. */
   name: string | null;
+  /** Its working directory. */
   cwd: string | null;
+  /** When it was created (RFC 3339). */
   created_at: string | null;
+  /** When it was last saved (RFC 3339). */
   updated_at: string | null;
+  /** Its provider's name. */
   provider: string | null;
+  /** Its model id. */
   model: string | null;
+  /** Its permission mode. */
   permission_mode: string | null;
+  /** The session it was forked from. */
   parent_id: string | null;
+  /** How many chat messages it has, when the snapshot says. */
   message_count: number | null;
+  /** Its usage totals, when the snapshot has them. */
   usage: Record<string, unknown> | null;
+  /** False for a session known only from its log (resuming rebuilds it from the log). */
   has_snapshot: boolean;
+  /** The snapshot format version (0 for log-only sessions). */
   version: number;
 }
 
 /** One appended batch of log lines: bytes `start` to `end` of the session's log. */
 export interface LogChunk {
+  /** The byte offset in the log where the chunk starts. */
   start: number;
+  /** The byte offset just after it (`start` + its length in bytes). */
   end: number;
   /** Complete JSON lines. */
   lines: string;
@@ -48,14 +63,20 @@ export interface LogChunk {
 
 /** A session's writer lease: who holds it, and the token that identifies this acquisition. */
 export interface SessionLease {
+  /** The holder's process id. */
   pid: number;
+  /** The host the holder runs on. */
   host: string;
+  /** When the lease was taken (RFC 3339, UTC). */
   since: string;
+  /** Identifies this acquisition: a release or a write with another token is refused. */
   token: string;
+  /** Further fields (kept as given). */
   [key: string]: unknown;
 }
 
-type MaybePromise<T> = T | Promise<T>;
+/** A value, or a promise of it: every {@link SessionStore} method may answer either way. */
+export type MaybePromise<T> = T | Promise<T>;
 
 /** Where sessions are saved, implemented by you (see the module documentation). */
 export interface SessionStore {
@@ -75,7 +96,17 @@ export interface SessionStore {
   /** The `end` of the log's last chunk, `null` when there is no log. */
   logLength(sessionId: string): MaybePromise<number | null>;
   /** The sessions that have a log: ids, or `{id, updatedAt}`. */
-  listLogs(): MaybePromise<Array<string | { id: string; updatedAt?: string | null }>>;
+  listLogs(): MaybePromise<
+    Array<
+      | string
+      | {
+          /** The session id. */
+          id: string;
+          /** When its log was last written (RFC 3339), when known. */
+          updatedAt?: string | null;
+        }
+    >
+  >;
   /** Removes the snapshot, log and lease of `sessionId`; `false` when there was nothing. */
   deleteSession(sessionId: string): MaybePromise<boolean>;
   /** Takes the lease of `sessionId` for `lease` when none is held, or when the held one's

@@ -15,16 +15,21 @@ export type JsonSchema = boolean | { readonly [key: string]: unknown };
  * what the schema is sent as to providers with native structured output (letters, digits, `_`,
  * `-`; default `structured_output`). */
 export interface OutputFormat<S extends JsonSchema = JsonSchema> {
+  /** The only format there is: one JSON value matching `schema`. */
   type: 'json_schema';
+  /** The schema every answer must match. */
   schema: S;
+  /** The name the schema is sent under to providers with native structured output. */
   name?: string;
 }
 
 /** A JSON value. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/** `T` with its intersections flattened into one object type (for readable hover types). */
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
+/** The type of a schema `type` name other than `object` and `array`'s contents. */
 type PrimitiveOf<T> = T extends 'string'
   ? string
   : T extends 'number' | 'integer'
@@ -39,7 +44,8 @@ type PrimitiveOf<T> = T extends 'string'
             ? Record<string, unknown>
             : unknown;
 
-type ObjectOf<S> = S extends { readonly properties: infer P }
+/** The object type an `object` schema describes: its `required` properties, then the optional rest. */
+type ObjectOf<S> = S extends Readonly<Record<'properties', infer P>>
   ? Simplify<
       {
         -readonly [K in keyof P as K extends RequiredKeys<S> ? K : never]: FromSchema<P[K]>;
@@ -49,9 +55,11 @@ type ObjectOf<S> = S extends { readonly properties: infer P }
     >
   : Record<string, unknown>;
 
-type RequiredKeys<S> = S extends { readonly required: readonly (infer R)[] } ? R : never;
+/** The names in an object schema's `required` list. */
+type RequiredKeys<S> = S extends Readonly<Record<'required', readonly (infer R)[]>> ? R : never;
 
-type ArrayOf<S> = S extends { readonly items: infer I } ? FromSchema<I>[] : unknown[];
+/** The array type an `array` schema describes (from its `items`). */
+type ArrayOf<S> = S extends Readonly<Record<'items', infer I>> ? FromSchema<I>[] : unknown[];
 
 /**
  * The TypeScript type of the values a JSON Schema accepts, for schemas written `as const` (or
@@ -64,22 +72,23 @@ export type FromSchema<S> = S extends true
   ? unknown
   : S extends false
     ? never
-    : S extends { readonly const: infer C }
+    : S extends Readonly<Record<'const', infer C>>
       ? C
-      : S extends { readonly enum: readonly (infer E)[] }
+      : S extends Readonly<Record<'enum', readonly (infer E)[]>>
         ? E
-        : S extends { readonly anyOf: readonly (infer A)[] }
+        : S extends Readonly<Record<'anyOf', readonly (infer A)[]>>
           ? FromSchema<A>
-          : S extends { readonly oneOf: readonly (infer A)[] }
+          : S extends Readonly<Record<'oneOf', readonly (infer A)[]>>
             ? FromSchema<A>
-            : S extends { readonly type: readonly (infer T)[] }
+            : S extends Readonly<Record<'type', readonly (infer T)[]>>
               ? TypeOf<S, T>
-              : S extends { readonly type: infer T }
+              : S extends Readonly<Record<'type', infer T>>
                 ? TypeOf<S, T>
-                : S extends { readonly properties: unknown }
+                : S extends Readonly<Record<'properties', unknown>>
                   ? ObjectOf<S>
                   : unknown;
 
+/** The type schema `S` describes when its `type` is `T`. */
 type TypeOf<S, T> = T extends 'object' ? ObjectOf<S> : T extends 'array' ? ArrayOf<S> : PrimitiveOf<T>;
 
 /** The engine's `output_format` for `format`: a whole {@link OutputFormat}, or just a schema. */

@@ -16,7 +16,7 @@ Quick start::
 
 import atexit as _atexit
 
-from ._native import __version__
+from ._native import __version__ as _native_version
 from ._native import at_exit as _at_exit
 from .background import BackgroundTask, BackgroundTaskLogPage, BackgroundTaskStatus, SubagentReport
 from .commands import CommandContext, CommandModule, CommandResult, SystemCommand, command
@@ -100,6 +100,9 @@ from .stores import SessionStore, StoreCheck, run_store_conformance
 from .session import ConfigWarning, EventStream, EventType, InteractiveSession, TurnResult
 from .structured import OutputType, json_schema_of, output_format, parse_structured_output
 from .tools import SdkMcpServer, Tool, ToolContext, ToolResult, create_sdk_mcp_server, tool
+
+__version__: str = _native_version
+"""The package's version (the version of the robota crates it is built from)."""
 
 # Before the interpreter finalizes, stop the engine's threads from re-entering Python.
 _atexit.register(_at_exit)

@@ -27,13 +27,19 @@ class BackgroundTask:
     kind: str
     #: Who started it: ``{"kind": "tool" | "command" | "host", "name"?, "tool_use_id"?}``.
     origin: Dict[str, Any]
+    #: The command line as given (for a subagent, its prompt).
     command: str
+    #: A short description (Bash's ``description``), when one was given.
     description: Optional[str]
+    #: Where it runs.
     cwd: str
     #: The shell's pid, also its process group id.
     pid: Optional[int]
+    #: Where it stands (see :data:`BackgroundTaskStatus`).
     status: BackgroundTaskStatus
+    #: The exit code, once the process exited.
     exit_code: Optional[int]
+    #: The signal that ended the process, if one did.
     signal: Optional[int]
     #: Why it failed, was cancelled or was lost.
     error: Optional[str]
@@ -41,10 +47,15 @@ class BackgroundTask:
     timeout_reason: Optional[str]
     #: What it is doing now, when its runner says (a subagent's current tool).
     current_action: Optional[str]
+    #: The file receiving its stdout (the full output).
     stdout_path: str
+    #: The file receiving its stderr.
     stderr_path: str
+    #: Bytes of output so far (both streams).
     output_bytes: int
+    #: When it was started, in milliseconds since the Unix epoch.
     created_at_ms: int
+    #: When it ended, in milliseconds since the Unix epoch; ``None`` while it runs.
     ended_at_ms: Optional[int]
 
     @property
@@ -82,12 +93,19 @@ class BackgroundTaskLogPage:
     """A page of a task's output file; read on from ``next_offset`` until it equals
     ``total_bytes``."""
 
+    #: The task.
     task_id: str
+    #: Which of its output files.
     stream: Literal["stdout", "stderr"]
+    #: The output file.
     path: str
+    #: The byte offset this page starts at.
     offset: int
+    #: Where the next page starts.
     next_offset: int
+    #: The file's size when this page was read.
     total_bytes: int
+    #: The page's text (invalid UTF-8 replaced).
     text: str
 
     @staticmethod
@@ -118,7 +136,9 @@ class SubagentReport:
     response: str
     #: Why the child run ended (``end_turn``, ``max_turns``, ``error``, …).
     stop_reason: str
+    #: True when it was aborted.
     interrupted: bool
+    #: Model calls it made.
     rounds: int
     #: Tools it ran, in order.
     tools_executed: List[str]

@@ -29,9 +29,13 @@ class CommandContext:
     picker) are not methods: return them as ``effects`` of the :class:`CommandResult`.
     """
 
+    #: The session's id.
     session_id: str
+    #: Its name, when it has one.
     session_name: Optional[str]
+    #: Its permission mode when the command started.
     permission_mode: str
+    #: Its model when the command started.
     model: Optional[str]
     #: Context window use when the command started (``used_tokens``, ``max_tokens``, ...).
     context_state: Dict[str, Any] = field(default_factory=dict)
@@ -281,9 +285,13 @@ class CommandModule:
     ) -> None:
         if source == "plugin" and not plugin:
             raise ValueError("a plugin command module needs `plugin=` (the plugin's name)")
+        #: The module's name (shown with its commands).
         self.name = name
+        #: Its commands.
         self.commands = list(commands)
+        #: Where its commands say they come from.
         self.source = source
+        #: The plugin's name, when ``source`` is ``"plugin"``.
         self.plugin = plugin
 
     def _to_native(self) -> Tuple[str, Dict[str, Any], List[Tuple[Dict[str, Any], Any]]]:

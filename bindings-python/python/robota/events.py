@@ -45,6 +45,7 @@ __all__ = [
 class Event:
     """Base class of every event."""
 
+    #: The event's type tag (``"text_delta"``, ``"tool_start"``, …), set by each subclass.
     type: ClassVar[str] = ""
     #: The session that produced the event.
     session_id: str
@@ -76,6 +77,7 @@ class ToolState:
     tool_result_data: Optional[str] = None
     #: For Edit: the changed file and the diff lines.
     diff_file: Optional[str] = None
+    #: For Edit: the unified diff lines.
     diff_lines: tuple[str, ...] = ()
 
     @staticmethod
@@ -97,7 +99,9 @@ class ToolState:
 class TextDeltaEvent(Event):
     """A chunk of the answer (chunks may be joined when a consumer falls behind)."""
 
+    #: The event's type tag: always ``"text_delta"``.
     type: ClassVar[str] = "text_delta"
+    #: The text.
     text: str
 
 
@@ -105,7 +109,9 @@ class TextDeltaEvent(Event):
 class ThinkingEvent(Event):
     """A chunk of the model's reasoning."""
 
+    #: The event's type tag: always ``"thinking"``.
     type: ClassVar[str] = "thinking"
+    #: The text.
     text: str
 
 
@@ -115,6 +121,7 @@ class ServerToolUseEvent(Event):
     by a profile's ``options.serverTools``) was called. Nothing runs locally and no permission is
     asked; the result follows as :class:`ServerToolResultEvent`."""
 
+    #: The event's type tag: always ``"server_tool_use"``.
     type: ClassVar[str] = "server_tool_use"
     #: The provider's id of the call (``srvtoolu_…``).
     id: str
@@ -129,6 +136,7 @@ class ServerToolResultEvent(Event):
     """A server tool's result arrived (its content is kept with the assistant message; cited
     answer text carries ``citations`` in the history)."""
 
+    #: The event's type tag: always ``"server_tool_result"``.
     type: ClassVar[str] = "server_tool_result"
     #: The id of the :class:`ServerToolUseEvent` it answers.
     tool_use_id: str
@@ -142,7 +150,9 @@ class ServerToolResultEvent(Event):
 class ToolStartEvent(Event):
     """A tool call began."""
 
+    #: The event's type tag: always ``"tool_start"``.
     type: ClassVar[str] = "tool_start"
+    #: The call.
     tool: ToolState
 
 
@@ -150,7 +160,9 @@ class ToolStartEvent(Event):
 class ToolEndEvent(Event):
     """A tool call ended."""
 
+    #: The event's type tag: always ``"tool_end"``.
     type: ClassVar[str] = "tool_end"
+    #: The call, with how it ended (``result``).
     tool: ToolState
 
 
@@ -158,12 +170,19 @@ class ToolEndEvent(Event):
 class PermissionRequestEvent(Event):
     """A tool call waits for the permission handler."""
 
+    #: The event's type tag: always ``"permission_request"``.
     type: ClassVar[str] = "permission_request"
+    #: The request (unique within the session).
     request_id: str
+    #: The tool.
     tool_name: str
+    #: Its arguments.
     input: Any
+    #: The provider's id of the call.
     tool_use_id: str
+    #: Why approval is needed.
     reason: str
+    #: The permission mode at the time.
     permission_mode: str
 
 
@@ -171,7 +190,9 @@ class PermissionRequestEvent(Event):
 class ContextUpdateEvent(Event):
     """How full the context window is (``state`` has ``used_tokens``, ``max_tokens``, ``ratio``…)."""
 
+    #: The event's type tag: always ``"context_update"``.
     type: ClassVar[str] = "context_update"
+    #: The context state: ``used_tokens``, ``max_tokens``, ``ratio``, ``estimated``.
     state: Dict[str, Any]
 
 
@@ -179,9 +200,13 @@ class ContextUpdateEvent(Event):
 class CompactionEvent(Event):
     """The history was compacted."""
 
+    #: The event's type tag: always ``"compaction"``.
     type: ClassVar[str] = "compaction"
+    #: ``"manual"`` (the ``compact`` command or method) or ``"auto"`` (the window filled up).
     trigger: str
+    #: Tokens before.
     tokens_before: int
+    #: Estimated tokens after.
     tokens_after: int
 
 
@@ -241,7 +266,9 @@ class CompleteEvent(_PromptReport, Event):
     properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
     prompt did (spec ``IExecutionResult``)."""
 
+    #: The event's type tag: always ``"complete"``.
     type: ClassVar[str] = "complete"
+    #: The run's outcome as the engine serialized it (``response``, ``usage``, ``stop_reason``, …).
     outcome: Dict[str, Any]
 
     @property
@@ -262,7 +289,9 @@ class RefusedEvent(Event):
     ``text`` (what the model said), ``category`` and ``explanation`` (what the provider said),
     the last two when the provider gave them."""
 
+    #: The event's type tag: always ``"refused"``.
     type: ClassVar[str] = "refused"
+    #: The run's outcome as the engine serialized it (``response``, ``usage``, ``stop_reason``, …).
     outcome: Dict[str, Any]
 
     @property
@@ -282,7 +311,9 @@ class TruncatedEvent(Event):
     ``outcome["response"]`` is what was written (the history has it too, so a follow-up prompt
     such as "Continue where you stopped" has the model go on)."""
 
+    #: The event's type tag: always ``"truncated"``.
     type: ClassVar[str] = "truncated"
+    #: The run's outcome as the engine serialized it (``response``, ``usage``, ``stop_reason``, …).
     outcome: Dict[str, Any]
 
     @property
@@ -299,9 +330,15 @@ class ErrorEvent(Event):
     ``retry_after_ms`` (the last three when known); ``outcome`` the run's outcome when it had
     started."""
 
+    #: The event's type tag: always ``"error"``.
     type: ClassVar[str] = "error"
+    #: What went wrong and how to fix it (the same as ``error["message"]``).
     message: str
+    #: The failure: ``kind``, ``message``, ``provider``, ``status``, ``retryable``,
+    #: ``retry_after_ms``.
     error: Dict[str, Any]
+    #: The run's outcome when the run had started (usage, text streamed before the failure), else
+    #: ``None``.
     outcome: Optional[Dict[str, Any]]
 
 
@@ -311,7 +348,9 @@ class InterruptedEvent(_PromptReport, Event):
     properties ``history``, ``tool_summaries``, ``context_state`` and ``usage`` say what the
     prompt did until the abort."""
 
+    #: The event's type tag: always ``"interrupted"``.
     type: ClassVar[str] = "interrupted"
+    #: The partial outcome; ``None`` when the abort came before the run started.
     outcome: Optional[Dict[str, Any]]
 
     @property
@@ -324,7 +363,9 @@ class InterruptedEvent(_PromptReport, Event):
 class SkillActivationEvent(Event):
     """A skill was activated or ended. ``data`` is the whole record; the properties read it."""
 
+    #: The event's type tag: always ``"skill_activation"``.
     type: ClassVar[str] = "skill_activation"
+    #: The activation record as the engine serialized it.
     data: Any
 
     def _get(self, key: str) -> Any:
@@ -375,7 +416,9 @@ class BackgroundTaskEvent(Event):
     ``task_kind: "subagent"``; for a job group, ``{"event": "group_completed", "task_kind":
     "group", "group_id", "group"}``."""
 
+    #: The event's type tag: always ``"background_task_event"``.
     type: ClassVar[str] = "background_task_event"
+    #: The payload as the engine serialized it.
     data: Any
 
     @property
@@ -406,6 +449,7 @@ class SessionRecoveredEvent(Event):
     (``prompt``, ``started_at``, ``messages_dropped``, ``tools_run``), ``lost`` and ``details``.
     """
 
+    #: The event's type tag: always ``"session_recovered"``.
     type: ClassVar[str] = "session_recovered"
     #: The notice for the user, one line per finding.
     message: str
@@ -432,6 +476,8 @@ class TodoItem:
 
     @staticmethod
     def from_dict(d: Dict[str, Any]) -> "TodoItem":
+        """One item of a ``todo_update`` event's ``todos`` list, as the engine serialized it
+        (``content``, ``status``, ``active_form``); a missing key reads as ``""``."""
         return TodoItem(str(d.get("content", "")), str(d.get("status", "")), str(d.get("active_form", "")))
 
 
@@ -440,6 +486,7 @@ class TodoUpdateEvent(Event):
     """The agent's task list changed (a ``TodoWrite`` call succeeded): the whole new list, right
     after that call's ``tool_end``."""
 
+    #: The event's type tag: always ``"todo_update"``.
     type: ClassVar[str] = "todo_update"
     #: The tasks, in order.
     todos: list[TodoItem]
@@ -451,6 +498,7 @@ class McpServerStatusEvent(Event):
     enabled or disabled (:meth:`robota.InteractiveSession.list_mcp_servers` gives every server's
     status at any time)."""
 
+    #: The event's type tag: always ``"mcp_server_status"``.
     type: ClassVar[str] = "mcp_server_status"
     #: The server's name.
     server: str
@@ -465,7 +513,9 @@ class McpServerStatusEvent(Event):
 class SessionEvent(Event):
     """Any other session event (permission answers, hook messages, warnings, …)."""
 
+    #: The event's type tag: always ``"session"``.
     type: ClassVar[str] = "session"
+    #: The session event as the engine serialized it (its own ``type`` and fields).
     event: Dict[str, Any]
 
 
@@ -476,6 +526,7 @@ class UnknownEvent(Event):
     #: The type tag as received (also what ``.type`` returns).
     event_type: str = ""
 
+    #: The type tag as received (the same as ``event_type``).
     type = property(lambda self: self.event_type)  # type: ignore[assignment,unused-ignore]
 
 
@@ -486,6 +537,7 @@ class GapEvent(Event):
     or resumed too late). Refresh what you show from ``get_full_history()`` / ``info()``.
     ``seq`` is ``resumed_at - 1``."""
 
+    #: The event's type tag: always ``"gap"``.
     type: ClassVar[str] = "gap"
     #: The ``seq`` the stream resumed after.
     missed_after: int

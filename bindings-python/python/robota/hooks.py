@@ -120,25 +120,21 @@ class HookResult:
 
 @dataclass(frozen=True)
 class Hook:
-    """A callback for ``event`` on tools matching ``matcher``.
+    """A callback for ``event`` on tools matching ``matcher``."""
 
-    Args:
-        event: The hook event (``"PreToolUse"``, ``"UserPromptSubmit"``, … as in Claude Code).
-        callback: ``callback(hook_input) -> answer``, sync or async (see the module docs for
-            the answers).
-        matcher: Claude Code matcher syntax: ``"*"`` for all tools, ``"Edit|Write"``, a regex.
-        timeout: Seconds before the hook is abandoned (the event's default when ``None``); a
-            timeout counts as a failure.
-        name: The hook's name in messages, events and logs (default: the function's name).
-        on_failure: What a failure does: ``"block"`` (the default on ``PreToolUse`` and
-            ``PermissionRequest``; allowed on ``UserPromptSubmit`` too) or ``"allow"``.
-    """
-
+    #: The hook event (``"PreToolUse"``, ``"UserPromptSubmit"``, … as in Claude Code).
     event: str
+    #: ``callback(hook_input) -> answer``, sync or async (see the module docs for the answers).
     callback: HookCallback
+    #: Claude Code matcher syntax: ``"*"`` for all tools, ``"Edit|Write"``, a regex.
     matcher: str = "*"
+    #: Seconds before the hook is abandoned (the event's default when ``None``); a timeout counts
+    #: as a failure.
     timeout: Optional[float] = None
+    #: The hook's name in messages, events and logs (default: the function's name).
     name: Optional[str] = None
+    #: What a failure does: ``"block"`` (the default on ``PreToolUse`` and ``PermissionRequest``;
+    #: allowed on ``UserPromptSubmit`` too) or ``"allow"``.
     on_failure: Optional[OnFailure] = None
 
 

@@ -17,10 +17,15 @@ class LongPromptPrice:
     cache read + cache write tokens) is longer than ``above_tokens``. USD per million tokens."""
 
     above_tokens: int
+    """The prompt length, in tokens, above which these rates apply."""
     input_per_mtok: float
+    """Input tokens not served from a cache."""
     output_per_mtok: float
+    """Output tokens (thinking included)."""
     cache_read_per_mtok: float
+    """Input tokens read from the prompt cache."""
     cache_write_per_mtok: float
+    """Input tokens written to the prompt cache."""
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> "LongPromptPrice":

@@ -219,6 +219,7 @@ class ScriptedProvider(BuiltinProvider):
     ) -> None:
         if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence):
             raise InvalidArgumentError(f"ScriptedProvider: `turns` must be a list of turns, not {type(turns).__name__}")
+        #: The turns, each as a dict (a string turn becomes ``{"text": ...}``).
         self.turns: List[Dict[str, Any]] = []
         for index, turn in enumerate(turns):
             if isinstance(turn, str):
@@ -229,6 +230,7 @@ class ScriptedProvider(BuiltinProvider):
                 raise InvalidArgumentError(
                     f"ScriptedProvider: `turns[{index}]` must be a dict or a string, not {type(turn).__name__}"
                 )
+        #: The context window to report, in tokens (``None``: the engine's default).
         self.context_window = context_window
 
     def to_config(self) -> Dict[str, Any]:
@@ -242,6 +244,7 @@ class ReplayProvider(BuiltinProvider):
     """Replays the model answers recorded in a session log (``.robota/logs/<id>.jsonl``)."""
 
     def __init__(self, log_path: Union[str, "os.PathLike[str]"]) -> None:
+        #: The session log replayed.
         self.log_path = os.fspath(log_path)
 
     def to_config(self) -> Dict[str, Any]:

@@ -39,6 +39,8 @@ class SandboxNetwork:
     """Network access of sandboxed commands."""
 
     mode: NetworkMode = "none"
+    """``"none"`` (no network), ``"allow_list"`` (only ``domains``, through robota's proxy) or
+    ``"all"``."""
     domains: List[str] = field(default_factory=list)
     """The allowed domains when ``mode`` is ``"allow_list"``."""
 
@@ -54,24 +56,44 @@ class SandboxStatus:
     backend: Optional[str]
     """``"landlock"``, ``"bwrap"`` or ``"seatbelt"`` when one works."""
     requested_backend: str
+    """``"auto"``, ``"landlock"`` or ``"bwrap"``."""
     reason: Optional[str]
     """Why the sandbox is off or unavailable."""
     platform: str
+    """The operating system (``"linux"``, ``"macos"``, …)."""
     writable_roots: List[str]
+    """Where sandboxed commands may write."""
     protected_paths: List[str]
+    """Paths kept read-only inside the writable roots."""
     read_denied: List[str]
+    """Paths sandboxed commands may not read (``sandbox.filesystem.denyRead``)."""
     network: SandboxNetwork
+    """What network sandboxed commands reach."""
     guarantees: SandboxGuarantees
+    """Which protections actually hold with this backend on this machine."""
     temp_dir: Optional[str] = None
+    """``TMPDIR`` of sandboxed commands."""
     proxy_port: Optional[int] = None
+    """The port of robota's allow-list proxy on 127.0.0.1, once started."""
     landlock_abi: Optional[int] = None
+    """The kernel's Landlock ABI (Linux; 0 when unsupported)."""
     allow_local_binding: bool = False
+    """Sandboxed commands may listen on local ports."""
     allow_unix_sockets: bool = False
+    """Sandboxed commands may create Unix sockets."""
     fail_if_unavailable: bool = False
+    """``failIfUnavailable``: when the sandbox is enabled but cannot work here, Bash refuses to
+    run commands instead of running them unsandboxed."""
     auto_allow_bash: bool = True
+    """``autoAllowBashIfSandboxed``: a sandboxed command that no rule decides runs without a
+    prompt."""
     allow_unsandboxed_commands: bool = True
+    """``allowUnsandboxedCommands``: a call may ask to run outside the sandbox
+    (``dangerouslyDisableSandbox``), which then always needs approval."""
     excluded_commands: List[str] = field(default_factory=list)
+    """``excludedCommands``: commands that always run outside the sandbox."""
     hooks: bool = False
+    """Command hooks run sandboxed too."""
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> "SandboxStatus":

@@ -222,6 +222,7 @@ class Tool:
         if not callable(func):
             raise TypeError("a tool needs a function")
         schema, doc_description, context_param = schema_from_function(func)
+        #: The function a call runs.
         self.func = func
         #: The name the model calls.
         self.name: str = name or str(getattr(func, "__name__", "tool"))

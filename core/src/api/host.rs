@@ -53,7 +53,7 @@ pub struct HostCall {
     pub cancel: CancellationToken,
     /// For provider calls only: where the host streams [`HostProviderEvent`]s.
     pub stream: Option<HostStream>,
-    /// For command calls only: the command's live context (see [`HostCommandContext`]), valid
+    /// For command calls only: the command's live context (see [`HostCommandContext`](super::HostCommandContext)), valid
     /// until the host answers.
     pub context: Option<super::HostCommandContext>,
 }

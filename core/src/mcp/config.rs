@@ -56,8 +56,10 @@ pub enum McpTransport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum McpServerOrigin {
-    /// The project's `.mcp.json` (needs the user's approval once, see
-    /// [`crate::mcp::McpApprovals`]).
+    /// The project's `.mcp.json`. Its servers need the user's approval once, as in Claude Code:
+    /// the settings' `enabledMcpjsonServers` / `disabledMcpjsonServers` lists (or
+    /// `enableAllProjectMcpServers`) say which run; the framework's assembly applies them and
+    /// records an answer in the project's `.claude/settings.local.json`.
     Project {
         /// The file.
         file: PathBuf,

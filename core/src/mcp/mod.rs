@@ -1,6 +1,6 @@
 //! The MCP client: connections to Model Context Protocol servers (stdio child processes and
 //! streamable HTTP endpoints through the official `rmcp` SDK, legacy HTTP+SSE endpoints
-//! through robota's own [`sse`] transport, and servers the host defines in code, run in-process
+//! through robota's own transport (the private `sse` module), and servers the host defines in code, run in-process
 //! ([`InProcessMcpServer`])), their status, and the tools a
 //! session gets from them — `mcp__<server>__<tool>` for every server tool, and
 //! `ListMcpResourcesTool` / `ReadMcpResourceTool` for their resources.

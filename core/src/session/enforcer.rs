@@ -138,7 +138,9 @@ impl std::fmt::Debug for PermissionEnforcer {
 }
 
 /// Told `true` when a subagent's call starts waiting for the host's permission answer and
-/// `false` when that wait ends (see [`PermissionEnforcer::for_subagent`]).
+/// `false` when that wait ends; given as [`SubagentRun::on_permission_wait`](super::SubagentRun::on_permission_wait).
+/// Called synchronously from the async task running the subagent's tool call: it must return
+/// quickly and never block.
 pub type PermissionWaitCallback = Arc<dyn Fn(bool) + Send + Sync>;
 
 /// The host's handler with the waits around its answers reported.

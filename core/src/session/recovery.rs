@@ -142,7 +142,7 @@ pub struct RecoveryReport {
 }
 
 impl RecoveryReport {
-    /// What [`SessionStore::resume`](super::store::SessionStore::resume) found for session
+    /// What [`SessionStore::resume`] found for session
     /// `session_id`, before the writer's own repairs (moving the snapshot aside, copying the
     /// log), which fill in [`SnapshotRepair::moved_to`] and [`RecoveryReport::log_copy`].
     pub fn from_resumed(session_id: &str, store: &dyn SessionStore, resumed: &Resumed) -> Self {

@@ -8,7 +8,7 @@
 //! Why it sits with the built-in tools: `Bash` with `run_in_background: true` hands its process
 //! to the manager, and `BashOutput` / `KillShell` read and stop it, so the manager must live at or
 //! below the tools layer; the framework (commands, the interactive session, the bindings) uses it
-//! from above. Runners own how work runs: [`process_runner`] runs a shell command; work that runs
+//! from above. Runners own how work runs: the process runner (`process_runner`) runs a shell command; work that runs
 //! above this layer (a subagent session) is registered as an [`ExternalTask`] and reports its
 //! output and ending through it, under the same lifecycle and limits.
 //!
