@@ -2,7 +2,7 @@
 # Builds the API reference of every language into $CARGO_TARGET_DIR/docs/<language> and fails on
 # any warning: rustdoc (robota, robota-server, robota-remote), pdoc (the Python package `robota`),
 # TypeDoc (the Node package `@robota/native`). A public item without documentation is an error in
-# each of them.
+# each of them. Swift's DocC reference: bindings-swift/scripts/docs.sh (or ROBOTA_DOCS_SWIFT=1 here).
 #
 # Needs, as CI leaves them after its Python and Node steps:
 # - a Python venv with bindings-python/requirements-dev.txt and the `robota` package installed:
@@ -49,7 +49,11 @@ echo "--- Node (TypeDoc) -> $docs/node"
 )
 
 # --- Swift (DocC) -> $docs/swift ----------------------------------------------------------------
-# The Swift package's DocC reference is added here (bindings-swift/).
+# Built by bindings-swift/scripts/docs.sh, which needs the Swift toolchain's chroot (root,
+# debootstrap): CI runs it after the Swift tests. Here only with ROBOTA_DOCS_SWIFT=1.
+if [ "${ROBOTA_DOCS_SWIFT:-0}" = 1 ]; then
+  bindings-swift/scripts/docs.sh
+fi
 # --- end Swift -----------------------------------------------------------------------------------
 
 echo "API reference: $docs/rust/index.html, $docs/python/index.html, $docs/node/index.html"
