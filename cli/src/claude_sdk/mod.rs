@@ -62,6 +62,12 @@ struct Protocol {
     /// True once `initialize` opened the session (`--await-initialize` holds prompts until
     /// then).
     initialized: tokio::sync::watch::Sender<bool>,
+    /// How many control requests were read from stdin and not yet answered. Stdin is one
+    /// ordered stream: a prompt read after `initialize` (or `set_model`, `set_permission_mode`)
+    /// runs in the session as that request leaves it, so a prompt waits until the requests read
+    /// before it are answered. (The TypeScript SDK sends its first prompt right behind
+    /// `initialize`, without waiting for the answer.)
+    controls_in_flight: tokio::sync::watch::Sender<usize>,
     /// For each prompt that ran, by its user message id: the edit checkpoints that existed
     /// before it (`rewind_files` undoes every later one).
     checkpoints_before: Mutex<HashMap<String, HashSet<String>>>,
@@ -75,6 +81,24 @@ struct Protocol {
 struct Prompt {
     text: String,
     uuid: String,
+}
+
+/// One control request being answered: counted in `Protocol::controls_in_flight` until
+/// dropped.
+struct ControlInFlight(tokio::sync::watch::Sender<usize>);
+
+impl ControlInFlight {
+    fn start(count: &tokio::sync::watch::Sender<usize>) -> Self {
+        count.send_modify(|pending| *pending += 1);
+        Self(count.clone())
+    }
+}
+
+impl Drop for ControlInFlight {
+    fn drop(&mut self) {
+        self.0
+            .send_modify(|pending| *pending = pending.saturating_sub(1));
+    }
 }
 
 /// Runs the protocol until stdin ends and the prompts sent before are answered.
@@ -96,6 +120,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
             stream: Mutex::default(),
         }),
         initialized: tokio::sync::watch::channel(false).0,
+        controls_in_flight: tokio::sync::watch::channel(0).0,
         checkpoints_before: Mutex::default(),
         task_messages: OnceLock::new(),
     });
@@ -162,6 +187,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                     .unwrap_or_default()
                     .to_string();
                 let request = message.get("request").cloned().unwrap_or(Value::Null);
+                // Counted here, in stdin's order, so a prompt on a later line waits for it.
+                let counted = ControlInFlight::start(&protocol.controls_in_flight);
                 // The map is locked while the task is spawned, so the task's own removal
                 // (when it ends) always comes after this insertion.
                 let mut running = inflight.lock().unwrap_or_else(PoisonError::into_inner);
@@ -172,6 +199,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                     let inflight = inflight.clone();
                     let id = id.clone();
                     answering.spawn(async move {
+                        // Dropped when the task ends, even when the SDK cancels the request.
+                        let _counted = counted;
                         let reply = match protocol.control(&request).await {
                             Ok(response) => json!({"type": "control_response", "response": {
                                 "subtype": "success", "request_id": id, "response": response,
@@ -256,6 +285,11 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
             let mut initialized = protocol.initialized.subscribe();
             let _ = initialized.wait_for(|done| *done).await;
         }
+        let _ = protocol
+            .controls_in_flight
+            .subscribe()
+            .wait_for(|pending| *pending == 0)
+            .await;
         let started = Instant::now();
         let session = match protocol.open(&Value::Null).await {
             Ok(session) => session,
