@@ -24,4 +24,5 @@ pub mod provider;
 pub mod sandbox;
 pub mod session;
 pub mod telemetry;
+pub(crate) mod tls;
 pub mod tools;

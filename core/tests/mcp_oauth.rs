@@ -481,7 +481,9 @@ async fn without_system_ca_certificates_the_authorization_uses_the_bundled_roots
         );
         return;
     }
-    // The child: the system's roots are really gone (a default client cannot be built) ...
+    // The child: the system's roots are really gone (a default client cannot be built; reqwest
+    // 0.13 is linked without a crypto provider, so ring is installed first, as robota does) ...
+    let _ = rustls::crypto::ring::default_provider().install_default();
     assert!(
         mcp_reqwest::Client::builder().build().is_err(),
         "SSL_CERT_FILE/SSL_CERT_DIR did not hide the system's CA certificates"

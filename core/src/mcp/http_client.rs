@@ -35,6 +35,7 @@ macro_rules! same_origin_redirects {
 
 /// The client of a streamable HTTP server.
 pub(crate) fn streamable_http_client() -> Result<mcp_reqwest::Client, String> {
+    crate::tls::ensure_crypto_provider();
     // No idle pooling: rmcp's own default, against delayed-ACK stalls on reused connections.
     let builder = || {
         mcp_reqwest::Client::builder()

@@ -179,6 +179,7 @@ pub(crate) struct BundledRootsOAuthClient {
 impl BundledRootsOAuthClient {
     /// The client for the OAuth of the server at `server_url`.
     pub(crate) fn new(server_url: &Url) -> Result<Self, String> {
+        crate::tls::ensure_crypto_provider();
         let policy = Arc::new(AddressPolicy::for_server(server_url));
         let build = |redirect: mcp_reqwest::redirect::Policy| {
             mcp_reqwest::Client::builder()

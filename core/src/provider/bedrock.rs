@@ -555,6 +555,15 @@ fn encode_path_segment(segment: &str) -> String {
 
 /// Keys given in the config or, unless the config names a profile (which then wins), in the
 /// environment.
+/// The HTTPS client of the AWS credential chain (SSO, STS, the instance metadata service): hyper
+/// on rustls with ring, the crypto library robota's other clients use, so only one is linked.
+fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
+}
+
 fn static_credentials(config: &BedrockConfig) -> Option<AwsCredentials> {
     if let Some(credentials) = &config.credentials {
         return Some(credentials.clone());
@@ -745,7 +754,9 @@ impl ChainSigner {
             .get_or_init(|| async {
                 let region = Region::new(self.region.clone());
                 if self.explicit {
-                    let conf = ProviderConfig::without_region().with_region(Some(region));
+                    let conf = ProviderConfig::without_region()
+                        .with_region(Some(region))
+                        .with_http_client(https_client());
                     return SharedCredentialsProvider::new(
                         ProfileFileCredentialsProvider::builder()
                             .configure(&conf)
@@ -755,6 +766,7 @@ impl ChainSigner {
                     );
                 }
                 let loaded = aws_config::defaults(BehaviorVersion::latest())
+                    .http_client(https_client())
                     .region(region.clone())
                     .profile_name(&self.profile)
                     .profile_files(self.files.clone())
@@ -766,6 +778,11 @@ impl ChainSigner {
                     // the same chain built directly.
                     None => SharedCredentialsProvider::new(
                         aws_config::default_provider::credentials::DefaultCredentialsChain::builder()
+                            .configure(
+                                ProviderConfig::without_region()
+                                    .with_region(Some(region.clone()))
+                                    .with_http_client(https_client()),
+                            )
                             .region(region)
                             .profile_name(&self.profile)
                             .build()

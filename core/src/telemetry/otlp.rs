@@ -121,6 +121,8 @@ impl Telemetry {
         };
         let (span_exporter, metric_exporter, runtime) = match protocol {
             OtlpProtocol::Http => {
+                // The exporters' reqwest 0.13 clients take the process's rustls provider.
+                crate::tls::ensure_crypto_provider();
                 let headers: HashMap<String, String> = config
                     .headers
                     .iter()
