@@ -69,7 +69,7 @@ case "$(uname -s)" in
   Linux)
     python_targets="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl"
     node_targets="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl"
-    c_targets="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu"
+    c_targets="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl"
     swift_targets="x86_64-unknown-linux-gnu" ;;
   Darwin)
     python_targets="universal2-apple-darwin"
@@ -295,7 +295,14 @@ build_c() {
       ensure_rust_target "$target"
       if [ "$target" != "$host" ] || [ "$quick" = 0 ]; then
         release_tools
-        cargo zigbuild -p robota-ffi --lib --locked --profile "$profile" --target "$(zig_target "$target")"
+        (
+          # Rust's musl targets link statically by default and then refuse a cdylib; the shared
+          # library links musl's libc.so like any other program of a musl system.
+          case "$target" in
+            *-musl) export "CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_RUSTFLAGS=-C target-feature=-crt-static" ;;
+          esac
+          cargo zigbuild -p robota-ffi --lib --locked --profile "$profile" --target "$(zig_target "$target")"
+        )
       fi
       STRIP="$(strip_for "$target")" ffi/package.sh --target "$target" --profile "$profile" --no-build --out "$out/c"
     fi
