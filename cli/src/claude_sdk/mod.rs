@@ -16,7 +16,7 @@
 mod host;
 mod messages;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -62,12 +62,13 @@ struct Protocol {
     /// True once `initialize` opened the session (`--await-initialize` holds prompts until
     /// then).
     initialized: tokio::sync::watch::Sender<bool>,
-    /// How many control requests were read from stdin and not yet answered. Stdin is one
-    /// ordered stream: a prompt read after `initialize` (or `set_model`, `set_permission_mode`)
-    /// runs in the session as that request leaves it, so a prompt waits until the requests read
-    /// before it are answered. (The TypeScript SDK sends its first prompt right behind
-    /// `initialize`, without waiting for the answer.)
-    controls_in_flight: tokio::sync::watch::Sender<usize>,
+    /// The control requests read from stdin and not yet answered, by their place among the
+    /// control requests read. Stdin is one ordered stream: a prompt read after `initialize` (or
+    /// `set_model`, `set_permission_mode`) runs in the session as that request leaves it, so a
+    /// prompt waits until the requests read before it are answered, and for no later one.
+    /// (The TypeScript SDK sends its first prompt right behind `initialize`, without waiting
+    /// for the answer.)
+    controls_in_flight: tokio::sync::watch::Sender<BTreeSet<u64>>,
     /// For each prompt that ran, by its user message id: the edit checkpoints that existed
     /// before it (`rewind_files` undoes every later one).
     checkpoints_before: Mutex<HashMap<String, HashSet<String>>>,
@@ -81,23 +82,34 @@ struct Protocol {
 struct Prompt {
     text: String,
     uuid: String,
+    /// How many control requests were read before this prompt: it runs once they are
+    /// answered.
+    after_controls: u64,
 }
 
-/// One control request being answered: counted in `Protocol::controls_in_flight` until
-/// dropped.
-struct ControlInFlight(tokio::sync::watch::Sender<usize>);
+/// One control request being answered: in `Protocol::controls_in_flight` until dropped.
+struct ControlInFlight {
+    in_flight: tokio::sync::watch::Sender<BTreeSet<u64>>,
+    place: u64,
+}
 
 impl ControlInFlight {
-    fn start(count: &tokio::sync::watch::Sender<usize>) -> Self {
-        count.send_modify(|pending| *pending += 1);
-        Self(count.clone())
+    fn start(in_flight: &tokio::sync::watch::Sender<BTreeSet<u64>>, place: u64) -> Self {
+        in_flight.send_modify(|pending| {
+            pending.insert(place);
+        });
+        Self {
+            in_flight: in_flight.clone(),
+            place,
+        }
     }
 }
 
 impl Drop for ControlInFlight {
     fn drop(&mut self) {
-        self.0
-            .send_modify(|pending| *pending = pending.saturating_sub(1));
+        self.in_flight.send_modify(|pending| {
+            pending.remove(&self.place);
+        });
     }
 }
 
@@ -120,7 +132,7 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
             stream: Mutex::default(),
         }),
         initialized: tokio::sync::watch::channel(false).0,
-        controls_in_flight: tokio::sync::watch::channel(0).0,
+        controls_in_flight: tokio::sync::watch::channel(BTreeSet::new()).0,
         checkpoints_before: Mutex::default(),
         task_messages: OnceLock::new(),
     });
@@ -136,6 +148,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
     let mut signals = crate::signals::Signals::listen()
         .map_err(|e| CliError::run(format!("cannot handle termination signals: {e}")))?;
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    // Control requests read so far (a prompt waits for those read before it).
+    let mut controls_read: u64 = 0;
     loop {
         let read = tokio::select! {
             read = next_line(&mut stdin, MAX_LINE_BYTES) => read,
@@ -176,7 +190,11 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                         .and_then(Value::as_str)
                         .filter(|id| !id.is_empty())
                         .map_or_else(robota::message::new_id, str::to_string);
-                    let _ = prompts.send(Prompt { text, uuid });
+                    let _ = prompts.send(Prompt {
+                        text,
+                        uuid,
+                        after_controls: controls_read,
+                    });
                 }
                 Err(problem) => eprintln!("robota: a user message was ignored: {problem}"),
             },
@@ -188,7 +206,8 @@ pub async fn run(cli: &Cli) -> Result<u8, CliError> {
                     .to_string();
                 let request = message.get("request").cloned().unwrap_or(Value::Null);
                 // Counted here, in stdin's order, so a prompt on a later line waits for it.
-                let counted = ControlInFlight::start(&protocol.controls_in_flight);
+                let counted = ControlInFlight::start(&protocol.controls_in_flight, controls_read);
+                controls_read += 1;
                 // The map is locked while the task is spawned, so the task's own removal
                 // (when it ends) always comes after this insertion.
                 let mut running = inflight.lock().unwrap_or_else(PoisonError::into_inner);
@@ -288,7 +307,11 @@ async fn run_prompts(protocol: Arc<Protocol>, mut queue: mpsc::UnboundedReceiver
         let _ = protocol
             .controls_in_flight
             .subscribe()
-            .wait_for(|pending| *pending == 0)
+            .wait_for(|pending| {
+                pending
+                    .first()
+                    .is_none_or(|&first| first >= prompt.after_controls)
+            })
             .await;
         let started = Instant::now();
         let session = match protocol.open(&Value::Null).await {
