@@ -553,8 +553,6 @@ fn encode_path_segment(segment: &str) -> String {
     out
 }
 
-/// Keys given in the config or, unless the config names a profile (which then wins), in the
-/// environment.
 /// The HTTPS client of the AWS credential chain (SSO, STS, the instance metadata service): hyper
 /// on rustls with ring, the crypto library robota's other clients use, so only one is linked.
 fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
@@ -564,6 +562,8 @@ fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
         .build_https()
 }
 
+/// Keys given in the config or, unless the config names a profile (which then wins), in the
+/// environment.
 fn static_credentials(config: &BedrockConfig) -> Option<AwsCredentials> {
     if let Some(credentials) = &config.credentials {
         return Some(credentials.clone());
