@@ -140,6 +140,19 @@ check_library() {
     echo "$unexpected" | head -20 >&2
     exit 1
   fi
+  # Release builds of glibc targets promise glibc 2.17 (zig_target): a newer symbol version means
+  # a build step linked against another glibc, and the library would not load on older systems.
+  # (Quick mode's host libraries are CI's own builds, linked against the host's glibc.)
+  case "$quick:$target" in
+    0:*-linux-gnu)
+      local newest
+      newest="$(objdump -T "$file" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1)"
+      if [ -n "$newest" ] && [ "$(printf '%s\n' "$newest" 2.17 | sort -V | tail -n 1)" != 2.17 ]; then
+        echo "release.sh: $file needs glibc $newest, newer than the 2.17 its target promises:" >&2
+        objdump -T "$file" | grep -E "GLIBC_2\.(1[89]|[2-9][0-9])" | head -10 >&2
+        exit 1
+      fi ;;
+  esac
 }
 sizes="$out/SIZES.md"
 {
@@ -149,9 +162,18 @@ sizes="$out/SIZES.md"
   echo "| --- | ---: | --- | ---: |"
 } > "$sizes"
 mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f MB", b / 1000000 }'; }
+# The size budget of one stripped library in release mode (BENCHMARKS.md, "The size budget"): the
+# whole engine with every package's features; the Swift library also carries uniffi's scaffolding
+# of each exported function. A release that grows past it fails here, so growth is a decision
+# someone makes, not a drift nobody saw.
+budget_mb() { case "$1" in librobota_swift.so) echo 31 ;; *) echo 26 ;; esac; }
+over_budget=""
 # record ARTIFACT LIBRARY_NAME STRIPPED_COPY
 record() {
   printf '| %s | %s | %s | %s |\n' "$(basename "$1")" "$(mb "$1")" "$2" "$(mb "$3")" >> "$sizes"
+  if [ "$quick" = 0 ] && [ "$(stat -c %s "$3")" -gt $(($(budget_mb "$2") * 1000000)) ]; then
+    over_budget="$over_budget  $(basename "$1"): $2 is $(mb "$3") stripped, over its $(budget_mb "$2") MB"$'\n'
+  fi
 }
 # stripped_copy FILE TARGET: a stripped copy of a library (the size users load). A foreign
 # architecture's library stays as built (see strip_for).
@@ -237,7 +259,8 @@ build_node() {
       ensure_rust_target "$target"
       local cross=()
       case "$target" in *-linux-*) release_tools; cross=(--cross-compile) ;; esac
-      (cd bindings-node && npx napi build --platform --profile "$profile" --target "$target" "${cross[@]}" \
+      # `zig_target`: napi passes a versioned target to cargo-zigbuild (glibc 2.17, as the others).
+      (cd bindings-node && npx napi build --platform --profile "$profile" --target "$(zig_target "$target")" "${cross[@]}" \
         --output-dir "$stage" --no-js --dts unused.d.ts -- --locked)
       rm -f "$stage/unused.d.ts"
     fi
@@ -365,3 +388,9 @@ echo
 cat "$sizes"
 echo
 echo "release.sh: artifacts of robota $version in $out"
+if [ -n "$over_budget" ]; then
+  echo "release.sh: over the size budget per stripped library (BENCHMARKS.md, \"The size budget\"):" >&2
+  printf '%s' "$over_budget" >&2
+  echo "  find what grew (nm -S --size-sort on an unstripped build), or raise the budget in this script and BENCHMARKS.md with the reason" >&2
+  exit 1
+fi
