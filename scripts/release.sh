@@ -112,7 +112,8 @@ ensure_rust_target() {
   rustup target list --installed | grep -qx "$1" || rustup target add "$1"
 }
 # glibc targets are linked against glibc 2.17 (manylinux2014), the oldest glibc the wheels claim.
-zig_target() { case "$1" in *-linux-gnu) echo "$1.2.17" ;; *) echo "$1" ;; esac; }
+glibc_floor=2.17
+zig_target() { case "$1" in *-linux-gnu) echo "$1.$glibc_floor" ;; *) echo "$1" ;; esac; }
 
 # --- checks every library passes ----------------------------------------------------------------
 # The ELF machine a target's libraries must have.
@@ -140,16 +141,16 @@ check_library() {
     echo "$unexpected" | head -20 >&2
     exit 1
   fi
-  # Release builds of glibc targets promise glibc 2.17 (zig_target): a newer symbol version means
+  # Release builds of glibc targets promise $glibc_floor (zig_target): a newer symbol version means
   # a build step linked against another glibc, and the library would not load on older systems.
   # (Quick mode's host libraries are CI's own builds, linked against the host's glibc.)
   case "$quick:$target" in
     0:*-linux-gnu)
       local newest
       newest="$(objdump -T "$file" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1)"
-      if [ -n "$newest" ] && [ "$(printf '%s\n' "$newest" 2.17 | sort -V | tail -n 1)" != 2.17 ]; then
-        echo "release.sh: $file needs glibc $newest, newer than the 2.17 its target promises:" >&2
-        objdump -T "$file" | grep -E "GLIBC_2\.(1[89]|[2-9][0-9])" | head -10 >&2
+      if [ -n "$newest" ] && [ "$(printf '%s\n' "$newest" "$glibc_floor" | sort -V | tail -n 1)" != "$glibc_floor" ]; then
+        echo "release.sh: $file needs glibc $newest, newer than the $glibc_floor its target promises:" >&2
+        objdump -T "$file" | grep 'GLIBC_' | grep -Fv "GLIBC_$glibc_floor" | sort -t'(' -k2 -V | tail -n 10 >&2
         exit 1
       fi ;;
   esac
