@@ -124,10 +124,11 @@ elf_machine() {
     *) echo "" ;;
   esac
 }
-# check_library FILE TARGET EXPORT_REGEX: the architecture is the target's and every exported
-# (defined, dynamic) symbol matches EXPORT_REGEX.
+# check_library FILE TARGET EXPORT_REGEX [HOST_IMPORTS]: the architecture is the target's, every
+# exported (defined, dynamic) symbol matches EXPORT_REGEX, and a glibc target's library needs no
+# more of glibc than its target promises.
 check_library() {
-  local file="$1" target="$2" allowed="$3" machine
+  local file="$1" target="$2" allowed="$3" host_imports="${4:-^\$}" machine
   machine="$(elf_machine "$target")"
   [ -n "$machine" ] || return 0  # not ELF (macOS, Windows): checked by their own platforms
   if ! readelf -h "$file" | grep -q "Machine: *$machine\$"; then
@@ -141,6 +142,22 @@ check_library() {
     echo "$unexpected" | head -20 >&2
     exit 1
   fi
+  # A glibc function newer than the glibc a library is linked for (zig's stubs) is left as an
+  # unversioned, non-weak reference: the library loads, then a call to it ends the process with
+  # "symbol lookup error" on an older system. The only unversioned references allowed are the
+  # host's own API (HOST_IMPORTS: the Python or Node C API) and weak ones, which the standard
+  # library checks before it calls them.
+  case "$target" in
+    *-linux-gnu)
+      local unbound
+      unbound="$(nm -D --undefined-only "$file" | awk '$1 == "U" && $2 !~ /@/ { print $2 }' | grep -Ev "$host_imports" || true)"
+      if [ -n "$unbound" ]; then
+        echo "release.sh: $file calls functions its glibc ($glibc_floor) does not have, so they would be missing at run time:" >&2
+        echo "$unbound" | head -20 >&2
+        echo "  (call them through libc::syscall, or look them up at run time, instead of linking them)" >&2
+        exit 1
+      fi ;;
+  esac
   # Release builds of glibc targets promise $glibc_floor (zig_target): a newer symbol version means
   # a build step linked against another glibc, and the library would not load on older systems.
   # (Quick mode's host libraries are CI's own builds, linked against the host's glibc.)
@@ -220,7 +237,7 @@ build_python() {
     local lib
     lib="$(find "$unpacked" -name '_native*.so' | head -n 1)"
     if [ -n "$lib" ]; then
-      check_library "$lib" "$target_of_wheel" '^PyInit_(_native|pyo3_async_runtimes)$'
+      check_library "$lib" "$target_of_wheel" '^PyInit_(_native|pyo3_async_runtimes)$' '^_?Py'
       local copy; copy="$(stripped_copy "$lib" "$target_of_wheel")"
       record "$wheel" "robota/_native.abi3.so" "$copy"
       rm -f "$copy"
@@ -266,7 +283,7 @@ build_node() {
       rm -f "$stage/unused.d.ts"
     fi
     addon="$stage/robota.$platform.node"
-    check_library "$addon" "$target" '^(napi_register_module_v1|node_api_module_get_api_version_v1)$'
+    check_library "$addon" "$target" '^(napi_register_module_v1|node_api_module_get_api_version_v1)$' '^(napi_|node_api_)'
     cp bindings-node/npm/"$platform"/package.json bindings-node/npm/"$platform"/README.md "$stage/"
     local tarball
     tarball="$(cd "$stage" && npm pack --silent --pack-destination "$out/node" | tail -n 1)"

@@ -105,7 +105,8 @@ unbuilt="$work/unbuilt"
 mkdir -p "$unbuilt/scripts"
 cp "$repo/bindings-node/package.json" "$unbuilt/"
 cp "$repo/bindings-node/scripts/prepack-check.cjs" "$unbuilt/scripts/"
-if (cd "$unbuilt" && npm pack --silent > "$work/pack.log" 2>&1); then
+# Not `--silent`: npm 9 (Debian's) then drops the prepack script's message along with npm's own.
+if (cd "$unbuilt" && npm pack > "$work/pack.log" 2>&1); then
   echo "run.sh: npm pack packed a package with no built files" >&2
   exit 1
 fi

@@ -254,11 +254,25 @@ pub(crate) fn seccomp_memfd(program: &BpfProgram) -> Result<OwnedFd, SandboxErro
     let setup = |what: &str| SandboxError::Setup {
         message: format!("{what}: {}", std::io::Error::last_os_error()),
     };
+    // The system call, not glibc's `memfd_create` wrapper: the wrapper is glibc 2.27's, and the
+    // released libraries are linked for glibc 2.17, where a call to it would end the process
+    // with "symbol lookup error". The call itself is Linux 3.17's; an older kernel answers ENOSYS.
     // SAFETY: the name is a NUL-terminated literal; the flags are valid.
-    let raw = unsafe { libc::memfd_create(c"robota-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    let raw = unsafe {
+        libc::syscall(
+            libc::SYS_memfd_create,
+            c"robota-seccomp".as_ptr(),
+            libc::MFD_CLOEXEC,
+        )
+    };
     if raw < 0 {
         return Err(setup("memfd_create"));
     }
+    let Ok(raw) = std::os::fd::RawFd::try_from(raw) else {
+        return Err(SandboxError::Setup {
+            message: format!("memfd_create returned {raw}, not a file descriptor"),
+        });
+    };
     // SAFETY: `raw` is a new descriptor this function owns.
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     let bytes_len = std::mem::size_of_val(program.as_slice());
